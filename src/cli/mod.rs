@@ -1,0 +1,51 @@
+//! Command-line interface. Each subcommand lives in its own file with its own
+//! clap `Args` struct and a `run` returning an exit code.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod common;
+mod compile;
+mod distribution;
+
+#[derive(Parser)]
+#[command(
+    name = "constrain",
+    version,
+    about = "Structured-output decoding that always parses"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the token index for a regex, grammar or schema and print its statistics.
+    Compile(compile::CompileArgs),
+    /// Walk the guide over the canonical tokens of a text: exit 0 accepted, 1 rejected.
+    Check(compile::CheckArgs),
+    /// Show how each sampling stage shifts a small distribution.
+    Distribution(distribution::DistributionArgs),
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Some(Command::Compile(a)) => compile::run_compile(a),
+        Some(Command::Check(a)) => compile::run_check(a),
+        Some(Command::Distribution(a)) => distribution::run(a),
+        None => Err(anyhow::anyhow!("no command given; see `constrain --help`")),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => common::report(&e),
+    }
+}

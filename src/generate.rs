@@ -1,0 +1,1 @@
+//! # Constrained generation loop (skeleton; see issue 5)

@@ -1,0 +1,33 @@
+//! # constrain
+//!
+//! Structured-output decoding that always parses. A JSON Schema, a regex or a
+//! named grammar is compiled into a byte-level DFA ([`dfa::ByteDfa`]), lifted to
+//! the token level over a vocabulary ([`vocab::Vocabulary`]) into an immutable,
+//! shareable [`index::TokenIndex`], and walked per request by a cheap
+//! [`guide::Guide`] that says, at every step, which tokens keep the text inside
+//! the language. The [`sampling`] pipeline then turns masked logits into a
+//! token, and [`generate`] drives a [`model::LanguageModel`].
+//!
+//! ```text
+//! JSON Schema ──schema::──▶ regex ──┐
+//! regex / grammars/*.regex ─────────┼─▶ dfa::ByteDfa ──┐
+//! tokenizer.json / GGUF ─vocab::──▶ Vocabulary ────────┴─▶ index::TokenIndex (Arc)
+//!                                                               │
+//! model:: logits ─▶ sampling::Pipeline ─▶ token ─▶ guide::Guide ◀┘
+//! ```
+//!
+//! The library never prints; the binary (`src/main.rs`, `src/cli/`) does.
+
+pub mod dfa;
+pub mod generate;
+pub mod guide;
+pub mod index;
+pub mod model;
+pub mod sampling;
+pub mod schema;
+pub mod vocab;
+
+pub use dfa::{ByteDfa, DfaConfig, DfaError};
+pub use guide::{Guide, GuideError};
+pub use index::{IndexConfig, IndexError, TokenIndex, TokenSet};
+pub use vocab::{TokenId, VocabError, Vocabulary};

@@ -1,0 +1,9 @@
+//! The `constrain` binary: a thin `main` over [`cli`]. Exit codes: 0 success,
+//! 1 a negative answer (`check` rejected the text, `soak` found a failure),
+//! 2 bad input (one `error:` line on stderr, nothing on stdout).
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

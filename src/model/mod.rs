@@ -1,0 +1,1 @@
+//! # Language models (skeleton; see issue 5)

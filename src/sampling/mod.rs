@@ -1,0 +1,1 @@
+//! # Sampling pipeline (skeleton; see issue 4)

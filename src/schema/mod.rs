@@ -1,0 +1,1 @@
+//! # JSON Schema → regex (skeleton; see issue 3)

@@ -1,0 +1,463 @@
+//! # Vocabulary: token id → raw bytes
+//!
+//! The token index works on bytes, the model on token ids; [`Vocabulary`] is
+//! the bridge. It is read from a Hugging Face `tokenizer.json` (byte-level BPE,
+//! as Qwen, GPT-2 and Llama-3 use) by inverting the GPT-2 byte↔char table
+//! ([`bytelevel`]), so a token's bytes may be partial UTF-8 (an emoji split in
+//! two tokens is two byte strings that are each invalid UTF-8).
+//!
+//! ## What enters the index
+//!
+//! * Ordinary BPE tokens (`model.vocab`): their bytes.
+//! * The **EOS set** (Qwen: `<|im_end|>` 151645 and `<|endoftext|>` 151643): never
+//!   text; the index allows them exactly in accepting states.
+//! * Every other **added token**, special or not, is kept *out* of the index:
+//!   the masks never allow it. This includes Qwen's non-special added tokens
+//!   `<tool_call>`, `</tool_call>`, `<think>`, `</think>`, `<|fim_*|>`,
+//!   `<|repo_name|>`, `<|file_sep|>`, `<tool_response>`: they are control
+//!   markers to the model, and letting one into a JSON string would hand the
+//!   model's control channel to the output. The same characters can still be
+//!   produced through ordinary BPE pieces (`<`, `think`, `>`), so no text is
+//!   lost; only the single control token is.
+//! * The **logits width** may exceed the tokenizer (Qwen2.5: 151,936 logits for
+//!   151,669 ids). Ids at or past the tokenizer's size have no bytes and are
+//!   always masked.
+//!
+//! Invariants: `token_bytes(id)` is `Some` exactly for indexable tokens, never
+//! for EOS or other added tokens; every EOS id is below `logits_width()`.
+
+pub mod bytelevel;
+mod tokenizer;
+
+pub use tokenizer::TextTokenizer;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+/// A token id, as the model and the tokenizer number it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct TokenId(pub u32);
+
+impl TokenId {
+    /// The id as an index into a logits vector.
+    #[inline]
+    pub fn as_usize(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for TokenId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Logits width of the Qwen2 / Qwen2.5 / Qwen3 models (embedding rows), larger
+/// than the 151,669 ids the tokenizer knows.
+pub const QWEN_LOGITS_WIDTH: usize = 151_936;
+
+/// Names recognised as end-of-sequence when a tokenizer does not say otherwise.
+pub const DEFAULT_EOS_NAMES: &[&str] = &[
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "</s>",
+    "<eos>",
+    "<|end|>",
+];
+
+/// Errors reading or building a vocabulary.
+#[derive(Debug, thiserror::Error)]
+pub enum VocabError {
+    #[error("cannot read tokenizer {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("malformed tokenizer.json: {0}")]
+    Json(String),
+    #[error("unsupported tokenizer: {0}")]
+    Unsupported(String),
+    #[error("token {id} appears twice in the tokenizer")]
+    DuplicateId { id: u32 },
+    #[error("token {token:?} (id {id}) is not byte-level BPE text: character {ch:?} has no byte")]
+    NotByteLevel { id: u32, token: String, ch: char },
+    #[error("logits width {width} is smaller than the tokenizer's {ids} ids")]
+    LogitsWidth { width: usize, ids: usize },
+    #[error("no end-of-sequence token found (looked for {0})")]
+    NoEos(String),
+    #[error("end-of-sequence token {0} is not in the vocabulary")]
+    BadEos(u32),
+    #[error("cannot tokenize: {0}")]
+    Encode(String),
+}
+
+/// Token id → raw bytes, the EOS set and the logits width. Immutable once
+/// built; share it through `Arc`.
+#[derive(Clone)]
+pub struct Vocabulary {
+    /// Concatenated bytes of every indexable token.
+    bytes: Vec<u8>,
+    /// `spans[id] = (start, len)`; `len == u32::MAX` marks a token with no
+    /// bytes (EOS, added tokens, holes).
+    spans: Vec<(u32, u32)>,
+    eos: Vec<TokenId>,
+    /// Added tokens that are not in the index: (id, text, special flag).
+    added: Vec<(TokenId, String, bool)>,
+    logits_width: usize,
+    max_token_len: usize,
+    n_text_tokens: usize,
+}
+
+const NO_BYTES: u32 = u32::MAX;
+
+impl fmt::Debug for Vocabulary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Vocabulary")
+            .field("ids", &self.spans.len())
+            .field("text_tokens", &self.n_text_tokens)
+            .field("eos", &self.eos)
+            .field("logits_width", &self.logits_width)
+            .finish()
+    }
+}
+
+impl Vocabulary {
+    /// Builds a vocabulary from raw token bytes (for tests and custom
+    /// tokenizers). `eos` ids carry no bytes; `logits_width` must cover every id.
+    pub fn new(
+        tokens: impl IntoIterator<Item = (TokenId, Vec<u8>)>,
+        eos: impl IntoIterator<Item = TokenId>,
+        logits_width: usize,
+    ) -> Result<Self, VocabError> {
+        let mut v = Vocabulary {
+            bytes: Vec::new(),
+            spans: Vec::new(),
+            eos: eos.into_iter().collect(),
+            added: Vec::new(),
+            logits_width: 0,
+            max_token_len: 0,
+            n_text_tokens: 0,
+        };
+        for (id, b) in tokens {
+            v.push(id, Some(&b))?;
+        }
+        for e in v.eos.clone() {
+            if e.as_usize() >= v.spans.len() {
+                v.spans.resize(e.as_usize() + 1, (0, NO_BYTES));
+            }
+            v.spans[e.as_usize()] = (0, NO_BYTES);
+        }
+        v.set_logits_width(logits_width.max(1).max(v.spans.len()))?;
+        if logits_width < v.spans.len() {
+            return Err(VocabError::LogitsWidth {
+                width: logits_width,
+                ids: v.spans.len(),
+            });
+        }
+        Ok(v)
+    }
+
+    fn push(&mut self, id: TokenId, bytes: Option<&[u8]>) -> Result<(), VocabError> {
+        let i = id.as_usize();
+        if i >= self.spans.len() {
+            self.spans.resize(i + 1, (0, NO_BYTES));
+        } else if self.spans[i].1 != NO_BYTES {
+            return Err(VocabError::DuplicateId { id: id.0 });
+        }
+        if let Some(b) = bytes {
+            self.spans[i] = (self.bytes.len() as u32, b.len() as u32);
+            self.bytes.extend_from_slice(b);
+            self.max_token_len = self.max_token_len.max(b.len());
+            self.n_text_tokens += 1;
+        }
+        Ok(())
+    }
+
+    fn set_logits_width(&mut self, width: usize) -> Result<(), VocabError> {
+        if width < self.spans.len() {
+            return Err(VocabError::LogitsWidth {
+                width,
+                ids: self.spans.len(),
+            });
+        }
+        for e in &self.eos {
+            if e.as_usize() >= self.spans.len() {
+                return Err(VocabError::BadEos(e.0));
+            }
+        }
+        self.logits_width = width;
+        Ok(())
+    }
+
+    /// Reads a Hugging Face `tokenizer.json` file (byte-level BPE).
+    pub fn from_tokenizer_json_file(path: impl AsRef<Path>) -> Result<Self, VocabError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| VocabError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::from_tokenizer_json(&text)
+    }
+
+    /// Parses the text of a Hugging Face `tokenizer.json` (byte-level BPE).
+    /// The logits width is the number of ids; widen it with
+    /// [`Vocabulary::with_logits_width`] for models with padded embeddings.
+    pub fn from_tokenizer_json(json: &str) -> Result<Self, VocabError> {
+        #[derive(serde::Deserialize)]
+        struct Added {
+            id: u32,
+            content: String,
+            #[serde(default)]
+            special: bool,
+        }
+        #[derive(serde::Deserialize)]
+        struct Model {
+            #[serde(rename = "type")]
+            kind: Option<String>,
+            vocab: HashMap<String, u32>,
+        }
+        #[derive(serde::Deserialize)]
+        struct TokJson {
+            #[serde(default)]
+            added_tokens: Vec<Added>,
+            model: Model,
+        }
+        let t: TokJson = serde_json::from_str(json).map_err(|e| VocabError::Json(e.to_string()))?;
+        if let Some(k) = &t.model.kind {
+            if k != "BPE" {
+                return Err(VocabError::Unsupported(format!(
+                    "model type {k:?}; only byte-level BPE tokenizers are supported"
+                )));
+            }
+        }
+        let regular: Vec<(u32, String)> =
+            t.model.vocab.into_iter().map(|(s, id)| (id, s)).collect();
+        let added: Vec<(u32, String, bool)> = t
+            .added_tokens
+            .into_iter()
+            .map(|a| (a.id, a.content, a.special))
+            .collect();
+        Self::from_byte_level(regular, added, None)
+    }
+
+    /// Builds a vocabulary from byte-level BPE token strings (GPT-2 char
+    /// mapping), as tokenizer.json and GGUF files store them. `added` are
+    /// (id, text, special) control tokens kept out of the index; `eos` picks
+    /// the EOS ids (default: the added tokens named in [`DEFAULT_EOS_NAMES`]).
+    pub fn from_byte_level(
+        regular: Vec<(u32, String)>,
+        added: Vec<(u32, String, bool)>,
+        eos: Option<Vec<TokenId>>,
+    ) -> Result<Self, VocabError> {
+        let table = bytelevel::char_to_byte_table();
+        let mut v = Vocabulary {
+            bytes: Vec::new(),
+            spans: Vec::new(),
+            eos: Vec::new(),
+            added: Vec::new(),
+            logits_width: 0,
+            max_token_len: 0,
+            n_text_tokens: 0,
+        };
+        let added_ids: std::collections::HashSet<u32> = added.iter().map(|a| a.0).collect();
+        let mut regular = regular;
+        regular.sort_unstable_by_key(|r| r.0);
+        let mut buf = Vec::with_capacity(64);
+        for (id, s) in &regular {
+            if added_ids.contains(id) {
+                continue;
+            }
+            buf.clear();
+            for ch in s.chars() {
+                match table.get(&ch) {
+                    Some(&b) => buf.push(b),
+                    None => {
+                        return Err(VocabError::NotByteLevel {
+                            id: *id,
+                            token: s.clone(),
+                            ch,
+                        });
+                    }
+                }
+            }
+            v.push(TokenId(*id), Some(&buf))?;
+        }
+        for (id, text, special) in &added {
+            v.push(TokenId(*id), None)?;
+            v.added.push((TokenId(*id), text.clone(), *special));
+        }
+        v.eos = match eos {
+            Some(e) => e,
+            None => {
+                let mut e: Vec<TokenId> = added
+                    .iter()
+                    .filter(|a| DEFAULT_EOS_NAMES.contains(&a.1.as_str()))
+                    .map(|a| TokenId(a.0))
+                    .collect();
+                e.sort();
+                if e.is_empty() {
+                    return Err(VocabError::NoEos(DEFAULT_EOS_NAMES.join(", ")));
+                }
+                e
+            }
+        };
+        let n = v.spans.len();
+        v.set_logits_width(n)?;
+        Ok(v)
+    }
+
+    /// The same vocabulary with a wider logits vector (ids past the tokenizer
+    /// are always masked). Errors when `width` is below the number of ids.
+    pub fn with_logits_width(mut self, width: usize) -> Result<Self, VocabError> {
+        self.set_logits_width(width)?;
+        Ok(self)
+    }
+
+    /// The same vocabulary with another EOS set.
+    pub fn with_eos(mut self, eos: Vec<TokenId>) -> Result<Self, VocabError> {
+        for e in &eos {
+            if e.as_usize() >= self.spans.len() {
+                return Err(VocabError::BadEos(e.0));
+            }
+            if self.spans[e.as_usize()].1 != NO_BYTES {
+                self.n_text_tokens -= 1;
+                self.spans[e.as_usize()] = (0, NO_BYTES);
+            }
+        }
+        self.eos = eos;
+        Ok(self)
+    }
+
+    /// Number of logits a model produces (mask width).
+    #[inline]
+    pub fn logits_width(&self) -> usize {
+        self.logits_width
+    }
+
+    /// Number of ids the tokenizer knows (text, EOS and added tokens).
+    pub fn num_ids(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Number of tokens that carry text and may enter the index.
+    pub fn num_text_tokens(&self) -> usize {
+        self.n_text_tokens
+    }
+
+    /// Length in bytes of the longest text token.
+    pub fn max_token_len(&self) -> usize {
+        self.max_token_len
+    }
+
+    /// The EOS ids.
+    pub fn eos(&self) -> &[TokenId] {
+        &self.eos
+    }
+
+    /// Whether `id` ends the sequence.
+    #[inline]
+    pub fn is_eos(&self, id: TokenId) -> bool {
+        self.eos.contains(&id)
+    }
+
+    /// Added tokens kept out of the index, with their text and special flag.
+    pub fn added_tokens(&self) -> &[(TokenId, String, bool)] {
+        &self.added
+    }
+
+    /// The raw bytes of an indexable token; `None` for EOS, added tokens and
+    /// ids past the tokenizer.
+    #[inline]
+    pub fn token_bytes(&self, id: TokenId) -> Option<&[u8]> {
+        let &(start, len) = self.spans.get(id.as_usize())?;
+        if len == NO_BYTES {
+            return None;
+        }
+        Some(&self.bytes[start as usize..(start + len) as usize])
+    }
+
+    /// Every indexable token with its bytes, in id order.
+    pub fn text_tokens(&self) -> impl Iterator<Item = (TokenId, &[u8])> + '_ {
+        self.spans.iter().enumerate().filter_map(|(i, &(s, l))| {
+            (l != NO_BYTES).then(|| (TokenId(i as u32), &self.bytes[s as usize..(s + l) as usize]))
+        })
+    }
+
+    /// The bytes of a token sequence (EOS and added tokens contribute their
+    /// text for added tokens, nothing for EOS).
+    pub fn decode(&self, ids: &[TokenId]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &id in ids {
+            if let Some(b) = self.token_bytes(id) {
+                out.extend_from_slice(b);
+            } else if let Some(a) = self.added.iter().find(|a| a.0 == id && !self.is_eos(id)) {
+                out.extend_from_slice(a.1.as_bytes());
+            }
+        }
+        out
+    }
+
+    /// A printable form of a token for messages (`"ab"`, `<|im_end|>`, `#151700`).
+    pub fn describe(&self, id: TokenId) -> String {
+        if let Some(b) = self.token_bytes(id) {
+            return format!("{:?}", String::from_utf8_lossy(b));
+        }
+        if let Some(a) = self.added.iter().find(|a| a.0 == id) {
+            return a.1.clone();
+        }
+        if self.is_eos(id) {
+            return format!("<eos #{id}>");
+        }
+        format!("#{id}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_level_tokens_decode_to_raw_bytes() {
+        // "Ġ" is the GPT-2 char for the space byte; "ä¸" are the chars of 0xE4 0xB8.
+        let v = Vocabulary::from_byte_level(
+            vec![(0, "a".into()), (1, "Ġb".into()), (2, "ä¸".into())],
+            vec![(3, "<|im_end|>".into(), true), (4, "<think>".into(), false)],
+            None,
+        )
+        .unwrap();
+        assert_eq!(v.token_bytes(TokenId(1)), Some(&b" b"[..]));
+        assert_eq!(v.token_bytes(TokenId(2)), Some(&[0xE4u8, 0xB8][..]));
+        assert_eq!(v.eos(), &[TokenId(3)]);
+        assert_eq!(v.token_bytes(TokenId(3)), None);
+        assert_eq!(
+            v.token_bytes(TokenId(4)),
+            None,
+            "non-special added tokens stay out"
+        );
+        assert_eq!(v.num_text_tokens(), 3);
+        let w = v.with_logits_width(8).unwrap();
+        assert_eq!(w.logits_width(), 8);
+        assert_eq!(w.token_bytes(TokenId(7)), None);
+        assert!(w.clone().with_logits_width(2).is_err());
+    }
+
+    #[test]
+    fn not_byte_level_is_an_error() {
+        let e = Vocabulary::from_byte_level(
+            vec![(0, "\u{4e2d}".into())],
+            vec![(1, "</s>".into(), true)],
+            None,
+        );
+        assert!(matches!(e, Err(VocabError::NotByteLevel { .. })));
+    }
+
+    #[test]
+    fn missing_eos_is_an_error() {
+        let e = Vocabulary::from_byte_level(vec![(0, "a".into())], vec![], None);
+        assert!(matches!(e, Err(VocabError::NoEos(_))));
+    }
+}
