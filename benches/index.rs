@@ -32,6 +32,10 @@ fn build(re: &str, vocab: &Arc<Vocabulary>, cfg: &IndexConfig) -> (TokenIndex, D
 }
 
 fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("index bench: run it with `cargo bench --bench index`");
+        return;
+    }
     let home = std::env::var("CONSTRAIN_HOME").unwrap_or_else(|_| {
         format!(
             "{}/.cache/constrain",
