@@ -43,7 +43,7 @@ mod tests {
     #[test]
     fn matches_libm_over_the_range() {
         let mut worst = 0.0f64;
-        let mut x = -87.0f32;
+        let mut x = -86.999f32;
         while x <= 0.0 {
             let want = (x as f64).exp();
             let got = exp_nonpositive(x) as f64;
