@@ -3,8 +3,9 @@
 //!
 //! `CARGO_TARGET_DIR=... cargo bench --bench sampling`
 //!
-//! Each iteration gets a fresh copy of the logits (the copy is not timed:
-//! `Sampler::sample` uses its input as scratch).
+//! Each iteration gets a fresh copy of the logits, made just before it (so it
+//! sits in cache, as a model's fresh output does) and not timed:
+//! `Sampler::sample` uses its input as scratch.
 
 use candle_core::{Device, Tensor};
 use candle_transformers::generation::{LogitsProcessor, Sampling};
@@ -63,7 +64,7 @@ fn bench(c: &mut Criterion) {
             b.iter_batched_ref(
                 || logits.clone(),
                 |l| black_box(s.sample(l, mask, &history).unwrap()),
-                BatchSize::SmallInput,
+                BatchSize::PerIteration,
             )
         });
     };

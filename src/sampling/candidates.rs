@@ -45,27 +45,36 @@ pub(crate) fn top_k_select(values: &[f32], k: usize, buf: &mut Vec<(f32, u32)>) 
         return;
     }
     const CHUNK: usize = 64;
-    let cap = (2 * k).max(1024);
+    // A small buffer makes the threshold rise early, so later chunks are skipped.
+    let cap = (4 * k).max(256);
     let mut threshold = f32::NEG_INFINITY;
-    for (ci, chunk) in values.chunks(CHUNK).enumerate() {
-        let mut hit = 0u32;
-        for &x in chunk {
-            hit |= (x > threshold) as u32;
+    let mut chunks = values.chunks_exact(CHUNK);
+    for (ci, chunk) in chunks.by_ref().enumerate() {
+        let chunk: &[f32; CHUNK] = chunk.try_into().expect("exact chunk");
+        let mut bits = 0u64;
+        for (j, &x) in chunk.iter().enumerate() {
+            bits |= ((x > threshold) as u64) << j;
         }
-        if hit == 0 {
+        if bits == 0 {
             continue;
         }
         let base = ci * CHUNK;
-        for (j, &x) in chunk.iter().enumerate() {
-            if x > threshold {
-                buf.push((x, (base + j) as u32));
-            }
+        while bits != 0 {
+            let j = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            buf.push((chunk[j], (base + j) as u32));
         }
         if buf.len() >= cap {
             buf.select_nth_unstable_by(k - 1, rank);
             buf.truncate(k);
             // Later positions lose ties, so only strictly larger values can enter.
             threshold = buf[k - 1].0;
+        }
+    }
+    let base = values.len() - chunks.remainder().len();
+    for (j, &x) in chunks.remainder().iter().enumerate() {
+        if x > threshold {
+            buf.push((x, (base + j) as u32));
         }
     }
     if buf.len() > k {
@@ -106,6 +115,16 @@ impl Candidates {
     /// Every live entry of `logits` (not NaN, not `-inf`), in id order.
     pub fn gather_live(&mut self, logits: &[f32]) {
         self.clear();
+        let mut dead = 0u32;
+        for &x in logits {
+            dead |= !(x > f32::NEG_INFINITY) as u32;
+        }
+        if dead == 0 {
+            // Nothing removed (the common unmasked case): a straight copy.
+            self.ids.extend(0..logits.len() as u32);
+            self.logits.extend_from_slice(logits);
+            return;
+        }
         for (i, &x) in logits.iter().enumerate() {
             if x > f32::NEG_INFINITY {
                 self.ids.push(i as u32);
@@ -119,16 +138,42 @@ impl Candidates {
     /// past `logits.len()` are ignored.
     pub fn gather_bits(&mut self, logits: &[f32], words: &[u64]) {
         self.clear();
-        for (wi, &w) in words.iter().enumerate() {
-            let mut w = w;
-            while w != 0 {
-                let i = wi * 64 + w.trailing_zeros() as usize;
-                w &= w - 1;
-                if i >= logits.len() {
-                    return;
+        const BLOCK: usize = 8;
+        let n = logits.len();
+        for (bi, block) in words.chunks(BLOCK).enumerate() {
+            // Masks are mostly zero words: skip eight at a time.
+            if block.iter().fold(0, |a, &w| a | w) == 0 {
+                continue;
+            }
+            for (j, &w) in block.iter().enumerate() {
+                let base = (bi * BLOCK + j) * 64;
+                let mut w = w;
+                while w != 0 {
+                    let i = base + w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    if i >= n {
+                        return;
+                    }
+                    self.ids.push(i as u32);
+                    self.logits.push(logits[i]);
                 }
-                self.ids.push(i as u32);
-                self.logits.push(logits[i]);
+            }
+        }
+    }
+
+    /// Applies `f(logit, value)` to the candidates named in `sorted` (ascending
+    /// ids; ids that are not candidates are skipped), by a merge.
+    pub fn merge_apply<V: Copy>(&mut self, sorted: &[(u32, V)], f: impl Fn(f32, V) -> f32) {
+        let mut i = 0;
+        for &(id, v) in sorted {
+            while i < self.ids.len() && self.ids[i] < id {
+                i += 1;
+            }
+            if i == self.ids.len() {
+                return;
+            }
+            if self.ids[i] == id {
+                self.logits[i] = f(self.logits[i], v);
             }
         }
     }
@@ -226,17 +271,22 @@ impl Candidates {
     pub fn shift_and_scale(&mut self, t: f32) {
         let Some(b) = self.argmax() else { return };
         let m = self.logits[b];
+        let mut underflow = 0u32;
         if t == 1.0 {
             for x in &mut self.logits {
                 *x -= m;
+                underflow |= (*x == f32::NEG_INFINITY) as u32;
             }
         } else {
             for x in &mut self.logits {
                 *x = (*x - m) / t;
+                underflow |= (*x == f32::NEG_INFINITY) as u32;
             }
         }
-        self.retain_live();
         self.weighted = false;
+        if underflow != 0 {
+            self.retain_live();
+        }
     }
 
     /// `weights = exp(logits)`; expects [`shift_and_scale`](Self::shift_and_scale)
@@ -285,18 +335,13 @@ impl Candidates {
                 }
             }
         } else {
-            let bin = |x: f32| -> usize {
-                let d = -x * BINS_PER_UNIT;
-                if d < BINS as f32 {
-                    d as usize
-                } else {
-                    BINS
-                }
-            };
+            // x <= 0 here; the last bin catches everything past the range.
+            let bin = |x: f32| -> usize { (-x * BINS_PER_UNIT).min(BINS as f32) as usize };
             self.hist.clear();
             self.hist.resize(BINS + 1, 0.0);
-            for i in 0..n {
-                self.hist[bin(self.logits[i])] += self.weights[i] as f64;
+            let hist = &mut self.hist[..BINS + 1];
+            for (&x, &w) in self.logits.iter().zip(&self.weights) {
+                hist[bin(x).min(BINS)] += w as f64;
             }
             let total: f64 = self.hist.iter().sum();
             let target = p * total;

@@ -229,14 +229,23 @@ impl Sampler {
                 width: n,
             });
         }
+        let sparse = mask.filter(|m| m.len() <= n / SPARSE_DIVISOR);
         let pen = cfg.penalties();
         if !pen.is_off() && !history.is_empty() {
-            stages::count_history(history, &pen, n, &mut self.scratch, &mut self.counts)?;
+            // With a sparse mask, only tokens it allows are worth counting.
+            let wanted = |t: TokenId| sparse.is_none_or(|m| m.contains(t));
+            stages::count_history(
+                history,
+                &pen,
+                n,
+                wanted,
+                &mut self.scratch,
+                &mut self.counts,
+            )?;
         } else {
             self.counts.clear();
         }
         let cand = &mut self.cand;
-        let sparse = mask.filter(|m| m.len() <= n / SPARSE_DIVISOR);
         if let Some(m) = sparse {
             // Only the allowed ids are ever visited.
             cand.gather_bits(logits, m.words());
@@ -245,11 +254,7 @@ impl Sampler {
                     cand.logits[i] += v;
                 }
             }
-            for &(id, c) in &self.counts {
-                if let Some(i) = cand.position(id) {
-                    cand.logits[i] = penalise(cand.logits[i], c, &pen);
-                }
-            }
+            cand.merge_apply(&self.counts, |x, c| penalise(x, c, &pen));
             cand.retain_live();
             cand.resolve_infinite();
             if cfg.is_greedy() {
@@ -292,26 +297,38 @@ impl Sampler {
 }
 
 /// Position of the highest logit (lowest position on ties, `+inf` wins, NaN
-/// never); `None` when all are `-inf` or NaN. Two vectorisable passes.
+/// never); `None` when all are `-inf` or NaN. One vectorised pass of block
+/// maxima, then a look inside the winning block.
 fn slice_argmax(logits: &[f32]) -> Option<usize> {
+    const BLOCK: usize = 1024;
     const LANES: usize = 16;
-    let mut acc = [f32::NEG_INFINITY; LANES];
-    let chunks = logits.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for j in 0..LANES {
-            acc[j] = if c[j] > acc[j] { c[j] } else { acc[j] };
+    let mut best = f32::NEG_INFINITY;
+    let mut best_block = None;
+    for (bi, block) in logits.chunks(BLOCK).enumerate() {
+        let mut acc = [f32::NEG_INFINITY; LANES];
+        let parts = block.chunks_exact(LANES);
+        let rest = parts.remainder();
+        for part in parts {
+            let part: &[f32; LANES] = part.try_into().expect("exact chunk");
+            for j in 0..LANES {
+                acc[j] = if part[j] > acc[j] { part[j] } else { acc[j] };
+            }
+        }
+        let mut m = f32::NEG_INFINITY;
+        for &x in acc.iter().chain(rest) {
+            if x > m {
+                m = x;
+            }
+        }
+        if m > best {
+            best = m;
+            best_block = Some(bi);
         }
     }
-    let mut m = f32::NEG_INFINITY;
-    for &x in acc.iter().chain(rest) {
-        if x > m {
-            m = x;
-        }
-    }
-    if m > f32::NEG_INFINITY {
-        logits.iter().position(|&x| x == m)
-    } else {
-        None
-    }
+    let bi = best_block?;
+    let block = &logits[bi * BLOCK..logits.len().min((bi + 1) * BLOCK)];
+    block
+        .iter()
+        .position(|&x| x == best)
+        .map(|j| bi * BLOCK + j)
 }

@@ -68,11 +68,14 @@ pub fn penalise(x: f32, count: u32, p: &Penalties) -> f32 {
 
 /// Counts each distinct token of the penalised window of `history` (the last
 /// `last_n`, or all of it) into `counts` as `(id, count)`, ascending by id.
-/// `scratch` is reused between calls. An id at or past `width` is an error.
+/// Only tokens for which `wanted` holds are counted (the sampler skips tokens
+/// a sparse mask removes anyway). `scratch` is reused between calls. An id at
+/// or past `width` is an error.
 pub(crate) fn count_history(
     history: &[TokenId],
     p: &Penalties,
     width: usize,
+    wanted: impl Fn(TokenId) -> bool,
     scratch: &mut Vec<u32>,
     counts: &mut Vec<(u32, u32)>,
 ) -> Result<(), SamplingError> {
@@ -84,7 +87,9 @@ pub(crate) fn count_history(
     scratch.clear();
     for &t in window {
         check_id(t, "history", width)?;
-        scratch.push(t.0);
+        if wanted(t) {
+            scratch.push(t.0);
+        }
     }
     scratch.sort_unstable();
     for &t in scratch.iter() {
@@ -107,7 +112,14 @@ pub fn apply_penalties(
         return Ok(());
     }
     let (mut scratch, mut counts) = (Vec::new(), Vec::new());
-    count_history(history, penalties, logits.len(), &mut scratch, &mut counts)?;
+    count_history(
+        history,
+        penalties,
+        logits.len(),
+        |_| true,
+        &mut scratch,
+        &mut counts,
+    )?;
     for &(id, c) in &counts {
         let x = &mut logits[id as usize];
         *x = penalise(*x, c, penalties);
