@@ -117,7 +117,7 @@ impl Candidates {
         self.clear();
         let mut dead = 0u32;
         for &x in logits {
-            dead |= !(x > f32::NEG_INFINITY) as u32;
+            dead |= (x.is_nan() | (x == f32::NEG_INFINITY)) as u32;
         }
         if dead == 0 {
             // Nothing removed (the common unmasked case): a straight copy.
@@ -224,9 +224,12 @@ impl Candidates {
     pub fn argmax(&self) -> Option<usize> {
         let mut best: Option<usize> = None;
         for (i, &x) in self.logits.iter().enumerate() {
-            match best {
-                Some(b) if !(x > self.logits[b]) => {}
-                _ => best = Some(i),
+            let better = match best {
+                None => true,
+                Some(b) => x > self.logits[b],
+            };
+            if better {
+                best = Some(i);
             }
         }
         best
@@ -400,7 +403,7 @@ impl Candidates {
     /// weights in id order. Zero-weight candidates are never drawn.
     pub fn draw(&self, u: f64) -> Option<usize> {
         let total = self.total();
-        if !(total > 0.0) {
+        if total.is_nan() || total <= 0.0 {
             return None;
         }
         let x = u * total;

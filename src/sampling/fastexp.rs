@@ -15,6 +15,7 @@ const LOWEST: f32 = -87.0;
 
 /// `e^x` for `x <= 0` (any `x` below -87, `-inf` included, gives 0).
 #[inline(always)]
+#[allow(clippy::excessive_precision)] // Cephes' coefficients, as published
 pub(crate) fn exp_nonpositive(x: f32) -> f32 {
     let xc = if x > LOWEST { x } else { LOWEST };
     let xc = if xc < 0.0 { xc } else { 0.0 };
