@@ -106,7 +106,17 @@ fn maskbench_measure() {
     if files.is_empty() {
         return;
     }
-    let opts = SchemaOptions::compliant();
+    let mut opts = SchemaOptions::compliant();
+    let env = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<usize>().ok());
+    if let Some(v) = env("MB_EXTRA") {
+        opts.extra_value_depth = v;
+    }
+    if let Some(v) = env("MB_FREE") {
+        opts.free_form_depth = v;
+    }
+    if let Some(v) = env("MB_ORDER") {
+        opts.any_order_max_properties = v;
+    }
     let (mut total, mut compiled, mut dfa_ok, mut passing) = (0, 0, 0, 0);
     let (mut valid_n, mut valid_ok, mut invalid_n, mut invalid_acc) = (0, 0, 0, 0);
     let mut states: Vec<usize> = Vec::new();
@@ -220,5 +230,109 @@ fn maskbench_measure() {
     }
     for u in &unsound {
         eprintln!("UNSOUND {u}");
+    }
+}
+
+/// DFA sizes of the building blocks (ignored; `--ignored --nocapture`).
+#[test]
+#[ignore]
+fn building_block_sizes() {
+    use constrain::schema::{JsonMode, Whitespace};
+    let probe = std::env::var("MB_SCHEMA").ok();
+    let schemas: Vec<(String, Value)> = match probe {
+        Some(p) => vec![(
+            p.clone(),
+            serde_json::from_str(
+                &std::fs::read_to_string(&p)
+                    .map(|t| {
+                        let v: Value = serde_json::from_str(&t).unwrap();
+                        if v.get("schema").is_some() {
+                            v["schema"].to_string()
+                        } else {
+                            t
+                        }
+                    })
+                    .unwrap_or(p),
+            )
+            .unwrap(),
+        )],
+        None => vec![
+            ("{}".into(), serde_json::json!({})),
+            ("string".into(), serde_json::json!({"type": "string"})),
+            (
+                "string maxLength 64".into(),
+                serde_json::json!({"type": "string", "maxLength": 64}),
+            ),
+            (
+                "object a,b,c".into(),
+                serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}}}),
+            ),
+            (
+                "object a..j".into(),
+                serde_json::json!({"type": "object", "properties": {
+                "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}, "d": {"type": "number"}, "e": {"type": "string"},
+                "f": {"type": "integer"}, "g": {"type": "string"}, "h": {"type": "boolean"}, "i": {"type": "number"}, "j": {"type": "string"}}}),
+            ),
+            (
+                "date-time".into(),
+                serde_json::json!({"type": "string", "format": "date-time"}),
+            ),
+            (
+                "email".into(),
+                serde_json::json!({"type": "string", "format": "email"}),
+            ),
+            (
+                "uri".into(),
+                serde_json::json!({"type": "string", "format": "uri"}),
+            ),
+        ],
+    };
+    for (name, s) in &schemas {
+        for mode in [JsonMode::Strict, JsonMode::Compliant] {
+            for ws in [
+                Whitespace::Compact,
+                Whitespace::Python,
+                Whitespace::Flexible { max: 2 },
+            ] {
+                for depth in [1usize, 2, 3] {
+                    let o = SchemaOptions {
+                        whitespace: ws,
+                        mode,
+                        free_form_depth: depth,
+                        allow_unknown_keywords: true,
+                        ..Default::default()
+                    };
+                    let c = match schema::compile(s, &o) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            eprintln!("{name}: {e}");
+                            continue;
+                        }
+                    };
+                    let t = Instant::now();
+                    let d = ByteDfa::new(&c.regex, &small_dfa_config());
+                    match d {
+                        Ok(d) => eprintln!("{name:24} {mode:?} {ws:?} free-depth {depth}: regex {} B, {} states, {:.1} ms", c.regex.len(), d.state_count(), t.elapsed().as_secs_f64() * 1e3),
+                        Err(e) => eprintln!("{name:24} {mode:?} {ws:?} free-depth {depth}: regex {} B, {e}", c.regex.len()),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Prints the regex of `MB_SCHEMA` (a JSON text) and checks `MB_TEXT` (ignored).
+#[test]
+#[ignore]
+fn probe() {
+    let Ok(s) = std::env::var("MB_SCHEMA") else {
+        return;
+    };
+    let v: Value = serde_json::from_str(&s).unwrap();
+    let c = schema::compile(&v, &SchemaOptions::compliant()).unwrap();
+    eprintln!("{}", c.regex);
+    if let Ok(t) = std::env::var("MB_TEXT") {
+        let d = ByteDfa::new(&c.regex, &small_dfa_config()).unwrap();
+        eprintln!("matches: {}", d.matches(t.as_bytes()));
     }
 }

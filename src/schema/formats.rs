@@ -114,7 +114,7 @@ fn ipv6() -> String {
     format!("(?:{})", alts.join("|"))
 }
 
-const UNRESERVED_SUB: &str = "A-Za-z0-9._~!$&'()*+,;=-";
+const UNRESERVED_SUB: &str = "\\-A-Za-z0-9._~!$&'()*+,;=";
 const PCT: &str = "%[0-9A-Fa-f]{2}";
 
 fn pchar() -> String {

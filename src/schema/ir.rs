@@ -306,6 +306,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// Whether `k` looks like a misspelling of a keyword that changes validation.
 fn near_miss(k: &str) -> Option<&'static str> {
+    if k.starts_with('_') || k.starts_with('$') {
+        return None; // `_uniqueItems`: a keyword deliberately switched off
+    }
     let lower = k.to_lowercase();
     ENFORCED
         .iter()

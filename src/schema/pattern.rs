@@ -233,75 +233,87 @@ fn has_look(h: &Hir) -> bool {
 }
 
 fn split_anchors(h: &Hir, out: &mut Vec<Anchored>) -> Result<(), PatternError> {
+    out.extend(anchor_alts(h)?);
+    Ok(())
+}
+
+const ANCHOR_ERR: &str =
+    "assertions other than ^ and $ (or anchors inside repetitions) are not supported";
+
+/// The pattern as alternatives (anchored at start?, anchored at end?, body
+/// without assertions). A `$` followed by something that can only match the
+/// empty string keeps only that empty match, and so on.
+fn anchor_alts(h: &Hir) -> Result<Vec<Anchored>, PatternError> {
+    let plain = |h: &Hir| Anchored {
+        start: false,
+        end: false,
+        body: h.clone(),
+    };
+    if !has_look(h) {
+        return Ok(vec![plain(h)]);
+    }
     match h.kind() {
+        HirKind::Look(Look::Start) => Ok(vec![Anchored {
+            start: true,
+            end: false,
+            body: Hir::empty(),
+        }]),
+        HirKind::Look(Look::End) => Ok(vec![Anchored {
+            start: false,
+            end: true,
+            body: Hir::empty(),
+        }]),
+        HirKind::Capture(c) => anchor_alts(&c.sub),
         HirKind::Alternation(v) => {
+            let mut out = Vec::new();
             for b in v {
-                split_anchors(b, out)?;
+                out.extend(anchor_alts(b)?);
             }
-            Ok(())
+            Ok(out)
         }
-        HirKind::Capture(c) => split_anchors(&c.sub, out),
-        HirKind::Look(Look::Start) => {
-            out.push(Anchored {
-                start: true,
+        HirKind::Concat(v) => {
+            let mut acc = vec![Anchored {
+                start: false,
                 end: false,
                 body: Hir::empty(),
-            });
-            Ok(())
-        }
-        HirKind::Look(Look::End) => {
-            out.push(Anchored {
-                start: false,
-                end: true,
-                body: Hir::empty(),
-            });
-            Ok(())
-        }
-        HirKind::Concat(items) => {
-            let mut lo = 0;
-            let mut hi = items.len();
-            let mut start = false;
-            let mut end = false;
-            while lo < hi && matches!(items[lo].kind(), HirKind::Look(Look::Start)) {
-                start = true;
-                lo += 1;
-            }
-            while hi > lo && matches!(items[hi - 1].kind(), HirKind::Look(Look::End)) {
-                end = true;
-                hi -= 1;
-            }
-            let mid = &items[lo..hi];
-            // `(^a|^b)c` style: a single capture/alternation child holding the anchors.
-            if mid.iter().any(has_look) {
-                if mid.len() == 1 && !start && !end {
-                    return split_anchors(&mid[0], out);
+            }];
+            for item in v {
+                let next = anchor_alts(item)?;
+                let mut combined = Vec::new();
+                for a in &acc {
+                    for b in &next {
+                        let nullable = |h: &Hir| char_len(h).0 == 0;
+                        let (b1, start) = if b.start {
+                            if !nullable(&a.body) {
+                                continue;
+                            }
+                            (Hir::empty(), true)
+                        } else {
+                            (a.body.clone(), a.start)
+                        };
+                        let (b2, end) = if a.end {
+                            if !nullable(&b.body) {
+                                continue;
+                            }
+                            (Hir::empty(), true)
+                        } else {
+                            (b.body.clone(), b.end)
+                        };
+                        combined.push(Anchored {
+                            start,
+                            end: end || (b.end && !a.end),
+                            body: Hir::concat(vec![b1, b2]),
+                        });
+                    }
                 }
-                return Err(
-                    "anchors (^, $) or other assertions inside the pattern are not supported"
-                        .into(),
-                );
+                if combined.len() > 64 {
+                    return Err("too many anchored alternatives in the pattern".into());
+                }
+                acc = combined;
             }
-            out.push(Anchored {
-                start,
-                end,
-                body: Hir::concat(mid.to_vec()),
-            });
-            Ok(())
+            Ok(acc)
         }
-        _ => {
-            if has_look(h) {
-                return Err(
-                    "anchors (^, $) or other assertions inside the pattern are not supported"
-                        .into(),
-                );
-            }
-            out.push(Anchored {
-                start: false,
-                end: false,
-                body: h.clone(),
-            });
-            Ok(())
-        }
+        _ => Err(ANCHOR_ERR.into()),
     }
 }
 

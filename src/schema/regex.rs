@@ -823,6 +823,9 @@ impl<'d, 'a> Gen<'d, 'a> {
     // ---------------------------------------------------------------- leaves
 
     fn leaf(&mut self, n: &Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        if n.is_trivial() {
+            return Ok(Some(self.any()));
+        }
         let types = match n.types {
             Some(t) => t,
             None => match self.opts.mode {
@@ -1082,7 +1085,12 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }
             }
         }
-        Ok(Some(format!("\"{CHAR}{}\"", repeat(min, max))))
+        if min == 0 && max.is_none() {
+            return Ok(Some(format!("\"{CHAR}*\"")));
+        }
+        // Counted: the short character form keeps each counted position small
+        // (no `\u00XX` escapes: about 9 DFA states per position instead of 13).
+        Ok(Some(format!("\"{KEY_CHAR}{}\"", repeat(min, max))))
     }
 
     fn array(&mut self, n: &Node) -> Result<Lang, SchemaError> {
@@ -1187,12 +1195,14 @@ impl<'d, 'a> Gen<'d, 'a> {
                 continue;
             }
             match &n.additional {
-                Some(Schema::Bool(false)) => return Err(SchemaError::Contradiction {
-                    pointer: n.at.clone(),
-                    detail: format!(
+                Some(Schema::Bool(false)) => {
+                    return Err(SchemaError::Contradiction {
+                        pointer: n.at.clone(),
+                        detail: format!(
                         "required property \"{r}\" is not allowed by additionalProperties: false"
                     ),
-                }),
+                    })
+                }
                 Some(s) => declared.push((r.clone(), s.clone())),
                 None => declared.push((r.clone(), Schema::Bool(true))),
             }
@@ -1223,6 +1233,11 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         let extra = match &extras_schema {
             None => None,
+            Some(Schema::Bool(true)) if n.additional.is_none() => {
+                // Compliant mode's implicit extras: a cheaper free-form value.
+                let v = self.free_form(self.opts.extra_value_depth);
+                Some(format!("{}{colon}{v}", extra_key(&names)))
+            }
             Some(s) => self
                 .value(s, &[])?
                 .map(|v| format!("{}{colon}{v}", extra_key(&names))),
@@ -1244,7 +1259,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             return Ok(None);
         }
         let empty = format!("\\{{{inner}\\}}");
-        let wrap = |m: String| format!("\\{{{inner}{m}{inner}\\}}");
+        let wrap = |m: String| format!("\\{{{inner}(?:{m}){inner}\\}}");
         if max_p == Some(0) {
             return Ok(Some(empty));
         }
@@ -1387,13 +1402,13 @@ fn any_order_tree(
         if rest.is_empty() {
             alts.push(format!("{sep}{}", p.kv));
         } else {
-            alts.push(format!("{sep}{}(?:{rest})", p.kv));
+            alts.push(format!("{sep}{}{rest}", p.kv));
         }
     }
-    if alts.len() == 1 && alts[0].is_empty() {
-        return String::new();
+    if alts.len() == 1 {
+        return alts.pop().expect("one");
     }
-    alts.join("|")
+    format!("(?:{})", alts.join("|"))
 }
 
 fn collect_refs(s: &Schema, out: &mut Vec<String>) {
