@@ -114,6 +114,9 @@ fn maskbench_measure() {
     if let Some(v) = env("MB_FREE") {
         opts.free_form_depth = v;
     }
+    if let Some(v) = env("MB_ORDER_LEN") {
+        opts.any_order_max_len = v;
+    }
     if let Some(v) = env("MB_ORDER") {
         opts.any_order_max_properties = v;
     }
@@ -162,6 +165,9 @@ fn maskbench_measure() {
         compile_ms.push(t0.elapsed().as_secs_f64() * 1e3);
         dfa_ok += 1;
         states.push(d.state_count());
+        if std::env::var("MB_LIST").is_ok() {
+            eprintln!("STATES {} {} {}", d.state_count(), c.regex.len(), name);
+        }
         let mut pass = true;
         for t in doc["tests"].as_array().unwrap() {
             let text = py_dumps(&t["data"]);
