@@ -342,3 +342,41 @@ fn probe() {
         eprintln!("matches: {}", d.matches(t.as_bytes()));
     }
 }
+
+/// How deep can the generated regexes nest before the regex parser's nest
+/// limit bites (ignored; prints figures).
+#[test]
+#[ignore]
+fn nest_limit_probe() {
+    for n in [20usize, 40, 60, 80, 120, 200] {
+        let mut props = serde_json::Map::new();
+        for i in 0..n {
+            props.insert(format!("p{i}"), serde_json::json!({"type": "integer"}));
+        }
+        let s = serde_json::json!({"type": "object", "properties": props, "additionalProperties": false});
+        let c = schema::compile(&s, &SchemaOptions::default()).unwrap();
+        let d = ByteDfa::new(&c.regex, &small_dfa_config());
+        eprintln!(
+            "{n} optional properties: {}",
+            match d {
+                Ok(d) => format!("{} states", d.state_count()),
+                Err(e) => e.to_string(),
+            }
+        );
+    }
+    let mut s = serde_json::json!({"type": "integer"});
+    for depth in 1..200usize {
+        s = serde_json::json!({"type": "object", "properties": {"a": s}, "required": ["a"]});
+        if depth % 20 == 0 {
+            let c = schema::compile(&s, &SchemaOptions::default()).unwrap();
+            let d = ByteDfa::new(&c.regex, &small_dfa_config());
+            eprintln!(
+                "nesting {depth}: {}",
+                match d {
+                    Ok(d) => format!("{} states", d.state_count()),
+                    Err(e) => e.to_string(),
+                }
+            );
+        }
+    }
+}

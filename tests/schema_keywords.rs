@@ -629,3 +629,44 @@ fn random_walks_validate() {
         }
     }
 }
+
+#[test]
+fn example_schemas() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        seen += 1;
+        let s: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name.starts_with("unsupported") {
+            let e = schema::compile(&s, &SchemaOptions::default()).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "unsupported keyword \"not\" at /properties/age"
+            );
+            continue;
+        }
+        let oracle = Oracle::new(&s).unwrap();
+        for ws in POLICIES {
+            let c = schema::compile(&s, &opts(ws, JsonMode::Strict))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let d = dfa(&c);
+            let w = Walker::new(&d);
+            let mut r = rng(5);
+            for _ in 0..50 {
+                let Some(t) = w.walk(&mut r, 40) else {
+                    continue;
+                };
+                let text = String::from_utf8(t).unwrap();
+                let v: Value =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {text}: {e}"));
+                assert!(oracle.valid(&v), "{name}: {text}");
+            }
+        }
+    }
+    assert!(seen >= 4);
+}
