@@ -20,12 +20,28 @@
 
 pub mod dfa;
 pub mod generate;
+pub mod grammar;
 pub mod guide;
 pub mod index;
 pub mod model;
 pub mod sampling;
 pub mod schema;
 pub mod vocab;
+
+/// Any error of the library, by stage.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Dfa(#[from] DfaError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Vocab(#[from] VocabError),
+    #[error(transparent)]
+    Guide(#[from] GuideError),
+    #[error(transparent)]
+    Grammar(#[from] grammar::GrammarError),
+}
 
 pub use dfa::{ByteDfa, DfaConfig, DfaError};
 pub use guide::{Guide, GuideError};
