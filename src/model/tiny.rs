@@ -225,3 +225,25 @@ pub fn write_tiny_gguf(path: impl AsRef<Path>, spec: &TinySpec) -> Result<usize,
     candle_core::quantized::gguf_file::write(&mut f, &md_refs, &t_refs).map_err(err)?;
     Ok(width)
 }
+
+/// The tiny vocabulary's tokenizer (256 byte tokens, [`TINY_MERGES`],
+/// [`TINY_ADDED`]; EOS `<|im_end|>` and `<|endoftext|>`), built offline
+/// through a GGUF written to the temp directory. Logits width: ids + 5.
+pub fn tokenizer() -> Result<super::GgufTokenizer, ModelError> {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "constrain-tiny-tokenizer-{}-{}.gguf",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let spec = TinySpec {
+        layers: 0,
+        ..TinySpec::default()
+    };
+    let width = write_tiny_gguf(&path, &spec)?;
+    let file = super::gguf::GgufFile::open(&path);
+    let _ = std::fs::remove_file(&path);
+    let mut t = super::gguf_tokenizer(&file?)?;
+    t.vocab = t.vocab.with_logits_width(width)?;
+    Ok(t)
+}
