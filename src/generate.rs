@@ -553,6 +553,26 @@ impl<M: LanguageModel> Engine<M> {
     }
 
     /// Generates a `T` whose JSON Schema is derived by `schemars`.
+    ///
+    /// ```
+    /// use constrain::generate::{Engine, GenerateConfig};
+    /// use constrain::model::{tiny, FakeModel};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Verdict {
+    ///     ok: bool,
+    ///     score: u8,
+    /// }
+    ///
+    /// // Offline: the tiny test vocabulary and a model with flat logits.
+    /// let tok = tiny::tokenizer()?;
+    /// let model = FakeModel::uniform(tok.vocab.logits_width());
+    /// let mut engine = Engine::new(model, tok.tokenizer, tok.vocab)?;
+    /// let v: Verdict = engine.generate_typed("Is it ok?", &GenerateConfig::greedy(40))?;
+    /// assert!(v.score <= u8::MAX);
+    /// # let _ = v.ok;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn generate_typed<T>(
         &mut self,
         user: &str,
