@@ -102,6 +102,26 @@ fn run(gguf: &PathBuf, threads: usize) {
         p.len(),
         median(dec)
     );
+    // What jump-forward buys: one pass over k forced tokens vs k single steps.
+    let k = 8;
+    let (mut batched, mut stepped) = (Vec::new(), Vec::new());
+    for _ in 0..reps() {
+        e.model().forward(&p, 0).unwrap();
+        let t = Instant::now();
+        e.model().forward(&p[..k], p.len()).unwrap();
+        batched.push(t.elapsed().as_secs_f64());
+        e.model().forward(&p, 0).unwrap();
+        let t = Instant::now();
+        for i in 0..k {
+            e.model().forward(&p[i..i + 1], p.len() + i).unwrap();
+        }
+        stepped.push(t.elapsed().as_secs_f64());
+    }
+    println!(
+        "threads {threads}: {k} tokens in one pass {:.1} ms, in {k} steps {:.1} ms",
+        median(batched) * 1e3,
+        median(stepped) * 1e3
+    );
     if threads != 2 {
         return;
     }
