@@ -22,7 +22,7 @@ use std::time::Instant;
 /// Default model file name under `$CONSTRAIN_HOME`.
 pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 
-#[derive(clap::Args, Debug, Default)]
+#[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
     /// JSON Schema file: the output is one JSON document valid for it.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["regex", "grammar", "tools"])]
@@ -97,6 +97,8 @@ pub struct GenerateArgs {
     /// Do not append forced continuations without sampling.
     #[arg(long)]
     no_jump_forward: bool,
+    #[command(flatten)]
+    schema_opts: super::schema_args::SchemaArgs,
 }
 
 /// A constraint, resolved to a regex, with the default system message.
@@ -112,8 +114,12 @@ fn read_json(path: &PathBuf, what: &str) -> anyhow::Result<serde_json::Value> {
         .with_context(|| format!("{what} {} is not valid JSON", path.display()))
 }
 
-fn compile_schema(schema: &serde_json::Value, path: &PathBuf) -> anyhow::Result<String> {
-    let c = constrain::schema::compile(schema, &constrain::schema::SchemaOptions::default())
+fn compile_schema(
+    schema: &serde_json::Value,
+    path: &PathBuf,
+    opts: &constrain::schema::SchemaOptions,
+) -> anyhow::Result<String> {
+    let c = constrain::schema::compile(schema, opts)
         .with_context(|| format!("invalid schema {}", path.display()))?;
     for w in &c.warnings {
         eprintln!("warning: {w}");
@@ -125,7 +131,7 @@ fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
     if let Some(p) = &a.schema {
         let s = read_json(p, "schema")?;
         return Ok(Constraint {
-            regex: compile_schema(&s, p)?,
+            regex: compile_schema(&s, p, &a.schema_opts.options())?,
             system: prompt::schema_system_message(&s),
         });
     }
@@ -135,7 +141,7 @@ fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
             tools_schema(&tools).with_context(|| format!("invalid tools file {}", p.display()))?;
         let list = tools.as_array().cloned().unwrap_or_default();
         return Ok(Constraint {
-            regex: compile_schema(&s, p)?,
+            regex: compile_schema(&s, p, &a.schema_opts.options())?,
             system: prompt::tools_system_message(&list),
         });
     }

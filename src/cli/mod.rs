@@ -8,6 +8,8 @@ mod common;
 mod compile;
 mod distribution;
 mod generate;
+mod maskbench;
+mod schema_args;
 
 #[derive(Parser)]
 #[command(
@@ -30,6 +32,8 @@ enum Command {
     Compile(compile::CompileArgs),
     /// Walk the guide over the canonical tokens of a text: exit 0 accepted, 1 rejected.
     Check(compile::CheckArgs),
+    /// Run schemas with valid/invalid instances by MaskBench's rules and report TTFM/TBM.
+    Maskbench(maskbench::MaskbenchArgs),
     /// Show how each sampling stage shifts a small distribution.
     Distribution(Box<distribution::DistributionArgs>),
 }
@@ -58,6 +62,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Compile(a)) => compile::run_compile(a),
         Some(Command::Check(a)) => compile::run_check(a),
+        Some(Command::Maskbench(a)) => maskbench::run(a),
         Some(Command::Distribution(a)) => distribution::run(*a),
         None => generate::run(cli.generate),
     };
