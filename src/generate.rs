@@ -581,10 +581,58 @@ impl<M: LanguageModel> Engine<M> {
     where
         T: schemars::JsonSchema + serde::de::DeserializeOwned,
     {
-        let schema = serde_json::to_value(schemars::schema_for!(T))
+        let mut schema = serde_json::to_value(schemars::schema_for!(T))
             .map_err(|e| GenerateError::Schema(e.to_string()))?;
+        strip_numeric_formats(&mut schema);
         let v = self.generate_json(&schema, user, config)?;
         serde_json::from_value(v).map_err(|e| GenerateError::Json(e.to_string()))
+    }
+}
+
+/// Replaces the `format` annotations schemars puts on Rust numeric types
+/// (`"int32"`, `"uint8"`, `"double"`...), which are not JSON Schema formats,
+/// by the ranges they stand for (`minimum` / `maximum`, kept when schemars
+/// already gives tighter ones), so that the value always fits the Rust type.
+fn strip_numeric_formats(v: &mut serde_json::Value) {
+    use serde_json::json;
+    let range = |f: &str| -> Option<(serde_json::Value, serde_json::Value)> {
+        Some(match f {
+            "int8" => (json!(i8::MIN), json!(i8::MAX)),
+            "int16" => (json!(i16::MIN), json!(i16::MAX)),
+            "int32" | "int" => (json!(i32::MIN), json!(i32::MAX)),
+            "int64" => (json!(i64::MIN), json!(i64::MAX)),
+            "uint8" => (json!(0), json!(u8::MAX)),
+            "uint16" => (json!(0), json!(u16::MAX)),
+            "uint32" | "uint" => (json!(0), json!(u32::MAX)),
+            "uint64" => (json!(0), json!(u64::MAX)),
+            _ => return None,
+        })
+    };
+    match v {
+        serde_json::Value::Object(m) => {
+            let numeric_type = match m.get("type") {
+                Some(serde_json::Value::String(t)) => t == "integer" || t == "number",
+                Some(serde_json::Value::Array(ts)) => {
+                    ts.iter().any(|t| t == "integer" || t == "number")
+                }
+                _ => false,
+            };
+            let format = m.get("format").and_then(|f| f.as_str()).map(str::to_string);
+            if let (true, Some(f)) = (numeric_type, format) {
+                if let Some((lo, hi)) = range(&f) {
+                    m.entry("minimum").or_insert(lo);
+                    m.entry("maximum").or_insert(hi);
+                    m.remove("format");
+                } else if matches!(f.as_str(), "float" | "double" | "int128" | "uint128") {
+                    m.remove("format");
+                }
+            }
+            for (_, x) in m.iter_mut() {
+                strip_numeric_formats(x);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_numeric_formats),
+        _ => {}
     }
 }
 

@@ -512,3 +512,44 @@ fn engine_widens_the_vocabulary_to_a_wider_model() {
     let e = Engine::new(FakeModel::uniform(w + 3), t.tokenizer, t.vocab).unwrap();
     assert_eq!(e.vocab().logits_width(), w + 3);
 }
+
+#[test]
+fn typed_generation_returns_a_valid_value_under_adversarial_models() {
+    #[derive(serde::Deserialize, schemars::JsonSchema, Debug)]
+    #[allow(dead_code)]
+    enum Unit {
+        Celsius,
+        Fahrenheit,
+    }
+    #[derive(serde::Deserialize, schemars::JsonSchema, Debug)]
+    #[allow(dead_code)]
+    struct Reading {
+        city: String,
+        unit: Unit,
+        values: Vec<i32>,
+        note: Option<String>,
+        level: u8,
+    }
+    for kind in [Adversary::Random, Adversary::Endless, Adversary::Forbidden] {
+        for max in [60, 400] {
+            let t = tok();
+            let vocab = Arc::new(t.vocab.clone());
+            let dummy = index("a", &vocab);
+            let model = adversary(kind, vocab.clone(), dummy, 0, 4);
+            let mut engine = Engine::new(model, t.tokenizer, t.vocab).unwrap();
+            let cfg = GenerateConfig {
+                seed: 3,
+                ..GenerateConfig {
+                    max_tokens: max,
+                    ..GenerateConfig::default()
+                }
+            };
+            match engine.generate_typed::<Reading>("Weather?", &cfg) {
+                Ok(r) => assert!(r.level as u32 <= 255),
+                // A budget the schema cannot fit is the only acceptable failure.
+                Err(GenerateError::BudgetTooSmall { .. }) => assert_eq!(max, 60),
+                Err(e) => panic!("{kind:?} {max}: {e}"),
+            }
+        }
+    }
+}
