@@ -213,8 +213,9 @@ pub struct TokenIndex {
     masks: Vec<OnceLock<Arc<TokenSet>>>,
     /// Upper bound on tokens to acceptance, per state (`u32::MAX`: unknown).
     budget: Vec<u32>,
-    /// States where every plain token is allowed (see [`plain_live_states`]).
-    plain_live: Vec<bool>,
+    /// Per state, the plain level whose tokens are all allowed there
+    /// (`NO_LEVEL`: none; see [`plain_reach`]).
+    plain_level: Vec<u8>,
     empty: TokenSet,
     stats: IndexStats,
 }
@@ -254,7 +255,7 @@ impl TokenIndex {
             empty: TokenSet::new(vocab.logits_width()),
             masks: (0..n).map(|_| OnceLock::new()).collect(),
             budget: Vec::new(),
-            plain_live: Vec::new(),
+            plain_level: Vec::new(),
             stats: IndexStats {
                 states: n,
                 byte_classes: table.stride,
@@ -265,8 +266,17 @@ impl TokenIndex {
             table,
         };
         index.budget = index.compute_budget();
-        index.plain_live = plain_live_states(&index.table);
-        index.stats.body_states = index.plain_live.iter().filter(|&&b| b).count();
+        let reach = plain_reach(&index.table);
+        index.plain_level = reach
+            .iter()
+            .map(|&r| {
+                trie::PLAIN_LEVELS
+                    .iter()
+                    .rposition(|&k| k <= r)
+                    .map_or(NO_LEVEL, |l| l as u8)
+            })
+            .collect();
+        index.stats.body_states = index.plain_level.iter().filter(|&&l| l != NO_LEVEL).count();
         if config.eager {
             index.build_eager(config)?;
         } else {
@@ -385,9 +395,11 @@ impl TokenIndex {
     /// One walk of the full trie from `s` (lazy mode and the reference).
     fn compute_mask(&self, s: u32) -> TokenSet {
         let mut set;
-        if self.plain_live[s as usize] {
-            set = self.tries.plain.clone();
-            walk_into(&self.tries.rest, &self.table, s, &mut set);
+        let level = self.plain_level[s as usize];
+        if level != NO_LEVEL {
+            let level = &self.tries.plain_levels[level as usize];
+            set = level.set.clone();
+            walk_into(&level.rest, &self.table, s, &mut set);
         } else {
             set = TokenSet::new(self.vocab.logits_width());
             walk_into(&self.tries.full, &self.table, s, &mut set);
@@ -494,7 +506,8 @@ impl TokenIndex {
     fn build_eager(&mut self, config: &IndexConfig) -> Result<(), IndexError> {
         let n = self.table.len();
         let width = self.vocab.logits_width();
-        let body = self.plain_live.clone();
+        let level = &self.plain_level;
+        let body: Vec<bool> = level.iter().map(|&l| l != NO_LEVEL).collect();
         let (class_of, reps) = horizon_classes(
             &self.table,
             self.tries.horizon.min(self.tries.short.max_depth),
@@ -548,7 +561,7 @@ impl TokenIndex {
                         return v;
                     }
                     let trie = if body[s as usize] {
-                        &tries.rest
+                        &tries.plain_levels[level[s as usize] as usize].rest
                     } else {
                         &tries.long
                     };
@@ -565,13 +578,17 @@ impl TokenIndex {
         let mut by_content: HashMap<Arc<TokenSet>, ()> = HashMap::new();
         let mut memory = 0usize;
         for s in 0..n {
-            let class = if body[s] { u32::MAX } else { class_of[s] };
+            let class = if body[s] {
+                u32::MAX - level[s] as u32
+            } else {
+                class_of[s]
+            };
             let key = (class, table.accepting[s], long_lists[s].as_slice());
             let mask = match by_key.get(&key) {
                 Some(m) => m.clone(),
                 None => {
                     let mut set = if body[s] {
-                        tries.plain.clone()
+                        tries.plain_levels[level[s] as usize].set.clone()
                     } else {
                         short_masks[class_of[s] as usize].clone()
                     };
@@ -689,16 +706,20 @@ const UTF8_SEQUENCES: &[&[(u8, u8)]] = &[
     &[(0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)],
 ];
 
-/// The states in which every *plain* text stays live: every printable ASCII
-/// byte but `"` and `\\`, and every complete UTF-8 character at or above
-/// U+0080 (through live intermediate states), leads to a state with the same
-/// property — a greatest fixpoint. In such a state every plain token
-/// ([`trie::is_plain`]: ~145k of Qwen's 151k) is allowed, so its mask is the
-/// precomputed plain set plus a walk over the few thousand other tokens.
-/// These are the interiors of unbounded JSON strings and of property names
-/// (also while a name is still a prefix of a declared one), the most expensive
-/// states to walk otherwise. Exact: liveness is all a mask needs.
-fn plain_live_states(t: &LiveTable) -> Vec<bool> {
+const NO_LEVEL: u8 = u8::MAX;
+
+/// For every state, how many *plain* characters may follow it for sure: every
+/// printable ASCII byte but `"` and `\\` and every complete UTF-8 character
+/// at or above U+0080 (through live intermediate states) counts as one, and
+/// `r(s)` is the largest number such that every plain text of at most `r(s)`
+/// characters from `s` stays live (`u32::MAX`: any length, a greatest
+/// fixpoint). So in `s` every plain token of at most `r(s)` characters is
+/// allowed, and the mask is a precomputed plain set plus a walk over the
+/// other tokens ([`trie::PlainLevel`]). These are the interiors of JSON
+/// strings — unbounded (`r = ∞`), counted by `maxLength` (`r` = what is
+/// left), and property names — the most expensive states to walk otherwise.
+/// Exact: liveness is all a mask needs.
+fn plain_reach(t: &LiveTable) -> Vec<u32> {
     let n = t.len();
     let mut seen = [false; 256];
     let mut ascii: Vec<u8> = Vec::new();
@@ -792,14 +813,23 @@ fn plain_live_states(t: &LiveTable) -> Vec<bool> {
             fill[x as usize] += 1;
         }
     }
-    let mut work: Vec<u32> = (0..n as u32).filter(|&s| !ok[s as usize]).collect();
-    while let Some(x) = work.pop() {
+    // r = 0 where some plain character dies; otherwise 1 + the least r of
+    // the plain successors: a BFS backwards from the r = 0 states.
+    let mut reach = vec![u32::MAX; n];
+    let mut queue: Vec<u32> = (0..n as u32).filter(|&s| !ok[s as usize]).collect();
+    for &s in &queue {
+        reach[s as usize] = 0;
+    }
+    let mut qi = 0;
+    while qi < queue.len() {
+        let x = queue[qi];
+        qi += 1;
         for &p in &rev[rev_start[x as usize] as usize..rev_start[x as usize + 1] as usize] {
-            if ok[p as usize] {
-                ok[p as usize] = false;
-                work.push(p);
+            if reach[p as usize] == u32::MAX {
+                reach[p as usize] = reach[x as usize] + 1;
+                queue.push(p);
             }
         }
     }
-    ok
+    reach
 }

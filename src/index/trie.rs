@@ -31,13 +31,31 @@ pub(crate) struct VocabTries {
     /// Tokens longer than `horizon` bytes.
     pub long: TokenTrie,
     pub horizon: usize,
-    /// "Plain string content" tokens: every byte is printable ASCII other
-    /// than `"` and `\\`, or part of a complete UTF-8 character (≥ U+0080)
-    /// inside the token. In a string-body state (see `index::body`) every
-    /// one of them loops back to the state.
-    pub plain: super::TokenSet,
-    /// The other tokens (a few thousand for Qwen), walked in body states.
+    /// Plain-token levels, one per entry of [`PLAIN_LEVELS`]. See [`PlainLevel`].
+    pub plain_levels: Vec<PlainLevel>,
+}
+
+/// The "plain string content" tokens of at most `PLAIN_LEVELS[i]` characters (every
+/// byte printable ASCII other than `"` and `\\`, or part of a complete UTF-8
+/// character ≥ U+0080 inside the token), and a trie of every other token. In
+/// a state from which every plain text of that many characters stays live,
+/// the mask is `set` plus a walk of `rest`.
+#[derive(Debug)]
+pub(crate) struct PlainLevel {
+    pub set: super::TokenSet,
     pub rest: TokenTrie,
+}
+
+/// The character limits of the plain levels (`u32::MAX`: no limit).
+pub(crate) const PLAIN_LEVELS: [u32; 6] = [2, 4, 8, 16, 32, u32::MAX];
+
+/// Number of characters of a plain token (None when not plain).
+pub(crate) fn plain_chars(b: &[u8]) -> Option<u32> {
+    is_plain(b).then(|| {
+        std::str::from_utf8(b)
+            .map(|s| s.chars().count() as u32)
+            .unwrap_or(0)
+    })
 }
 
 /// Whether `b` is plain string content: complete UTF-8 characters that are
@@ -62,16 +80,28 @@ impl VocabTries {
         let full = TokenTrie::from_sorted(toks.iter().copied());
         let short = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() <= horizon));
         let long = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() > horizon));
-        let mut plain = super::TokenSet::new(vocab.logits_width());
-        for &(b, id) in &toks {
-            if is_plain(b) {
-                plain.insert(TokenId(id));
-            }
-        }
-        let rest = TokenTrie::from_sorted(toks.iter().copied().filter(|t| !is_plain(t.0)));
+        let chars: Vec<Option<u32>> = toks.iter().map(|t| plain_chars(t.0)).collect();
+        let plain_levels = PLAIN_LEVELS
+            .iter()
+            .map(|&max_chars| {
+                let fits = |i: usize| chars[i].is_some_and(|c| c <= max_chars);
+                let mut set = super::TokenSet::new(vocab.logits_width());
+                for (i, &(_, id)) in toks.iter().enumerate() {
+                    if fits(i) {
+                        set.insert(TokenId(id));
+                    }
+                }
+                let rest = TokenTrie::from_sorted(
+                    toks.iter()
+                        .enumerate()
+                        .filter(|&(i, _)| !fits(i))
+                        .map(|(_, &t)| t),
+                );
+                PlainLevel { set, rest }
+            })
+            .collect();
         VocabTries {
-            plain,
-            rest,
+            plain_levels,
             full,
             short,
             long,
