@@ -1,7 +1,59 @@
-//! # Token index (API skeleton; implementation in progress)
+//! # Token index: which tokens keep the text inside the language
+//!
+//! A [`TokenIndex`] lifts a byte automaton to the token level over a
+//! [`Vocabulary`]. For every live state of the automaton (reachable from the
+//! start *and* able to reach acceptance) it knows the set of allowed tokens as
+//! a bitset of the logits width ([`TokenSet`]); where a token leads is found by
+//! walking its bytes through the compact transition table (a few table lookups),
+//! which costs less than storing ~150k successor ids per string-interior state.
+//!
+//! ## Invariants
+//!
+//! * A token is in a state's mask exactly when reading its bytes ends in a live
+//!   state, i.e. one from which acceptance is reachable. So no mask allows a
+//!   dead end.
+//! * EOS ids are in a mask exactly when the state accepts.
+//! * Added tokens and ids past the tokenizer are never in a mask.
+//! * A live state that allows nothing (possible only with a vocabulary that
+//!   lacks some single bytes) is reported at build time as
+//!   [`IndexError::IncompatibleVocabulary`].
+//! * The index is immutable, `Send + Sync`, and shared through `Arc`.
+//!
+//! ## How it is built (eager mode)
+//!
+//! Measured in `shared/notes/index-build-measurements.md`: walking every token
+//! from every state costs seconds; the walk over a depth-first token trie skips
+//! a whole subtree at the first dead byte. On top of that, states are grouped
+//! by **bounded-horizon equivalence**: two states whose futures agree (live vs
+//! dead) on every string of at most `horizon` bytes allow the same tokens of
+//! at most `horizon` bytes. A Moore-style partition refinement run for
+//! `horizon` rounds finds those classes; one representative per class walks
+//! the trie of *short* tokens, and every state walks the small trie of the few
+//! *long* tokens on its own. Masks are deduplicated (one `Arc` per distinct
+//! set), and class walks run in parallel on a rayon pool (`threads`).
+//!
+//! In lazy mode a state's mask is computed on first visit (one walk of the
+//! full trie) and cached in the shared index; both modes give identical masks.
+//!
+//! ## Budget
+//!
+//! For every state the index keeps an upper bound on the fewest tokens that
+//! reach acceptance: the greedy longest-token tokenization of the canonical
+//! shortest byte completion. It is consistent along that path (taking its
+//! first token lowers the bound by exactly one), which is what a `max_tokens`
+//! guard needs to never cut a structure in half.
+
+pub mod automaton;
+pub(crate) mod trie;
+
+pub use automaton::{ByteAutomaton, LiveTable, DEAD};
 
 use crate::vocab::{TokenId, Vocabulary};
-use std::sync::Arc;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+use trie::{TokenTrie, VocabTries};
 
 /// A set of token ids as a bitset over the logits width.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -11,39 +63,52 @@ pub struct TokenSet {
 }
 
 impl TokenSet {
+    /// An empty set over `width` ids.
     pub fn new(width: usize) -> Self {
         TokenSet {
             words: vec![0u64; width.div_ceil(64)].into_boxed_slice(),
             width,
         }
     }
+    /// Number of ids the set ranges over (the logits width).
     pub fn width(&self) -> usize {
         self.width
     }
+    /// Whether `t` is in the set.
     #[inline]
     pub fn contains(&self, t: TokenId) -> bool {
         let i = t.as_usize();
-        i < self.width && self.words[i >> 6] >> (i & 63) & 1 == 1
+        i < self.width && (self.words[i >> 6] >> (i & 63)) & 1 == 1
     }
+    /// Adds `t` (ignored past the width).
     #[inline]
     pub fn insert(&mut self, t: TokenId) {
         let i = t.as_usize();
-        self.words[i >> 6] |= 1 << (i & 63);
+        if i < self.width {
+            self.words[i >> 6] |= 1 << (i & 63);
+        }
     }
+    /// Removes `t`.
     #[inline]
     pub fn remove(&mut self, t: TokenId) {
         let i = t.as_usize();
-        self.words[i >> 6] &= !(1 << (i & 63));
+        if i < self.width {
+            self.words[i >> 6] &= !(1 << (i & 63));
+        }
     }
+    /// The bitset words (bit `i % 64` of word `i / 64` is id `i`).
     pub fn words(&self) -> &[u64] {
         &self.words
     }
+    /// Number of ids in the set.
     pub fn len(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
+    /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.words.iter().all(|&w| w == 0)
     }
+    /// The ids in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = TokenId> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {
             let mut w = w;
@@ -57,25 +122,684 @@ impl TokenSet {
             })
         })
     }
+    /// Adds every id of `other`.
+    pub fn union_with(&mut self, other: &TokenSet) {
+        for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
+            *a |= *b;
+        }
+    }
+    /// Heap memory in bytes.
+    pub fn memory_usage(&self) -> usize {
+        self.words.len() * 8
+    }
 }
 
-pub trait ByteAutomaton {}
+/// How to build an index. Defaults are documented per field.
+#[derive(Clone, Debug)]
+pub struct IndexConfig {
+    /// Precompute every state's mask at build time (default `true`). When
+    /// `false`, masks are computed on first visit and cached.
+    pub eager: bool,
+    /// Worker threads for the eager build: 0 = all cores (default), 1 = the
+    /// calling thread only.
+    pub threads: usize,
+    /// Longest token handled by the bounded-horizon class walk (default 16);
+    /// longer tokens are walked per state.
+    pub horizon: usize,
+    /// Most automaton states explored (default 2,000,000).
+    pub max_states: usize,
+    /// Most memory for distinct masks, in bytes (default 1 GiB).
+    pub max_mask_memory: usize,
+    /// Give up with [`IndexError::Deadline`] after this instant (default none).
+    pub deadline: Option<Instant>,
+}
 
-#[derive(Clone, Debug, Default)]
-pub struct IndexConfig {}
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig {
+            eager: true,
+            threads: 0,
+            horizon: 16,
+            max_states: 2_000_000,
+            max_mask_memory: 1 << 30,
+            deadline: None,
+        }
+    }
+}
 
+/// Why an index could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
-    #[error("todo")]
-    Todo,
+    #[error("the language is empty: no text can ever be accepted")]
+    EmptyLanguage,
+    #[error("the automaton has more than {limit} states (raise it with --max-states / IndexConfig::max_states)")]
+    TooManyStates { limit: usize },
+    #[error(
+        "the masks need more than {limit} bytes (raise it with --max-mask-memory / IndexConfig::max_mask_memory)"
+    )]
+    TooMuchMemory { limit: usize },
+    #[error("incompatible vocabulary: after {prefix:?} the text can continue but no token fits")]
+    IncompatibleVocabulary { prefix: String },
+    #[error("index build passed its deadline")]
+    Deadline,
+    #[error("cannot start the thread pool: {0}")]
+    Threads(String),
 }
 
+/// Figures about a built index.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct IndexStats {
+    /// Live states (reachable and able to reach acceptance).
+    pub states: usize,
+    /// Byte classes of the automaton.
+    pub byte_classes: usize,
+    /// Bounded-horizon classes walked (eager mode).
+    pub horizon_classes: usize,
+    /// States where every plain token is allowed (string interiors).
+    pub body_states: usize,
+    /// Distinct masks stored.
+    pub distinct_masks: usize,
+    /// Memory of the table and masks, in bytes.
+    pub memory_bytes: usize,
+    /// Wall time of the build.
+    pub build_time: Duration,
+}
+
+/// The per-state allowed-token sets of an automaton over a vocabulary.
 pub struct TokenIndex {
     vocab: Arc<Vocabulary>,
+    tries: Arc<VocabTries>,
+    table: LiveTable,
+    masks: Vec<OnceLock<Arc<TokenSet>>>,
+    /// Upper bound on tokens to acceptance, per state (`u32::MAX`: unknown).
+    budget: Vec<u32>,
+    /// States where every plain token is allowed (see [`plain_live_states`]).
+    plain_live: Vec<bool>,
+    empty: TokenSet,
+    stats: IndexStats,
 }
 
+impl std::fmt::Debug for TokenIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenIndex")
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// An identifier of a live state of an index.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StateId(pub u32);
+
 impl TokenIndex {
+    /// Builds the index of `automaton` over `vocab`.
+    pub fn build<A: ByteAutomaton>(
+        automaton: &A,
+        vocab: Arc<Vocabulary>,
+        config: &IndexConfig,
+    ) -> Result<TokenIndex, IndexError> {
+        let t0 = Instant::now();
+        let horizon = config.horizon.max(1);
+        let tries = if horizon == IndexConfig::default().horizon {
+            vocab
+                .tries
+                .get_or_init(|| Arc::new(VocabTries::new(&vocab, horizon)))
+                .clone()
+        } else {
+            Arc::new(VocabTries::new(&vocab, horizon))
+        };
+        let table = LiveTable::new(automaton, config.max_states)?;
+        let n = table.len();
+        let mut index = TokenIndex {
+            empty: TokenSet::new(vocab.logits_width()),
+            masks: (0..n).map(|_| OnceLock::new()).collect(),
+            budget: Vec::new(),
+            plain_live: Vec::new(),
+            stats: IndexStats {
+                states: n,
+                byte_classes: table.stride,
+                ..Default::default()
+            },
+            vocab,
+            tries,
+            table,
+        };
+        index.budget = index.compute_budget();
+        index.plain_live = plain_live_states(&index.table);
+        index.stats.body_states = index.plain_live.iter().filter(|&&b| b).count();
+        if config.eager {
+            index.build_eager(config)?;
+        } else {
+            index.check_vocabulary_coverage()?;
+        }
+        index.stats.build_time = t0.elapsed();
+        index.stats.memory_bytes = index.memory_usage();
+        Ok(index)
+    }
+
+    /// Compiles `pattern` (full match) with default limits and builds its index.
+    pub fn from_regex(pattern: &str, vocab: Arc<Vocabulary>) -> Result<TokenIndex, crate::Error> {
+        let dfa = crate::dfa::ByteDfa::new(pattern, &crate::dfa::DfaConfig::default())?;
+        Ok(TokenIndex::build(&dfa, vocab, &IndexConfig::default())?)
+    }
+
+    /// The vocabulary the index is over.
     pub fn vocab(&self) -> &Arc<Vocabulary> {
         &self.vocab
     }
+
+    /// Figures about the index.
+    pub fn stats(&self) -> &IndexStats {
+        &self.stats
+    }
+
+    /// The compact live transition table.
+    pub fn table(&self) -> &LiveTable {
+        &self.table
+    }
+
+    /// The start state.
+    pub fn start(&self) -> StateId {
+        StateId(self.table.start)
+    }
+
+    /// Number of live states.
+    pub fn num_states(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether the text that led to `s` is in the language.
+    #[inline]
+    pub fn is_accepting(&self, s: StateId) -> bool {
+        self.table.accepting[s.0 as usize]
+    }
+
+    /// The allowed tokens in `s` (EOS included where `s` accepts). Computed
+    /// on first use in lazy mode.
+    #[inline]
+    pub fn allowed(&self, s: StateId) -> &TokenSet {
+        self.masks[s.0 as usize].get_or_init(|| Arc::new(self.compute_mask(s.0)))
+    }
+
+    /// An empty set of the logits width.
+    pub fn empty_set(&self) -> &TokenSet {
+        &self.empty
+    }
+
+    /// The state after `t` in `s`; `None` when `t` is not allowed there. EOS
+    /// leaves the state unchanged (and is allowed only when `s` accepts).
+    #[inline]
+    pub fn next_state(&self, s: StateId, t: TokenId) -> Option<StateId> {
+        match self.vocab.token_bytes(t) {
+            Some(bytes) if !bytes.is_empty() => {
+                let n = self.table.walk(s.0, bytes);
+                (n != DEAD).then_some(StateId(n))
+            }
+            Some(_) => None,
+            None => (self.vocab.is_eos(t) && self.is_accepting(s)).then_some(s),
+        }
+    }
+
+    /// An upper bound on the fewest tokens that bring `s` to acceptance
+    /// (0 when `s` accepts); `None` when the vocabulary cannot spell the
+    /// shortest completion.
+    #[inline]
+    pub fn tokens_to_accept(&self, s: StateId) -> Option<u32> {
+        let b = self.budget[s.0 as usize];
+        (b != u32::MAX).then_some(b)
+    }
+
+    /// Shortest completion of `s`, in bytes.
+    pub fn bytes_to_accept(&self, s: StateId) -> u32 {
+        self.table.dist[s.0 as usize]
+    }
+
+    /// The byte every continuation of `s` must start with, if there is one
+    /// and `s` does not accept.
+    #[inline]
+    pub fn forced_byte(&self, s: StateId) -> Option<u8> {
+        self.table.forced[s.0 as usize]
+    }
+
+    fn memory_usage(&self) -> usize {
+        let mut seen = std::collections::HashSet::new();
+        let mut m = self.table.memory_usage() + self.budget.len() * 4 + self.masks.len() * 8;
+        for cell in &self.masks {
+            if let Some(a) = cell.get() {
+                if seen.insert(Arc::as_ptr(a)) {
+                    m += a.memory_usage();
+                }
+            }
+        }
+        m
+    }
+
+    fn eos_into(&self, s: u32, set: &mut TokenSet) {
+        if self.table.accepting[s as usize] {
+            for &e in self.vocab.eos() {
+                set.insert(e);
+            }
+        }
+    }
+
+    /// One walk of the full trie from `s` (lazy mode and the reference).
+    fn compute_mask(&self, s: u32) -> TokenSet {
+        let mut set;
+        if self.plain_live[s as usize] {
+            set = self.tries.plain.clone();
+            walk_into(&self.tries.rest, &self.table, s, &mut set);
+        } else {
+            set = TokenSet::new(self.vocab.logits_width());
+            walk_into(&self.tries.full, &self.table, s, &mut set);
+        }
+        self.eos_into(s, &mut set);
+        set
+    }
+
+    fn check_vocabulary_coverage(&self) -> Result<(), IndexError> {
+        // A live state must allow at least one token or accept. With every
+        // single byte in the vocabulary this always holds; check the bytes.
+        let mut single = [false; 256];
+        for (_, b) in self.vocab.text_tokens() {
+            if b.len() == 1 {
+                single[b[0] as usize] = true;
+            }
+        }
+        if single.iter().all(|&x| x) {
+            return Ok(());
+        }
+        for s in 0..self.table.len() as u32 {
+            if !self.table.accepting[s as usize] && self.compute_mask(s).is_empty() {
+                return Err(self.incompatible(s));
+            }
+        }
+        Ok(())
+    }
+
+    fn incompatible(&self, s: u32) -> IndexError {
+        IndexError::IncompatibleVocabulary {
+            prefix: String::from_utf8_lossy(&self.example_prefix(s)).into_owned(),
+        }
+    }
+
+    /// Some text leading from the start to `s` (BFS over byte classes).
+    fn example_prefix(&self, target: u32) -> Vec<u8> {
+        let n = self.table.len();
+        let mut parent: Vec<Option<(u32, u8)>> = vec![None; n];
+        let mut seen = vec![false; n];
+        let mut queue = std::collections::VecDeque::from([self.table.start]);
+        seen[self.table.start as usize] = true;
+        while let Some(s) = queue.pop_front() {
+            if s == target {
+                break;
+            }
+            for &b in &self.table.reps {
+                let t = self.table.next(s, b);
+                if t != DEAD && !seen[t as usize] {
+                    seen[t as usize] = true;
+                    parent[t as usize] = Some((s, b));
+                    queue.push_back(t);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let mut s = target;
+        while let Some((p, b)) = parent[s as usize] {
+            out.push(b);
+            s = p;
+        }
+        out.reverse();
+        out
+    }
+
+    /// Greedy tokenization of each state's canonical shortest completion.
+    fn compute_budget(&self) -> Vec<u32> {
+        let t = &self.table;
+        let n = t.len();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_unstable_by_key(|&s| t.dist[s as usize]);
+        let mut budget = vec![u32::MAX; n];
+        for &s in &order {
+            if t.accepting[s as usize] {
+                budget[s as usize] = 0;
+                continue;
+            }
+            // Follow the canonical path, at most the longest token's length.
+            let mut path_states = Vec::with_capacity(16);
+            let mut cur = s;
+            let tok = trie::longest_prefix_token(&self.tries.full, |k| {
+                if k == 0 {
+                    cur = s;
+                    path_states.clear();
+                }
+                if t.accepting[cur as usize] {
+                    return None;
+                }
+                let b = t.next_byte[cur as usize];
+                cur = t.next(cur, b);
+                path_states.push(cur);
+                Some(b)
+            });
+            if let Some((len, _)) = tok {
+                let after = path_states[len - 1];
+                let rest = budget[after as usize];
+                if rest != u32::MAX {
+                    budget[s as usize] = rest + 1;
+                }
+            }
+        }
+        budget
+    }
+
+    fn build_eager(&mut self, config: &IndexConfig) -> Result<(), IndexError> {
+        let n = self.table.len();
+        let width = self.vocab.logits_width();
+        let body = self.plain_live.clone();
+        let (class_of, reps) = horizon_classes(
+            &self.table,
+            self.tries.horizon.min(self.tries.short.max_depth),
+            &body,
+        );
+        self.stats.horizon_classes = reps.len();
+        let table = &self.table;
+        let tries = &self.tries;
+        let run = |f: &mut (dyn FnMut() + Send)| -> Result<(), IndexError> {
+            if config.threads == 1 {
+                f();
+                Ok(())
+            } else {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(config.threads)
+                    .build()
+                    .map_err(|e| IndexError::Threads(e.to_string()))?;
+                pool.install(f);
+                Ok(())
+            }
+        };
+        let expired = std::sync::atomic::AtomicBool::new(false);
+        let past_deadline = || {
+            if let Some(d) = config.deadline {
+                if Instant::now() > d {
+                    expired.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            expired.load(std::sync::atomic::Ordering::Relaxed)
+        };
+        let mut short_masks: Vec<TokenSet> = Vec::new();
+        let mut long_lists: Vec<Vec<u32>> = Vec::new();
+        run(&mut || {
+            short_masks = reps
+                .par_iter()
+                .map(|&s| {
+                    let mut set = TokenSet::new(width);
+                    if !past_deadline() {
+                        walk_into(&tries.short, table, s, &mut set);
+                    }
+                    set
+                })
+                .collect();
+            // Per state: the long tokens (ordinary states) or the non-plain
+            // tokens (string-body states, whose plain tokens all loop).
+            long_lists = (0..n as u32)
+                .into_par_iter()
+                .map(|s| {
+                    let mut v = Vec::new();
+                    if s % 64 == 0 && past_deadline() {
+                        return v;
+                    }
+                    let trie = if body[s as usize] {
+                        &tries.rest
+                    } else {
+                        &tries.long
+                    };
+                    trie.walk(s, |s, b| table.next(s, b), |t| v.push(t));
+                    v
+                })
+                .collect();
+        })?;
+        if past_deadline() {
+            return Err(IndexError::Deadline);
+        }
+        // Compose per state and deduplicate.
+        let mut by_key: HashMap<(u32, bool, &[u32]), Arc<TokenSet>> = HashMap::new();
+        let mut by_content: HashMap<Arc<TokenSet>, ()> = HashMap::new();
+        let mut memory = 0usize;
+        for s in 0..n {
+            let class = if body[s] { u32::MAX } else { class_of[s] };
+            let key = (class, table.accepting[s], long_lists[s].as_slice());
+            let mask = match by_key.get(&key) {
+                Some(m) => m.clone(),
+                None => {
+                    let mut set = if body[s] {
+                        tries.plain.clone()
+                    } else {
+                        short_masks[class_of[s] as usize].clone()
+                    };
+                    for &t in &long_lists[s] {
+                        set.insert(TokenId(t));
+                    }
+                    let dups: Vec<u32> = tries
+                        .full
+                        .dups
+                        .iter()
+                        .filter(|(f, _)| set.contains(TokenId(*f)))
+                        .map(|&(_, d)| d)
+                        .collect();
+                    for d in dups {
+                        set.insert(TokenId(d));
+                    }
+                    self.eos_into(s as u32, &mut set);
+                    if set.is_empty() {
+                        return Err(self.incompatible(s as u32));
+                    }
+                    let arc = match by_content.get_key_value(&set) {
+                        Some((k, _)) => k.clone(),
+                        None => {
+                            memory += set.memory_usage();
+                            if memory > config.max_mask_memory {
+                                return Err(IndexError::TooMuchMemory {
+                                    limit: config.max_mask_memory,
+                                });
+                            }
+                            let a = Arc::new(set);
+                            by_content.insert(a.clone(), ());
+                            a
+                        }
+                    };
+                    by_key.insert(key, arc.clone());
+                    arc
+                }
+            };
+            let _ = self.masks[s].set(mask);
+        }
+        self.stats.distinct_masks = by_content.len();
+        Ok(())
+    }
+}
+
+fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) {
+    trie.walk(s, |s, b| table.next(s, b), |t| set.insert(TokenId(t)));
+    for &(first, dup) in &trie.dups {
+        if set.contains(TokenId(first)) {
+            set.insert(TokenId(dup));
+        }
+    }
+}
+
+/// Partition refinement for `h` rounds: states in one class agree on
+/// liveness for every string of at most `h` bytes. Returns the class of each
+/// state and one representative per class.
+fn horizon_classes(t: &LiveTable, h: usize, body: &[bool]) -> (Vec<u32>, Vec<u32>) {
+    let n = t.len();
+    let mut class = vec![0u32; n];
+    let mut count = 1usize;
+    let mut sig: Vec<u32> = Vec::with_capacity(t.stride + 1);
+    for _ in 0..h {
+        let mut map: HashMap<Vec<u32>, u32> = HashMap::with_capacity(count * 2);
+        let mut next = vec![0u32; n];
+        for s in 0..n {
+            sig.clear();
+            sig.push(class[s]);
+            for c in 0..t.stride {
+                let x = t.trans[s * t.stride + c];
+                sig.push(if x == DEAD {
+                    u32::MAX
+                } else {
+                    class[x as usize]
+                });
+            }
+            let id = map.len() as u32;
+            next[s] = *map.entry(sig.clone()).or_insert(id);
+        }
+        class = next;
+        let new_count = map.len();
+        if new_count == count {
+            break;
+        }
+        count = new_count;
+    }
+    // One representative per class that has an ordinary (non-body) state;
+    // classes are renumbered densely over those.
+    let mut dense = vec![u32::MAX; count];
+    let mut reps = Vec::new();
+    for s in 0..n {
+        if body[s] {
+            continue;
+        }
+        let c = class[s] as usize;
+        if dense[c] == u32::MAX {
+            dense[c] = reps.len() as u32;
+            reps.push(s as u32);
+        }
+    }
+    let class = class.iter().map(|&c| dense[c as usize]).collect();
+    (class, reps)
+}
+
+/// UTF-8 sequences of characters at or above U+0080 (RFC 3629 table), as
+/// byte ranges per position.
+const UTF8_SEQUENCES: &[&[(u8, u8)]] = &[
+    &[(0xC2, 0xDF), (0x80, 0xBF)],
+    &[(0xE0, 0xE0), (0xA0, 0xBF), (0x80, 0xBF)],
+    &[(0xE1, 0xEC), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xED, 0xED), (0x80, 0x9F), (0x80, 0xBF)],
+    &[(0xEE, 0xEF), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xF0, 0xF0), (0x90, 0xBF), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xF1, 0xF3), (0x80, 0xBF), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)],
+];
+
+/// The states in which every *plain* text stays live: every printable ASCII
+/// byte but `"` and `\\`, and every complete UTF-8 character at or above
+/// U+0080 (through live intermediate states), leads to a state with the same
+/// property — a greatest fixpoint. In such a state every plain token
+/// ([`trie::is_plain`]: ~145k of Qwen's 151k) is allowed, so its mask is the
+/// precomputed plain set plus a walk over the few thousand other tokens.
+/// These are the interiors of unbounded JSON strings and of property names
+/// (also while a name is still a prefix of a declared one), the most expensive
+/// states to walk otherwise. Exact: liveness is all a mask needs.
+fn plain_live_states(t: &LiveTable) -> Vec<bool> {
+    let n = t.len();
+    let mut seen = [false; 256];
+    let mut ascii: Vec<u8> = Vec::new();
+    for b in 0x20u8..=0x7E {
+        if b != b'"' && b != b'\\' && !seen[t.classes[b as usize] as usize] {
+            seen[t.classes[b as usize] as usize] = true;
+            ascii.push(b);
+        }
+    }
+    let utf8: Vec<Vec<Vec<u8>>> = UTF8_SEQUENCES
+        .iter()
+        .map(|seq| {
+            seq.iter()
+                .map(|&(lo, hi)| {
+                    let mut seen = [false; 256];
+                    (lo..=hi)
+                        .filter(|&b| {
+                            let c = t.classes[b as usize] as usize;
+                            !std::mem::replace(&mut seen[c], true)
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    // Plain successors of each state (one character), or not a candidate.
+    let mut ok = vec![true; n];
+    let mut succ_start = vec![0u32; n + 1];
+    let mut succ: Vec<u32> = Vec::new();
+    let mut cur: Vec<u32> = Vec::new();
+    let mut next: Vec<u32> = Vec::new();
+    'states: for s in 0..n as u32 {
+        let first = succ.len();
+        for &b in &ascii {
+            let x = t.next(s, b);
+            if x == DEAD {
+                ok[s as usize] = false;
+                succ.truncate(first);
+                succ_start[s as usize + 1] = succ.len() as u32;
+                continue 'states;
+            }
+            succ.push(x);
+        }
+        for seq in &utf8 {
+            cur.clear();
+            cur.push(s);
+            for reps in seq {
+                next.clear();
+                for &q in &cur {
+                    for &b in reps {
+                        let x = t.next(q, b);
+                        if x == DEAD {
+                            ok[s as usize] = false;
+                            succ.truncate(first);
+                            succ_start[s as usize + 1] = succ.len() as u32;
+                            continue 'states;
+                        }
+                        if !next.contains(&x) {
+                            next.push(x);
+                        }
+                    }
+                }
+                std::mem::swap(&mut cur, &mut next);
+            }
+            succ.extend_from_slice(&cur);
+        }
+        succ[first..].sort_unstable();
+        let mut w = first;
+        for r in first..succ.len() {
+            if r == first || succ[r] != succ[w - 1] {
+                succ[w] = succ[r];
+                w += 1;
+            }
+        }
+        succ.truncate(w);
+        succ_start[s as usize + 1] = succ.len() as u32;
+    }
+    // Reverse edges, then remove states that reach a non-candidate.
+    let mut rev_start = vec![0u32; n + 1];
+    for &x in &succ {
+        rev_start[x as usize + 1] += 1;
+    }
+    for k in 0..n {
+        rev_start[k + 1] += rev_start[k];
+    }
+    let mut fill = rev_start.clone();
+    let mut rev = vec![0u32; succ.len()];
+    for s in 0..n {
+        for &x in &succ[succ_start[s] as usize..succ_start[s + 1] as usize] {
+            rev[fill[x as usize] as usize] = s as u32;
+            fill[x as usize] += 1;
+        }
+    }
+    let mut work: Vec<u32> = (0..n as u32).filter(|&s| !ok[s as usize]).collect();
+    while let Some(x) = work.pop() {
+        for &p in &rev[rev_start[x as usize] as usize..rev_start[x as usize + 1] as usize] {
+            if ok[p as usize] {
+                ok[p as usize] = false;
+                work.push(p);
+            }
+        }
+    }
+    ok
 }

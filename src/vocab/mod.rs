@@ -110,6 +110,8 @@ pub struct Vocabulary {
     logits_width: usize,
     max_token_len: usize,
     n_text_tokens: usize,
+    /// Token tries for the index, built on first use and shared.
+    pub(crate) tries: std::sync::OnceLock<std::sync::Arc<crate::index::trie::VocabTries>>,
 }
 
 const NO_BYTES: u32 = u32::MAX;
@@ -141,6 +143,7 @@ impl Vocabulary {
             logits_width: 0,
             max_token_len: 0,
             n_text_tokens: 0,
+            tries: Default::default(),
         };
         for (id, b) in tokens {
             v.push(id, Some(&b))?;
@@ -262,6 +265,7 @@ impl Vocabulary {
             logits_width: 0,
             max_token_len: 0,
             n_text_tokens: 0,
+            tries: Default::default(),
         };
         let added_ids: std::collections::HashSet<u32> = added.iter().map(|a| a.0).collect();
         let mut regular = regular;
@@ -314,6 +318,7 @@ impl Vocabulary {
     /// are always masked). Errors when `width` is below the number of ids.
     pub fn with_logits_width(mut self, width: usize) -> Result<Self, VocabError> {
         self.set_logits_width(width)?;
+        self.tries = Default::default();
         Ok(self)
     }
 
@@ -329,6 +334,7 @@ impl Vocabulary {
             }
         }
         self.eos = eos;
+        self.tries = Default::default();
         Ok(self)
     }
 

@@ -1,0 +1,216 @@
+//! A token trie stored as flat arrays in depth-first order, so a walk is a
+//! forward scan and skipping a subtree is one jump (`end[i]`).
+//!
+//! Node `i` holds the byte on the edge into it, its depth (1 for a child of
+//! the implicit root) and `end[i]`, the index just past its subtree. `token[i]`
+//! is the token whose bytes end at the node (`NONE` if none); tokens with the
+//! same bytes as an earlier one are listed in `dups`.
+
+use crate::vocab::{TokenId, Vocabulary};
+
+pub(crate) const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TokenTrie {
+    pub byte: Vec<u8>,
+    pub depth: Vec<u16>,
+    pub end: Vec<u32>,
+    pub token: Vec<u32>,
+    /// (first token, duplicate token) pairs with identical bytes.
+    pub dups: Vec<(u32, u32)>,
+    pub max_depth: usize,
+}
+
+/// The tries the index walks, built once per vocabulary.
+#[derive(Debug)]
+pub(crate) struct VocabTries {
+    /// Every text token.
+    pub full: TokenTrie,
+    /// Tokens of at most `horizon` bytes.
+    pub short: TokenTrie,
+    /// Tokens longer than `horizon` bytes.
+    pub long: TokenTrie,
+    pub horizon: usize,
+    /// "Plain string content" tokens: every byte is printable ASCII other
+    /// than `"` and `\\`, or part of a complete UTF-8 character (≥ U+0080)
+    /// inside the token. In a string-body state (see `index::body`) every
+    /// one of them loops back to the state.
+    pub plain: super::TokenSet,
+    /// The other tokens (a few thousand for Qwen), walked in body states.
+    pub rest: TokenTrie,
+}
+
+/// Whether `b` is plain string content: complete UTF-8 characters that are
+/// printable ASCII other than `"` and `\\`, or at or above U+0080.
+pub(crate) fn is_plain(b: &[u8]) -> bool {
+    match std::str::from_utf8(b) {
+        Ok(s) => s
+            .chars()
+            .all(|c| (c >= ' ' && c <= '~' && c != '"' && c != '\\') || c >= '\u{80}'),
+        Err(_) => false,
+    }
+}
+
+impl VocabTries {
+    pub fn new(vocab: &Vocabulary, horizon: usize) -> VocabTries {
+        let mut toks: Vec<(&[u8], u32)> = vocab
+            .text_tokens()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(id, b)| (b, id.0))
+            .collect();
+        toks.sort_unstable();
+        let full = TokenTrie::from_sorted(toks.iter().copied());
+        let short = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() <= horizon));
+        let long = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() > horizon));
+        let mut plain = super::TokenSet::new(vocab.logits_width());
+        for &(b, id) in &toks {
+            if is_plain(b) {
+                plain.insert(TokenId(id));
+            }
+        }
+        let rest = TokenTrie::from_sorted(toks.iter().copied().filter(|t| !is_plain(t.0)));
+        VocabTries {
+            plain,
+            rest,
+            full,
+            short,
+            long,
+            horizon,
+        }
+    }
+}
+
+impl TokenTrie {
+    /// Builds the trie from tokens sorted by bytes.
+    fn from_sorted<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>) -> TokenTrie {
+        let mut t = TokenTrie::default();
+        // open[d] = node index of the open node at depth d+1 on the current path.
+        let mut open: Vec<u32> = Vec::new();
+        let mut prev: &[u8] = &[];
+        for (bytes, id) in tokens {
+            let lcp = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            // Close nodes deeper than the common prefix.
+            while open.len() > lcp {
+                let n = open.pop().unwrap_or(0);
+                t.end[n as usize] = t.byte.len() as u32;
+            }
+            for (d, &b) in bytes.iter().enumerate().skip(lcp) {
+                open.push(t.byte.len() as u32);
+                t.byte.push(b);
+                t.depth.push(d as u16 + 1);
+                t.end.push(0);
+                t.token.push(NONE);
+            }
+            let last = open[bytes.len() - 1] as usize;
+            if t.token[last] == NONE {
+                t.token[last] = id;
+            } else {
+                t.dups.push((t.token[last], id));
+            }
+            t.max_depth = t.max_depth.max(bytes.len());
+            prev = bytes;
+        }
+        while let Some(n) = open.pop() {
+            t.end[n as usize] = t.byte.len() as u32;
+        }
+        t
+    }
+
+    pub fn len(&self) -> usize {
+        self.byte.len()
+    }
+
+    /// The child of `node` (or of the root when `None`) reached by `b`.
+    pub fn child(&self, node: Option<usize>, b: u8) -> Option<usize> {
+        let (mut j, stop) = match node {
+            Some(i) => (i + 1, self.end[i] as usize),
+            None => (0, self.len()),
+        };
+        while j < stop {
+            if self.byte[j] == b {
+                return Some(j);
+            }
+            j = self.end[j] as usize;
+        }
+        None
+    }
+
+    /// Walks the trie from DFA state `start`, calling `hit(token)` for every
+    /// token whose bytes keep the state live, and returns how many nodes were
+    /// visited. `next(s, b)` returns `DEAD` (u32::MAX) for a dead transition.
+    #[inline]
+    pub fn walk(
+        &self,
+        start: u32,
+        next: impl Fn(u32, u8) -> u32,
+        mut hit: impl FnMut(u32),
+    ) -> usize {
+        let mut stack = vec![0u32; self.max_depth + 1];
+        stack[0] = start;
+        let n = self.len();
+        let mut i = 0usize;
+        let mut visited = 0usize;
+        while i < n {
+            let d = self.depth[i] as usize;
+            let s = next(stack[d - 1], self.byte[i]);
+            visited += 1;
+            if s == super::automaton::DEAD {
+                i = self.end[i] as usize;
+                continue;
+            }
+            stack[d] = s;
+            let tok = self.token[i];
+            if tok != NONE {
+                hit(tok);
+            }
+            i += 1;
+        }
+        visited
+    }
+}
+
+/// Greedy longest-match tokenization of the bytes `next_byte` produces until
+/// `stop` says the path ended; returns the tokens' lengths (None when some
+/// byte starts no token).
+pub(crate) fn longest_prefix_token(
+    trie: &TokenTrie,
+    mut bytes: impl FnMut(usize) -> Option<u8>,
+) -> Option<(usize, TokenId)> {
+    let mut node = None;
+    let mut best = None;
+    let mut k = 0;
+    while let Some(b) = bytes(k) {
+        match trie.child(node, b) {
+            Some(c) => {
+                node = Some(c);
+                k += 1;
+                if trie.token[c] != NONE {
+                    best = Some((k, TokenId(trie.token[c])));
+                }
+            }
+            None => break,
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flat_trie_shape() {
+        // Tokens: a, ab, abc, b, ab (dup). Trie (DFS): a(0){ b(1){ c(2) } } b(3)
+        let toks: Vec<(&[u8], u32)> =
+            vec![(b"a", 0), (b"ab", 1), (b"ab", 4), (b"abc", 2), (b"b", 3)];
+        let t = TokenTrie::from_sorted(toks.into_iter());
+        assert_eq!(t.byte, b"abcb");
+        assert_eq!(t.depth, vec![1, 2, 3, 1]);
+        assert_eq!(t.end, vec![3, 3, 3, 4]);
+        assert_eq!(t.token, vec![0, 1, 2, 3]);
+        assert_eq!(t.dups, vec![(1, 4)]);
+        assert_eq!(t.child(None, b'b'), Some(3));
+        assert_eq!(t.child(Some(0), b'b'), Some(1));
+        assert_eq!(t.child(Some(0), b'c'), None);
+    }
+}

@@ -1,0 +1,346 @@
+//! Token index and guide: hand-checked tiny vocabularies, then the real Qwen
+//! vocabulary with the `regex` crate as an independent oracle.
+
+mod common;
+
+use constrain::dfa::{ByteDfa, DfaConfig};
+use constrain::grammar::Grammar;
+use constrain::index::{IndexConfig, IndexError, TokenIndex};
+use constrain::vocab::{TokenId, Vocabulary};
+use constrain::Guide;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::sync::Arc;
+
+/// Vocabulary (ids → bytes), EOS = 9, logits width 12 (ids 10, 11 have no token):
+///
+/// ```text
+/// root ─a(0)─b(1)─c(2)
+///      ├─b(3)
+///      ├─c(4)
+///      ├─"(5)─a(6)          token 6 = `"a`
+///      ├─ (7)               token 7 = ` ` (space)
+///      └─x(8)
+/// ```
+fn tiny_vocab() -> Arc<Vocabulary> {
+    let toks: Vec<(u32, &[u8])> = vec![
+        (0, b"a"),
+        (1, b"ab"),
+        (2, b"abc"),
+        (3, b"b"),
+        (4, b"c"),
+        (5, b"\""),
+        (6, b"\"a"),
+        (7, b" "),
+        (8, b"x"),
+    ];
+    Arc::new(
+        Vocabulary::new(
+            toks.into_iter().map(|(i, b)| (TokenId(i), b.to_vec())),
+            [TokenId(9)],
+            12,
+        )
+        .unwrap(),
+    )
+}
+
+fn index(re: &str, vocab: &Arc<Vocabulary>, eager: bool) -> Arc<TokenIndex> {
+    let dfa = ByteDfa::new(re, &DfaConfig::default()).unwrap();
+    let cfg = IndexConfig {
+        eager,
+        threads: 1,
+        ..Default::default()
+    };
+    Arc::new(TokenIndex::build(&dfa, vocab.clone(), &cfg).unwrap())
+}
+
+fn ids(g: &Guide) -> Vec<u32> {
+    g.allowed().iter().map(|t| t.0).collect()
+}
+
+#[test]
+fn tiny_allowed_sets_by_hand() {
+    for eager in [true, false] {
+        let v = tiny_vocab();
+        // (ab)+c? : from the start only `a`-led tokens that stay inside: a, ab, abc? no: abc needs (ab)+ then c → "abc" ok.
+        let mut g = Guide::new(index("(ab)+c?", &v, eager));
+        assert_eq!(
+            ids(&g),
+            vec![0, 1, 2],
+            "a, ab, abc start a word; b, c, x do not"
+        );
+        g.advance(TokenId(0)).unwrap(); // "a"
+        assert_eq!(ids(&g), vec![3], "after `a` only `b`");
+        assert!(!g.is_accepting());
+        g.advance(TokenId(3)).unwrap(); // "ab"
+        assert!(g.is_accepting());
+        assert_eq!(ids(&g), vec![0, 1, 2, 4, 9], "more ab, or c, or EOS");
+        g.advance(TokenId(4)).unwrap(); // "abc"
+        assert_eq!(ids(&g), vec![9], "complete: only EOS");
+        assert!(g.is_finished(), "nothing can extend abc");
+        g.advance(TokenId(9)).unwrap();
+        assert!(g.is_finished());
+        assert!(g.allowed().is_empty());
+        assert_eq!(g.advance(TokenId(0)), Err(constrain::GuideError::Finished));
+        g.rollback(2).unwrap();
+        assert_eq!(ids(&g), vec![0, 1, 2, 4, 9]);
+    }
+}
+
+#[test]
+fn tiny_dead_ends_are_never_allowed() {
+    let v = tiny_vocab();
+    // `"a"` requires a closing quote: token `"a` is fine (leads to live state), `a` is not a start.
+    let mut g = Guide::new(index("\"a*\"", &v, true));
+    assert_eq!(ids(&g), vec![5, 6]);
+    g.advance(TokenId(6)).unwrap();
+    assert_eq!(ids(&g), vec![0, 5], "more a or the closing quote");
+    // A disallowed token is an error, not a panic, and changes nothing.
+    let before = g.state();
+    assert!(g.advance(TokenId(8)).is_err());
+    assert!(
+        g.advance(TokenId(11)).is_err(),
+        "ids past the tokenizer are never allowed"
+    );
+    assert_eq!(g.state(), before);
+}
+
+#[test]
+fn tiny_budget_and_forced_bytes() {
+    let v = tiny_vocab();
+    let idx = index("abab(c|x)", &v, true);
+    let g = Guide::new(idx);
+    assert_eq!(g.forced_bytes(), b"abab");
+    // Greedy longest tokens along the shortest completion `ababc`: ab, abc → 2.
+    assert_eq!(g.tokens_to_accept(), Some(2));
+    assert_eq!(
+        g.tokens_to_accept_after(TokenId(1)),
+        Some(1),
+        "after ab: abc"
+    );
+    assert_eq!(
+        g.tokens_to_accept_after(TokenId(0)),
+        Some(2),
+        "after a: b, abc"
+    );
+    assert_eq!(
+        g.tokens_to_accept_after(TokenId(3)),
+        None,
+        "b is not allowed at the start"
+    );
+}
+
+#[test]
+fn incompatible_vocabulary_and_empty_language_are_build_errors() {
+    let v = tiny_vocab();
+    let dfa = ByteDfa::new("a(z)b", &DfaConfig::default()).unwrap();
+    let e = TokenIndex::build(&dfa, v.clone(), &IndexConfig::default()).unwrap_err();
+    assert!(
+        matches!(e, IndexError::IncompatibleVocabulary { ref prefix } if prefix == "a"),
+        "{e}"
+    );
+    let dfa = ByteDfa::new("a(z)b", &DfaConfig::default()).unwrap();
+    let lazy = IndexConfig {
+        eager: false,
+        ..Default::default()
+    };
+    assert!(TokenIndex::build(&dfa, v.clone(), &lazy).is_err());
+    let dfa = ByteDfa::new("[a&&b]", &DfaConfig::default()).unwrap();
+    assert!(matches!(
+        TokenIndex::build(&dfa, v, &IndexConfig::default()),
+        Err(IndexError::EmptyLanguage)
+    ));
+}
+
+// ---------------------------------------------------------------------------
+// Real Qwen vocabulary.
+
+const RECORD: &str = r#"\{"name": "[a-zA-Z_][a-zA-Z0-9_]{0,63}", "email": "[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}", "tags": \[("[^"\\\x00-\x1f]{1,20}"(, "[^"\\\x00-\x1f]{1,20}"){0,4})?\], "age": (0|[1-9][0-9]{0,2}), "bio": "[^"\\\x00-\x1f]{0,200}"\}"#;
+
+fn hard_regexes() -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        RECORD.into(),
+        "(cat|dog|bird)(, (cat|dog|bird)){0,3}".into(),
+        "[0-9]{3}-[0-9]{2}-[0-9]{4}".into(),
+        r"\p{Han}{1,4}(市|省)".into(),
+        "(北京|上海|東京|😀🎉|café)+".into(),
+        r#"\{"city": "[^"\\\x00-\x1f]{1,30}", "temp": -?[0-9]{1,2}\.[0-9]\}"#.into(),
+        r"[\p{L}\p{N} ]{2,12}".into(),
+        r"(a|ab|abc|abcd){2,5}x?".into(),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("grammars");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 8,
+        "the grammars/ library has at least 8 grammars"
+    );
+    for f in files {
+        v.push(Grammar::load(&f).unwrap().pattern);
+    }
+    v
+}
+
+#[test]
+fn qwen_eager_and_lazy_masks_agree() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    for re in [RECORD, r"\p{Han}{1,4}(市|省)", "(a|ab|abc|abcd){2,5}x?"] {
+        let eager = index(re, &vocab, true);
+        let lazy = index(re, &vocab, false);
+        assert_eq!(eager.num_states(), lazy.num_states());
+        for s in 0..eager.num_states() as u32 {
+            let s = constrain::index::StateId(s);
+            assert_eq!(eager.allowed(s), lazy.allowed(s), "state {s:?} of {re}");
+        }
+    }
+}
+
+/// The masks against a brute-force oracle: token `t` is in the mask of `s`
+/// exactly when walking its bytes through the table from `s` stays live (or
+/// `t` is EOS and `s` accepts). Covers string interiors (the plain-token fast
+/// path), property-name prefixes, escapes and structure.
+#[test]
+fn qwen_masks_match_brute_force() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let free_string = r#""(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u[0-9a-fA-F]{4})*""#;
+    let key_not_abc = r#""(?:|[^"\\\x00-\x1Fa][^"\\\x00-\x1F]*|a|a[^"\\\x00-\x1Fb][^"\\\x00-\x1F]*|ab[^"\\\x00-\x1F]+)""#;
+    let res = [
+        format!(r#"\{{"a": {free_string}(, {key_not_abc}: (?:[0-9]+|{free_string}))?\}}"#),
+        RECORD.to_string(),
+        r"[\p{L} ]{0,40}[.!?]".to_string(),
+    ];
+    let mut rng = StdRng::seed_from_u64(3);
+    for re in &res {
+        for eager in [true, false] {
+            let idx = index(re, &vocab, eager);
+            let n = idx.num_states() as u32;
+            for _ in 0..12 {
+                let s = constrain::index::StateId(rng.random_range(0..n));
+                let mask = idx.allowed(s);
+                for id in 0..vocab.logits_width() as u32 {
+                    let t = TokenId(id);
+                    assert_eq!(
+                        mask.contains(t),
+                        idx.next_state(s, t).is_some(),
+                        "{re}: state {s:?}, token {id} {}",
+                        vocab.describe(t)
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn qwen_sampled_strings_are_accepted_token_by_token() {
+    let (Some(vocab), Some(tok)) = (common::qwen_vocab(), common::qwen_tokenizer()) else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(7);
+    for re in hard_regexes() {
+        let idx = index(&re, &vocab, true);
+        let oracle = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
+        for _ in 0..20 {
+            let bytes = idx.table().random_text(&mut rng, 80);
+            let text = String::from_utf8(bytes).expect("DFA texts are UTF-8");
+            assert!(oracle.is_match(&text), "sampled {text:?} not in {re}");
+            let mut g = Guide::new(idx.clone());
+            for t in tok.encode(&text).unwrap() {
+                g.advance(t)
+                    .unwrap_or_else(|e| panic!("{re}: {text:?}: {e}"));
+            }
+            assert!(g.is_accepting(), "{re}: {text:?}");
+            let eos = vocab.eos()[0];
+            assert!(g.allowed().contains(eos));
+            g.advance(eos).unwrap();
+        }
+    }
+}
+
+#[test]
+fn qwen_random_walks_match_the_regex_oracle() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let mut rng = StdRng::seed_from_u64(11);
+    for re in hard_regexes() {
+        let idx = index(&re, &vocab, true);
+        let oracle = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
+        for _ in 0..20 {
+            let mut g = Guide::new(idx.clone());
+            let mut steps = 0;
+            while !g.is_finished() {
+                let allowed: Vec<TokenId> = g.allowed().iter().collect();
+                assert!(
+                    !allowed.is_empty(),
+                    "dead end in {re} after {:?}",
+                    vocab.decode(g.tokens())
+                );
+                // Prefer finishing after a while so walks end.
+                let eos = vocab.eos()[0];
+                let t = if steps > 60 && g.allowed().contains(eos) {
+                    eos
+                } else if steps > 60 {
+                    // Follow a token that lowers the budget bound.
+                    let need = g.tokens_to_accept().unwrap();
+                    *allowed
+                        .iter()
+                        .find(|&&t| g.tokens_to_accept_after(t) == Some(need - 1))
+                        .unwrap()
+                } else {
+                    allowed[rng.random_range(0..allowed.len())]
+                };
+                // Property: every allowed token leads to a state that can reach acceptance.
+                assert!(g.tokens_to_accept_after(t).is_some());
+                g.advance(t).unwrap();
+                steps += 1;
+            }
+            let bytes = vocab.decode(g.tokens());
+            let text = String::from_utf8(bytes).expect("walk output is UTF-8");
+            assert!(
+                oracle.is_match(&text),
+                "walk produced {text:?}, not in {re}"
+            );
+        }
+    }
+}
+
+#[test]
+fn qwen_strings_outside_the_language_are_rejected() {
+    let (Some(vocab), Some(tok)) = (common::qwen_vocab(), common::qwen_tokenizer()) else {
+        return;
+    };
+    let cases: &[(&str, &[&str])] = &[
+        (
+            RECORD,
+            &[
+                r#"{"name": "9abc", "email": "a@b.co", "tags": [], "age": 1, "bio": ""}"#,
+                r#"{"name": "x", "email": "a@b.co", "tags": [], "age": 01, "bio": ""}"#,
+            ],
+        ),
+        (
+            "[0-9]{3}-[0-9]{2}-[0-9]{4}",
+            &["123-45-678", "123-456-7890", "abc-de-fghi"],
+        ),
+        ("(北京|上海|東京|😀🎉|café)+", &["北", "cafe", "😀"]),
+    ];
+    for (re, bad) in cases {
+        let idx = index(re, &vocab, true);
+        for text in *bad {
+            let mut g = Guide::new(idx.clone());
+            let ok = tok
+                .encode(text)
+                .unwrap()
+                .into_iter()
+                .all(|t| g.advance(t).is_ok())
+                && g.is_accepting();
+            assert!(!ok, "{text:?} must be rejected by {re}");
+        }
+    }
+}
