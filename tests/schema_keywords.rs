@@ -670,3 +670,27 @@ fn example_schemas() {
     }
     assert!(seen >= 4);
 }
+
+#[test]
+fn deep_and_long_schemas_fail_cleanly() {
+    // A chain of 500 definitions, each referring to the next.
+    let mut defs = serde_json::Map::new();
+    for i in 0..500 {
+        defs.insert(format!("d{i}"), json!({"type": "object", "properties": {"a": {"$ref": format!("#/$defs/d{}", i + 1)}}, "required": ["a"]}));
+    }
+    defs.insert("d500".into(), json!({"type": "integer"}));
+    let s = json!({"$defs": defs, "$ref": "#/$defs/d0"});
+    assert!(matches!(
+        schema::compile(&s, &SchemaOptions::default()),
+        Err(SchemaError::TooBig { .. })
+    ));
+    // A circular allOf.
+    let s = json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"});
+    let _ = schema::compile(&s, &SchemaOptions::default()); // an error or an empty language, never a hang
+                                                            // 60 nested objects compile (within the generator's nesting bound).
+    let mut s = json!({"type": "integer"});
+    for _ in 0..60 {
+        s = json!({"type": "object", "properties": {"a": s}, "required": ["a"]});
+    }
+    schema::compile(&s, &SchemaOptions::default()).unwrap();
+}

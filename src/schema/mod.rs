@@ -50,6 +50,22 @@
 //! - Numbers with bounds other than 0 are written without an exponent;
 //!   exponents have at most two digits (so values stay in `f64` range).
 //! - Integers are written in canonical form (`5`, not `5.0` or `-0`).
+//! - `patternProperties` (one pattern, or several with `true` schemas): extra
+//!   keys are keys matching the pattern, with its schema; keys matching no
+//!   pattern are not offered even where `additionalProperties` would allow
+//!   them. Declared keys matching the pattern also take its schema.
+//! - `not` is enforced in the forms `{}`/`true` (nothing), `{type: ...}` (an
+//!   excluded `integer` excludes all numbers), and `{required: [k, ...]}`
+//!   (`k`, the first, is never written); any other `not` fails closed.
+//! - `oneOf` branches are made disjoint where possible by never writing, in
+//!   one branch, a key that another branch requires.
+//! - In [`JsonMode::Strict`] an object that declares no properties is
+//!   free-form (any keys), since "no keys at all" is rarely what is meant.
+//! - Integer `format`s of OpenAPI/schemars (`int32`, `uint8`, ...) become
+//!   bounds (validators ignore them).
+//! - `multipleOf` on integers: exact for bounded ranges (enumerated) and for
+//!   divisors of a power of ten (at most 15 digits); fractional `multipleOf`
+//!   fails closed (floating-point semantics differ between validators).
 //!
 //! ## Defaults
 //!

@@ -24,8 +24,12 @@
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
 
-/// ECMA-262 `\s`: WhiteSpace and LineTerminator code points.
-const ECMA_SPACE: &str = "\\t\\n\\x0B\\x0C\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
+/// `\s`: the ECMA-262 WhiteSpace and LineTerminator code points that are
+/// also Unicode White_Space (U+FEFF is ECMA-only), so that validators using
+/// either definition agree with what is generated.
+const ECMA_SPACE: &str = "\\t\\n\\x0B\\x0C\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+/// What `\S` excludes: the union of both definitions (adds U+0085, U+FEFF).
+const NOT_SPACE: &str = "\\t\\n\\x0B\\x0C\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
 
 /// Why a pattern cannot be compiled.
 pub type PatternError = String;
@@ -60,7 +64,7 @@ pub fn translate_ecma(p: &str) -> Result<String, PatternError> {
                         out.push_str(&format!("[{ECMA_SPACE}]"))
                     }
                 }
-                'S' => out.push_str(&format!("[^{ECMA_SPACE}]")),
+                'S' => out.push_str(&format!("[^{NOT_SPACE}]")),
                 'b' if in_class => out.push_str("\\x08"),
                 'b' | 'B' => return Err("word boundaries (\\b, \\B) are not supported".into()),
                 '1'..='9' => return Err("backreferences are not supported".into()),

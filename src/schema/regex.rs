@@ -318,7 +318,11 @@ pub(crate) struct Gen<'d, 'a> {
     memo: HashMap<String, Lang>,
     reach: HashMap<String, Rc<HashSet<String>>>,
     flatten_depth: usize,
+    nesting: usize,
 }
+
+/// Deepest nesting of schemas the generator follows.
+const MAX_NESTING: usize = 200;
 
 impl<'d, 'a> Gen<'d, 'a> {
     pub(crate) fn new(doc: &'d Document<'a>) -> Self {
@@ -333,6 +337,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             memo: HashMap::new(),
             reach: HashMap::new(),
             flatten_depth: 0,
+            nesting: 0,
         }
     }
 
@@ -466,6 +471,27 @@ impl<'d, 'a> Gen<'d, 'a> {
     /// The language of a schema. `forbid`: keys the (top-level) object must
     /// not contain (used to make `oneOf` branches disjoint).
     pub(crate) fn value(&mut self, s: &Schema, forbid: &[String]) -> Result<Lang, SchemaError> {
+        // Bounds the generator's own recursion (long non-recursive $ref chains).
+        if self.nesting >= MAX_NESTING {
+            return Err(SchemaError::TooBig {
+                what: "schema nesting".into(),
+                pointer: match s {
+                    Schema::Node(n) => n.at.clone(),
+                    Schema::Ref { at, .. } => at.clone(),
+                    Schema::Bool(_) => Pointer::root(),
+                },
+                size: self.nesting as u64,
+                limit: MAX_NESTING as u64,
+                knob: "max_depth",
+            });
+        }
+        self.nesting += 1;
+        let r = self.value_inner(s, forbid);
+        self.nesting -= 1;
+        r
+    }
+
+    fn value_inner(&mut self, s: &Schema, forbid: &[String]) -> Result<Lang, SchemaError> {
         match s {
             Schema::Bool(true) => Ok(Some(self.any())),
             Schema::Bool(false) => Ok(None),
