@@ -388,6 +388,22 @@ pub fn run_case(
                 continue;
             }
         };
+        if vocab.decode(&tokens) != text.as_bytes() {
+            // The tokenizer normalises (NFC) or drops text: the engine would be
+            // judged on another string. Count it as not accepted.
+            r.instances.push(InstanceResult {
+                valid: inst.valid,
+                accepted: false,
+                tokens: tokens.len(),
+                rejected_at: Some(
+                    "the tokenizer does not reproduce the text (NFC normalisation)".into(),
+                ),
+            });
+            if inst.valid {
+                r.valid_rejected += 1;
+            }
+            continue;
+        }
         let mut g = Guide::new(index.clone());
         let mut rejected_at = None;
         for (i, &t) in tokens.iter().enumerate() {

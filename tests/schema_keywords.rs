@@ -642,6 +642,10 @@ fn example_schemas() {
         seen += 1;
         let s: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if s.is_array() {
+            // An OpenAI `tools` array (for `--tools`), not a schema.
+            continue;
+        }
         if name.starts_with("unsupported") {
             let e = schema::compile(&s, &SchemaOptions::default()).unwrap_err();
             assert_eq!(

@@ -710,7 +710,8 @@ impl<'a> Document<'a> {
                     at: at.clone(),
                 });
             } else {
-                let allow = opts.lenient || opts.allow_unknown_keywords;
+                let defined = super::formats::DEFINED_UNSUPPORTED.contains(&f.as_str());
+                let allow = opts.lenient || (opts.allow_unknown_keywords && !defined);
                 self.soft(
                     SchemaError::UnsupportedValue {
                         what: "format".into(),
