@@ -1,0 +1,195 @@
+//! Replays the fuzz cases committed under `fuzz/regressions/<target>/*.json`
+//! through the same checking functions the fuzz targets call
+//! (`constrain::check`), plus a seeded random sweep of the `regex_index`
+//! invariants so `cargo test` exercises them without cargo-fuzz.
+
+mod common;
+
+use constrain::check::{
+    check_guide_walk_case, check_regex_index_case, CaseOutcome, GuideWalkCase, Oracle,
+    RegexIndexCase, Violation,
+};
+use constrain::dfa::{ByteDfa, DfaConfig};
+use constrain::index::{IndexConfig, TokenIndex};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn regressions(target: &str) -> Vec<(PathBuf, String)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/regressions")
+        .join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p, text)
+        })
+        .collect()
+}
+
+/// The `regex` crate as the independent full-match oracle.
+fn regex_oracle(pattern: &str) -> impl Fn(&[u8]) -> bool {
+    let re = regex::bytes::RegexBuilder::new(&format!("^(?:{pattern})$"))
+        .size_limit(64 << 20)
+        .build();
+    move |text: &[u8]| re.as_ref().is_ok_and(|re| re.is_match(text))
+}
+
+/// Token-level dead ends are a known, reported gap of the index (see
+/// `token_level_dead_end_is_refused`); every other invariant is strict.
+fn run_regex_case(case: &RegexIndexCase) -> Result<CaseOutcome, Violation> {
+    check_regex_index_case(case, &regex_oracle(&case.pattern), true)
+}
+
+#[test]
+fn regex_index_regressions_replay() {
+    let cases = regressions("regex_index");
+    assert!(
+        !cases.is_empty(),
+        "fuzz/regressions/regex_index/ holds cases"
+    );
+    for (path, text) in cases {
+        let case: RegexIndexCase =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if let Err(v) = run_regex_case(&case) {
+            panic!("{}: {v}", path.display());
+        }
+    }
+}
+
+#[test]
+fn guide_walk_regressions_replay() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let cases = regressions("guide_walk");
+    assert!(
+        !cases.is_empty(),
+        "fuzz/regressions/guide_walk/ holds cases"
+    );
+    for (path, text) in cases {
+        let case: GuideWalkCase =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let dfa = ByteDfa::new(&case.pattern, &DfaConfig::default()).unwrap();
+        let index =
+            Arc::new(TokenIndex::build(&dfa, vocab.clone(), &IndexConfig::default()).unwrap());
+        let oracle = Oracle::new(&dfa, 1_000_000).unwrap();
+        if let Err(v) = check_guide_walk_case(&index, &oracle, &case) {
+            panic!("{}: {v}", path.display());
+        }
+    }
+}
+
+/// The checker itself must be able to fail: a case whose independent matcher
+/// disagrees with the DFA is reported, not passed.
+#[test]
+fn a_lying_oracle_is_caught() {
+    let case = RegexIndexCase {
+        pattern: "ab|cd".into(),
+        tokens: vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec()],
+        all_single_bytes: false,
+        eos_count: 1,
+        extra_width: 0,
+        choices: vec![0, 0],
+    };
+    assert!(matches!(
+        run_regex_case(&case),
+        Ok(CaseOutcome::Checked { .. })
+    ));
+    let liar = |t: &[u8]| t != b"ab";
+    let v = check_regex_index_case(&case, &liar, false).unwrap_err();
+    assert!(v.what.contains("independent matcher"), "{v}");
+}
+
+/// Known bug (index, not fixed here): over a vocabulary that cannot spell
+/// `b`, the index for `a*b` builds and allows `a` forever although no
+/// sequence of tokens ever reaches acceptance. It should refuse the build
+/// with `IndexError::IncompatibleVocabulary` (or drop tokens that lead to
+/// token-level dead ends).
+#[test]
+#[ignore = "known index gap: token-level dead ends with vocabularies lacking bytes"]
+fn token_level_dead_end_is_refused() {
+    let case = RegexIndexCase {
+        pattern: "a*b".into(),
+        tokens: vec![b"a".to_vec()],
+        all_single_bytes: false,
+        eos_count: 1,
+        extra_width: 0,
+        choices: vec![],
+    };
+    match check_regex_index_case(&case, &regex_oracle(&case.pattern), false) {
+        Ok(CaseOutcome::Refused(_)) => {}
+        other => panic!("a*b over {{a}} must be refused, got {other:?}"),
+    }
+}
+
+const PATTERNS: &[&str] = &[
+    "a*b",
+    "(ab)+c?",
+    r#""[^"\\]{0,5}""#,
+    "(cat|dog|bird)(, (cat|dog|bird)){0,3}",
+    "[0-9]{1,3}(\\.[0-9]{1,2})?",
+    "(é|中|😀)+x?",
+    "(?i)ab{2,4}",
+    "(?s:.){1,3}",
+    "\\{(\"a\": [0-9]+(, )?)*\\}",
+    "(a|ab|abc)*d",
+    "x(?:)y?",
+    "[^a-z]{2}",
+];
+
+/// Seeded random cases in the shape the fuzz target makes: a pattern, a small
+/// vocabulary of fragments (multi-byte characters split across tokens) and
+/// walk choices.
+fn random_case(rng: &mut StdRng) -> RegexIndexCase {
+    let pattern = PATTERNS[rng.random_range(0..PATTERNS.len())].to_string();
+    let pool: Vec<u8> = "ab cd,\"{}:0129xyZé中😀\\.\n".bytes().collect();
+    let n = rng.random_range(0..30);
+    let mut tokens: Vec<Vec<u8>> = (0..n)
+        .map(|_| {
+            let len = rng.random_range(1..5);
+            (0..len)
+                .map(|_| pool[rng.random_range(0..pool.len())])
+                .collect()
+        })
+        .collect();
+    for &b in &pool {
+        if rng.random_range(0..4) != 0 {
+            tokens.push(vec![b]);
+        }
+    }
+    RegexIndexCase {
+        pattern,
+        tokens,
+        all_single_bytes: rng.random_range(0..3) == 0,
+        eos_count: rng.random_range(1..3),
+        extra_width: rng.random_range(0..3),
+        choices: (0..rng.random_range(0..40)).map(|_| rng.random()).collect(),
+    }
+}
+
+#[test]
+fn regex_index_random_sweep() {
+    let mut rng = StdRng::seed_from_u64(2024);
+    let (mut checked, mut refused) = (0, 0);
+    for i in 0..300 {
+        let case = random_case(&mut rng);
+        match run_regex_case(&case) {
+            Ok(CaseOutcome::Checked { .. }) => checked += 1,
+            Ok(CaseOutcome::Refused(_)) => refused += 1,
+            Err(v) => panic!(
+                "case {i}: {v}\ncase: {}",
+                serde_json::to_string(&case).unwrap()
+            ),
+        }
+    }
+    eprintln!("regex_index sweep: {checked} checked, {refused} refused");
+    assert!(checked > 100, "most sweep cases run the checks ({checked})");
+}
