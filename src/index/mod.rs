@@ -150,6 +150,8 @@ pub struct IndexConfig {
     pub max_states: usize,
     /// Most memory for distinct masks, in bytes (default 1 GiB).
     pub max_mask_memory: usize,
+    /// Give up with [`IndexError::Deadline`] after this instant (default none).
+    pub deadline: Option<Instant>,
 }
 
 impl Default for IndexConfig {
@@ -160,6 +162,7 @@ impl Default for IndexConfig {
             horizon: 16,
             max_states: 2_000_000,
             max_mask_memory: 1 << 30,
+            deadline: None,
         }
     }
 }
@@ -177,6 +180,8 @@ pub enum IndexError {
     TooMuchMemory { limit: usize },
     #[error("incompatible vocabulary: after {prefix:?} the text can continue but no token fits")]
     IncompatibleVocabulary { prefix: String },
+    #[error("index build passed its deadline")]
+    Deadline,
     #[error("cannot start the thread pool: {0}")]
     Threads(String),
 }
@@ -496,6 +501,15 @@ impl TokenIndex {
                 Ok(())
             }
         };
+        let expired = std::sync::atomic::AtomicBool::new(false);
+        let past_deadline = || {
+            if let Some(d) = config.deadline {
+                if Instant::now() > d {
+                    expired.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            expired.load(std::sync::atomic::Ordering::Relaxed)
+        };
         let mut short_masks: Vec<TokenSet> = Vec::new();
         let mut long_lists: Vec<Vec<u32>> = Vec::new();
         run(&mut || {
@@ -503,7 +517,9 @@ impl TokenIndex {
                 .par_iter()
                 .map(|&s| {
                     let mut set = TokenSet::new(width);
-                    walk_into(&tries.short, table, s, &mut set);
+                    if !past_deadline() {
+                        walk_into(&tries.short, table, s, &mut set);
+                    }
                     set
                 })
                 .collect();
@@ -514,12 +530,18 @@ impl TokenIndex {
                     .into_par_iter()
                     .map(|s| {
                         let mut v = Vec::new();
+                        if s % 64 == 0 && past_deadline() {
+                            return v;
+                        }
                         tries.long.walk(s, |s, b| table.next(s, b), |t| v.push(t));
                         v
                     })
                     .collect()
             };
         })?;
+        if past_deadline() {
+            return Err(IndexError::Deadline);
+        }
         // Compose per state and deduplicate.
         let mut by_key: HashMap<(u32, bool, &[u32]), Arc<TokenSet>> = HashMap::new();
         let mut by_content: HashMap<Arc<TokenSet>, ()> = HashMap::new();
