@@ -15,7 +15,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use constrain::check::{check_regex_index_case, RegexIndexCase};
+use constrain::check::{check_regex_index_case, CaseOutcome, RegexIndexCase};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -226,10 +226,40 @@ fuzz_target!(|input: Input| {
         Ok(re) => re.is_match(text),
         Err(_) => false,
     };
-    if let Err(v) = check_regex_index_case(&case, &full_match, true) {
-        panic!(
+    match check_regex_index_case(&case, &full_match, true) {
+        Ok(outcome) => stats(&outcome),
+        Err(v) => panic!(
             "{v}\ncase: {}",
             serde_json::to_string(&case).unwrap_or_default()
-        );
+        ),
     }
 });
+
+/// With `CONSTRAIN_FUZZ_STATS` set, prints how many cases ran the checks, were
+/// refused, or hit a (known, tolerated) token-level dead end, every 4096 runs.
+fn stats(outcome: &CaseOutcome) {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    static RUNS: [AtomicUsize; 3] = [
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    ];
+    let k = match outcome {
+        CaseOutcome::Checked {
+            token_dead_end: None,
+            ..
+        } => 0,
+        CaseOutcome::Checked { .. } => 1,
+        CaseOutcome::Refused(_) => 2,
+    };
+    RUNS[k].fetch_add(1, Relaxed);
+    let total: usize = RUNS.iter().map(|r| r.load(Relaxed)).sum();
+    if total % 4096 == 0 && std::env::var_os("CONSTRAIN_FUZZ_STATS").is_some() {
+        eprintln!(
+            "regex_index: {} checked, {} checked with a token-level dead end, {} refused",
+            RUNS[0].load(Relaxed),
+            RUNS[1].load(Relaxed),
+            RUNS[2].load(Relaxed)
+        );
+    }
+}
