@@ -193,3 +193,40 @@ fn regex_index_random_sweep() {
     eprintln!("regex_index sweep: {checked} checked, {refused} refused");
     assert!(checked > 100, "most sweep cases run the checks ({checked})");
 }
+
+/// `check_walk` over the real Qwen vocabulary (sampled masks) for every
+/// grammar of the library: the walk's output matches the `regex` crate.
+#[test]
+fn qwen_grammar_walks_pass_the_checks() {
+    use constrain::check::{check_walk, WalkEnd, WalkOptions};
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("grammars");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut rng = StdRng::seed_from_u64(5);
+    let opts = WalkOptions {
+        full_masks: false,
+        sample_stride: 97,
+        max_steps: 24,
+    };
+    for f in files {
+        let pattern = constrain::grammar::Grammar::load(&f).unwrap().pattern;
+        let dfa = ByteDfa::new(&pattern, &DfaConfig::default()).unwrap();
+        let index =
+            Arc::new(TokenIndex::build(&dfa, vocab.clone(), &IndexConfig::default()).unwrap());
+        let oracle = Oracle::new(&dfa, 1_000_000).unwrap();
+        let full = regex_oracle(&pattern);
+        for _ in 0..3 {
+            let choices: Vec<u8> = (0..48).map(|_| rng.random()).collect();
+            match check_walk(&index, &oracle, &choices, &opts, &full) {
+                Ok(WalkEnd::Finished(_)) => {}
+                other => panic!("{}: {other:?}", f.display()),
+            }
+        }
+    }
+}
