@@ -5,7 +5,7 @@
 //! the token level over a vocabulary ([`vocab::Vocabulary`]) into an immutable,
 //! shareable [`index::TokenIndex`], and walked per request by a cheap
 //! [`guide::Guide`] that says, at every step, which tokens keep the text inside
-//! the language. The [`sampling`] pipeline then turns masked logits into a
+//! the language. The [`sampling`] pipeline ([`sampling::Sampler`]) then turns masked logits into a
 //! token, and [`generate`] drives a [`model::LanguageModel`].
 //!
 //! ```text
@@ -13,7 +13,7 @@
 //! regex / grammars/*.regex ─────────┼─▶ dfa::ByteDfa ──┐
 //! tokenizer.json / GGUF ─vocab::──▶ Vocabulary ────────┴─▶ index::TokenIndex (Arc)
 //!                                                               │
-//! model:: logits ─▶ sampling::Pipeline ─▶ token ─▶ guide::Guide ◀┘
+//! model:: logits ─▶ sampling::Sampler ─▶ token ─▶ guide::Guide ◀┘
 //! ```
 //!
 //! The library never prints; the binary (`src/main.rs`, `src/cli/`) does.

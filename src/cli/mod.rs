@@ -26,7 +26,7 @@ enum Command {
     /// Walk the guide over the canonical tokens of a text: exit 0 accepted, 1 rejected.
     Check(compile::CheckArgs),
     /// Show how each sampling stage shifts a small distribution.
-    Distribution(distribution::DistributionArgs),
+    Distribution(Box<distribution::DistributionArgs>),
 }
 
 pub fn main() -> ExitCode {
@@ -53,7 +53,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Compile(a)) => compile::run_compile(a),
         Some(Command::Check(a)) => compile::run_check(a),
-        Some(Command::Distribution(a)) => distribution::run(a),
+        Some(Command::Distribution(a)) => distribution::run(*a),
         None => Err(anyhow::anyhow!("no command given; see `constrain --help`")),
     };
     match result {
