@@ -977,3 +977,217 @@ pub fn check_guide_walk_case<A: ByteAutomaton>(
         &Ids::Some(named),
     )
 }
+
+/// A `sampling` fuzz case. Floats are stored as their bits so NaN and
+/// infinities survive JSON. Saved under `fuzz/regressions/sampling/`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SamplingCase {
+    /// Logits (`f32::to_bits`).
+    pub logits: Vec<u32>,
+    /// Allowed ids (`None`: no mask).
+    pub mask: Option<Vec<u32>>,
+    /// Generated tokens so far (for the penalties).
+    pub history: Vec<u32>,
+    /// `temperature, top_p, min_p, repetition, frequency, presence` as bits.
+    pub knobs: [u32; 6],
+    pub top_k: u32,
+    pub penalty_last_n: Option<u32>,
+    /// (id, bias bits).
+    pub logit_bias: Vec<(u32, u32)>,
+    pub seed: u64,
+}
+
+impl SamplingCase {
+    /// The sampling config of the case (possibly invalid).
+    pub fn config(&self) -> crate::sampling::SamplingConfig {
+        let f = |i: usize| f32::from_bits(self.knobs[i]);
+        crate::sampling::SamplingConfig {
+            temperature: f(0),
+            top_k: self.top_k as usize,
+            top_p: f(1),
+            min_p: f(2),
+            repetition_penalty: f(3),
+            frequency_penalty: f(4),
+            presence_penalty: f(5),
+            penalty_last_n: self.penalty_last_n.map(|n| n as usize),
+            logit_bias: self
+                .logit_bias
+                .iter()
+                .map(|&(id, b)| (TokenId(id), f32::from_bits(b)))
+                .collect(),
+        }
+    }
+}
+
+/// What [`check_sampling_case`] saw.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SamplingOutcome {
+    /// The config was refused as invalid.
+    InvalidConfig,
+    /// Sampling answered a typed error (consistent with the inputs).
+    Error(String),
+    /// A token was picked from a distribution of this many tokens.
+    Picked { token: TokenId, support: usize },
+}
+
+/// Sampling invariants for one case: the picked token is allowed by the mask,
+/// not removed (NaN logit, `-inf` bias) and in the support of
+/// [`Sampler::distribution`](crate::sampling::Sampler::distribution) for the
+/// same inputs; that distribution has finite probabilities in `(0, 1]`
+/// summing to 1, ascending ids, at most `top_k` tokens, none below
+/// `min_p × p_max`, one token at probability 1 under greedy; "every token
+/// removed" is answered only when no allowed token has a finite logit and
+/// bias of moderate size; width and id errors only for such inputs; `sample`
+/// and `distribution` agree on success; the same seed gives the same token.
+pub fn check_sampling_case(case: &SamplingCase) -> Result<SamplingOutcome, Violation> {
+    use crate::sampling::{Sampler, SamplingError};
+    let cfg = case.config();
+    let n = case.logits.len();
+    let logits: Vec<f32> = case.logits.iter().map(|&b| f32::from_bits(b)).collect();
+    let mask = case.mask.as_ref().map(|ids| {
+        let mut m = TokenSet::new(n);
+        for &i in ids {
+            m.insert(TokenId(i));
+        }
+        m
+    });
+    let history: Vec<TokenId> = case.history.iter().map(|&i| TokenId(i)).collect();
+    let v = |what: String| Violation::new(what, b"");
+    let mut sampler = match Sampler::new(cfg.clone(), case.seed) {
+        Ok(s) => s,
+        Err(SamplingError::InvalidParameter { .. }) => {
+            if cfg.validate().is_ok() {
+                return Err(v("Sampler::new refused a config validate() accepts".into()));
+            }
+            return Ok(SamplingOutcome::InvalidConfig);
+        }
+        Err(e) => return Err(v(format!("Sampler::new failed with {e}"))),
+    };
+    let allowed = |t: usize| mask.as_ref().is_none_or(|m| m.contains(TokenId(t as u32)));
+    // The logit after the bias entries, added one by one as the sampler does.
+    let biased = |t: usize| -> f32 {
+        cfg.logit_bias
+            .iter()
+            .filter(|(id, _)| id.as_usize() == t)
+            .fold(logits[t], |x, &(_, b)| x + b)
+    };
+    let removed = |t: usize| {
+        let x = biased(t);
+        !allowed(t) || x.is_nan() || x == f32::NEG_INFINITY
+    };
+    // Out-of-range ids must be refused in the logit bias, and in the history
+    // when penalties look at them (inside the `penalty_last_n` window);
+    // elsewhere in the history they may be ignored.
+    let penalties_on = cfg.repetition_penalty != 1.0
+        || cfg.frequency_penalty != 0.0
+        || cfg.presence_penalty != 0.0;
+    let window = cfg.penalty_last_n.map_or(&history[..], |k| {
+        &history[history.len().saturating_sub(k)..]
+    });
+    let bad_ids = cfg.logit_bias.iter().any(|(id, _)| id.as_usize() >= n)
+        || (penalties_on && window.iter().any(|t| t.as_usize() >= n));
+    let maybe_bad_ids = bad_ids || history.iter().any(|t| t.as_usize() >= n);
+    let dist = sampler.distribution(&mut logits.clone(), mask.as_ref(), &history);
+    let mut again = Sampler::new(cfg.clone(), case.seed).map_err(|e| v(e.to_string()))?;
+    let pick = again.sample(&mut logits.clone(), mask.as_ref(), &history);
+    let mut third = Sampler::new(cfg.clone(), case.seed).map_err(|e| v(e.to_string()))?;
+    let pick2 = third.sample(&mut logits.clone(), mask.as_ref(), &history);
+    if pick != pick2 {
+        return Err(v(format!(
+            "same seed, different picks: {pick:?} / {pick2:?}"
+        )));
+    }
+    match (&dist, &pick) {
+        (Err(a), Err(b)) if a == b => {}
+        (Ok(_), Ok(_)) => {}
+        _ => {
+            return Err(v(format!(
+                "distribution and sample disagree: {dist:?} / {pick:?}"
+            )))
+        }
+    }
+    let dist = match dist {
+        Err(SamplingError::AllRemoved) => {
+            // Some allowed token with moderate finite values must survive.
+            let moderate = |x: f32| x.is_finite() && x.abs() <= 1e4;
+            let penalties_moderate = cfg.repetition_penalty <= 1e4
+                && cfg.repetition_penalty >= 1e-4
+                && cfg.frequency_penalty.abs() <= 1e4
+                && cfg.presence_penalty.abs() <= 1e4
+                && history.len() <= 1000
+                && (cfg.temperature == 0.0 || cfg.temperature >= 1e-4);
+            if penalties_moderate {
+                if let Some(t) =
+                    (0..n).find(|&t| allowed(t) && moderate(logits[t]) && moderate(biased(t)))
+                {
+                    return Err(v(format!(
+                        "every token reported removed, but token {t} is allowed with logit {} ({} after the bias)",
+                        logits[t],
+                        biased(t)
+                    )));
+                }
+            }
+            return Ok(SamplingOutcome::Error("all removed".into()));
+        }
+        Err(e @ SamplingError::TokenOutOfRange { .. }) if maybe_bad_ids => {
+            return Ok(SamplingOutcome::Error(e.to_string()))
+        }
+        Err(e) => return Err(v(format!("unexpected sampling error: {e}"))),
+        Ok(d) => d,
+    };
+    if bad_ids {
+        return Err(v("an id outside the logits was accepted".into()));
+    }
+    let token = pick.map_err(|e| v(e.to_string()))?;
+    let t = token.as_usize();
+    if t >= n || !allowed(t) {
+        return Err(v(format!("picked token {t}, which the mask forbids")));
+    }
+    if removed(t) {
+        return Err(v(format!(
+            "picked token {t}, which is removed (logit {}, {} after the bias)",
+            logits[t],
+            biased(t)
+        )));
+    }
+    if !dist.iter().any(|&(id, _)| id == token) {
+        return Err(v(format!(
+            "picked token {t} outside the distribution {dist:?}"
+        )));
+    }
+    let mut sum = 0f64;
+    for (i, &(id, p)) in dist.iter().enumerate() {
+        if !(p.is_finite() && p > 0.0 && p <= 1.0 + 1e-6) {
+            return Err(v(format!("probability {p} of token {id}")));
+        }
+        if i > 0 && dist[i - 1].0 >= id {
+            return Err(v("distribution ids are not strictly ascending".into()));
+        }
+        if removed(id.as_usize()) {
+            return Err(v(format!("removed token {id} has probability {p}")));
+        }
+        sum += p as f64;
+    }
+    if (sum - 1.0).abs() > 1e-3 {
+        return Err(v(format!("probabilities sum to {sum}")));
+    }
+    if cfg.is_greedy() && dist.len() != 1 {
+        return Err(v(format!("greedy gave {} tokens", dist.len())));
+    }
+    if cfg.top_k > 0 && dist.len() > cfg.top_k {
+        return Err(v(format!("top_k {} kept {} tokens", cfg.top_k, dist.len())));
+    }
+    if cfg.min_p > 0.0 {
+        let pmax = dist.iter().map(|d| d.1).fold(0f32, f32::max);
+        if let Some(&(id, p)) = dist.iter().find(|d| d.1 < cfg.min_p * pmax * (1.0 - 1e-3)) {
+            return Err(v(format!(
+                "token {id} at {p} survives min_p {} (p_max {pmax})",
+                cfg.min_p
+            )));
+        }
+    }
+    Ok(SamplingOutcome::Picked {
+        token,
+        support: dist.len(),
+    })
+}

@@ -230,3 +230,102 @@ fn qwen_grammar_walks_pass_the_checks() {
         }
     }
 }
+
+#[test]
+fn sampling_regressions_replay() {
+    use constrain::check::{check_sampling_case, SamplingCase};
+    let cases = regressions("sampling");
+    assert!(!cases.is_empty(), "fuzz/regressions/sampling/ holds cases");
+    for (path, text) in cases {
+        let case: SamplingCase =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if let Err(v) = check_sampling_case(&case) {
+            panic!("{}: {v}", path.display());
+        }
+    }
+}
+
+/// Seeded random sampling cases in the fuzz target's shape.
+#[test]
+fn sampling_random_sweep() {
+    use constrain::check::{check_sampling_case, SamplingCase, SamplingOutcome};
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        f32::MIN,
+        f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        0.0,
+        -0.0,
+        1e30,
+    ];
+    let mut rng = StdRng::seed_from_u64(99);
+    let mut picked = 0;
+    for i in 0..2000 {
+        let n = rng.random_range(1..600);
+        let f = |rng: &mut StdRng| -> f32 {
+            if rng.random_range(0..6) == 0 {
+                specials[rng.random_range(0..specials.len())]
+            } else {
+                rng.random_range(-20.0..20.0)
+            }
+        };
+        let logits: Vec<u32> = (0..n).map(|_| f(&mut rng).to_bits()).collect();
+        let mask = match rng.random_range(0..3) {
+            0 => None,
+            1 => Some(
+                (0..n as u32)
+                    .filter(|_| rng.random_range(0..2) == 0)
+                    .collect(),
+            ),
+            _ => Some(
+                (0..rng.random_range(0..8))
+                    .map(|_| rng.random_range(0..n as u32))
+                    .collect(),
+            ),
+        };
+        let knob = |rng: &mut StdRng, lo: f32, hi: f32| -> u32 {
+            if rng.random_range(0..8) == 0 {
+                f(rng).to_bits()
+            } else {
+                rng.random_range(lo..hi).to_bits()
+            }
+        };
+        let case = SamplingCase {
+            logits,
+            mask,
+            history: (0..rng.random_range(0..10))
+                .map(|_| rng.random_range(0..n as u32))
+                .collect(),
+            knobs: [
+                if rng.random_range(0..4) == 0 {
+                    0f32.to_bits()
+                } else {
+                    knob(&mut rng, 0.05, 2.0)
+                },
+                knob(&mut rng, 0.05, 1.0),
+                knob(&mut rng, 0.0, 0.5),
+                knob(&mut rng, 0.5, 2.0),
+                knob(&mut rng, -1.0, 1.0),
+                knob(&mut rng, -1.0, 1.0),
+            ],
+            top_k: rng.random_range(0..50),
+            penalty_last_n: (rng.random_range(0..3) > 0).then(|| rng.random_range(0..5u32)),
+            logit_bias: (0..rng.random_range(0..4))
+                .map(|_| (rng.random_range(0..n as u32), f(&mut rng).to_bits()))
+                .collect(),
+            seed: rng.random(),
+        };
+        match check_sampling_case(&case) {
+            Ok(SamplingOutcome::Picked { .. }) => picked += 1,
+            Ok(_) => {}
+            Err(v) => panic!(
+                "case {i}: {v}\ncase: {}",
+                serde_json::to_string(&case).unwrap()
+            ),
+        }
+    }
+    assert!(picked > 500, "most sweep cases pick a token ({picked})");
+}
