@@ -1,1 +1,349 @@
-//! # JSON Schema → regex (skeleton; see issue 3)
+//! # JSON Schema → regex
+//!
+//! This module turns a JSON Schema (a `serde_json::Value`) into a regex in the
+//! syntax of the `regex` crate whose *whole-text* matches are JSON documents
+//! that parse and validate against the schema. The regex then becomes a
+//! [`ByteDfa`](crate::dfa::ByteDfa) like any other pattern.
+//!
+//! It works in two stages:
+//!
+//! 1. [`ir`]: `Value` → typed [`ir::Schema`]. Every keyword is classified here:
+//!    enforced (parsed into a typed field), annotation (dropped silently), or
+//!    unsupported / unknown (an error naming the keyword and its JSON Pointer,
+//!    or a [`SchemaWarning`] in lenient mode). Local `$ref`s stay symbolic
+//!    ([`ir::Schema::Ref`]) so that recursion can be unrolled lazily.
+//! 2. [`regex`](self::regex): IR → regex text. `$ref`s are resolved there (a
+//!    recursive reference is unrolled [`SchemaOptions::max_depth`] times, past
+//!    which that branch is simply not offered), `allOf` members are
+//!    intersected into one node, `anyOf`/`oneOf` become alternations (after a
+//!    disjointness proof for `oneOf`).
+//!
+//! Numeric ranges ([`numeric`]), string formats ([`formats`]), ECMA-262
+//! patterns ([`pattern`]) and the whitespace policy ([`whitespace`]) live in
+//! their own files.
+//!
+//! ## Invariants (what the tests check against an independent validator)
+//!
+//! - **Sound**: every text the regex matches parses as JSON and validates
+//!   against the schema. When a keyword cannot be enforced exactly, the
+//!   compiler either fails (fail closed) or *narrows* the language to a subset
+//!   it can describe (documented per case below; never a superset).
+//! - Strings are JSON strings: no raw control characters, escapes only of the
+//!   JSON kinds, and every `format`/`pattern` is confined to text a JSON string
+//!   may contain. Lengths count Unicode code points (an escape is one).
+//!
+//! ## Documented narrowings (sound, but some valid documents are not produced)
+//!
+//! - Key order: properties come in `properties` order. In
+//!   [`JsonMode::Compliant`], objects with at most
+//!   [`SchemaOptions::any_order_max_properties`] declared properties accept
+//!   them in any order (each at most once); larger ones keep declared order.
+//!   Extra keys (where the schema allows them) come after the declared ones.
+//!   Extra keys are written without `\u` escapes, so that no spelling of a
+//!   declared name can pass as an extra key.
+//! - Free-form values ("any JSON value") nest at most
+//!   [`SchemaOptions::free_form_depth`] containers deep.
+//! - Strings constrained by `pattern`/`format`/`enum` use the canonical
+//!   (`json.dumps`) spelling of each character: `\"`, `\\`, `\n`-style escapes
+//!   and `\u00XX` for other control characters; no `\/` or `\u` escapes of
+//!   printable characters.
+//! - Numbers with bounds other than 0 are written without an exponent;
+//!   exponents have at most two digits (so values stay in `f64` range).
+//! - Integers are written in canonical form (`5`, not `5.0` or `-0`).
+//!
+//! ## Defaults
+//!
+//! [`SchemaOptions::default`]: compact whitespace, strict JSON semantics,
+//! recursion depth 3, free-form depth 3, fail closed on everything.
+
+pub mod formats;
+pub mod ir;
+pub mod numeric;
+pub mod pattern;
+pub mod regex;
+pub mod whitespace;
+
+pub use whitespace::Whitespace;
+
+use serde_json::Value;
+use std::fmt;
+
+/// What "the schema says" means for generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum JsonMode {
+    /// Generation semantics: an absent `additionalProperties` means *no* extra
+    /// keys, and an absent `type` is inferred from the keywords present
+    /// (`properties` → object, `items` → array, `minLength` → string, ...).
+    #[default]
+    Strict,
+    /// JSON Schema's own meaning: absent `additionalProperties` allows extra
+    /// keys with any value, an absent `type` allows every type, and small
+    /// objects accept their keys in any order.
+    Compliant,
+}
+
+/// Compiler options. `Config is a value`: build it, clone it, keep it.
+#[derive(Clone, Debug)]
+pub struct SchemaOptions {
+    /// Whitespace policy between JSON tokens (default [`Whitespace::Compact`]).
+    pub whitespace: Whitespace,
+    /// JSON semantics (default [`JsonMode::Strict`]).
+    pub mode: JsonMode,
+    /// How many times one `$ref` may be entered recursively inside itself
+    /// (default 3). Deeper nesting is not offered.
+    pub max_depth: usize,
+    /// Downgrade unsupported keywords to warnings (default false). The
+    /// resulting regex then does not enforce them: output may not validate.
+    pub lenient: bool,
+    /// Compile a `oneOf` whose branches cannot be proven disjoint as `anyOf`
+    /// (default false: such a `oneOf` is an error). Output may then match
+    /// two branches and fail validation.
+    pub coerce_one_of: bool,
+    /// Treat keywords that no JSON Schema draft defines as annotations, with a
+    /// warning (default false: they are errors). Near-misses of real keywords
+    /// (`maxlength`, `additonalProperties`) stay errors unless `lenient`.
+    pub allow_unknown_keywords: bool,
+    /// Nesting depth of free-form ("any JSON value") values (default 3).
+    pub free_form_depth: usize,
+    /// Nesting depth of the values of *implicit* extra keys (compliant mode,
+    /// `additionalProperties` absent); default 3. Each object with implicit
+    /// extras carries one copy of this free-form value, so it dominates DFA
+    /// size on large schemas (depth 1: ≈ 0.9k states per object, depth 3:
+    /// ≈ 13k).
+    pub extra_value_depth: usize,
+    /// In [`JsonMode::Compliant`], objects with at most this many declared
+    /// properties accept them in any order (default 3; the regex grows like
+    /// `e·n!`).
+    pub any_order_max_properties: usize,
+    /// Largest counted repetition (`maxLength`, `maxItems`, ...) unrolled
+    /// into the regex (default 10,000); larger bounds are an error naming the
+    /// keyword rather than a silently dropped bound.
+    pub max_repeat: u64,
+    /// Largest regex text produced, in bytes (default 16 MiB).
+    pub max_regex_len: usize,
+    /// Largest number of `anyOf`/`oneOf` branch combinations expanded for one
+    /// node (default 256).
+    pub max_branches: usize,
+    /// Largest number of values an integer `multipleOf` with bounds may be
+    /// enumerated into (default 4,096).
+    pub max_enumerated_multiples: u64,
+}
+
+impl Default for SchemaOptions {
+    fn default() -> Self {
+        SchemaOptions {
+            whitespace: Whitespace::Compact,
+            mode: JsonMode::Strict,
+            max_depth: 3,
+            lenient: false,
+            coerce_one_of: false,
+            allow_unknown_keywords: false,
+            free_form_depth: 3,
+            extra_value_depth: 3,
+            any_order_max_properties: 3,
+            max_repeat: 10_000,
+            max_regex_len: 16 << 20,
+            max_branches: 256,
+            max_enumerated_multiples: 4096,
+        }
+    }
+}
+
+impl SchemaOptions {
+    /// The options the MaskBench runner uses: JSON Schema semantics, any JSON
+    /// whitespace (bounded), unknown keywords treated as annotations.
+    pub fn compliant() -> SchemaOptions {
+        SchemaOptions {
+            whitespace: Whitespace::Flexible { max: 2 },
+            mode: JsonMode::Compliant,
+            allow_unknown_keywords: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// A JSON Pointer (RFC 6901) into the schema document.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Pointer(pub String);
+
+impl Pointer {
+    pub fn root() -> Pointer {
+        Pointer(String::new())
+    }
+    /// The pointer to a child key or index.
+    pub fn push(&self, token: &str) -> Pointer {
+        let escaped = token.replace('~', "~0").replace('/', "~1");
+        Pointer(format!("{}/{}", self.0, escaped))
+    }
+    pub fn push_index(&self, i: usize) -> Pointer {
+        Pointer(format!("{}/{}", self.0, i))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Pointer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("(root)")
+        } else {
+            f.write_str(&self.0)
+        }
+    }
+}
+
+/// Why a schema did not compile. Every variant names where (a JSON Pointer).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SchemaError {
+    /// A keyword that changes what validates and that the compiler does not
+    /// enforce.
+    #[error("unsupported keyword \"{keyword}\" at {pointer}")]
+    Unsupported { keyword: String, pointer: Pointer },
+    /// A keyword no JSON Schema draft defines and that is not a known
+    /// annotation.
+    #[error("unknown keyword \"{keyword}\" at {pointer}")]
+    Unknown { keyword: String, pointer: Pointer },
+    /// A keyword value the compiler supports in general but not this value or
+    /// combination (`format: "int32"`, fractional `multipleOf`, ...).
+    #[error("unsupported {what} at {pointer}: {detail}")]
+    UnsupportedValue {
+        what: String,
+        pointer: Pointer,
+        detail: String,
+    },
+    /// Keywords that contradict each other, so nothing (or not what was
+    /// meant) could validate.
+    #[error("contradiction at {pointer}: {detail}")]
+    Contradiction { pointer: Pointer, detail: String },
+    /// A keyword with a value of the wrong shape.
+    #[error("invalid schema at {pointer}: {detail}")]
+    Invalid { pointer: Pointer, detail: String },
+    /// A `pattern` the regex engine cannot express (lookaround,
+    /// backreferences, ...) or cannot confine.
+    #[error("unsupported pattern at {pointer}: {detail}")]
+    Pattern { pointer: Pointer, detail: String },
+    /// A `$ref` that is not a local reference.
+    #[error("unresolvable $ref \"{reference}\" at {pointer}")]
+    Ref { reference: String, pointer: Pointer },
+    /// A `oneOf` whose branches could not be proven disjoint.
+    #[error("oneOf at {pointer}: branches {first} and {second} may both match (pass coerce_one_of / --coerce-one-of to compile it as anyOf)")]
+    OneOfOverlap {
+        pointer: Pointer,
+        first: usize,
+        second: usize,
+    },
+    /// A size knob was hit.
+    #[error(
+        "{what} at {pointer} is {size}, over the limit of {limit} (raise SchemaOptions::{knob})"
+    )]
+    TooBig {
+        what: String,
+        pointer: Pointer,
+        size: u64,
+        limit: u64,
+        knob: &'static str,
+    },
+    /// The schema (or the part at the pointer) admits no JSON value at all
+    /// within the compiler's bounds.
+    #[error("schema at {pointer} admits no value{detail}")]
+    Empty { pointer: Pointer, detail: String },
+}
+
+impl SchemaError {
+    /// Where in the schema document the problem is.
+    pub fn pointer(&self) -> &Pointer {
+        match self {
+            SchemaError::Unsupported { pointer, .. }
+            | SchemaError::Unknown { pointer, .. }
+            | SchemaError::UnsupportedValue { pointer, .. }
+            | SchemaError::Contradiction { pointer, .. }
+            | SchemaError::Invalid { pointer, .. }
+            | SchemaError::Pattern { pointer, .. }
+            | SchemaError::Ref { pointer, .. }
+            | SchemaError::OneOfOverlap { pointer, .. }
+            | SchemaError::TooBig { pointer, .. }
+            | SchemaError::Empty { pointer, .. } => pointer,
+        }
+    }
+
+    /// Whether lenient mode may downgrade this error to a warning (the
+    /// construct is then ignored, widening what is accepted).
+    pub fn is_downgradable(&self) -> bool {
+        matches!(
+            self,
+            SchemaError::Unsupported { .. }
+                | SchemaError::Unknown { .. }
+                | SchemaError::UnsupportedValue { .. }
+                | SchemaError::Pattern { .. }
+        )
+    }
+}
+
+/// Something the compiler did not enforce (lenient mode) or narrowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaWarning {
+    pub pointer: Pointer,
+    pub message: String,
+}
+
+impl fmt::Display for SchemaWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {}", self.message, self.pointer)
+    }
+}
+
+/// The compiled constraint.
+#[derive(Debug, Clone)]
+pub struct CompiledSchema {
+    /// Regex (regex crate syntax) whose whole-text matches are the documents.
+    pub regex: String,
+    /// What was downgraded or narrowed; empty in the default configuration
+    /// unless a documented narrowing applied.
+    pub warnings: Vec<SchemaWarning>,
+}
+
+/// Compiles `schema` into a regex.
+///
+/// ```
+/// use constrain::schema::{compile, SchemaOptions};
+/// let schema = serde_json::json!({
+///     "type": "object",
+///     "properties": {"age": {"type": "integer", "minimum": 0, "maximum": 120}},
+///     "required": ["age"]
+/// });
+/// let out = compile(&schema, &SchemaOptions::default())?;
+/// let re = regex::Regex::new(&format!("^(?:{})$", out.regex)).unwrap();
+/// assert!(re.is_match(r#"{"age":42}"#));
+/// assert!(!re.is_match(r#"{"age":121}"#));
+/// # Ok::<(), constrain::schema::SchemaError>(())
+/// ```
+pub fn compile(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
+    regex::compile_document(schema, opts)
+}
+
+/// The JSON Schema of a Rust type, through `schemars`.
+pub fn schema_for_type<T: schemars::JsonSchema>() -> Value {
+    let schema = schemars::SchemaGenerator::default().root_schema_for::<T>();
+    schema.to_value()
+}
+
+/// Compiles the schema of a Rust type, so that the generated text
+/// deserializes into a `T`.
+///
+/// ```
+/// use constrain::schema::{compile_type, SchemaOptions};
+/// #[derive(schemars::JsonSchema, serde::Deserialize)]
+/// struct Point { x: i32, y: i32 }
+/// let out = compile_type::<Point>(&SchemaOptions::default())?;
+/// let re = regex::Regex::new(&format!("^(?:{})$", out.regex)).unwrap();
+/// assert!(re.is_match(r#"{"x":1,"y":-2}"#));
+/// let p: Point = serde_json::from_str(r#"{"x":1,"y":-2}"#).unwrap();
+/// assert_eq!(p.y, -2);
+/// # Ok::<(), constrain::schema::SchemaError>(())
+/// ```
+pub fn compile_type<T: schemars::JsonSchema>(
+    opts: &SchemaOptions,
+) -> Result<CompiledSchema, SchemaError> {
+    compile(&schema_for_type::<T>(), opts)
+}

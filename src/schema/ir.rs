@@ -1,0 +1,1070 @@
+//! # Schema IR: `serde_json::Value` → typed schema
+//!
+//! [`Document`] owns the schema document and parses sub-schemas into
+//! [`Schema`] on demand (a `$defs` entry nobody references is never parsed,
+//! so its keywords cannot fail the compile). Parsing classifies every keyword:
+//!
+//! - *enforced*: parsed into a typed field of [`Node`];
+//! - *annotation* (`title`, `description`, `default`, `examples`, `x-*`, ...):
+//!   dropped silently;
+//! - *unsupported* (`not`, `if`, `uniqueItems: true`, `patternProperties`,
+//!   ...): [`SchemaError::Unsupported`], or a warning in lenient mode;
+//! - *unknown* (no draft defines it): [`SchemaError::Unknown`], or a warning
+//!   with [`SchemaOptions::allow_unknown_keywords`] (the JSON Schema spec
+//!   itself treats unknown keywords as annotations). Near-misses of real
+//!   keywords (`maxlength`, `additonalProperties`) stay errors.
+//!
+//! Both draft 2020-12 and draft-04/06/07 spellings are read: `definitions`,
+//! `id`, boolean `exclusiveMinimum`, array-form `items` with
+//! `additionalItems`.
+//!
+//! `$ref` stays symbolic ([`Schema::Ref`], a JSON Pointer into the document)
+//! so that the regex stage can count recursion. [`merge`] intersects two nodes
+//! (the meaning of `allOf`); it never widens either side.
+
+use super::numeric::{Bound, Dec};
+use super::{Pointer, SchemaError, SchemaOptions, SchemaWarning};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// A set of JSON types. `NUMBER` includes the integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Types(pub u8);
+
+impl Types {
+    pub const NULL: Types = Types(1);
+    pub const BOOLEAN: Types = Types(2);
+    pub const INTEGER: Types = Types(4);
+    pub const NUMBER: Types = Types(8);
+    pub const STRING: Types = Types(16);
+    pub const ARRAY: Types = Types(32);
+    pub const OBJECT: Types = Types(64);
+    pub const ALL: Types = Types(127);
+    pub const NONE: Types = Types(0);
+
+    pub fn has(self, t: Types) -> bool {
+        self.0 & t.0 != 0
+    }
+    pub fn union(self, t: Types) -> Types {
+        Types(self.0 | t.0)
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    /// Set intersection, with integer ⊂ number.
+    pub fn intersect(self, o: Types) -> Types {
+        let mut bits = self.0 & o.0 & !(Types::INTEGER.0 | Types::NUMBER.0);
+        let num = |t: Types| {
+            if t.has(Types::NUMBER) {
+                2
+            } else if t.has(Types::INTEGER) {
+                1
+            } else {
+                0
+            }
+        };
+        match num(self).min(num(o)) {
+            2 => bits |= Types::NUMBER.0,
+            1 => bits |= Types::INTEGER.0,
+            _ => {}
+        }
+        Types(bits)
+    }
+    /// Whether a number type (integer or number) is present.
+    pub fn has_numeric(self) -> bool {
+        self.has(Types::INTEGER) || self.has(Types::NUMBER)
+    }
+    fn from_name(s: &str) -> Option<Types> {
+        Some(match s {
+            "null" => Types::NULL,
+            "boolean" => Types::BOOLEAN,
+            "integer" => Types::INTEGER,
+            "number" => Types::NUMBER,
+            "string" => Types::STRING,
+            "array" => Types::ARRAY,
+            "object" => Types::OBJECT,
+            _ => return None,
+        })
+    }
+    /// The type of a JSON value (integers as `INTEGER`).
+    pub fn of(v: &Value) -> Types {
+        match v {
+            Value::Null => Types::NULL,
+            Value::Bool(_) => Types::BOOLEAN,
+            Value::Number(n) => {
+                if n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
+                    Types::INTEGER
+                } else {
+                    Types::NUMBER
+                }
+            }
+            Value::String(_) => Types::STRING,
+            Value::Array(_) => Types::ARRAY,
+            Value::Object(_) => Types::OBJECT,
+        }
+    }
+}
+
+/// A (sub-)schema.
+#[derive(Clone, Debug)]
+pub enum Schema {
+    /// `true` (anything) or `false` (nothing).
+    Bool(bool),
+    /// A local reference, resolved by the regex stage.
+    Ref { target: String, at: Pointer },
+    /// A schema object.
+    Node(Box<Node>),
+}
+
+/// A pattern or format with the pointer of the schema it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Located<T> {
+    pub value: T,
+    pub at: Pointer,
+}
+
+/// A schema object with its keywords typed. Absent keywords are `None`/empty.
+#[derive(Clone, Debug, Default)]
+pub struct Node {
+    pub at: Pointer,
+    pub types: Option<Types>,
+    pub enumeration: Option<Vec<Value>>,
+    // strings
+    pub min_length: Option<u64>,
+    pub max_length: Option<u64>,
+    pub patterns: Vec<Located<String>>,
+    pub formats: Vec<Located<String>>,
+    // numbers
+    pub minimum: Option<Bound>,
+    pub maximum: Option<Bound>,
+    pub multiple_of: Option<Located<Dec>>,
+    // arrays
+    pub prefix_items: Option<Vec<Schema>>,
+    pub items: Option<Schema>,
+    pub min_items: Option<u64>,
+    pub max_items: Option<u64>,
+    // objects
+    pub properties: Vec<(String, Schema)>,
+    pub required: Vec<String>,
+    pub additional: Option<Schema>,
+    pub min_properties: Option<u64>,
+    pub max_properties: Option<u64>,
+    // applicators
+    pub all_of: Vec<Schema>,
+    pub any_of: Vec<Vec<Schema>>,
+    pub one_of: Vec<Located<Vec<Schema>>>,
+}
+
+impl Node {
+    /// Whether any string keyword is present.
+    pub fn has_string_keywords(&self) -> bool {
+        self.min_length.is_some()
+            || self.max_length.is_some()
+            || !self.patterns.is_empty()
+            || !self.formats.is_empty()
+    }
+    pub fn has_number_keywords(&self) -> bool {
+        self.minimum.is_some() || self.maximum.is_some() || self.multiple_of.is_some()
+    }
+    pub fn has_array_keywords(&self) -> bool {
+        self.prefix_items.is_some()
+            || self.items.is_some()
+            || self.min_items.is_some()
+            || self.max_items.is_some()
+    }
+    pub fn has_object_keywords(&self) -> bool {
+        !self.properties.is_empty()
+            || !self.required.is_empty()
+            || self.additional.is_some()
+            || self.min_properties.is_some()
+            || self.max_properties.is_some()
+    }
+    /// Types implied by the keywords present (for strict-mode inference).
+    pub fn keyword_types(&self) -> Types {
+        let mut t = Types::NONE;
+        if self.has_string_keywords() {
+            t = t.union(Types::STRING);
+        }
+        if self.has_number_keywords() {
+            t = t.union(Types::NUMBER);
+        }
+        if self.has_array_keywords() {
+            t = t.union(Types::ARRAY);
+        }
+        if self.has_object_keywords() {
+            t = t.union(Types::OBJECT);
+        }
+        t
+    }
+    /// A node with no constraint at all.
+    pub fn is_trivial(&self) -> bool {
+        self.types.is_none()
+            && self.enumeration.is_none()
+            && self.keyword_types().is_empty()
+            && self.all_of.is_empty()
+            && self.any_of.is_empty()
+            && self.one_of.is_empty()
+    }
+}
+
+/// Keywords that are annotations (or structure handled elsewhere) and never
+/// change what validates.
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "example",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "$schema",
+    "$id",
+    "id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$vocabulary",
+    "definitions",
+    "$defs",
+];
+
+/// Keywords some draft defines that this compiler does not enforce.
+const UNSUPPORTED: &[&str] = &[
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "minContains",
+    "maxContains",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "patternProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "disallow",
+    "extends",
+    "divisibleBy",
+];
+
+/// Keywords this compiler enforces.
+const ENFORCED: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "minProperties",
+    "maxProperties",
+    "$ref",
+];
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Whether `k` looks like a misspelling of a keyword that changes validation.
+fn near_miss(k: &str) -> Option<&'static str> {
+    if k.starts_with('_') || k.starts_with('$') {
+        return None; // `_uniqueItems`: a keyword deliberately switched off
+    }
+    let lower = k.to_lowercase();
+    ENFORCED
+        .iter()
+        .chain(UNSUPPORTED)
+        .copied()
+        .find(|kw| kw.to_lowercase() == lower || (kw.len() >= 7 && edit_distance(k, kw) <= 2))
+}
+
+/// The schema document, with parsed sub-schemas cached by pointer.
+pub struct Document<'a> {
+    root: &'a Value,
+    opts: &'a SchemaOptions,
+    cache: RefCell<HashMap<String, Rc<Schema>>>,
+    anchors: HashMap<String, String>,
+    base: Option<String>,
+    pub warnings: RefCell<Vec<SchemaWarning>>,
+}
+
+fn collect_anchors(v: &Value, at: &Pointer, out: &mut HashMap<String, String>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(a)) = m.get("$anchor") {
+                out.insert(a.clone(), at.0.clone());
+            }
+            for key in ["$id", "id"] {
+                if let Some(Value::String(id)) = m.get(key) {
+                    if let Some(a) = id.strip_prefix('#') {
+                        if !a.is_empty() && !a.starts_with('/') {
+                            out.insert(a.to_string(), at.0.clone());
+                        }
+                    }
+                }
+            }
+            for (k, c) in m {
+                if matches!(k.as_str(), "enum" | "const" | "default" | "examples") {
+                    continue;
+                }
+                collect_anchors(c, &at.push(k), out, depth + 1);
+            }
+        }
+        Value::Array(a) => {
+            for (i, c) in a.iter().enumerate() {
+                collect_anchors(c, &at.push_index(i), out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|t| u8::from_str_radix(t, 16).ok())
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn as_count(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                .map(|f| f as u64)
+        }),
+        _ => None,
+    }
+}
+
+fn as_dec(v: &Value) -> Option<Dec> {
+    match v {
+        Value::Number(n) => Dec::parse(&n.to_string()),
+        _ => None,
+    }
+}
+
+impl<'a> Document<'a> {
+    pub fn new(root: &'a Value, opts: &'a SchemaOptions) -> Document<'a> {
+        let mut anchors = HashMap::new();
+        collect_anchors(root, &Pointer::root(), &mut anchors, 0);
+        let base = root
+            .get("$id")
+            .or_else(|| root.get("id"))
+            .and_then(Value::as_str)
+            .map(|s| s.split('#').next().unwrap_or("").to_string())
+            .filter(|s| !s.is_empty());
+        Document {
+            root,
+            opts,
+            cache: RefCell::new(HashMap::new()),
+            anchors,
+            base,
+            warnings: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub fn opts(&self) -> &SchemaOptions {
+        self.opts
+    }
+
+    /// Records an error as a warning when the options allow it, else returns it.
+    pub fn soft(&self, e: SchemaError, allow: bool) -> Result<(), SchemaError> {
+        if allow && e.is_downgradable() {
+            self.warnings.borrow_mut().push(SchemaWarning {
+                pointer: e.pointer().clone(),
+                message: match &e {
+                    SchemaError::Unsupported { keyword, .. } => {
+                        format!("unsupported keyword \"{keyword}\" ignored")
+                    }
+                    SchemaError::Unknown { keyword, .. } => {
+                        format!("unknown keyword \"{keyword}\" ignored")
+                    }
+                    other => format!("{other}; ignored"),
+                },
+            });
+            Ok(())
+        } else {
+            Err(e)
+        }
+    }
+
+    /// Adds a warning (a documented narrowing).
+    pub fn warn(&self, at: &Pointer, message: String) {
+        self.warnings.borrow_mut().push(SchemaWarning {
+            pointer: at.clone(),
+            message,
+        });
+    }
+
+    /// The root schema.
+    pub fn root(&self) -> Result<Rc<Schema>, SchemaError> {
+        self.get("")
+    }
+
+    /// The schema at a JSON Pointer (parsed once).
+    pub fn get(&self, target: &str) -> Result<Rc<Schema>, SchemaError> {
+        if let Some(s) = self.cache.borrow().get(target) {
+            return Ok(s.clone());
+        }
+        let at = Pointer(target.to_string());
+        let v = if target.is_empty() {
+            Some(self.root)
+        } else {
+            self.root.pointer(target)
+        };
+        let Some(v) = v else {
+            return Err(SchemaError::Ref {
+                reference: format!("#{target}"),
+                pointer: at,
+            });
+        };
+        let s = Rc::new(self.parse(v, &at)?);
+        self.cache
+            .borrow_mut()
+            .insert(target.to_string(), s.clone());
+        Ok(s)
+    }
+
+    /// Resolves a `$ref` string to a pointer into this document.
+    fn ref_target(&self, r: &str, at: &Pointer) -> Result<Option<String>, SchemaError> {
+        let frag;
+        if let Some(i) = r.find('#') {
+            let (uri, f) = r.split_at(i);
+            if !uri.is_empty() && self.base.as_deref() != Some(uri) {
+                return Err(SchemaError::Ref {
+                    reference: r.into(),
+                    pointer: at.clone(),
+                });
+            }
+            frag = &f[1..];
+        } else if !r.is_empty() && self.base.as_deref() != Some(r) {
+            return Err(SchemaError::Ref {
+                reference: r.into(),
+                pointer: at.clone(),
+            });
+        } else {
+            frag = "";
+        }
+        let frag = percent_decode(frag);
+        if frag.is_empty() || frag.starts_with('/') {
+            if frag.is_empty() || self.root.pointer(&frag).is_some() {
+                return Ok(Some(frag));
+            }
+            return Err(SchemaError::Ref {
+                reference: r.into(),
+                pointer: at.clone(),
+            });
+        }
+        match self.anchors.get(&frag) {
+            Some(p) => Ok(Some(p.clone())),
+            None => Err(SchemaError::Ref {
+                reference: r.into(),
+                pointer: at.clone(),
+            }),
+        }
+    }
+
+    fn sub(&self, v: &Value, at: Pointer) -> Result<Schema, SchemaError> {
+        self.parse(v, &at)
+    }
+
+    fn schema_list(&self, v: &Value, at: &Pointer, kw: &str) -> Result<Vec<Schema>, SchemaError> {
+        let Value::Array(a) = v else {
+            return Err(SchemaError::Invalid {
+                pointer: at.clone(),
+                detail: format!("\"{kw}\" must be an array of schemas"),
+            });
+        };
+        if a.is_empty() {
+            return Err(SchemaError::Invalid {
+                pointer: at.clone(),
+                detail: format!("\"{kw}\" must not be empty"),
+            });
+        }
+        let base = at.push(kw);
+        a.iter()
+            .enumerate()
+            .map(|(i, s)| self.sub(s, base.push_index(i)))
+            .collect()
+    }
+
+    /// Parses one schema value.
+    pub fn parse(&self, v: &Value, at: &Pointer) -> Result<Schema, SchemaError> {
+        let m = match v {
+            Value::Bool(b) => return Ok(Schema::Bool(*b)),
+            Value::Object(m) => m,
+            _ => {
+                return Err(SchemaError::Invalid {
+                    pointer: at.clone(),
+                    detail: "a schema must be an object or a boolean".into(),
+                })
+            }
+        };
+        let opts = self.opts;
+        let mut n = Node {
+            at: at.clone(),
+            ..Default::default()
+        };
+        let invalid = |detail: String| SchemaError::Invalid {
+            pointer: at.clone(),
+            detail,
+        };
+        let count = |kw: &str| -> Result<Option<u64>, SchemaError> {
+            match m.get(kw) {
+                None => Ok(None),
+                Some(v) => as_count(v)
+                    .map(Some)
+                    .ok_or_else(|| invalid(format!("\"{kw}\" must be a non-negative integer"))),
+            }
+        };
+        for (k, val) in m {
+            let k = k.as_str();
+            if ENFORCED.contains(&k) || ANNOTATIONS.contains(&k) {
+                continue;
+            }
+            if k.starts_with("x-") {
+                continue; // vendor extension (OpenAPI convention): annotation
+            }
+            if UNSUPPORTED.contains(&k) {
+                self.soft(
+                    SchemaError::Unsupported {
+                        keyword: k.into(),
+                        pointer: at.clone(),
+                    },
+                    opts.lenient,
+                )?;
+                let _ = val;
+                continue;
+            }
+            let allow = opts.lenient || (opts.allow_unknown_keywords && near_miss(k).is_none());
+            self.soft(
+                SchemaError::Unknown {
+                    keyword: k.into(),
+                    pointer: at.clone(),
+                },
+                allow,
+            )?;
+        }
+
+        // $ref: siblings apply too (2020-12); for older drafts that narrows.
+        if let Some(r) = m.get("$ref") {
+            let Value::String(r) = r else {
+                return Err(invalid("\"$ref\" must be a string".into()));
+            };
+            match self.ref_target(r, at) {
+                Ok(Some(target)) => n.all_of.push(Schema::Ref {
+                    target,
+                    at: at.clone(),
+                }),
+                Ok(None) => {}
+                Err(e) => self.soft(e, opts.lenient)?,
+            }
+        }
+
+        // type
+        if let Some(t) = m.get("type") {
+            let names: Vec<&Value> = match t {
+                Value::Array(a) => a.iter().collect(),
+                other => vec![other],
+            };
+            let mut types = Types::NONE;
+            for name in names {
+                match name.as_str().and_then(Types::from_name) {
+                    Some(t) => types = types.union(t),
+                    None => {
+                        // draft-03 schema-valued types, "any", or a typo.
+                        if name.as_str() == Some("any") {
+                            types = Types::ALL;
+                        } else {
+                            return Err(SchemaError::UnsupportedValue {
+                                what: "type".into(),
+                                pointer: at.clone(),
+                                detail: format!("unknown type {name}"),
+                            });
+                        }
+                    }
+                }
+            }
+            n.types = Some(types);
+        }
+
+        // enum / const
+        if let Some(e) = m.get("enum") {
+            let Value::Array(a) = e else {
+                return Err(invalid("\"enum\" must be an array".into()));
+            };
+            n.enumeration = Some(a.clone());
+        }
+        if let Some(c) = m.get("const") {
+            n.enumeration = Some(match n.enumeration.take() {
+                None => vec![c.clone()],
+                Some(list) => list.into_iter().filter(|v| json_eq(v, c)).collect(),
+            });
+        }
+
+        // strings
+        n.min_length = count("minLength")?;
+        n.max_length = count("maxLength")?;
+        if let Some(p) = m.get("pattern") {
+            let Value::String(p) = p else {
+                return Err(invalid("\"pattern\" must be a string".into()));
+            };
+            n.patterns.push(Located {
+                value: p.clone(),
+                at: at.clone(),
+            });
+        }
+        if let Some(f) = m.get("format") {
+            let Value::String(f) = f else {
+                return Err(invalid("\"format\" must be a string".into()));
+            };
+            if super::formats::SUPPORTED.contains(&f.as_str()) {
+                n.formats.push(Located {
+                    value: f.clone(),
+                    at: at.clone(),
+                });
+            } else {
+                let allow = opts.lenient || opts.allow_unknown_keywords;
+                self.soft(
+                    SchemaError::UnsupportedValue {
+                        what: "format".into(),
+                        pointer: at.clone(),
+                        detail: format!("unknown format \"{f}\""),
+                    },
+                    allow,
+                )?;
+            }
+        }
+
+        // numbers (draft-04 boolean exclusives modify minimum/maximum)
+        let num = |kw: &str| -> Result<Option<Dec>, SchemaError> {
+            match m.get(kw) {
+                None => Ok(None),
+                Some(Value::Bool(_)) => Ok(None),
+                Some(v) => as_dec(v)
+                    .map(Some)
+                    .ok_or_else(|| invalid(format!("\"{kw}\" must be a number"))),
+            }
+        };
+        let excl_flag = |kw: &str| matches!(m.get(kw), Some(Value::Bool(true)));
+        let mut lo = num("minimum")?.map(|value| Bound {
+            value,
+            exclusive: excl_flag("exclusiveMinimum"),
+        });
+        let mut hi = num("maximum")?.map(|value| Bound {
+            value,
+            exclusive: excl_flag("exclusiveMaximum"),
+        });
+        if let Some(x) = num("exclusiveMinimum")? {
+            let b = Bound {
+                value: x,
+                exclusive: true,
+            };
+            lo = Some(match lo {
+                Some(l) => tighter_lo(l, b),
+                None => b,
+            });
+        }
+        if let Some(x) = num("exclusiveMaximum")? {
+            let b = Bound {
+                value: x,
+                exclusive: true,
+            };
+            hi = Some(match hi {
+                Some(h) => tighter_hi(h, b),
+                None => b,
+            });
+        }
+        n.minimum = lo;
+        n.maximum = hi;
+        if let Some(d) = num("multipleOf")? {
+            if d.neg || d.is_zero() {
+                return Err(invalid("\"multipleOf\" must be greater than 0".into()));
+            }
+            n.multiple_of = Some(Located {
+                value: d,
+                at: at.clone(),
+            });
+        }
+
+        // arrays
+        let items_is_array = matches!(m.get("items"), Some(Value::Array(_)));
+        if let Some(p) = m.get("prefixItems") {
+            n.prefix_items = Some(self.schema_list_allow_empty(p, at, "prefixItems")?);
+        }
+        if let Some(it) = m.get("items") {
+            if let Value::Array(_) = it {
+                // draft ≤ 2019-09 tuple form
+                n.prefix_items = Some(self.schema_list_allow_empty(it, at, "items")?);
+                if let Some(ai) = m.get("additionalItems") {
+                    n.items = Some(self.sub(ai, at.push("additionalItems"))?);
+                }
+            } else {
+                n.items = Some(self.sub(it, at.push("items"))?);
+            }
+        }
+        let _ = items_is_array;
+        n.min_items = count("minItems")?;
+        n.max_items = count("maxItems")?;
+        match m.get("uniqueItems") {
+            None | Some(Value::Bool(false)) => {}
+            Some(_) => {
+                // Trivially unique when at most one item can be present.
+                if n.max_items.is_none_or(|x| x > 1) {
+                    self.soft(
+                        SchemaError::Unsupported {
+                            keyword: "uniqueItems".into(),
+                            pointer: at.clone(),
+                        },
+                        opts.lenient,
+                    )?;
+                }
+            }
+        }
+
+        // objects
+        if let Some(p) = m.get("properties") {
+            let Value::Object(props) = p else {
+                return Err(invalid("\"properties\" must be an object".into()));
+            };
+            let base = at.push("properties");
+            for (name, s) in props {
+                n.properties
+                    .push((name.clone(), self.sub(s, base.push(name))?));
+            }
+        }
+        match m.get("required") {
+            None => {}
+            Some(Value::Array(a)) => {
+                for r in a {
+                    match r {
+                        Value::String(s) => {
+                            if !n.required.contains(s) {
+                                n.required.push(s.clone())
+                            }
+                        }
+                        _ => return Err(invalid("\"required\" must list strings".into())),
+                    }
+                }
+            }
+            Some(Value::Bool(_)) => {
+                // draft-03 per-property `required: true`
+                self.soft(
+                    SchemaError::UnsupportedValue {
+                        what: "required".into(),
+                        pointer: at.clone(),
+                        detail: "boolean \"required\" (draft-03)".into(),
+                    },
+                    opts.lenient,
+                )?;
+            }
+            Some(_) => return Err(invalid("\"required\" must be an array".into())),
+        }
+        if let Some(a) = m.get("additionalProperties") {
+            n.additional = Some(self.sub(a, at.push("additionalProperties"))?);
+        }
+        n.min_properties = count("minProperties")?;
+        n.max_properties = count("maxProperties")?;
+
+        // applicators
+        if let Some(a) = m.get("allOf") {
+            let list = self.schema_list(a, at, "allOf")?;
+            n.all_of.extend(list);
+        }
+        if let Some(a) = m.get("anyOf") {
+            n.any_of.push(self.schema_list(a, at, "anyOf")?);
+        }
+        if let Some(a) = m.get("oneOf") {
+            n.one_of.push(Located {
+                value: self.schema_list(a, at, "oneOf")?,
+                at: at.clone(),
+            });
+        }
+        Ok(Schema::Node(Box::new(n)))
+    }
+
+    fn schema_list_allow_empty(
+        &self,
+        v: &Value,
+        at: &Pointer,
+        kw: &str,
+    ) -> Result<Vec<Schema>, SchemaError> {
+        match v {
+            Value::Array(a) if a.is_empty() => Ok(Vec::new()),
+            _ => self.schema_list(v, at, kw),
+        }
+    }
+}
+
+fn tighter_lo(a: Bound, b: Bound) -> Bound {
+    match a.value.cmp(&b.value) {
+        std::cmp::Ordering::Greater => a,
+        std::cmp::Ordering::Less => b,
+        std::cmp::Ordering::Equal => Bound {
+            value: a.value,
+            exclusive: a.exclusive || b.exclusive,
+        },
+    }
+}
+
+fn tighter_hi(a: Bound, b: Bound) -> Bound {
+    match a.value.cmp(&b.value) {
+        std::cmp::Ordering::Less => a,
+        std::cmp::Ordering::Greater => b,
+        std::cmp::Ordering::Equal => Bound {
+            value: a.value,
+            exclusive: a.exclusive || b.exclusive,
+        },
+    }
+}
+
+/// JSON equality as JSON Schema defines it (1 == 1.0).
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            match (Dec::parse(&x.to_string()), Dec::parse(&y.to_string())) {
+                (Some(p), Some(q)) => p == q,
+                _ => x == y,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Intersects two nodes (`allOf`). Sub-schemas that both sides constrain are
+/// combined through `allOf`, so nothing is resolved here.
+pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
+    let mut n = a.clone();
+    n.types = match (a.types, b.types) {
+        (Some(x), Some(y)) => Some(x.intersect(y)),
+        (x, y) => x.or(y),
+    };
+    n.enumeration = match (&a.enumeration, &b.enumeration) {
+        (Some(x), Some(y)) => Some(
+            x.iter()
+                .filter(|v| y.iter().any(|w| json_eq(v, w)))
+                .cloned()
+                .collect(),
+        ),
+        (x, y) => x.clone().or_else(|| y.clone()),
+    };
+    n.min_length = max_opt(a.min_length, b.min_length);
+    n.max_length = min_opt(a.max_length, b.max_length);
+    for p in &b.patterns {
+        if !n.patterns.iter().any(|q| q.value == p.value) {
+            n.patterns.push(p.clone());
+        }
+    }
+    for f in &b.formats {
+        if !n.formats.iter().any(|q| q.value == f.value) {
+            n.formats.push(f.clone());
+        }
+    }
+    n.minimum = match (a.minimum.clone(), b.minimum.clone()) {
+        (Some(x), Some(y)) => Some(tighter_lo(x, y)),
+        (x, y) => x.or(y),
+    };
+    n.maximum = match (a.maximum.clone(), b.maximum.clone()) {
+        (Some(x), Some(y)) => Some(tighter_hi(x, y)),
+        (x, y) => x.or(y),
+    };
+    n.multiple_of = match (&a.multiple_of, &b.multiple_of) {
+        (Some(x), Some(y)) => {
+            if x.value == y.value {
+                Some(x.clone())
+            } else {
+                match (x.value.to_i128(), y.value.to_i128()) {
+                    (Some(p), Some(q)) => Some(Located {
+                        value: Dec::parse(&lcm(p, q).to_string()).expect("integer"),
+                        at: x.at.clone(),
+                    }),
+                    _ => {
+                        return Err(SchemaError::UnsupportedValue {
+                            what: "multipleOf".into(),
+                            pointer: y.at.clone(),
+                            detail: "two different non-integer multipleOf in allOf".into(),
+                        })
+                    }
+                }
+            }
+        }
+        (x, y) => x.clone().or_else(|| y.clone()),
+    };
+    // arrays
+    n.prefix_items = match (&a.prefix_items, &b.prefix_items) {
+        (Some(x), Some(y)) => {
+            let len = x.len().max(y.len());
+            let mut out = Vec::with_capacity(len);
+            for i in 0..len {
+                let p = x.get(i).cloned().or_else(|| a.items.clone());
+                let q = y.get(i).cloned().or_else(|| b.items.clone());
+                out.push(both(p, q));
+            }
+            Some(out)
+        }
+        (Some(x), None) => Some(
+            x.iter()
+                .map(|s| both(Some(s.clone()), b.items.clone()))
+                .collect(),
+        ),
+        (None, Some(y)) => Some(
+            y.iter()
+                .map(|s| both(a.items.clone(), Some(s.clone())))
+                .collect(),
+        ),
+        (None, None) => None,
+    };
+    n.items = match (&a.items, &b.items) {
+        (Some(x), Some(y)) => Some(both(Some(x.clone()), Some(y.clone()))),
+        (x, y) => x.clone().or_else(|| y.clone()),
+    };
+    n.min_items = max_opt(a.min_items, b.min_items);
+    n.max_items = min_opt(a.max_items, b.max_items);
+    // objects: a key declared on one side only must also pass the other
+    // side's additionalProperties.
+    let mut props: Vec<(String, Schema)> = Vec::new();
+    for (k, s) in &a.properties {
+        let other = match b.properties.iter().find(|(k2, _)| k2 == k) {
+            Some((_, t)) => Some(t.clone()),
+            None => b.additional.clone(),
+        };
+        props.push((k.clone(), both(Some(s.clone()), other)));
+    }
+    for (k, t) in &b.properties {
+        if a.properties.iter().any(|(k2, _)| k2 == k) {
+            continue;
+        }
+        props.push((k.clone(), both(a.additional.clone(), Some(t.clone()))));
+    }
+    n.properties = props;
+    n.required = a.required.clone();
+    for r in &b.required {
+        if !n.required.contains(r) {
+            n.required.push(r.clone());
+        }
+    }
+    n.additional = match (&a.additional, &b.additional) {
+        (Some(x), Some(y)) => Some(both(Some(x.clone()), Some(y.clone()))),
+        (x, y) => x.clone().or_else(|| y.clone()),
+    };
+    n.min_properties = max_opt(a.min_properties, b.min_properties);
+    n.max_properties = min_opt(a.max_properties, b.max_properties);
+    n.all_of.extend(b.all_of.iter().cloned());
+    n.any_of.extend(b.any_of.iter().cloned());
+    n.one_of.extend(b.one_of.iter().cloned());
+    Ok(n)
+}
+
+/// The intersection of two optional sub-schemas (`None` = unconstrained).
+fn both(a: Option<Schema>, b: Option<Schema>) -> Schema {
+    match (a, b) {
+        (None, None) => Schema::Bool(true),
+        (Some(x), None) | (None, Some(x)) => x,
+        (Some(Schema::Bool(true)), Some(x)) | (Some(x), Some(Schema::Bool(true))) => x,
+        (Some(Schema::Bool(false)), _) | (_, Some(Schema::Bool(false))) => Schema::Bool(false),
+        (Some(x), Some(y)) => Schema::Node(Box::new(Node {
+            at: node_at(&x),
+            all_of: vec![x, y],
+            ..Default::default()
+        })),
+    }
+}
+
+fn node_at(s: &Schema) -> Pointer {
+    match s {
+        Schema::Node(n) => n.at.clone(),
+        Schema::Ref { at, .. } => at.clone(),
+        Schema::Bool(_) => Pointer::root(),
+    }
+}
+
+fn max_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn lcm(a: i128, b: i128) -> i128 {
+    a / gcd(a, b) * b
+}

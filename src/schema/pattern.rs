@@ -1,0 +1,836 @@
+//! # `pattern`: ECMA-262 regexes inside JSON strings
+//!
+//! A JSON Schema `pattern` is an ECMA-262 regex matched *anywhere* in the
+//! decoded string unless anchored. Turning it into part of a document regex
+//! takes four steps:
+//!
+//! 1. [`translate_ecma`]: rewrite ECMA syntax into regex-crate syntax. `\d`,
+//!    `\w` (and their negations) mean ASCII, `\s` the ECMA whitespace set, `.`
+//!    excludes the four ECMA line terminators; identity escapes (`\/`, `\-`,
+//!    `\<`) become literals; lookaround, backreferences and word boundaries are
+//!    errors (the regex engine cannot do them; the error names the pointer).
+//! 2. Anchoring: the parsed pattern is split into alternatives, each anchored
+//!    or not at either end; an unanchored side gets "any characters".
+//!    Anchors anywhere else are an error.
+//! 3. Lengths (`minLength`/`maxLength` on the same schema): kept when the
+//!    pattern already implies them; otherwise applied exactly when the pattern
+//!    has one variable-length piece (the usual `^[a-z]+$` shape), by
+//!    expansion when an unanchored pattern is fixed-width, and otherwise by
+//!    *narrowing* the pattern's open repetitions until its longest match fits
+//!    `maxLength` (sound, reported as a warning).
+//! 4. Emission: every character class is mapped to JSON string text: plain
+//!    characters stay, `"` and `\` become `\"` and `\\`, control characters
+//!    their canonical escapes. The result can never run past the closing quote.
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
+
+/// ECMA-262 `\s`: WhiteSpace and LineTerminator code points.
+const ECMA_SPACE: &str = "\\t\\n\\x0B\\x0C\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
+
+/// Why a pattern cannot be compiled.
+pub type PatternError = String;
+
+/// Rewrites an ECMA-262 pattern into regex-crate syntax with ECMA meaning.
+pub fn translate_ecma(p: &str) -> Result<String, PatternError> {
+    let chars: Vec<char> = p.chars().collect();
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut i = 0;
+    let mut in_class = false;
+    let mut class_start = false;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\\' {
+            let Some(&n) = chars.get(i + 1) else {
+                return Err("pattern ends with a lone backslash".into());
+            };
+            i += 2;
+            match n {
+                'd' => out.push_str(if in_class { "0-9" } else { "[0-9]" }),
+                'D' => out.push_str(if in_class { "[^0-9]" } else { "[^0-9]" }),
+                'w' => out.push_str(if in_class {
+                    "A-Za-z0-9_"
+                } else {
+                    "[A-Za-z0-9_]"
+                }),
+                'W' => out.push_str("[^A-Za-z0-9_]"),
+                's' => {
+                    if in_class {
+                        out.push_str(ECMA_SPACE)
+                    } else {
+                        out.push_str(&format!("[{ECMA_SPACE}]"))
+                    }
+                }
+                'S' => out.push_str(&format!("[^{ECMA_SPACE}]")),
+                'b' if in_class => out.push_str("\\x08"),
+                'b' | 'B' => return Err("word boundaries (\\b, \\B) are not supported".into()),
+                '1'..='9' => return Err("backreferences are not supported".into()),
+                'k' if chars.get(i) == Some(&'<') => {
+                    return Err("named backreferences are not supported".into())
+                }
+                '0' => out.push_str("\\x00"),
+                'n' | 'r' | 't' | 'f' | 'v' => {
+                    out.push('\\');
+                    out.push(n);
+                }
+                'x' | 'u' | 'p' | 'P' => {
+                    // Hex and Unicode escapes read the same in both syntaxes.
+                    out.push('\\');
+                    out.push(n);
+                }
+                'c' => return Err("control escapes (\\cX) are not supported".into()),
+                c if c.is_ascii_alphanumeric() => {
+                    // An identity escape of a letter: the letter itself.
+                    out.push(c);
+                }
+                c => {
+                    // Identity escape of punctuation (`\/`, `\-`, `\.`): a literal.
+                    push_literal(&mut out, c, in_class);
+                }
+            }
+            class_start = false;
+            continue;
+        }
+        if in_class {
+            match c {
+                ']' if !class_start => {
+                    in_class = false;
+                    out.push(']');
+                }
+                '[' | '&' | '~' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                '^' if class_start => {
+                    i += 1;
+                    class_start = false;
+                    if chars.get(i) == Some(&']') {
+                        // `[^]` is "any character" in ECMA.
+                        out.push_str("\\x{0}-\\x{10FFFF}]");
+                        in_class = false;
+                        i += 1;
+                    } else {
+                        out.push('^');
+                    }
+                    continue;
+                }
+                ']' => {
+                    // `[]` matches nothing in ECMA.
+                    return Err("empty character class [] never matches".into());
+                }
+                c => out.push(c),
+            }
+            class_start = false;
+            i += 1;
+            continue;
+        }
+        match c {
+            '[' => {
+                in_class = true;
+                class_start = true;
+                out.push('[');
+                i += 1;
+                continue;
+            }
+            '.' => out.push_str("[^\\n\\r\\x{2028}\\x{2029}]"),
+            '(' => {
+                let rest: String = chars[i + 1..].iter().take(4).collect();
+                if rest.starts_with("?=")
+                    || rest.starts_with("?!")
+                    || rest.starts_with("?<=")
+                    || rest.starts_with("?<!")
+                {
+                    return Err("lookaround assertions are not supported".into());
+                }
+                out.push('(');
+            }
+            '{' => {
+                // A `{` that does not start a quantifier is a literal in ECMA.
+                let rest: String = chars[i + 1..].iter().collect();
+                let is_quant = {
+                    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+                    let after: String = rest.chars().skip(digits.len()).collect();
+                    !digits.is_empty()
+                        && (after.starts_with('}')
+                            || (after.starts_with(',')
+                                && after[1..]
+                                    .trim_start_matches(|c: char| c.is_ascii_digit())
+                                    .starts_with('}')))
+                };
+                if is_quant {
+                    out.push('{');
+                } else {
+                    out.push_str("\\{");
+                }
+            }
+            '}' => {
+                // Closing a quantifier or a literal brace.
+                if closes_quantifier(&out) {
+                    out.push('}');
+                } else {
+                    out.push_str("\\}");
+                }
+            }
+            ']' => out.push_str("\\]"),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    if in_class {
+        return Err("unterminated character class".into());
+    }
+    Ok(out)
+}
+
+fn closes_quantifier(out: &str) -> bool {
+    // The text since the last unescaped '{' must be digits and at most one comma.
+    let Some(pos) = out.rfind('{') else {
+        return false;
+    };
+    if pos > 0 && out.as_bytes()[pos - 1] == b'\\' {
+        return false;
+    }
+    let inner = &out[pos + 1..];
+    !inner.is_empty()
+        && inner.chars().all(|c| c.is_ascii_digit() || c == ',')
+        && inner.matches(',').count() <= 1
+        && inner.starts_with(|c: char| c.is_ascii_digit())
+}
+
+fn push_literal(out: &mut String, c: char, in_class: bool) {
+    if in_class {
+        if matches!(c, ']' | '\\' | '^' | '-' | '[' | '&' | '~') {
+            out.push('\\');
+        }
+        out.push(c);
+    } else {
+        out.push_str(&regex_syntax::escape(&c.to_string()));
+    }
+}
+
+/// Parses a translated pattern into an HIR.
+pub fn parse(translated: &str) -> Result<Hir, PatternError> {
+    regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(true)
+        .build()
+        .parse(translated)
+        .map_err(|e| match e {
+            regex_syntax::Error::Parse(e) => e.kind().to_string(),
+            regex_syntax::Error::Translate(e) => e.kind().to_string(),
+            e => e.to_string(),
+        })
+}
+
+/// One alternative of a pattern with its anchors peeled off.
+struct Anchored {
+    start: bool,
+    end: bool,
+    body: Hir,
+}
+
+fn has_look(h: &Hir) -> bool {
+    h.properties().look_set().iter().next().is_some()
+}
+
+fn split_anchors(h: &Hir, out: &mut Vec<Anchored>) -> Result<(), PatternError> {
+    out.extend(anchor_alts(h)?);
+    Ok(())
+}
+
+const ANCHOR_ERR: &str =
+    "assertions other than ^ and $ (or anchors inside repetitions) are not supported";
+
+/// The pattern as alternatives (anchored at start?, anchored at end?, body
+/// without assertions). A `$` followed by something that can only match the
+/// empty string keeps only that empty match, and so on.
+fn anchor_alts(h: &Hir) -> Result<Vec<Anchored>, PatternError> {
+    let plain = |h: &Hir| Anchored {
+        start: false,
+        end: false,
+        body: h.clone(),
+    };
+    if !has_look(h) {
+        return Ok(vec![plain(h)]);
+    }
+    match h.kind() {
+        HirKind::Look(Look::Start) => Ok(vec![Anchored {
+            start: true,
+            end: false,
+            body: Hir::empty(),
+        }]),
+        HirKind::Look(Look::End) => Ok(vec![Anchored {
+            start: false,
+            end: true,
+            body: Hir::empty(),
+        }]),
+        HirKind::Capture(c) => anchor_alts(&c.sub),
+        HirKind::Alternation(v) => {
+            let mut out = Vec::new();
+            for b in v {
+                out.extend(anchor_alts(b)?);
+            }
+            Ok(out)
+        }
+        HirKind::Concat(v) => {
+            let mut acc = vec![Anchored {
+                start: false,
+                end: false,
+                body: Hir::empty(),
+            }];
+            for item in v {
+                let next = anchor_alts(item)?;
+                let mut combined = Vec::new();
+                for a in &acc {
+                    for b in &next {
+                        let nullable = |h: &Hir| char_len(h).0 == 0;
+                        let (b1, start) = if b.start {
+                            if !nullable(&a.body) {
+                                continue;
+                            }
+                            (Hir::empty(), true)
+                        } else {
+                            (a.body.clone(), a.start)
+                        };
+                        let (b2, end) = if a.end {
+                            if !nullable(&b.body) {
+                                continue;
+                            }
+                            (Hir::empty(), true)
+                        } else {
+                            (b.body.clone(), b.end)
+                        };
+                        combined.push(Anchored {
+                            start,
+                            end: end || (b.end && !a.end),
+                            body: Hir::concat(vec![b1, b2]),
+                        });
+                    }
+                }
+                if combined.len() > 64 {
+                    return Err("too many anchored alternatives in the pattern".into());
+                }
+                acc = combined;
+            }
+            Ok(acc)
+        }
+        _ => Err(ANCHOR_ERR.into()),
+    }
+}
+
+fn any_char() -> Hir {
+    Hir::class(Class::Unicode(ClassUnicode::new([ClassUnicodeRange::new(
+        '\0',
+        char::MAX,
+    )])))
+}
+
+fn any_star() -> Hir {
+    Hir::repetition(Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(any_char()),
+    })
+}
+
+/// Length of the matches of an HIR in characters: (min, max or unbounded).
+pub fn char_len(h: &Hir) -> (u64, Option<u64>) {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => (0, Some(0)),
+        HirKind::Literal(l) => {
+            let n = String::from_utf8_lossy(&l.0).chars().count() as u64;
+            (n, Some(n))
+        }
+        HirKind::Class(_) => (1, Some(1)),
+        HirKind::Capture(c) => char_len(&c.sub),
+        HirKind::Repetition(r) => {
+            let (a, b) = char_len(&r.sub);
+            let min = a.saturating_mul(r.min as u64);
+            let max = match (b, r.max) {
+                (Some(0), _) => Some(0),
+                (Some(b), Some(m)) => Some(b.saturating_mul(m as u64)),
+                _ => None,
+            };
+            (min, max)
+        }
+        HirKind::Concat(v) => v.iter().fold((0, Some(0)), |(a, b), h| {
+            let (c, d) = char_len(h);
+            (
+                a.saturating_add(c),
+                b.zip(d).map(|(x, y)| x.saturating_add(y)),
+            )
+        }),
+        HirKind::Alternation(v) => {
+            let mut min = u64::MAX;
+            let mut max = Some(0u64);
+            for h in v {
+                let (a, b) = char_len(h);
+                min = min.min(a);
+                max = max.zip(b).map(|(x, y)| x.max(y));
+            }
+            (if v.is_empty() { 0 } else { min }, max)
+        }
+    }
+}
+
+fn implied(h: &Hir, lo: u64, hi: Option<u64>) -> bool {
+    let (a, b) = char_len(h);
+    a >= lo
+        && match hi {
+            None => true,
+            Some(m) => b.is_some_and(|b| b <= m),
+        }
+}
+
+fn disjoint(h: &Hir, lo: u64, hi: Option<u64>) -> bool {
+    let (a, b) = char_len(h);
+    hi.is_some_and(|m| a > m) || b.is_some_and(|b| b < lo)
+}
+
+/// Exact restriction of `h` to matches with length in `[lo, hi]`, when `h`
+/// has at most one variable-length piece on every path. `None`: not exact.
+fn restrict(h: &Hir, lo: u64, hi: Option<u64>) -> Option<Hir> {
+    if implied(h, lo, hi) {
+        return Some(h.clone());
+    }
+    if disjoint(h, lo, hi) {
+        return Some(Hir::fail());
+    }
+    match h.kind() {
+        HirKind::Capture(c) => restrict(&c.sub, lo, hi),
+        HirKind::Alternation(v) => {
+            let parts: Option<Vec<Hir>> = v.iter().map(|b| restrict(b, lo, hi)).collect();
+            Some(Hir::alternation(parts?))
+        }
+        HirKind::Concat(v) => {
+            let fixed = |h: &Hir| {
+                let (a, b) = char_len(h);
+                b == Some(a)
+            };
+            let var: Vec<usize> = (0..v.len()).filter(|&i| !fixed(&v[i])).collect();
+            if var.len() != 1 {
+                return None;
+            }
+            let f: u64 = v.iter().filter(|h| fixed(h)).map(|h| char_len(h).0).sum();
+            let j = var[0];
+            if hi.is_some_and(|m| m < f) {
+                return Some(Hir::fail());
+            }
+            let sub = restrict(&v[j], lo.saturating_sub(f), hi.map(|m| m - f))?;
+            let mut items = v.clone();
+            items[j] = sub;
+            Some(Hir::concat(items))
+        }
+        HirKind::Repetition(r) => {
+            let (a, b) = char_len(&r.sub);
+            if b != Some(a) || a == 0 {
+                return None;
+            }
+            let w = a;
+            let nmin = (lo.div_ceil(w)).max(r.min as u64);
+            let nmax = match (hi.map(|m| m / w), r.max.map(|m| m as u64)) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (Some(x), None) => Some(x),
+                (None, y) => y,
+            };
+            if nmax.is_some_and(|m| m < nmin) {
+                return Some(Hir::fail());
+            }
+            Some(Hir::repetition(Repetition {
+                min: nmin.min(u32::MAX as u64) as u32,
+                max: nmax.map(|m| m.min(u32::MAX as u64) as u32),
+                greedy: true,
+                sub: r.sub.clone(),
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// Caps every open or large repetition at `cap` (keeping its minimum).
+fn cap_reps(h: &Hir, cap: u32) -> Hir {
+    match h.kind() {
+        HirKind::Capture(c) => cap_reps(&c.sub, cap),
+        HirKind::Alternation(v) => Hir::alternation(v.iter().map(|b| cap_reps(b, cap)).collect()),
+        HirKind::Concat(v) => Hir::concat(v.iter().map(|b| cap_reps(b, cap)).collect()),
+        HirKind::Repetition(r) => {
+            let max = Some(r.max.map_or(cap, |m| m.min(cap)).max(r.min));
+            Hir::repetition(Repetition {
+                min: r.min,
+                max,
+                greedy: true,
+                sub: Box::new(cap_reps(&r.sub, cap)),
+            })
+        }
+        _ => h.clone(),
+    }
+}
+
+/// The outcome of compiling a pattern.
+pub struct CompiledPattern {
+    /// Regex for the inside of the JSON string; `None`: no string qualifies.
+    pub regex: Option<String>,
+    /// Set when a length bound was applied by narrowing (a warning).
+    pub narrowed: Option<String>,
+}
+
+/// Compiles `pattern` (ECMA-262) with optional length bounds into a regex for
+/// the inside of a JSON string.
+pub fn compile_pattern(
+    pattern: &str,
+    min_len: u64,
+    max_len: Option<u64>,
+) -> Result<CompiledPattern, PatternError> {
+    let translated = translate_ecma(pattern)?;
+    let hir = parse(&translated)?;
+    let mut alts = Vec::new();
+    split_anchors(&hir, &mut alts)?;
+    with_lengths(alts, min_len, max_len)
+}
+
+/// Applies length bounds to a whole-string regex in regex-crate syntax (a
+/// format), the same way as for patterns.
+pub fn restrict_regex(
+    regex: &str,
+    min_len: u64,
+    max_len: Option<u64>,
+) -> Result<CompiledPattern, PatternError> {
+    let hir = parse(regex)?;
+    let alts = vec![Anchored {
+        start: true,
+        end: true,
+        body: hir,
+    }];
+    with_lengths(alts, min_len, max_len)
+}
+
+fn with_lengths(
+    alts: Vec<Anchored>,
+    min_len: u64,
+    max_len: Option<u64>,
+) -> Result<CompiledPattern, PatternError> {
+    let mut out = Vec::new();
+    let mut narrowed = None;
+    for a in alts {
+        let mut items = Vec::new();
+        if !a.start {
+            items.push(any_star());
+        }
+        items.push(a.body.clone());
+        if !a.end {
+            items.push(any_star());
+        }
+        let full = Hir::concat(items);
+        if min_len == 0 && max_len.is_none() {
+            out.push(full);
+            continue;
+        }
+        if let Some(r) = restrict(&full, min_len, max_len) {
+            out.push(r);
+            continue;
+        }
+        // Unanchored fixed-width body: enumerate where it sits.
+        let (bw, bmax) = char_len(&a.body);
+        if let (Some(m), true) = (max_len, bmax == Some(bw)) {
+            if m >= bw && m - bw <= 32 {
+                let slack = m - bw;
+                let mut opts = Vec::new();
+                for p in 0..=slack {
+                    if a.start && p > 0 {
+                        break;
+                    }
+                    let lo_s = min_len.saturating_sub(bw).saturating_sub(p);
+                    let hi_s = slack - p;
+                    if a.end && (lo_s > 0) {
+                        continue;
+                    }
+                    let suf_hi = if a.end { 0 } else { hi_s };
+                    if lo_s > suf_hi {
+                        continue;
+                    }
+                    opts.push(Hir::concat(vec![
+                        rep(any_char(), p as u32, Some(p as u32)),
+                        a.body.clone(),
+                        rep(any_char(), lo_s as u32, Some(suf_hi as u32)),
+                    ]));
+                }
+                out.push(Hir::alternation(opts));
+                continue;
+            }
+        }
+        // Narrow: cap open repetitions until the longest match fits.
+        let Some(m) = max_len else {
+            return Err(format!(
+                "minLength {min_len} together with this pattern cannot be compiled exactly"
+            ));
+        };
+        let mut lo_c = 0u32;
+        let mut hi_c = m.min(u32::MAX as u64) as u32;
+        let fits = |c: u32| char_len(&cap_reps(&full, c)).1.is_some_and(|x| x <= m);
+        if !fits(0) {
+            return Err(format!(
+                "maxLength {m} together with this pattern cannot be compiled exactly"
+            ));
+        }
+        while lo_c < hi_c {
+            let mid = lo_c + (hi_c - lo_c).div_ceil(2);
+            if fits(mid) {
+                lo_c = mid;
+            } else {
+                hi_c = mid - 1;
+            }
+        }
+        let capped = cap_reps(&full, lo_c);
+        if char_len(&capped).0 < min_len {
+            match restrict(&capped, min_len, Some(m)) {
+                Some(r) => out.push(r),
+                None => {
+                    return Err(format!(
+                        "minLength {min_len} and maxLength {m} together with this pattern cannot be compiled exactly"
+                    ))
+                }
+            }
+        } else {
+            out.push(capped);
+        }
+        narrowed = Some(format!(
+            "maxLength {m} with pattern narrowed: open repetitions capped at {lo_c}"
+        ));
+    }
+    let regex = emit_alt(&out);
+    Ok(CompiledPattern { regex, narrowed })
+}
+
+fn rep(h: Hir, min: u32, max: Option<u32>) -> Hir {
+    Hir::repetition(Repetition {
+        min,
+        max,
+        greedy: true,
+        sub: Box::new(h),
+    })
+}
+
+fn emit_alt(v: &[Hir]) -> Option<String> {
+    let parts: Vec<String> = v.iter().filter_map(emit).collect();
+    match parts.len() {
+        0 => None,
+        1 => parts.into_iter().next(),
+        _ => Some(format!("(?:{})", parts.join("|"))),
+    }
+}
+
+/// The canonical JSON spelling of one character, as regex text.
+pub fn char_unit(c: char) -> String {
+    match c {
+        '"' => "\\\\\"".into(),
+        '\\' => "\\\\\\\\".into(),
+        '\u{8}' => "\\\\b".into(),
+        '\u{c}' => "\\\\f".into(),
+        '\n' => "\\\\n".into(),
+        '\r' => "\\\\r".into(),
+        '\t' => "\\\\t".into(),
+        c if (c as u32) < 0x20 => format!("\\\\u00{:02x}", c as u32),
+        c => regex_syntax::escape(&c.to_string()),
+    }
+}
+
+/// JSON string text for a class of characters: plain ones as a class,
+/// `"`, `\` and control characters as their escapes.
+pub fn class_text(ranges: &[(char, char)]) -> Option<String> {
+    let mut plain = Vec::new();
+    let mut special = Vec::new();
+    for &(a, b) in ranges {
+        let (a, b) = (a as u32, b as u32);
+        // Split off 0x00-0x1F, '"' (0x22), '\' (0x5C).
+        let mut s = a;
+        while s <= b {
+            if s < 0x20 || s == 0x22 || s == 0x5C {
+                special.push(char::from_u32(s).unwrap());
+                s += 1;
+                continue;
+            }
+            let mut e = b;
+            for stop in [0x22u32, 0x5C] {
+                if s < stop && stop <= e {
+                    e = stop - 1;
+                }
+            }
+            plain.push((s, e));
+            s = e + 1;
+        }
+    }
+    let mut parts = Vec::new();
+    if !plain.is_empty() {
+        let mut cls = String::from("[");
+        for (a, b) in plain {
+            if a == b {
+                cls.push_str(&format!("\\x{{{a:X}}}"));
+            } else {
+                cls.push_str(&format!("\\x{{{a:X}}}-\\x{{{b:X}}}"));
+            }
+        }
+        cls.push(']');
+        parts.push(cls);
+    }
+    // Control characters share one escape family; keep it compact.
+    let controls: Vec<char> = special
+        .iter()
+        .copied()
+        .filter(|c| (*c as u32) < 0x20)
+        .collect();
+    if controls.len() == 32 {
+        parts.push("\\\\[bfnrt]|\\\\u00[01][0-9a-f]".into());
+    } else {
+        for c in &controls {
+            parts.push(char_unit(*c));
+        }
+    }
+    for c in special.iter().filter(|c| (**c as u32) >= 0x20) {
+        parts.push(char_unit(*c));
+    }
+    match parts.len() {
+        0 => None,
+        1 => parts.pop(),
+        _ => Some(format!("(?:{})", parts.join("|"))),
+    }
+}
+
+fn emit(h: &Hir) -> Option<String> {
+    match h.kind() {
+        HirKind::Empty => Some(String::new()),
+        HirKind::Look(_) => Some(String::new()), // removed by split_anchors
+        HirKind::Literal(l) => {
+            let s = String::from_utf8_lossy(&l.0);
+            Some(s.chars().map(char_unit).collect())
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            let r: Vec<(char, char)> = c.ranges().iter().map(|r| (r.start(), r.end())).collect();
+            class_text(&r)
+        }
+        HirKind::Class(Class::Bytes(c)) => {
+            let r: Vec<(char, char)> = c
+                .ranges()
+                .iter()
+                .filter(|r| r.start() < 0x80)
+                .map(|r| (r.start() as char, (r.end().min(0x7F)) as char))
+                .collect();
+            class_text(&r)
+        }
+        HirKind::Capture(c) => emit(&c.sub),
+        HirKind::Repetition(r) => {
+            let sub = emit(&r.sub);
+            let sub = match sub {
+                None => {
+                    return if r.min == 0 {
+                        Some(String::new())
+                    } else {
+                        None
+                    }
+                }
+                Some(s) if s.is_empty() => return Some(String::new()),
+                Some(s) => s,
+            };
+            let q = match (r.min, r.max) {
+                (0, None) => "*".to_string(),
+                (1, None) => "+".to_string(),
+                (0, Some(1)) => "?".to_string(),
+                (a, None) => format!("{{{a},}}"),
+                (a, Some(b)) if a == b => {
+                    if a == 1 {
+                        return Some(sub);
+                    }
+                    if a == 0 {
+                        return Some(String::new());
+                    }
+                    format!("{{{a}}}")
+                }
+                (a, Some(b)) => format!("{{{a},{b}}}"),
+            };
+            Some(format!("(?:{sub}){q}"))
+        }
+        HirKind::Concat(v) => {
+            let mut s = String::new();
+            for h in v {
+                s.push_str(&emit(h)?);
+            }
+            Some(s)
+        }
+        HirKind::Alternation(v) => emit_alt(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inner(p: &str, lo: u64, hi: Option<u64>) -> regex::Regex {
+        let c = compile_pattern(p, lo, hi).unwrap();
+        regex::Regex::new(&format!("^(?:{})$", c.regex.unwrap())).unwrap()
+    }
+
+    #[test]
+    fn unanchored_patterns_match_anywhere() {
+        let r = inner("ab", 0, None);
+        assert!(r.is_match("xxabyy"));
+        assert!(!r.is_match("xxa"));
+        let r = inner("^ab", 0, None);
+        assert!(r.is_match("abyy"));
+        assert!(!r.is_match("xab"));
+        let r = inner("^$|^[a-z]+$", 0, None);
+        assert!(r.is_match(""));
+        assert!(r.is_match("abc"));
+        assert!(!r.is_match("ab1"));
+    }
+
+    #[test]
+    fn ecma_classes_are_ascii() {
+        let r = inner("^\\d+$", 0, None);
+        assert!(r.is_match("123"));
+        assert!(
+            !r.is_match("١٢٣"),
+            "Arabic-Indic digits are not \\d in ECMA"
+        );
+        let r = inner("^\\w+$", 0, None);
+        assert!(!r.is_match("é"));
+    }
+
+    #[test]
+    fn quotes_and_backslashes_are_escaped() {
+        let r = inner("^a\"b\\\\c$", 0, None);
+        assert!(r.is_match("a\\\"b\\\\c"));
+        assert!(!r.is_match("a\"b\\c"));
+        let r = inner("^[^x]+$", 0, None);
+        assert!(r.is_match("\\\"\\n"));
+        assert!(!r.is_match("\""));
+        assert!(!r.is_match("\n"));
+    }
+
+    #[test]
+    fn lengths_apply_exactly_to_one_variable_piece() {
+        let r = inner("^[a-z]+$", 2, Some(4));
+        assert!(!r.is_match("a"));
+        assert!(r.is_match("ab"));
+        assert!(r.is_match("abcd"));
+        assert!(!r.is_match("abcde"));
+        let r = inner("^x-[0-9]*$", 3, Some(5));
+        assert!(r.is_match("x-1"));
+        assert!(!r.is_match("x-"));
+        assert!(!r.is_match("x-1234"));
+    }
+
+    #[test]
+    fn unsupported_constructs_are_errors() {
+        for p in ["(?=a)b", "(a)\\1", "\\bword", "a(?!b)"] {
+            assert!(compile_pattern(p, 0, None).is_err(), "{p}");
+        }
+    }
+
+    #[test]
+    fn narrowing_stays_inside_the_bound() {
+        let c = compile_pattern("^[a-z]+:[a-z]+$", 0, Some(9)).unwrap();
+        assert!(c.narrowed.is_some());
+        let r = regex::Regex::new(&format!("^(?:{})$", c.regex.unwrap())).unwrap();
+        assert!(r.is_match("abc:def"));
+        assert!(!r.is_match("abcdef:ghij"));
+    }
+}

@@ -1,0 +1,1586 @@
+//! # IR → regex
+//!
+//! [`Gen`] walks the [`ir::Schema`](super::ir::Schema) tree and writes regex
+//! text. A sub-language is an `Option<String>`: `None` is the empty language
+//! (a `false` schema, a recursion cut, an unsatisfiable range), and it
+//! propagates: a required property with no possible value empties its object,
+//! an optional one is simply never offered.
+//!
+//! - `$ref`: resolved through the [`Document`]; each target may be active at
+//!   most `max_depth + 1` times on the current path, past which it is `None`.
+//!   Results are memoised per target and per the recursion state of the refs
+//!   it can reach, so a definition used 500 times is generated once (its text
+//!   is still repeated: a regex cannot share sub-expressions).
+//! - `allOf` (and `$ref` siblings): merged into one node by [`ir::merge`].
+//! - `anyOf`: an alternation of the branches, each merged with the node's
+//!   other keywords. `oneOf`: the same after proving that no output of one
+//!   branch validates against another (types, `enum`/`const`, a `required`
+//!   key with disjoint values, or a key another branch requires that this
+//!   branch then never writes); otherwise [`SchemaError::OneOfOverlap`], or
+//!   `anyOf` with a warning when [`SchemaOptions::coerce_one_of`] is set.
+//! - Objects: declared order is linear in the number of properties (the
+//!   first required key is the pivot: optional keys before it carry a
+//!   trailing comma, keys after it a leading one; with no required key the
+//!   nesting `A_i = A_{i-1}(,K_i)? | K_i` keeps it linear). Small objects in
+//!   compliant mode use a subset tree for any order. Extra keys follow the
+//!   declared ones; their names are the complement of the declared names.
+//! - Free-form values: one depth-bounded regex built once per depth.
+
+use super::ir::{self, Document, Node, Schema, Types};
+use super::numeric::{self, Dec};
+use super::pattern;
+use super::whitespace::Layout;
+use super::{formats, CompiledSchema, JsonMode, Pointer, SchemaError, SchemaOptions};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+
+/// One character of a JSON string in canonical spelling (any Unicode scalar
+/// but `"`, `\` and controls; the short escapes; `\u00XX` for controls).
+pub const CHAR: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u00[01][0-9a-fA-F])"#;
+/// One character of an extra (undeclared) key: no `\u` escapes, so each key
+/// has exactly one spelling and the complement of declared names is exact.
+const KEY_CHAR: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt])"#;
+
+pub(crate) fn compile_document(
+    schema: &Value,
+    opts: &SchemaOptions,
+) -> Result<CompiledSchema, SchemaError> {
+    let doc = Document::new(schema, opts);
+    let root = doc.root()?;
+    let mut g = Gen::new(&doc);
+    let regex = g.value(&root, &[])?;
+    let Some(regex) = regex else {
+        return Err(SchemaError::Empty {
+            pointer: Pointer::root(),
+            detail: format!(
+                " (recursion unrolled to depth {}, free-form depth {})",
+                opts.max_depth, opts.free_form_depth
+            ),
+        });
+    };
+    Ok(CompiledSchema {
+        regex,
+        warnings: doc.warnings.take(),
+    })
+}
+
+type Lang = Option<String>;
+
+fn group(s: &str) -> String {
+    format!("(?:{s})")
+}
+
+fn alt_all(parts: Vec<String>) -> Lang {
+    match parts.len() {
+        0 => None,
+        1 => parts.into_iter().next(),
+        _ => Some(format!("(?:{})", parts.join("|"))),
+    }
+}
+
+fn repeat(n: u64, m: Option<u64>) -> String {
+    match (n, m) {
+        (0, None) => "*".into(),
+        (1, None) => "+".into(),
+        (0, Some(1)) => "?".into(),
+        (a, None) => format!("{{{a},}}"),
+        (a, Some(b)) if a == b => format!("{{{a}}}"),
+        (a, Some(b)) => format!("{{{a},{b}}}"),
+    }
+}
+
+/// Python's `repr(float)` (what `json.dumps` writes for a float).
+pub fn py_float(f: f64) -> String {
+    if f.is_nan() || f.is_infinite() {
+        return "null".into();
+    }
+    let sci = format!("{f:e}"); // shortest round-trip digits, e.g. "1.5e16"
+    let (mant, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("exponent");
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let sign = if neg { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        // fixed notation with at least one fractional digit
+        let point = exp + 1;
+        let (int, frac) = if point <= 0 {
+            ("0".to_string(), "0".repeat((-point) as usize) + &digits)
+        } else if point as usize >= digits.len() {
+            (
+                digits.clone() + &"0".repeat(point as usize - digits.len()),
+                String::new(),
+            )
+        } else {
+            (
+                digits[..point as usize].to_string(),
+                digits[point as usize..].to_string(),
+            )
+        };
+        let frac = if frac.is_empty() {
+            "0".to_string()
+        } else {
+            frac
+        };
+        format!("{sign}{int}.{frac}")
+    } else {
+        let m = if digits.len() > 1 {
+            format!("{}.{}", &digits[..1], &digits[1..])
+        } else {
+            digits.clone()
+        };
+        let es = if exp < 0 { "-" } else { "+" };
+        format!("{sign}{m}e{es}{:02}", exp.abs())
+    }
+}
+
+/// `json.dumps(s, ensure_ascii=False)` of a string, quotes included.
+pub fn py_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn number_literal(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    let py = regex_syntax::escape(&py_float(f));
+    if f.fract() == 0.0 && f.abs() < 1e16 {
+        // 5.0 and 5 are the same JSON Schema value.
+        format!("(?:{py}|{})", f as i64)
+    } else {
+        py
+    }
+}
+
+struct TrieNode {
+    terminal: bool,
+    children: BTreeMap<Unit, TrieNode>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Unit {
+    Plain(char),
+    Esc(char),
+}
+
+fn key_units(name: &str) -> Option<Vec<Unit>> {
+    name.chars()
+        .map(|c| match c {
+            '"' => Some(Unit::Esc('"')),
+            '\\' => Some(Unit::Esc('\\')),
+            '\u{8}' => Some(Unit::Esc('b')),
+            '\u{c}' => Some(Unit::Esc('f')),
+            '\n' => Some(Unit::Esc('n')),
+            '\r' => Some(Unit::Esc('r')),
+            '\t' => Some(Unit::Esc('t')),
+            c if (c as u32) < 0x20 => None, // not writable as an extra key anyway
+            c => Some(Unit::Plain(c)),
+        })
+        .collect()
+}
+
+fn unit_text(u: Unit) -> String {
+    match u {
+        Unit::Plain(c) => regex_syntax::escape(&c.to_string()),
+        Unit::Esc(c) => format!("\\\\{}", regex_syntax::escape(&c.to_string())),
+    }
+}
+
+fn class_escape(c: char) -> String {
+    if c.is_ascii_alphanumeric() || (c as u32) > 0x7F {
+        c.to_string()
+    } else {
+        format!("\\{c}")
+    }
+}
+
+/// Any key unit other than the given ones, as regex text (`None`: none left).
+fn other_units(children: &BTreeMap<Unit, TrieNode>) -> Lang {
+    let mut plain = String::from(r#"[^"\\\x00-\x1F"#);
+    let mut escs: Vec<char> = vec!['"', '\\', 'b', 'f', 'n', 'r', 't'];
+    for u in children.keys() {
+        match *u {
+            Unit::Plain(c) => plain.push_str(&class_escape(c)),
+            Unit::Esc(c) => escs.retain(|&e| e != c),
+        }
+    }
+    plain.push(']');
+    let mut parts = vec![plain];
+    if !escs.is_empty() {
+        let cls: String = escs.iter().map(|&c| class_escape(c)).collect();
+        parts.push(format!("\\\\[{cls}]"));
+    }
+    alt_all(parts)
+}
+
+/// Key texts (between the quotes) that are none of the names in the trie.
+fn complement(node: &TrieNode) -> String {
+    let mut alts: Vec<String> = Vec::new();
+    let mut prefix = String::new();
+    let mut cur = node;
+    loop {
+        if !cur.terminal {
+            alts.push(prefix.clone());
+        }
+        if let Some(o) = other_units(&cur.children) {
+            alts.push(format!("{prefix}{o}{KEY_CHAR}*"));
+        }
+        if cur.children.len() == 1 && !cur.terminal {
+            let (u, child) = cur.children.iter().next().expect("one child");
+            prefix.push_str(&unit_text(*u));
+            cur = child;
+            continue;
+        }
+        if cur.children.len() == 1 {
+            let (u, child) = cur.children.iter().next().expect("one child");
+            alts.push(format!(
+                "{prefix}{}{}",
+                unit_text(*u),
+                group(&complement(child))
+            ));
+        } else {
+            for (u, child) in &cur.children {
+                alts.push(format!(
+                    "{prefix}{}{}",
+                    unit_text(*u),
+                    group(&complement(child))
+                ));
+            }
+        }
+        break;
+    }
+    alts.join("|")
+}
+
+/// Regex for a JSON string key that is none of `names`.
+fn extra_key(names: &[String]) -> String {
+    let mut root = TrieNode {
+        terminal: false,
+        children: BTreeMap::new(),
+    };
+    for n in names {
+        let Some(units) = key_units(n) else { continue };
+        let mut cur = &mut root;
+        for u in units {
+            cur = cur.children.entry(u).or_insert(TrieNode {
+                terminal: false,
+                children: BTreeMap::new(),
+            });
+        }
+        cur.terminal = true;
+    }
+    if root.children.is_empty() && !root.terminal {
+        return format!("\"{KEY_CHAR}*\"");
+    }
+    format!("\"{}\"", group(&complement(&root)))
+}
+
+/// A declared key with its value.
+struct Prop {
+    kv: String,
+    required: bool,
+}
+
+pub(crate) struct Gen<'d, 'a> {
+    doc: &'d Document<'a>,
+    opts: SchemaOptions,
+    lay: Layout,
+    active: HashMap<String, usize>,
+    free: Vec<String>,
+    memo: HashMap<String, Lang>,
+    reach: HashMap<String, Rc<HashSet<String>>>,
+    flatten_depth: usize,
+}
+
+impl<'d, 'a> Gen<'d, 'a> {
+    pub(crate) fn new(doc: &'d Document<'a>) -> Self {
+        let opts = doc.opts().clone();
+        let lay = opts.whitespace.layout();
+        Gen {
+            doc,
+            opts,
+            lay,
+            active: HashMap::new(),
+            free: Vec::new(),
+            memo: HashMap::new(),
+            reach: HashMap::new(),
+            flatten_depth: 0,
+        }
+    }
+
+    fn check_size(&self, s: &Lang, at: &Pointer) -> Result<(), SchemaError> {
+        if let Some(s) = s {
+            if s.len() > self.opts.max_regex_len {
+                return Err(SchemaError::TooBig {
+                    what: "regex text".into(),
+                    pointer: at.clone(),
+                    size: s.len() as u64,
+                    limit: self.opts.max_regex_len as u64,
+                    knob: "max_regex_len",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- free form
+
+    fn string_any() -> String {
+        format!("\"{CHAR}*\"")
+    }
+
+    fn scalar_any() -> String {
+        format!(
+            "(?:null|true|false|{}|{})",
+            numeric::number_any(),
+            Self::string_any()
+        )
+    }
+
+    /// Any JSON value nesting at most `d` containers.
+    fn free_form(&mut self, d: usize) -> String {
+        while self.free.len() <= d {
+            let k = self.free.len();
+            let s = if k == 0 {
+                Self::scalar_any()
+            } else {
+                let v = self.free[k - 1].clone();
+                let Layout {
+                    inner,
+                    comma,
+                    colon,
+                } = &self.lay;
+                let key = Self::string_any();
+                format!(
+                    "(?:{sc}|\\[{inner}(?:{v}(?:{comma}{v})*)?{inner}\\]|\\{{{inner}(?:{key}{colon}{v}(?:{comma}{key}{colon}{v})*)?{inner}\\}})",
+                    sc = Self::scalar_any()
+                )
+            };
+            self.free.push(s);
+        }
+        self.free[d].clone()
+    }
+
+    fn any(&mut self) -> String {
+        self.free_form(self.opts.free_form_depth)
+    }
+
+    // ---------------------------------------------------------------- refs
+
+    /// Ref targets reachable from `target` (itself included when recursive).
+    fn reachable(&mut self, target: &str) -> Result<Rc<HashSet<String>>, SchemaError> {
+        if let Some(r) = self.reach.get(target) {
+            return Ok(r.clone());
+        }
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut stack = vec![target.to_string()];
+        let mut first = true;
+        while let Some(t) = stack.pop() {
+            let s = self.doc.get(&t)?;
+            let mut direct = Vec::new();
+            collect_refs(&s, &mut direct);
+            for d in direct {
+                if seen.insert(d.clone()) {
+                    stack.push(d);
+                }
+            }
+            if first {
+                first = false;
+            }
+        }
+        let r = Rc::new(seen);
+        self.reach.insert(target.to_string(), r.clone());
+        Ok(r)
+    }
+
+    fn memo_key(&mut self, target: &str) -> Result<String, SchemaError> {
+        let reach = self.reachable(target)?;
+        let mut parts: Vec<(&String, &usize)> = self
+            .active
+            .iter()
+            .filter(|(k, c)| **c > 0 && (reach.contains(*k) || *k == target))
+            .collect();
+        parts.sort();
+        let mut key = target.to_string();
+        for (k, c) in parts {
+            key.push_str(&format!("\u{0}{k}={c}"));
+        }
+        Ok(key)
+    }
+
+    fn enter_ref(&mut self, target: &str, forbid: &[String]) -> Result<Lang, SchemaError> {
+        let count = self.active.get(target).copied().unwrap_or(0);
+        if count > self.opts.max_depth {
+            return Ok(None);
+        }
+        let key = if forbid.is_empty() {
+            let k = self.memo_key(target)?;
+            if let Some(r) = self.memo.get(&k) {
+                return Ok(r.clone());
+            }
+            Some(k)
+        } else {
+            None
+        };
+        *self.active.entry(target.to_string()).or_insert(0) += 1;
+        let s = self.doc.get(target);
+        let r = s.and_then(|s| self.value(&s, forbid));
+        *self.active.get_mut(target).expect("entered") -= 1;
+        let r = r?;
+        if let Some(k) = key {
+            self.memo.insert(k, r.clone());
+        }
+        Ok(r)
+    }
+
+    // ---------------------------------------------------------------- values
+
+    /// The language of a schema. `forbid`: keys the (top-level) object must
+    /// not contain (used to make `oneOf` branches disjoint).
+    pub(crate) fn value(&mut self, s: &Schema, forbid: &[String]) -> Result<Lang, SchemaError> {
+        match s {
+            Schema::Bool(true) => Ok(Some(self.any())),
+            Schema::Bool(false) => Ok(None),
+            Schema::Ref { target, .. } => self.enter_ref(target, forbid),
+            Schema::Node(n) => {
+                let r = self.node(n, forbid)?;
+                self.check_size(&r, &n.at)?;
+                Ok(r)
+            }
+        }
+    }
+
+    /// Merges `allOf` members (and `$ref`) into one node. Refs entered are
+    /// appended to `entered`. `None`: a member is `false` or a cut recursion.
+    fn flatten(
+        &mut self,
+        n: &Node,
+        entered: &mut Vec<String>,
+    ) -> Result<Option<Node>, SchemaError> {
+        if n.all_of.is_empty() {
+            return Ok(Some(n.clone()));
+        }
+        self.flatten_depth += 1;
+        if self.flatten_depth > 64 {
+            self.flatten_depth -= 1;
+            return Err(SchemaError::TooBig {
+                what: "allOf/$ref nesting".into(),
+                pointer: n.at.clone(),
+                size: 65,
+                limit: 64,
+                knob: "max_depth",
+            });
+        }
+        let r = self.flatten_inner(n, entered);
+        self.flatten_depth -= 1;
+        r
+    }
+
+    fn flatten_inner(
+        &mut self,
+        n: &Node,
+        entered: &mut Vec<String>,
+    ) -> Result<Option<Node>, SchemaError> {
+        let mut base = n.clone();
+        base.all_of.clear();
+        for m in &n.all_of {
+            let Some(mn) = self.schema_node(m, entered)? else {
+                return Ok(None);
+            };
+            base = ir::merge(&base, &mn)?;
+        }
+        Ok(Some(base))
+    }
+
+    /// A schema as a flattened node (`None` = empty language).
+    fn schema_node(
+        &mut self,
+        s: &Schema,
+        entered: &mut Vec<String>,
+    ) -> Result<Option<Node>, SchemaError> {
+        match s {
+            Schema::Bool(true) => Ok(Some(Node::default())),
+            Schema::Bool(false) => Ok(None),
+            Schema::Node(n) => self.flatten(n, entered),
+            Schema::Ref { target, at } => {
+                let count = self.active.get(target).copied().unwrap_or(0)
+                    + entered.iter().filter(|t| *t == target).count();
+                if count > self.opts.max_depth {
+                    return Ok(None);
+                }
+                entered.push(target.clone());
+                let rs = self.doc.get(target)?;
+                let mut node = match &*rs {
+                    Schema::Bool(true) => Some(Node::default()),
+                    Schema::Bool(false) => None,
+                    Schema::Ref { .. } => {
+                        let wrapped = Node {
+                            at: at.clone(),
+                            all_of: vec![(*rs).clone()],
+                            ..Default::default()
+                        };
+                        self.flatten(&wrapped, entered)?
+                    }
+                    Schema::Node(n) => self.flatten(n, entered)?,
+                };
+                if let Some(n) = node.as_mut() {
+                    if n.at.0.is_empty() && !target.is_empty() {
+                        n.at = Pointer(target.clone());
+                    }
+                }
+                Ok(node)
+            }
+        }
+    }
+
+    fn node(&mut self, n: &Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        let mut entered = Vec::new();
+        let Some(flat) = self.flatten(n, &mut entered)? else {
+            return Ok(None);
+        };
+        for t in &entered {
+            *self.active.entry(t.clone()).or_insert(0) += 1;
+        }
+        let r = self.branches(flat, forbid);
+        for t in &entered {
+            *self.active.get_mut(t).expect("entered") -= 1;
+        }
+        r
+    }
+
+    /// Expands `anyOf` / `oneOf` groups, then generates the leaf.
+    fn branches(&mut self, mut n: Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        let groups: u64 = n
+            .any_of
+            .iter()
+            .map(|g| g.len() as u64)
+            .chain(n.one_of.iter().map(|g| g.value.len() as u64))
+            .product();
+        if groups > self.opts.max_branches as u64 {
+            return Err(SchemaError::TooBig {
+                what: "anyOf/oneOf branch combinations".into(),
+                pointer: n.at.clone(),
+                size: groups,
+                limit: self.opts.max_branches as u64,
+                knob: "max_branches",
+            });
+        }
+        if let Some(group) = n.any_of.pop() {
+            let rest_trivial = n.is_trivial();
+            let mut parts = Vec::new();
+            for b in &group {
+                let r = if rest_trivial {
+                    self.value(b, forbid)?
+                } else {
+                    self.merged_branch(&n, b, forbid)?
+                };
+                parts.extend(r);
+            }
+            return Ok(alt_all(parts));
+        }
+        if let Some(group) = n.one_of.pop() {
+            return self.one_of(n, group, forbid);
+        }
+        self.leaf(&n, forbid)
+    }
+
+    fn merged_branch(
+        &mut self,
+        base: &Node,
+        b: &Schema,
+        forbid: &[String],
+    ) -> Result<Lang, SchemaError> {
+        let mut entered = Vec::new();
+        let Some(bn) = self.schema_node(b, &mut entered)? else {
+            return Ok(None);
+        };
+        let merged = ir::merge(base, &bn)?;
+        for t in &entered {
+            *self.active.entry(t.clone()).or_insert(0) += 1;
+        }
+        let r = self.branches(merged, forbid);
+        for t in &entered {
+            *self.active.get_mut(t).expect("entered") -= 1;
+        }
+        r
+    }
+
+    fn one_of(
+        &mut self,
+        base: Node,
+        group: ir::Located<Vec<Schema>>,
+        forbid: &[String],
+    ) -> Result<Lang, SchemaError> {
+        // Resolve every branch merged with the rest of the node (for the proof).
+        let mut resolved: Vec<Option<Node>> = Vec::new();
+        for b in &group.value {
+            let mut entered = Vec::new();
+            let bn = self.schema_node(b, &mut entered)?;
+            let merged = match bn {
+                Some(bn) => Some(ir::merge(&base, &bn)?),
+                None => None,
+            };
+            // Flatten nested applicators one level for the proof's benefit.
+            resolved.push(merged);
+        }
+        let k = resolved.len();
+        // forbids[i]: keys branch i must not write so that it excludes others.
+        let mut forbids: Vec<Vec<String>> = vec![forbid.to_vec(); k];
+        let mut coerced = false;
+        for i in 0..k {
+            let Some(bi) = resolved[i].clone() else {
+                continue;
+            };
+            for j in 0..k {
+                if i == j {
+                    continue;
+                }
+                let Some(bj) = resolved[j].clone() else {
+                    continue;
+                };
+                if self.excludes(&bi, &bj, 0)? {
+                    continue;
+                }
+                // A key branch j requires that branch i may leave out.
+                let key = bj.required.iter().find(|r| !bi.required.contains(r));
+                match key {
+                    Some(key) if self.object_only(&bi) && self.object_only(&bj) => {
+                        if !forbids[i].contains(key) {
+                            forbids[i].push(key.clone());
+                        }
+                    }
+                    _ => {
+                        if self.opts.coerce_one_of {
+                            coerced = true;
+                        } else {
+                            return Err(SchemaError::OneOfOverlap {
+                                pointer: group.at.clone(),
+                                first: i.min(j),
+                                second: i.max(j),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if coerced {
+            self.doc.warn(
+                &group.at,
+                "oneOf compiled as anyOf (branches not provably disjoint)".into(),
+            );
+        }
+        let mut parts = Vec::new();
+        let rest_trivial = base.is_trivial();
+        for (i, b) in group.value.iter().enumerate() {
+            if resolved[i].is_none() {
+                continue;
+            }
+            let r = if rest_trivial {
+                self.value(b, &forbids[i])?
+            } else {
+                self.merged_branch(&base, b, &forbids[i])?
+            };
+            parts.extend(r);
+        }
+        Ok(alt_all(parts))
+    }
+
+    /// The types a node generates (as in [`Gen::leaf`]).
+    fn gen_types(&self, n: &Node) -> Types {
+        let t = match n.types {
+            Some(t) => t,
+            None => match self.opts.mode {
+                JsonMode::Strict => {
+                    let k = n.keyword_types();
+                    if k.is_empty() {
+                        Types::ALL
+                    } else {
+                        k
+                    }
+                }
+                JsonMode::Compliant => Types::ALL,
+            },
+        };
+        match &n.enumeration {
+            Some(vals) => vals
+                .iter()
+                .filter(|v| type_ok(t, v))
+                .fold(Types::NONE, |e, v| e.union(Types::of(v))),
+            None => t,
+        }
+    }
+
+    /// The types a node *validates* (JSON Schema semantics).
+    fn valid_types(n: &Node) -> Types {
+        let t = n.types.unwrap_or(Types::ALL);
+        match &n.enumeration {
+            Some(vals) => t.intersect(vals.iter().fold(Types::NONE, |e, v| e.union(Types::of(v)))),
+            None => t,
+        }
+    }
+
+    fn object_only(&self, n: &Node) -> bool {
+        let t = self.gen_types(n);
+        t == Types::OBJECT && n.any_of.is_empty() && n.one_of.is_empty()
+    }
+
+    /// Proves that nothing branch `a` generates validates against `b`.
+    fn excludes(&mut self, a: &Node, b: &Node, depth: usize) -> Result<bool, SchemaError> {
+        if depth > 4 {
+            return Ok(false);
+        }
+        if !a.any_of.is_empty() || !a.one_of.is_empty() {
+            return Ok(false);
+        }
+        let ta = self.gen_types(a);
+        let tb = Self::valid_types(b);
+        if ta.intersect(tb).is_empty() {
+            return Ok(true);
+        }
+        if let Some(vals) = &a.enumeration {
+            if vals.iter().all(|v| satisfies(b, v) == Some(false)) {
+                return Ok(true);
+            }
+        }
+        if let (Some(va), Some(vb)) = (&a.enumeration, &b.enumeration) {
+            if !va.iter().any(|x| vb.iter().any(|y| ir::json_eq(x, y))) {
+                return Ok(true);
+            }
+        }
+        // Numbers: disjoint ranges.
+        if ta.intersect(tb).0 & !(Types::INTEGER.0 | Types::NUMBER.0) == 0 && ranges_disjoint(a, b)
+        {
+            return Ok(true);
+        }
+        // Objects: a key `a` always writes whose values cannot validate in `b`.
+        if ta == Types::OBJECT {
+            for r in &a.required {
+                let pa = a
+                    .properties
+                    .iter()
+                    .find(|(k, _)| k == r)
+                    .map(|(_, s)| s.clone());
+                let pb = b
+                    .properties
+                    .iter()
+                    .find(|(k, _)| k == r)
+                    .map(|(_, s)| s.clone());
+                if let (Some(pa), Some(pb)) = (pa, pb) {
+                    let mut e = Vec::new();
+                    let na = self.schema_node(&pa, &mut e)?;
+                    let nb = self.schema_node(&pb, &mut e)?;
+                    match (na, nb) {
+                        (None, _) => return Ok(true),
+                        (_, None) => return Ok(true),
+                        (Some(na), Some(nb)) => {
+                            if self.excludes(&na, &nb, depth + 1)? {
+                                return Ok(true);
+                            }
+                        }
+                    }
+                }
+            }
+            // A key `b` requires that `a` can never write.
+            let a_extras = self.extras_schema(a).is_some();
+            for r in &b.required {
+                if !a.properties.iter().any(|(k, _)| k == r) && !a_extras {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The schema extra keys get, or `None` when none are allowed.
+    fn extras_schema(&self, n: &Node) -> Option<Schema> {
+        match &n.additional {
+            Some(Schema::Bool(false)) => None,
+            Some(s) => Some(s.clone()),
+            None => match self.opts.mode {
+                JsonMode::Strict => None,
+                JsonMode::Compliant => Some(Schema::Bool(true)),
+            },
+        }
+    }
+
+    // ---------------------------------------------------------------- leaves
+
+    fn leaf(&mut self, n: &Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        if n.is_trivial() {
+            return Ok(Some(self.any()));
+        }
+        let types = match n.types {
+            Some(t) => t,
+            None => match self.opts.mode {
+                JsonMode::Strict => {
+                    let k = n.keyword_types();
+                    if k.is_empty() {
+                        Types::ALL
+                    } else {
+                        k
+                    }
+                }
+                JsonMode::Compliant => Types::ALL,
+            },
+        };
+        if let Some(vals) = &n.enumeration {
+            let mut parts = Vec::new();
+            for v in vals {
+                if !type_ok(types, v) {
+                    continue;
+                }
+                match satisfies(n, v) {
+                    Some(true) => parts.push(self.literal(v)),
+                    Some(false) => {}
+                    None => {
+                        self.doc.soft(
+                            SchemaError::UnsupportedValue {
+                                what: "enum".into(),
+                                pointer: n.at.clone(),
+                                detail: "enum/const values together with array or object keywords"
+                                    .into(),
+                            },
+                            self.opts.lenient,
+                        )?;
+                        parts.push(self.literal(v));
+                    }
+                }
+            }
+            return Ok(alt_all(parts));
+        }
+        let mut parts = Vec::new();
+        if types.has(Types::NULL) {
+            parts.push("null".to_string());
+        }
+        if types.has(Types::BOOLEAN) {
+            parts.push("(?:true|false)".to_string());
+        }
+        if types.has_numeric() {
+            parts.extend(self.number(n, types)?);
+        }
+        if types.has(Types::STRING) {
+            parts.extend(self.string(n)?);
+        }
+        if types.has(Types::ARRAY) {
+            parts.extend(self.array(n)?);
+        }
+        if types.has(Types::OBJECT) {
+            parts.extend(self.object(n, forbid)?);
+        }
+        Ok(alt_all(parts))
+    }
+
+    fn literal(&self, v: &Value) -> String {
+        let Layout {
+            inner,
+            comma,
+            colon,
+        } = &self.lay;
+        match v {
+            Value::Null => "null".into(),
+            Value::Bool(b) => b.to_string(),
+            Value::Number(n) => number_literal(n),
+            Value::String(s) => regex_syntax::escape(&py_string(s)),
+            Value::Array(a) => {
+                let items: Vec<String> = a.iter().map(|x| self.literal(x)).collect();
+                format!("\\[{inner}{}{inner}\\]", items.join(comma))
+            }
+            Value::Object(m) => {
+                let items: Vec<String> = m
+                    .iter()
+                    .map(|(k, x)| {
+                        format!(
+                            "{}{colon}{}",
+                            regex_syntax::escape(&py_string(k)),
+                            self.literal(x)
+                        )
+                    })
+                    .collect();
+                format!("\\{{{inner}{}{inner}\\}}", items.join(comma))
+            }
+        }
+    }
+
+    fn number(&mut self, n: &Node, types: Types) -> Result<Lang, SchemaError> {
+        let integer_only = !types.has(Types::NUMBER);
+        let lo = n.minimum.as_ref();
+        let hi = n.maximum.as_ref();
+        if let Some(m) = &n.multiple_of {
+            if m.value.is_integer() {
+                let Some(k) = m.value.to_i128() else {
+                    return self.soft_number(n, "multipleOf too large");
+                };
+                let (l, h) = numeric::integer_bounds(lo, hi);
+                if k == 1 {
+                    return Ok(numeric::int_range(l.as_ref(), h.as_ref()));
+                }
+                if let (Some(l), Some(h)) = (&l, &h) {
+                    let (Some(li), Some(hi_)) = (l.to_i128(), h.to_i128()) else {
+                        return self.soft_number(n, "bounds too large for multipleOf");
+                    };
+                    if hi_ < li {
+                        return Ok(None);
+                    }
+                    let count = ((hi_ - li) / k) as u64;
+                    if count > self.opts.max_enumerated_multiples {
+                        return Err(SchemaError::TooBig {
+                            what: "multipleOf values in range".into(),
+                            pointer: m.at.clone(),
+                            size: count,
+                            limit: self.opts.max_enumerated_multiples,
+                            knob: "max_enumerated_multiples",
+                        });
+                    }
+                    return Ok(numeric::enumerate_multiples(li, hi_, k));
+                }
+                if l.is_none() && h.is_none() {
+                    if let Some(r) = u64::try_from(k).ok().and_then(numeric::multiple_of_suffix) {
+                        return Ok(Some(r));
+                    }
+                }
+                return self.soft_number(
+                    n,
+                    &format!("multipleOf {} without a bounded range", m.value),
+                );
+            }
+            return self.soft_number(
+                n,
+                &format!(
+                    "fractional multipleOf {} (floating-point semantics)",
+                    m.value
+                ),
+            );
+        }
+        if integer_only {
+            let (l, h) = numeric::integer_bounds(lo, hi);
+            if let (Some(a), Some(b)) = (lo, hi) {
+                if a.value > b.value {
+                    return Err(SchemaError::Contradiction {
+                        pointer: n.at.clone(),
+                        detail: format!("minimum {} is greater than maximum {}", a.value, b.value),
+                    });
+                }
+            }
+            Ok(numeric::int_range(l.as_ref(), h.as_ref()))
+        } else {
+            if let (Some(a), Some(b)) = (lo, hi) {
+                if a.value > b.value {
+                    return Err(SchemaError::Contradiction {
+                        pointer: n.at.clone(),
+                        detail: format!("minimum {} is greater than maximum {}", a.value, b.value),
+                    });
+                }
+            }
+            Ok(numeric::decimal_range(lo, hi))
+        }
+    }
+
+    fn soft_number(&mut self, n: &Node, detail: &str) -> Result<Lang, SchemaError> {
+        self.doc.soft(
+            SchemaError::UnsupportedValue {
+                what: "multipleOf".into(),
+                pointer: n
+                    .multiple_of
+                    .as_ref()
+                    .map(|m| m.at.clone())
+                    .unwrap_or_default(),
+                detail: detail.into(),
+            },
+            self.opts.lenient,
+        )?;
+        let (l, h) = numeric::integer_bounds(n.minimum.as_ref(), n.maximum.as_ref());
+        Ok(numeric::int_range(l.as_ref(), h.as_ref()))
+    }
+
+    fn string(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        let min = n.min_length.unwrap_or(0);
+        let max = n.max_length;
+        if let Some(m) = max {
+            if m < min {
+                return Err(SchemaError::Contradiction {
+                    pointer: n.at.clone(),
+                    detail: format!("minLength {min} is greater than maxLength {m}"),
+                });
+            }
+        }
+        let big = max.unwrap_or(min);
+        if big > self.opts.max_repeat {
+            return Err(SchemaError::TooBig {
+                what: "string length bound".into(),
+                pointer: n.at.clone(),
+                size: big,
+                limit: self.opts.max_repeat,
+                knob: "max_repeat",
+            });
+        }
+        let lenient = self.opts.lenient;
+        if n.patterns.len() + n.formats.len() > 1 {
+            let at = n
+                .patterns
+                .first()
+                .map(|p| p.at.clone())
+                .unwrap_or_else(|| n.at.clone());
+            self.doc.soft(
+                SchemaError::UnsupportedValue {
+                    what: "string constraints".into(),
+                    pointer: at,
+                    detail: "several patterns/formats on one string (their intersection)".into(),
+                },
+                lenient,
+            )?;
+        } else if let Some(f) = n.formats.first() {
+            let re = formats::format_regex(&f.value).expect("supported format");
+            return match pattern::restrict_regex(&re, min, max) {
+                Ok(c) => {
+                    if let Some(w) = c.narrowed {
+                        self.doc.warn(&f.at, format!("format \"{}\": {w}", f.value));
+                    }
+                    Ok(c.regex.map(|r| format!("\"{r}\"")))
+                }
+                Err(e) => {
+                    self.doc.soft(
+                        SchemaError::UnsupportedValue {
+                            what: "format".into(),
+                            pointer: f.at.clone(),
+                            detail: format!("format \"{}\" with length bounds: {e}", f.value),
+                        },
+                        lenient,
+                    )?;
+                    Ok(Some(format!("\"{re}\"")))
+                }
+            };
+        } else if let Some(p) = n.patterns.first() {
+            match pattern::compile_pattern(&p.value, min, max) {
+                Ok(c) => {
+                    if let Some(w) = c.narrowed {
+                        self.doc.warn(&p.at, w);
+                    }
+                    return Ok(c.regex.map(|r| format!("\"{r}\"")));
+                }
+                Err(e) => {
+                    self.doc.soft(
+                        SchemaError::Pattern {
+                            pointer: p.at.clone(),
+                            detail: format!("{:?}: {e}", p.value),
+                        },
+                        lenient,
+                    )?;
+                }
+            }
+        }
+        if min == 0 && max.is_none() {
+            return Ok(Some(format!("\"{CHAR}*\"")));
+        }
+        // Counted: the short character form keeps each counted position small
+        // (no `\u00XX` escapes: about 9 DFA states per position instead of 13).
+        Ok(Some(format!("\"{KEY_CHAR}{}\"", repeat(min, max))))
+    }
+
+    fn array(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        let min = n.min_items.unwrap_or(0);
+        let mut max = n.max_items;
+        if let Some(m) = max {
+            if m < min {
+                return Err(SchemaError::Contradiction {
+                    pointer: n.at.clone(),
+                    detail: format!("minItems {min} is greater than maxItems {m}"),
+                });
+            }
+        }
+        let mut pre: Vec<String> = Vec::new();
+        if let Some(p) = &n.prefix_items {
+            for s in p {
+                match self.value(s, &[])? {
+                    Some(r) => pre.push(r),
+                    None => break, // no array can be that long
+                }
+            }
+            if pre.len() < p.len() {
+                max = Some(max.map_or(pre.len() as u64, |m| m.min(pre.len() as u64)));
+            }
+        }
+        let k = pre.len() as u64;
+        let item = match &n.items {
+            None => Some(self.any()),
+            Some(s) => self.value(s, &[])?,
+        };
+        if item.is_none() {
+            max = Some(max.map_or(k, |m| m.min(k)));
+        }
+        if max.is_some_and(|m| m < min) {
+            return Ok(None);
+        }
+        let big = max.unwrap_or(min);
+        if big > self.opts.max_repeat {
+            return Err(SchemaError::TooBig {
+                what: "array length bound".into(),
+                pointer: n.at.clone(),
+                size: big,
+                limit: self.opts.max_repeat,
+                knob: "max_repeat",
+            });
+        }
+        let Layout { inner, comma, .. } = self.lay.clone();
+        if max == Some(0) {
+            return Ok(Some(format!("\\[{inner}\\]")));
+        }
+        // Elements after the i-th (i ≥ 1 already written).
+        let rest_items = |i: u64| -> String {
+            let Some(it) = &item else {
+                return String::new();
+            };
+            let a = min.saturating_sub(i);
+            let b = max.map(|m| m.saturating_sub(i));
+            if b == Some(0) {
+                return String::new();
+            }
+            format!("(?:{comma}{it}){}", repeat(a, b))
+        };
+        let mut tail = rest_items(k.max(1));
+        if k > 0 {
+            for i in (1..k).rev() {
+                if max.is_some_and(|m| i >= m) {
+                    tail = String::new();
+                    continue;
+                }
+                let body = format!("{comma}{}{tail}", pre[i as usize]);
+                tail = if i >= min {
+                    format!("(?:{body})?")
+                } else {
+                    body
+                };
+            }
+        }
+        let elements = if k > 0 {
+            format!("{}{tail}", pre[0])
+        } else {
+            let it = item.clone().expect("max > 0 implies items");
+            format!("{it}{tail}")
+        };
+        let body = if min == 0 {
+            format!("(?:{elements})?")
+        } else {
+            elements
+        };
+        Ok(Some(format!("\\[{inner}{body}{inner}\\]")))
+    }
+
+    fn object(&mut self, n: &Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        let Layout {
+            inner,
+            comma,
+            colon,
+        } = self.lay.clone();
+        let extras_schema = self.extras_schema(n);
+        let mut declared: Vec<(String, Schema)> = n.properties.clone();
+        for r in &n.required {
+            if declared.iter().any(|(k, _)| k == r) {
+                continue;
+            }
+            match &n.additional {
+                Some(Schema::Bool(false)) => {
+                    return Err(SchemaError::Contradiction {
+                        pointer: n.at.clone(),
+                        detail: format!(
+                        "required property \"{r}\" is not allowed by additionalProperties: false"
+                    ),
+                    })
+                }
+                Some(s) => declared.push((r.clone(), s.clone())),
+                None => declared.push((r.clone(), Schema::Bool(true))),
+            }
+        }
+        let mut names: Vec<String> = declared.iter().map(|(k, _)| k.clone()).collect();
+        for f in forbid {
+            if !names.contains(f) {
+                names.push(f.clone());
+            }
+        }
+        let mut props: Vec<Prop> = Vec::new();
+        for (k, s) in &declared {
+            let required = n.required.contains(k);
+            if forbid.contains(k) {
+                if required {
+                    return Ok(None);
+                }
+                continue;
+            }
+            match self.value(s, &[])? {
+                Some(v) => props.push(Prop {
+                    kv: format!("{}{colon}{v}", regex_syntax::escape(&py_string(k))),
+                    required,
+                }),
+                None if required => return Ok(None),
+                None => {}
+            }
+        }
+        let extra = match &extras_schema {
+            None => None,
+            Some(Schema::Bool(true)) if n.additional.is_none() => {
+                // Compliant mode's implicit extras: a cheaper free-form value.
+                let v = self.free_form(self.opts.extra_value_depth);
+                Some(format!("{}{colon}{v}", extra_key(&names)))
+            }
+            Some(s) => self
+                .value(s, &[])?
+                .map(|v| format!("{}{colon}{v}", extra_key(&names))),
+        };
+        let req = props.iter().filter(|p| p.required).count() as u64;
+        let total = props.len() as u64;
+        let min_p = n.min_properties.unwrap_or(0);
+        let max_p = n.max_properties;
+        if max_p.is_some_and(|m| m < min_p) {
+            return Err(SchemaError::Contradiction {
+                pointer: n.at.clone(),
+                detail: format!(
+                    "minProperties {min_p} is greater than maxProperties {}",
+                    max_p.unwrap()
+                ),
+            });
+        }
+        if max_p.is_some_and(|m| m < req) {
+            return Ok(None);
+        }
+        let empty = format!("\\{{{inner}\\}}");
+        let wrap = |m: String| format!("\\{{{inner}(?:{m}){inner}\\}}");
+        if max_p == Some(0) {
+            return Ok(Some(empty));
+        }
+        // Only extras (no declared keys): counted exactly.
+        if props.is_empty() {
+            let Some(x) = extra else {
+                return Ok(if min_p == 0 { Some(empty) } else { None });
+            };
+            let a = min_p.saturating_sub(1);
+            let b = max_p.map(|m| m - 1);
+            if b.unwrap_or(a) > self.opts.max_repeat {
+                return Err(SchemaError::TooBig {
+                    what: "property count bound".into(),
+                    pointer: n.at.clone(),
+                    size: b.unwrap_or(a),
+                    limit: self.opts.max_repeat,
+                    knob: "max_repeat",
+                });
+            }
+            let m = format!("{x}(?:{comma}{x}){}", repeat(a, b));
+            return Ok(Some(if min_p == 0 {
+                format!("\\{{{inner}(?:{m})?{inner}\\}}")
+            } else {
+                wrap(m)
+            }));
+        }
+        let implied_max = max_p.is_none_or(|m| extra.is_none() && m >= total);
+        let mut nonempty = false;
+        if min_p > req {
+            if min_p == 1 && implied_max {
+                nonempty = true;
+            } else {
+                self.doc.soft(
+                    SchemaError::UnsupportedValue {
+                        what: "minProperties".into(),
+                        pointer: n.at.clone(),
+                        detail: format!("minProperties {min_p} with {req} required properties"),
+                    },
+                    self.opts.lenient,
+                )?;
+            }
+        }
+        if !implied_max {
+            self.doc.soft(
+                SchemaError::UnsupportedValue {
+                    what: "maxProperties".into(),
+                    pointer: n.at.clone(),
+                    detail: format!(
+                        "maxProperties {} with {total} possible declared properties{}",
+                        max_p.unwrap_or(0),
+                        if extra.is_some() {
+                            " and extra keys"
+                        } else {
+                            ""
+                        }
+                    ),
+                },
+                self.opts.lenient,
+            )?;
+        }
+        let extras_tail = extra
+            .as_ref()
+            .map(|x| format!("(?:{comma}{x})*"))
+            .unwrap_or_default();
+        let any_order = self.opts.mode == JsonMode::Compliant
+            && props.len() >= 2
+            && props.len() <= self.opts.any_order_max_properties;
+        let members: String;
+        let optional: bool;
+        if any_order {
+            let known = any_order_tree(&props, 0, false, &comma, req == 0);
+            if req > 0 {
+                members = format!("{known}{extras_tail}");
+                optional = false;
+            } else {
+                members = match &extra {
+                    Some(x) => format!("(?:{known}{extras_tail}|{x}{extras_tail})"),
+                    None => known,
+                };
+                optional = !nonempty;
+            }
+        } else if let Some(r) = props.iter().position(|p| p.required) {
+            let mut s = String::new();
+            for p in &props[..r] {
+                s.push_str(&format!("(?:{}{comma})?", p.kv));
+            }
+            s.push_str(&props[r].kv);
+            for p in &props[r + 1..] {
+                if p.required {
+                    s.push_str(&format!("{comma}{}", p.kv));
+                } else {
+                    s.push_str(&format!("(?:{comma}{})?", p.kv));
+                }
+            }
+            s.push_str(&extras_tail);
+            members = s;
+            optional = false;
+        } else {
+            let mut a = props[0].kv.clone();
+            for p in &props[1..] {
+                a = format!("(?:{a}(?:{comma}{kv})?|{kv})", kv = p.kv);
+            }
+            members = match &extra {
+                Some(x) => format!("(?:{a}{extras_tail}|{x}{extras_tail})"),
+                None => a,
+            };
+            optional = !nonempty;
+        }
+        Ok(Some(if optional {
+            format!("\\{{{inner}(?:{members})?{inner}\\}}")
+        } else {
+            wrap(members)
+        }))
+    }
+}
+
+/// Any order, each key at most once, required keys present. `skip_empty`:
+/// leave out the empty sequence at the top (the caller makes it optional).
+fn any_order_tree(
+    props: &[Prop],
+    used: u32,
+    started: bool,
+    comma: &str,
+    skip_empty: bool,
+) -> String {
+    let mut alts = Vec::new();
+    let all_required = props
+        .iter()
+        .enumerate()
+        .all(|(i, p)| !p.required || used & (1 << i) != 0);
+    if all_required && !(skip_empty && !started) {
+        alts.push(String::new());
+    }
+    for (i, p) in props.iter().enumerate() {
+        if used & (1 << i) != 0 {
+            continue;
+        }
+        let sep = if started { comma } else { "" };
+        let rest = any_order_tree(props, used | (1 << i), true, comma, skip_empty);
+        if rest.is_empty() {
+            alts.push(format!("{sep}{}", p.kv));
+        } else {
+            alts.push(format!("{sep}{}{rest}", p.kv));
+        }
+    }
+    if alts.len() == 1 {
+        return alts.pop().expect("one");
+    }
+    format!("(?:{})", alts.join("|"))
+}
+
+fn collect_refs(s: &Schema, out: &mut Vec<String>) {
+    match s {
+        Schema::Bool(_) => {}
+        Schema::Ref { target, .. } => out.push(target.clone()),
+        Schema::Node(n) => {
+            let subs = n
+                .prefix_items
+                .iter()
+                .flatten()
+                .chain(n.items.iter())
+                .chain(n.properties.iter().map(|(_, s)| s))
+                .chain(n.additional.iter())
+                .chain(n.all_of.iter())
+                .chain(n.any_of.iter().flatten())
+                .chain(n.one_of.iter().flat_map(|g| g.value.iter()));
+            for c in subs {
+                collect_refs(c, out);
+            }
+        }
+    }
+}
+
+fn ranges_disjoint(a: &Node, b: &Node) -> bool {
+    let below = |hi: &Option<numeric::Bound>, lo: &Option<numeric::Bound>| match (hi, lo) {
+        (Some(h), Some(l)) => {
+            h.value < l.value || (h.value == l.value && (h.exclusive || l.exclusive))
+        }
+        _ => false,
+    };
+    below(&a.maximum, &b.minimum) || below(&b.maximum, &a.minimum)
+}
+
+fn type_ok(t: Types, v: &Value) -> bool {
+    match v {
+        Value::Null => t.has(Types::NULL),
+        Value::Bool(_) => t.has(Types::BOOLEAN),
+        Value::Number(_) => {
+            t.has(Types::NUMBER) || (t.has(Types::INTEGER) && Types::of(v) == Types::INTEGER)
+        }
+        Value::String(_) => t.has(Types::STRING),
+        Value::Array(_) => t.has(Types::ARRAY),
+        Value::Object(_) => t.has(Types::OBJECT),
+    }
+}
+
+/// Whether `v` validates against the node's own keywords. `None`: cannot
+/// tell (applicators, or array/object keywords on a container value).
+pub(crate) fn satisfies(n: &Node, v: &Value) -> Option<bool> {
+    if let Some(t) = n.types {
+        if !type_ok(t, v) {
+            return Some(false);
+        }
+    }
+    if let Some(e) = &n.enumeration {
+        if !e.iter().any(|x| ir::json_eq(x, v)) {
+            return Some(false);
+        }
+    }
+    let mut unknown = !n.all_of.is_empty() || !n.any_of.is_empty() || !n.one_of.is_empty();
+    match v {
+        Value::String(s) => {
+            let len = s.chars().count() as u64;
+            if n.min_length.is_some_and(|m| len < m) || n.max_length.is_some_and(|m| len > m) {
+                return Some(false);
+            }
+            for p in &n.patterns {
+                let ok = pattern::translate_ecma(&p.value)
+                    .ok()
+                    .and_then(|t| regex_automata::meta::Regex::new(&t).ok())
+                    .map(|r| r.is_match(s.as_str()));
+                match ok {
+                    Some(false) => return Some(false),
+                    Some(true) => {}
+                    None => unknown = true,
+                }
+            }
+            for f in &n.formats {
+                let re = formats::format_regex(&f.value).expect("supported");
+                let ok = regex_automata::meta::Regex::new(&format!("^(?:{re})$"))
+                    .ok()
+                    .map(|r| r.is_match(s.as_str()));
+                if ok != Some(true) {
+                    // Our format regex is narrower than the format: we cannot
+                    // produce it, so treat it as not satisfying (sound).
+                    return Some(false);
+                }
+            }
+        }
+        Value::Number(x) => {
+            let d = Dec::parse(&x.to_string())?;
+            if let Some(l) = &n.minimum {
+                if d < l.value || (l.exclusive && d == l.value) {
+                    return Some(false);
+                }
+            }
+            if let Some(h) = &n.maximum {
+                if d > h.value || (h.exclusive && d == h.value) {
+                    return Some(false);
+                }
+            }
+            if let Some(m) = &n.multiple_of {
+                match (d.to_i128(), m.value.to_i128()) {
+                    (Some(a), Some(k)) => {
+                        if a % k != 0 {
+                            return Some(false);
+                        }
+                    }
+                    _ => unknown = true,
+                }
+            }
+        }
+        Value::Array(_) => {
+            if n.has_array_keywords() {
+                unknown = true;
+            }
+        }
+        Value::Object(_) => {
+            if n.has_object_keywords() {
+                unknown = true;
+            }
+        }
+        _ => {}
+    }
+    if unknown {
+        None
+    } else {
+        Some(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_float_repr() {
+        for (f, s) in [
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e-5, "1e-05"),
+            (1e16, "1e+16"),
+            (123456.789, "123456.789"),
+            (-2.5e-7, "-2.5e-07"),
+            (0.0001, "0.0001"),
+            (1.5e300, "1.5e+300"),
+        ] {
+            assert_eq!(py_float(f), s);
+        }
+    }
+
+    #[test]
+    fn extra_keys_exclude_declared_names() {
+        let re = regex::Regex::new(&format!(
+            "^{}$",
+            extra_key(&["a".into(), "ab".into(), "b\"c".into()])
+        ))
+        .unwrap();
+        for ok in [
+            "\"\"",
+            "\"x\"",
+            "\"abc\"",
+            "\"b\"",
+            "\"aa\"",
+            "\"b\\\"\"",
+            "\"b\\\"cd\"",
+        ] {
+            assert!(re.is_match(ok), "{ok}");
+        }
+        for bad in ["\"a\"", "\"ab\"", "\"b\\\"c\""] {
+            assert!(!re.is_match(bad), "{bad}");
+        }
+    }
+}
