@@ -1191,3 +1191,115 @@ pub fn check_sampling_case(case: &SamplingCase) -> Result<SamplingOutcome, Viola
         support: dist.len(),
     })
 }
+
+/// A small vocabulary for schema checks: every single byte (so every text is
+/// spellable and byte-level liveness is token-level liveness) plus a few
+/// multi-byte JSON pieces, and two EOS ids.
+pub fn json_test_vocabulary() -> Vocabulary {
+    let pieces: &[&str] = &[
+        "{\"", "\":", "\": ", "\", \"", ", ", "\"}", "true", "false", "null", "[]", "{}", "[{",
+        "}]", "\":\"", "0.", "-1", "e+", "\\u00", "\\\"", "ab", "abc",
+    ];
+    let mut toks: Vec<(TokenId, Vec<u8>)> =
+        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
+    for (i, p) in pieces.iter().enumerate() {
+        toks.push((TokenId(256 + i as u32), p.as_bytes().to_vec()));
+    }
+    let n = toks.len() as u32;
+    Vocabulary::new(toks, [TokenId(n), TokenId(n + 1)], n as usize + 2).expect("a valid vocabulary")
+}
+
+/// What [`check_schema_case`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaOutcome {
+    /// The schema (or its automaton) was refused with a typed error.
+    Refused(String),
+    /// Walks ran; every finished output validated.
+    Checked {
+        /// Walks that finished (EOS taken).
+        finished: usize,
+    },
+}
+
+/// Schema invariants for one schema: `compile` never panics and either
+/// refuses with a non-empty message or yields a regex the DFA builder parses;
+/// the index over `vocab` builds (or refuses for size); `walks` random walks
+/// of allowed tokens, each checked by [`check_walk`] (masks against the DFA
+/// oracle), end in a text that parses as JSON and that `validate` (an
+/// independent JSON Schema validator) accepts. `opts` must not be lenient.
+pub fn check_schema_case(
+    schema: &serde_json::Value,
+    opts: &crate::schema::SchemaOptions,
+    vocab: Arc<Vocabulary>,
+    choices: &[u8],
+    walks: usize,
+    validate: &dyn Fn(&serde_json::Value) -> bool,
+) -> Result<SchemaOutcome, Violation> {
+    let compiled = match crate::schema::compile(schema, opts) {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = e.to_string();
+            if msg.trim().is_empty() {
+                return fail("the schema compiler refused with an empty message", b"");
+            }
+            return Ok(SchemaOutcome::Refused(msg));
+        }
+    };
+    let dfa = match ByteDfa::new(&compiled.regex, &fuzz_dfa_config()) {
+        Ok(d) => d,
+        Err(DfaError::Syntax { offset, message }) => {
+            return fail(
+                format!(
+                    "the schema compiler emitted a regex that does not parse (byte {offset}: {message}): {}",
+                    compiled.regex
+                ),
+                b"",
+            )
+        }
+        Err(e) => return Ok(SchemaOutcome::Refused(e.to_string())),
+    };
+    let cfg = IndexConfig {
+        threads: 1,
+        max_states: 50_000,
+        ..Default::default()
+    };
+    let index = match TokenIndex::build(&dfa, vocab, &cfg) {
+        Ok(i) => Arc::new(i),
+        Err(e @ IndexError::IncompatibleVocabulary { .. }) => {
+            return fail(
+                format!("index build failed over a vocabulary with every byte: {e}"),
+                b"",
+            )
+        }
+        Err(e) => return Ok(SchemaOutcome::Refused(e.to_string())),
+    };
+    let Some(oracle) = Oracle::new(&dfa, 50_000) else {
+        return Ok(SchemaOutcome::Refused(
+            "automaton too big for the oracle".into(),
+        ));
+    };
+    let full = |text: &[u8]| -> bool {
+        std::str::from_utf8(text)
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+            .is_some_and(|v| validate(&v))
+    };
+    let opts = WalkOptions {
+        full_masks: index.vocab().logits_width() <= 4096,
+        sample_stride: 61,
+        max_steps: 48,
+    };
+    let mut finished = 0;
+    for k in 0..walks {
+        let mut c = choices.to_vec();
+        let len = c.len();
+        if len > 0 {
+            c.rotate_left((k * 7) % len);
+        }
+        c.push(k as u8);
+        if let WalkEnd::Finished(_) = check_walk(&index, &oracle, &c, &opts, &full)? {
+            finished += 1;
+        }
+    }
+    Ok(SchemaOutcome::Checked { finished })
+}

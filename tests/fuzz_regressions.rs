@@ -329,3 +329,95 @@ fn sampling_random_sweep() {
     }
     assert!(picked > 500, "most sweep cases pick a token ({picked})");
 }
+
+fn validator(schema: &serde_json::Value) -> Option<jsonschema::Validator> {
+    jsonschema::validator_for(schema).ok()
+}
+
+#[derive(serde::Deserialize)]
+struct SchemaRegression {
+    schema: serde_json::Value,
+    #[serde(default)]
+    compliant: bool,
+    #[serde(default)]
+    choices: Vec<u8>,
+}
+
+#[test]
+fn schema_compile_regressions_replay() {
+    use constrain::check::{check_schema_case, json_test_vocabulary};
+    use constrain::schema::SchemaOptions;
+    let vocab = Arc::new(json_test_vocabulary());
+    let cases = regressions("schema_compile");
+    assert!(
+        !cases.is_empty(),
+        "fuzz/regressions/schema_compile/ holds cases"
+    );
+    for (path, text) in cases {
+        let case: SchemaRegression =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let opts = if case.compliant {
+            SchemaOptions::compliant()
+        } else {
+            SchemaOptions::default()
+        };
+        let val = validator(&case.schema);
+        let validate = |v: &serde_json::Value| val.as_ref().is_none_or(|x| x.is_valid(v));
+        if let Err(v) = check_schema_case(
+            &case.schema,
+            &opts,
+            vocab.clone(),
+            &case.choices,
+            3,
+            &validate,
+        ) {
+            panic!("{}: {v}", path.display());
+        }
+    }
+}
+
+/// `check_schema_case` over a deterministic sample of real schemas from
+/// MaskBench (every 40th file): outputs of random walks validate.
+#[test]
+fn maskbench_sample_walks_validate() {
+    use constrain::check::{check_schema_case, json_test_vocabulary, SchemaOutcome};
+    use constrain::schema::SchemaOptions;
+    let Some(corpora) = common::corpora() else {
+        return;
+    };
+    let dir = corpora.join("maskbench-dev");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let vocab = Arc::new(json_test_vocabulary());
+    let (mut checked, mut refused, mut finished) = (0, 0, 0);
+    for (i, f) in files.iter().enumerate().filter(|(i, _)| i % 40 == 0) {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let schema = &doc["schema"];
+        let Some(val) = validator(schema) else {
+            continue;
+        };
+        let validate = |v: &serde_json::Value| val.is_valid(v);
+        let choices: Vec<u8> = (0..64).map(|k| (k * 37 + i) as u8).collect();
+        match check_schema_case(
+            schema,
+            &SchemaOptions::default(),
+            vocab.clone(),
+            &choices,
+            2,
+            &validate,
+        ) {
+            Ok(SchemaOutcome::Checked { finished: n }) => {
+                checked += 1;
+                finished += n;
+            }
+            Ok(SchemaOutcome::Refused(_)) => refused += 1,
+            Err(v) => panic!("{}: {v}", f.display()),
+        }
+    }
+    eprintln!("maskbench sample: {checked} schemas checked ({finished} outputs validated), {refused} refused");
+    assert!(checked > 40, "most sampled schemas compile ({checked})");
+}
