@@ -24,6 +24,7 @@ pub mod generate;
 pub mod grammar;
 pub mod guide;
 pub mod index;
+pub mod maskbench;
 pub mod model;
 pub mod sampling;
 pub mod schema;
@@ -40,6 +41,8 @@ pub enum Error {
     Vocab(#[from] VocabError),
     #[error(transparent)]
     Guide(#[from] GuideError),
+    #[error(transparent)]
+    Schema(#[from] schema::SchemaError),
     #[error(transparent)]
     Grammar(#[from] grammar::GrammarError),
 }

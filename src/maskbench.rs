@@ -24,7 +24,7 @@
 use crate::dfa::{ByteDfa, DfaConfig};
 use crate::guide::Guide;
 use crate::index::{IndexConfig, TokenIndex};
-use crate::schema::{self, JsonMode, SchemaOptions, Whitespace};
+use crate::schema::{self, SchemaOptions};
 use crate::vocab::{TextTokenizer, Vocabulary};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -99,13 +99,12 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             timeout: Duration::from_secs(30),
-            schema: SchemaOptions {
-                mode: JsonMode::Compliant,
-                whitespace: Whitespace::Flexible { max: 2 },
-                ..SchemaOptions::default()
-            },
+            schema: SchemaOptions::compliant(),
             dfa: DfaConfig::default(),
-            index: IndexConfig { threads: 1, ..IndexConfig::default() },
+            index: IndexConfig {
+                threads: 1,
+                ..IndexConfig::default()
+            },
         }
     }
 }
@@ -121,10 +120,14 @@ pub enum CorpusError {
 
 /// Reads the cases of one file (either format).
 pub fn load_file(path: &Path) -> Result<Vec<Case>, CorpusError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CorpusError::Read { path: path.to_path_buf(), msg: e.to_string() })?;
-    let v: Value =
-        serde_json::from_str(&text).map_err(|e| CorpusError::Read { path: path.to_path_buf(), msg: e.to_string() })?;
+    let text = std::fs::read_to_string(path).map_err(|e| CorpusError::Read {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| CorpusError::Read {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })?;
     let name = path.display().to_string();
     let instances = |tests: &Value| -> Vec<Instance> {
         tests
@@ -135,7 +138,11 @@ pub fn load_file(path: &Path) -> Result<Vec<Case>, CorpusError> {
                         Some(Instance {
                             data: t.get("data")?.clone(),
                             valid: t.get("valid")?.as_bool()?,
-                            description: t.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
+                            description: t
+                                .get("description")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string(),
                         })
                     })
                     .collect()
@@ -143,9 +150,11 @@ pub fn load_file(path: &Path) -> Result<Vec<Case>, CorpusError> {
             .unwrap_or_default()
     };
     match &v {
-        Value::Object(o) if o.contains_key("schema") => {
-            Ok(vec![Case { name, schema: o["schema"].clone(), instances: instances(&o["tests"]) }])
-        }
+        Value::Object(o) if o.contains_key("schema") => Ok(vec![Case {
+            name,
+            schema: o["schema"].clone(),
+            instances: instances(&o["tests"]),
+        }]),
         Value::Array(groups) => Ok(groups
             .iter()
             .enumerate()
@@ -157,7 +166,9 @@ pub fn load_file(path: &Path) -> Result<Vec<Case>, CorpusError> {
                 })
             })
             .collect()),
-        _ => Err(CorpusError::Format { path: path.to_path_buf() }),
+        _ => Err(CorpusError::Format {
+            path: path.to_path_buf(),
+        }),
     }
 }
 
@@ -250,10 +261,18 @@ pub fn python_float_repr(f: f64) -> String {
         return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if f > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if f.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     let sci = format!("{:e}", f); // e.g. "-1.2345e-5"
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
@@ -268,24 +287,45 @@ pub fn python_float_repr(f: f64) -> String {
         } else if point as usize >= digits.len() {
             format!("{}{}.0", digits, "0".repeat(point as usize - digits.len()))
         } else {
-            format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
+            format!(
+                "{}.{}",
+                &digits[..point as usize],
+                &digits[point as usize..]
+            )
         };
         format!("{sign}{s}")
     } else {
-        let m = if digits.len() > 1 { format!("{}.{}", &digits[..1], &digits[1..]) } else { digits };
-        format!("{sign}{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+        let m = if digits.len() > 1 {
+            format!("{}.{}", &digits[..1], &digits[1..])
+        } else {
+            digits
+        };
+        format!(
+            "{sign}{m}e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        )
     }
 }
 
 /// Compiles a schema to an index (what TTFM measures).
-pub fn compile_case(schema_value: &Value, vocab: &Arc<Vocabulary>, cfg: &RunConfig) -> Result<TokenIndex, String> {
+pub fn compile_case(
+    schema_value: &Value,
+    vocab: &Arc<Vocabulary>,
+    cfg: &RunConfig,
+) -> Result<TokenIndex, String> {
     let compiled = schema::compile(schema_value, &cfg.schema).map_err(|e| e.to_string())?;
     let dfa = ByteDfa::new(&compiled.regex, &cfg.dfa).map_err(|e| e.to_string())?;
     TokenIndex::build(&dfa, vocab.clone(), &cfg.index).map_err(|e| e.to_string())
 }
 
 /// Runs one case: compile under the time limit, then every instance.
-pub fn run_case(case: &Case, vocab: &Arc<Vocabulary>, tok: &TextTokenizer, cfg: &RunConfig) -> CaseResult {
+pub fn run_case(
+    case: &Case,
+    vocab: &Arc<Vocabulary>,
+    tok: &TextTokenizer,
+    cfg: &RunConfig,
+) -> CaseResult {
     let mut r = CaseResult {
         name: case.name.clone(),
         outcome: Outcome::Pass,
@@ -336,7 +376,12 @@ pub fn run_case(case: &Case, vocab: &Arc<Vocabulary>, tok: &TextTokenizer, cfg: 
         let tokens = match tok.encode(&text) {
             Ok(t) => t,
             Err(e) => {
-                r.instances.push(InstanceResult { valid: inst.valid, accepted: false, tokens: 0, rejected_at: Some(e.to_string()) });
+                r.instances.push(InstanceResult {
+                    valid: inst.valid,
+                    accepted: false,
+                    tokens: 0,
+                    rejected_at: Some(e.to_string()),
+                });
                 if inst.valid {
                     r.valid_rejected += 1;
                 }
@@ -365,7 +410,12 @@ pub fn run_case(case: &Case, vocab: &Arc<Vocabulary>, tok: &TextTokenizer, cfg: 
         if !inst.valid && accepted {
             r.invalid_accepted += 1;
         }
-        r.instances.push(InstanceResult { valid: inst.valid, accepted, tokens: tokens.len(), rejected_at });
+        r.instances.push(InstanceResult {
+            valid: inst.valid,
+            accepted,
+            tokens: tokens.len(),
+            rejected_at,
+        });
     }
     r.outcome = if r.invalid_accepted > 0 {
         Outcome::InvalidAccepted
@@ -393,7 +443,12 @@ impl Percentiles {
         }
         v.sort_by(|a, b| a.total_cmp(b));
         let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
-        Percentiles { p50: q(0.5), p90: q(0.9), p99: q(0.99), max: v[v.len() - 1] }
+        Percentiles {
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            max: v[v.len() - 1],
+        }
     }
 }
 
@@ -415,7 +470,10 @@ impl Summary {
     /// Aggregates results: `schemas`, `passing`, `compile_error` and `timeout`
     /// count schemas; `valid_rejected` and `invalid_accepted` count instances.
     pub fn of(results: &[CaseResult]) -> Summary {
-        let mut s = Summary { schemas: results.len(), ..Default::default() };
+        let mut s = Summary {
+            schemas: results.len(),
+            ..Default::default()
+        };
         let mut ttfm = Vec::new();
         let mut tbm = Vec::new();
         for r in results {
@@ -463,7 +521,10 @@ mod tests {
     #[test]
     fn python_dumps_separators_and_escapes() {
         let v = json!({"a": [1, 2.0, "x\"y\n"], "北": null, "t": true});
-        assert_eq!(python_dumps(&v), r#"{"a": [1, 2.0, "x\"y\n"], "北": null, "t": true}"#);
+        assert_eq!(
+            python_dumps(&v),
+            r#"{"a": [1, 2.0, "x\"y\n"], "北": null, "t": true}"#
+        );
         assert_eq!(python_dumps(&json!("\u{1}")), r#""\u0001""#);
     }
 }

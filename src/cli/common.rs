@@ -1,6 +1,7 @@
 //! Shared CLI pieces: error reporting, asset paths, the constraint source
 //! flags (`--regex`, `--grammar`, `--schema`) and index options.
 
+use super::schema_args::SchemaArgs;
 use anyhow::Context;
 use constrain::dfa::{ByteDfa, DfaConfig};
 use constrain::grammar::Grammar;
@@ -43,6 +44,9 @@ pub struct SourceArgs {
     /// A grammar file (`grammars/*.regex`: a comment header, then a regex).
     #[arg(long)]
     pub grammar: Option<PathBuf>,
+    /// A JSON Schema file.
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
 }
 
 /// Tokenizer and index options.
@@ -119,15 +123,32 @@ impl IndexArgs {
     }
 }
 
-/// The regex a source stands for.
-pub fn source_regex(src: &SourceArgs) -> anyhow::Result<String> {
+/// Reads a JSON file, naming it in errors.
+pub fn read_json(path: &std::path::Path, what: &str) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {what} {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{what} {} is not valid JSON", path.display()))
+}
+
+/// The regex a source stands for. Schema warnings (lenient mode) go to stderr.
+pub fn source_regex(src: &SourceArgs, schema: &SchemaArgs) -> anyhow::Result<String> {
     if let Some(re) = &src.regex {
         return Ok(re.clone());
     }
     if let Some(path) = &src.grammar {
         return Ok(Grammar::load(path)?.pattern);
     }
-    anyhow::bail!("give one of --regex, --grammar")
+    if let Some(path) = &src.schema {
+        let value = read_json(path, "schema")?;
+        let compiled = constrain::schema::compile(&value, &schema.options())
+            .with_context(|| format!("schema {}", path.display()))?;
+        for w in &compiled.warnings {
+            eprintln!("warning: {w}");
+        }
+        return Ok(compiled.regex);
+    }
+    anyhow::bail!("give one of --regex, --grammar, --schema")
 }
 
 /// A built index with the figures `compile` prints.

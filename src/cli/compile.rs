@@ -2,6 +2,7 @@
 //! check` (walk the guide over a text's canonical tokens).
 
 use super::common::{build_index, source_regex, IndexArgs, SourceArgs};
+use super::schema_args::SchemaArgs;
 use constrain::Guide;
 use std::process::ExitCode;
 
@@ -11,6 +12,8 @@ pub struct CompileArgs {
     source: SourceArgs,
     #[command(flatten)]
     index: IndexArgs,
+    #[command(flatten)]
+    schema: SchemaArgs,
     /// Print the figures as one JSON object.
     #[arg(long)]
     json: bool,
@@ -25,13 +28,15 @@ pub struct CheckArgs {
     source: SourceArgs,
     #[command(flatten)]
     index: IndexArgs,
+    #[command(flatten)]
+    schema: SchemaArgs,
     /// The text to check.
     #[arg(long)]
     text: String,
 }
 
 pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
-    let regex = source_regex(&a.source)?;
+    let regex = source_regex(&a.source, &a.schema)?;
     let vocab = a.index.vocabulary()?;
     let t = std::time::Instant::now();
     let built = build_index(&regex, vocab, &a.index)?;
@@ -84,7 +89,7 @@ pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
-    let regex = source_regex(&a.source)?;
+    let regex = source_regex(&a.source, &a.schema)?;
     let vocab = a.index.vocabulary()?;
     let tok = a.index.text_tokenizer()?;
     let built = build_index(&regex, vocab.clone(), &a.index)?;

@@ -43,11 +43,20 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
         files.extend(maskbench::collect_files(p));
     }
     if let Some(list) = &a.files_from {
-        let text = std::fs::read_to_string(list).with_context(|| format!("cannot read {}", list.display()))?;
+        let text = std::fs::read_to_string(list)
+            .with_context(|| format!("cannot read {}", list.display()))?;
         let base = list.parent().map(PathBuf::from).unwrap_or_default();
-        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        for line in text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
             let p = PathBuf::from(line);
-            files.push(if p.is_absolute() || p.exists() { p } else { base.join(p) });
+            files.push(if p.is_absolute() || p.exists() {
+                p
+            } else {
+                base.join(p)
+            });
         }
     }
     if files.is_empty() {
@@ -58,10 +67,18 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
     }
     let vocab = a.index.vocabulary()?;
     let tok = a.index.text_tokenizer()?;
-    let mut cfg = RunConfig { timeout: Duration::from_secs_f64(a.timeout_s), ..RunConfig::default() };
-    cfg.schema.whitespace = constrain::schema::Whitespace::Flexible { max: a.max_whitespace };
+    let mut cfg = RunConfig {
+        timeout: Duration::from_secs_f64(a.timeout_s),
+        ..RunConfig::default()
+    };
+    cfg.schema.whitespace = constrain::schema::Whitespace::Flexible {
+        max: a.max_whitespace,
+    };
     cfg.dfa = a.index.dfa_config();
-    cfg.index = constrain::index::IndexConfig { threads: 1, ..a.index.index_config() };
+    cfg.index = constrain::index::IndexConfig {
+        threads: 1,
+        ..a.index.index_config()
+    };
     let mut jsonl = match &a.jsonl {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,

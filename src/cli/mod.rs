@@ -7,6 +7,8 @@ use std::process::ExitCode;
 mod common;
 mod compile;
 mod distribution;
+mod maskbench;
+mod schema_args;
 
 #[derive(Parser)]
 #[command(
@@ -25,6 +27,8 @@ enum Command {
     Compile(compile::CompileArgs),
     /// Walk the guide over the canonical tokens of a text: exit 0 accepted, 1 rejected.
     Check(compile::CheckArgs),
+    /// Run schemas with valid/invalid instances by MaskBench's rules and report TTFM/TBM.
+    Maskbench(maskbench::MaskbenchArgs),
     /// Show how each sampling stage shifts a small distribution.
     Distribution(Box<distribution::DistributionArgs>),
 }
@@ -53,6 +57,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Compile(a)) => compile::run_compile(a),
         Some(Command::Check(a)) => compile::run_check(a),
+        Some(Command::Maskbench(a)) => maskbench::run(a),
         Some(Command::Distribution(a)) => distribution::run(*a),
         None => Err(anyhow::anyhow!("no command given; see `constrain --help`")),
     };

@@ -16,7 +16,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 fn baseline(name: &str) -> BTreeSet<String> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/baselines").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/baselines")
+        .join(name);
     std::fs::read_to_string(&p)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
         .lines()
@@ -29,7 +31,10 @@ fn baseline(name: &str) -> BTreeSet<String> {
 fn run(files: &[std::path::PathBuf]) -> Vec<CaseResult> {
     let vocab = common::qwen_vocab().unwrap();
     let tok = common::qwen_tokenizer().unwrap();
-    let cfg = RunConfig { timeout: std::time::Duration::from_secs(20), ..RunConfig::default() };
+    let cfg = RunConfig {
+        timeout: std::time::Duration::from_secs(20),
+        ..RunConfig::default()
+    };
     let mut out = Vec::new();
     for f in files {
         for case in maskbench::load_file(f).unwrap() {
@@ -41,33 +46,62 @@ fn run(files: &[std::path::PathBuf]) -> Vec<CaseResult> {
 
 #[test]
 fn maskbench_subset_never_regresses() {
-    let (Some(corpora), Some(_)) = (common::corpora(), common::qwen_vocab()) else { return };
+    let (Some(corpora), Some(_)) = (common::corpora(), common::qwen_vocab()) else {
+        return;
+    };
     let dir = corpora.join("maskbench-dev");
     let subset = baseline("maskbench-ci-subset.txt");
     let passing = baseline("maskbench-dev.passing");
-    let files: Vec<_> = subset.iter().map(|n| dir.join(n)).filter(|p| p.exists()).collect();
-    assert!(files.len() * 10 >= subset.len() * 9, "the CI subset files exist in the corpus");
+    let files: Vec<_> = subset
+        .iter()
+        .map(|n| dir.join(n))
+        .filter(|p| p.exists())
+        .collect();
+    assert!(
+        files.len() * 10 >= subset.len() * 9,
+        "the CI subset files exist in the corpus"
+    );
     let results = run(&files);
     let mut regressions = Vec::new();
     let mut invalid = Vec::new();
     for r in &results {
-        let name = Path::new(&r.name).file_name().unwrap().to_string_lossy().into_owned();
+        let name = Path::new(&r.name)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         if r.invalid_accepted > 0 {
             invalid.push(name.clone());
         }
         if passing.contains(&name) && r.outcome != maskbench::Outcome::Pass {
-            regressions.push(format!("{name}: {:?} {}", r.outcome, r.error.clone().unwrap_or_default()));
+            regressions.push(format!(
+                "{name}: {:?} {}",
+                r.outcome,
+                r.error.clone().unwrap_or_default()
+            ));
         }
     }
-    let pass = results.iter().filter(|r| r.outcome == maskbench::Outcome::Pass).count();
+    let pass = results
+        .iter()
+        .filter(|r| r.outcome == maskbench::Outcome::Pass)
+        .count();
     eprintln!("maskbench CI subset: {pass}/{} passing", results.len());
-    assert!(invalid.is_empty(), "invalid instances accepted (soundness bug) in: {invalid:?}");
-    assert!(regressions.is_empty(), "schemas that passed no longer pass:\n{}", regressions.join("\n"));
+    assert!(
+        invalid.is_empty(),
+        "invalid instances accepted (soundness bug) in: {invalid:?}"
+    );
+    assert!(
+        regressions.is_empty(),
+        "schemas that passed no longer pass:\n{}",
+        regressions.join("\n")
+    );
 }
 
 #[test]
 fn test_suite_never_regresses() {
-    let (Some(corpora), Some(_)) = (common::corpora(), common::qwen_vocab()) else { return };
+    let (Some(corpora), Some(_)) = (common::corpora(), common::qwen_vocab()) else {
+        return;
+    };
     let root = corpora.join("json-schema-test-suite/tests/draft2020-12");
     let passing = baseline("test-suite.passing");
     let files: Vec<_> = maskbench::collect_files(&root)
@@ -78,7 +112,11 @@ fn test_suite_never_regresses() {
     let mut regressions = Vec::new();
     let mut invalid = Vec::new();
     for r in &results {
-        let rel = r.name.strip_prefix(&format!("{}/", root.display())).unwrap_or(&r.name).to_string();
+        let rel = r
+            .name
+            .strip_prefix(&format!("{}/", root.display()))
+            .unwrap_or(&r.name)
+            .to_string();
         for (i, inst) in r.instances.iter().enumerate() {
             let id = format!("{rel}#{i}");
             if !inst.valid && inst.accepted {
@@ -90,6 +128,12 @@ fn test_suite_never_regresses() {
             }
         }
     }
-    assert!(invalid.is_empty(), "invalid instances accepted (soundness bug): {invalid:?}");
-    assert!(regressions.is_empty(), "suite tests that passed no longer pass: {regressions:?}");
+    assert!(
+        invalid.is_empty(),
+        "invalid instances accepted (soundness bug): {invalid:?}"
+    );
+    assert!(
+        regressions.is_empty(),
+        "suite tests that passed no longer pass: {regressions:?}"
+    );
 }
