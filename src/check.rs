@@ -77,7 +77,14 @@ pub struct Oracle<'a, A: ByteAutomaton> {
 
 impl<'a, A: ByteAutomaton> Oracle<'a, A> {
     /// Explores `a`; `None` when it has more than `max_states` reachable states.
+    /// One byte per class of [`ByteAutomaton::byte_classes`] is explored
+    /// (bytes of a class lead to the same state by that method's contract).
     pub fn new(a: &'a A, max_states: usize) -> Option<Oracle<'a, A>> {
+        let classes = a.byte_classes();
+        let mut seen = [false; 256];
+        let reps: Vec<u8> = (0..=255u8)
+            .filter(|&b| !std::mem::replace(&mut seen[classes[b as usize] as usize], true))
+            .collect();
         let mut ids: HashMap<A::State, usize> = HashMap::new();
         let mut states = vec![a.start()];
         ids.insert(a.start(), 0);
@@ -87,7 +94,7 @@ impl<'a, A: ByteAutomaton> Oracle<'a, A> {
             let s = states[i];
             let mut out = Vec::new();
             if !a.is_dead(s) {
-                for b in 0..=255u8 {
+                for &b in &reps {
                     let n = a.next(s, b);
                     let id = match ids.get(&n) {
                         Some(&id) => id,
@@ -1226,11 +1233,13 @@ pub enum SchemaOutcome {
 /// the index over `vocab` builds (or refuses for size); `walks` random walks
 /// of allowed tokens, each checked by [`check_walk`] (masks against the DFA
 /// oracle), end in a text that parses as JSON and that `validate` (an
-/// independent JSON Schema validator) accepts. `opts` must not be lenient.
+/// independent JSON Schema validator) accepts. `opts` must not be lenient;
+/// `dfa_config` bounds the automaton (a schema over it is refused).
 pub fn check_schema_case(
     schema: &serde_json::Value,
     opts: &crate::schema::SchemaOptions,
     vocab: Arc<Vocabulary>,
+    dfa_config: &DfaConfig,
     choices: &[u8],
     walks: usize,
     validate: &dyn Fn(&serde_json::Value) -> bool,
@@ -1245,7 +1254,7 @@ pub fn check_schema_case(
             return Ok(SchemaOutcome::Refused(msg));
         }
     };
-    let dfa = match ByteDfa::new(&compiled.regex, &fuzz_dfa_config()) {
+    let dfa = match ByteDfa::new(&compiled.regex, dfa_config) {
         Ok(d) => d,
         Err(DfaError::Syntax { offset, message }) => {
             return fail(

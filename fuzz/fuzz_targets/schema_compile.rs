@@ -15,6 +15,7 @@
 
 use arbitrary::Arbitrary;
 use constrain::check::{check_schema_case, json_test_vocabulary, SchemaOutcome};
+use constrain::dfa::DfaConfig;
 use constrain::schema::SchemaOptions;
 use constrain::vocab::Vocabulary;
 use libfuzzer_sys::fuzz_target;
@@ -188,6 +189,17 @@ struct Input {
     choices: Vec<u8>,
 }
 
+/// Smaller than `fuzz_dfa_config`: building the DFA dominates the run time,
+/// and a free-form value (`{}`) already needs a large one.
+fn dfa_config() -> DfaConfig {
+    DfaConfig {
+        nfa_size_limit: 256 << 10,
+        determinize_size_limit: 1 << 20,
+        dfa_size_limit: 512 << 10,
+        minimize: false,
+    }
+}
+
 fn vocab() -> Arc<Vocabulary> {
     static V: OnceLock<Arc<Vocabulary>> = OnceLock::new();
     V.get_or_init(|| Arc::new(json_test_vocabulary())).clone()
@@ -204,7 +216,15 @@ fuzz_target!(|input: Input| {
     let validator = jsonschema::validator_for(&schema).ok();
     let validate = |v: &Value| validator.as_ref().is_none_or(|val| val.is_valid(v));
     let choices: Vec<u8> = input.choices.iter().take(96).copied().collect();
-    match check_schema_case(&schema, &opts, vocab(), &choices, 3, &validate) {
+    match check_schema_case(
+        &schema,
+        &opts,
+        vocab(),
+        &dfa_config(),
+        &choices,
+        3,
+        &validate,
+    ) {
         Ok(SchemaOutcome::Checked { .. }) | Ok(SchemaOutcome::Refused(_)) => {}
         Err(v) => panic!(
             "{v}\ncase: {}",
