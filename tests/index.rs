@@ -199,6 +199,44 @@ fn qwen_eager_and_lazy_masks_agree() {
     }
 }
 
+/// The masks against a brute-force oracle: token `t` is in the mask of `s`
+/// exactly when walking its bytes through the table from `s` stays live (or
+/// `t` is EOS and `s` accepts). Covers string interiors (the plain-token fast
+/// path), property-name prefixes, escapes and structure.
+#[test]
+fn qwen_masks_match_brute_force() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let free_string = r#""(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u[0-9a-fA-F]{4})*""#;
+    let key_not_abc = r#""(?:|[^"\\\x00-\x1Fa][^"\\\x00-\x1F]*|a|a[^"\\\x00-\x1Fb][^"\\\x00-\x1F]*|ab[^"\\\x00-\x1F]+)""#;
+    let res = [
+        format!(r#"\{{"a": {free_string}(, {key_not_abc}: (?:[0-9]+|{free_string}))?\}}"#),
+        RECORD.to_string(),
+        r"[\p{L} ]{0,40}[.!?]".to_string(),
+    ];
+    let mut rng = StdRng::seed_from_u64(3);
+    for re in &res {
+        for eager in [true, false] {
+            let idx = index(re, &vocab, eager);
+            let n = idx.num_states() as u32;
+            for _ in 0..12 {
+                let s = constrain::index::StateId(rng.random_range(0..n));
+                let mask = idx.allowed(s);
+                for id in 0..vocab.logits_width() as u32 {
+                    let t = TokenId(id);
+                    assert_eq!(
+                        mask.contains(t),
+                        idx.next_state(s, t).is_some(),
+                        "{re}: state {s:?}, token {id} {}",
+                        vocab.describe(t)
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn qwen_sampled_strings_are_accepted_token_by_token() {
     let (Some(vocab), Some(tok)) = (common::qwen_vocab(), common::qwen_tokenizer()) else {

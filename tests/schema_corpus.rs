@@ -114,6 +114,9 @@ fn maskbench_measure() {
     if let Some(v) = env("MB_FREE") {
         opts.free_form_depth = v;
     }
+    if let Some(v) = env("MB_ORDER_LEN") {
+        opts.any_order_max_len = v;
+    }
     if let Some(v) = env("MB_ORDER") {
         opts.any_order_max_properties = v;
     }
@@ -162,6 +165,9 @@ fn maskbench_measure() {
         compile_ms.push(t0.elapsed().as_secs_f64() * 1e3);
         dfa_ok += 1;
         states.push(d.state_count());
+        if std::env::var("MB_LIST").is_ok() {
+            eprintln!("STATES {} {} {}", d.state_count(), c.regex.len(), name);
+        }
         let mut pass = true;
         for t in doc["tests"].as_array().unwrap() {
             let text = py_dumps(&t["data"]);
@@ -334,5 +340,43 @@ fn probe() {
     if let Ok(t) = std::env::var("MB_TEXT") {
         let d = ByteDfa::new(&c.regex, &small_dfa_config()).unwrap();
         eprintln!("matches: {}", d.matches(t.as_bytes()));
+    }
+}
+
+/// How deep can the generated regexes nest before the regex parser's nest
+/// limit bites (ignored; prints figures).
+#[test]
+#[ignore]
+fn nest_limit_probe() {
+    for n in [20usize, 40, 60, 80, 120, 200] {
+        let mut props = serde_json::Map::new();
+        for i in 0..n {
+            props.insert(format!("p{i}"), serde_json::json!({"type": "integer"}));
+        }
+        let s = serde_json::json!({"type": "object", "properties": props, "additionalProperties": false});
+        let c = schema::compile(&s, &SchemaOptions::default()).unwrap();
+        let d = ByteDfa::new(&c.regex, &small_dfa_config());
+        eprintln!(
+            "{n} optional properties: {}",
+            match d {
+                Ok(d) => format!("{} states", d.state_count()),
+                Err(e) => e.to_string(),
+            }
+        );
+    }
+    let mut s = serde_json::json!({"type": "integer"});
+    for depth in 1..200usize {
+        s = serde_json::json!({"type": "object", "properties": {"a": s}, "required": ["a"]});
+        if depth % 20 == 0 {
+            let c = schema::compile(&s, &SchemaOptions::default()).unwrap();
+            let d = ByteDfa::new(&c.regex, &small_dfa_config());
+            eprintln!(
+                "nesting {depth}: {}",
+                match d {
+                    Ok(d) => format!("{} states", d.state_count()),
+                    Err(e) => e.to_string(),
+                }
+            );
+        }
     }
 }

@@ -29,7 +29,7 @@ pub struct MaskbenchArgs {
     jsonl: Option<PathBuf>,
     /// Most whitespace characters between tokens (any JSON whitespace).
     #[arg(long, default_value_t = 2)]
-    max_whitespace: usize,
+    whitespace_max: usize,
     #[command(flatten)]
     index: IndexArgs,
 }
@@ -72,7 +72,7 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
         ..RunConfig::default()
     };
     cfg.schema.whitespace = constrain::schema::Whitespace::Flexible {
-        max: a.max_whitespace,
+        max: a.whitespace_max,
     };
     cfg.dfa = a.index.dfa_config();
     cfg.index = constrain::index::IndexConfig {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod common;
 mod compile;
 mod distribution;
+mod generate;
 mod maskbench;
 mod schema_args;
 
@@ -14,9 +15,13 @@ mod schema_args;
 #[command(
     name = "constrain",
     version,
-    about = "Structured-output decoding that always parses"
+    about = "Structured-output decoding that always parses",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
+    /// The main job (no subcommand): constrained generation.
+    #[command(flatten)]
+    generate: generate::GenerateArgs,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -59,7 +64,7 @@ pub fn main() -> ExitCode {
         Some(Command::Check(a)) => compile::run_check(a),
         Some(Command::Maskbench(a)) => maskbench::run(a),
         Some(Command::Distribution(a)) => distribution::run(*a),
-        None => Err(anyhow::anyhow!("no command given; see `constrain --help`")),
+        None => generate::run(cli.generate),
     };
     match result {
         Ok(code) => code,

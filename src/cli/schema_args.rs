@@ -1,46 +1,52 @@
-//! The schema compiler's options, shared by every command that takes `--schema`.
+//! The schema compiler's command-line options, shared by every subcommand
+//! that takes a JSON Schema. `options()` turns them into
+//! [`SchemaOptions`](constrain::schema::SchemaOptions).
 
+use clap::{Args, ValueEnum};
 use constrain::schema::{JsonMode, SchemaOptions, Whitespace};
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WhitespaceArg {
     /// No whitespace: `{"a":1}`.
     Compact,
     /// `", "` and `": "`, as Python's json.dumps writes.
     Python,
-    /// Any JSON whitespace, at most --max-whitespace bytes per slot.
+    /// Any JSON whitespace, at most --whitespace-max bytes per slot.
     Flexible,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum JsonModeArg {
-    /// Generation semantics: no extra keys unless additionalProperties allows them.
+    /// Generation semantics: absent additionalProperties means no extra keys.
     Strict,
-    /// JSON Schema's own meaning: absent additionalProperties allows extra keys.
+    /// JSON Schema's own semantics: extra keys allowed, any type where none is given.
     Compliant,
 }
 
 /// Options for compiling a JSON Schema.
-#[derive(clap::Args, Clone, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct SchemaArgs {
-    /// Whitespace policy between JSON tokens.
+    /// Whitespace between JSON tokens.
     #[arg(long, value_enum, default_value = "compact")]
     pub whitespace: WhitespaceArg,
-    /// Most whitespace bytes per slot with --whitespace flexible.
-    #[arg(long, default_value_t = 2)]
-    pub max_whitespace: usize,
-    /// JSON semantics.
+    /// Largest whitespace run per slot with --whitespace flexible.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub whitespace_max: usize,
+    /// What an absent additionalProperties / type means.
     #[arg(long, value_enum, default_value = "strict")]
     pub json_mode: JsonModeArg,
-    /// How deep recursive `$ref`s are unrolled.
-    #[arg(long, default_value_t = 3)]
+    /// How deep a recursive $ref is unrolled.
+    #[arg(long, default_value_t = 3, value_name = "N")]
     pub max_depth: usize,
-    /// Downgrade unsupported keywords to warnings on stderr (output may then not validate).
+    /// Downgrade unsupported keywords to warnings (output may then not validate).
     #[arg(long)]
     pub lenient: bool,
-    /// Compile a `oneOf` whose branches may overlap as `anyOf` (output may then not validate).
+    /// Compile a oneOf whose branches may overlap as anyOf (output may then not validate).
     #[arg(long)]
     pub coerce_one_of: bool,
+    /// Treat keywords no JSON Schema draft defines as annotations (with a warning).
+    #[arg(long)]
+    pub allow_unknown_keywords: bool,
 }
 
 impl SchemaArgs {
@@ -50,7 +56,7 @@ impl SchemaArgs {
                 WhitespaceArg::Compact => Whitespace::Compact,
                 WhitespaceArg::Python => Whitespace::Python,
                 WhitespaceArg::Flexible => Whitespace::Flexible {
-                    max: self.max_whitespace,
+                    max: self.whitespace_max,
                 },
             },
             mode: match self.json_mode {
@@ -60,7 +66,45 @@ impl SchemaArgs {
             max_depth: self.max_depth,
             lenient: self.lenient,
             coerce_one_of: self.coerce_one_of,
+            allow_unknown_keywords: self.allow_unknown_keywords,
             ..SchemaOptions::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        s: SchemaArgs,
+    }
+
+    #[test]
+    fn flags_map_to_options() {
+        let t = T::parse_from([
+            "t",
+            "--whitespace",
+            "flexible",
+            "--whitespace-max",
+            "3",
+            "--json-mode",
+            "compliant",
+            "--max-depth",
+            "5",
+            "--lenient",
+            "--coerce-one-of",
+        ]);
+        let o = t.s.options();
+        assert_eq!(o.whitespace, Whitespace::Flexible { max: 3 });
+        assert_eq!(o.mode, JsonMode::Compliant);
+        assert_eq!(o.max_depth, 5);
+        assert!(o.lenient && o.coerce_one_of && !o.allow_unknown_keywords);
+        let d = T::parse_from(["t"]).s.options();
+        assert_eq!(d.whitespace, Whitespace::Compact);
+        assert_eq!(d.mode, JsonMode::Strict);
     }
 }

@@ -195,6 +195,8 @@ pub struct IndexStats {
     pub byte_classes: usize,
     /// Bounded-horizon classes walked (eager mode).
     pub horizon_classes: usize,
+    /// States where every plain token is allowed (string interiors).
+    pub body_states: usize,
     /// Distinct masks stored.
     pub distinct_masks: usize,
     /// Memory of the table and masks, in bytes.
@@ -211,6 +213,8 @@ pub struct TokenIndex {
     masks: Vec<OnceLock<Arc<TokenSet>>>,
     /// Upper bound on tokens to acceptance, per state (`u32::MAX`: unknown).
     budget: Vec<u32>,
+    /// States where every plain token is allowed (see [`plain_live_states`]).
+    plain_live: Vec<bool>,
     empty: TokenSet,
     stats: IndexStats,
 }
@@ -250,6 +254,7 @@ impl TokenIndex {
             empty: TokenSet::new(vocab.logits_width()),
             masks: (0..n).map(|_| OnceLock::new()).collect(),
             budget: Vec::new(),
+            plain_live: Vec::new(),
             stats: IndexStats {
                 states: n,
                 byte_classes: table.stride,
@@ -260,6 +265,8 @@ impl TokenIndex {
             table,
         };
         index.budget = index.compute_budget();
+        index.plain_live = plain_live_states(&index.table);
+        index.stats.body_states = index.plain_live.iter().filter(|&&b| b).count();
         if config.eager {
             index.build_eager(config)?;
         } else {
@@ -377,8 +384,14 @@ impl TokenIndex {
 
     /// One walk of the full trie from `s` (lazy mode and the reference).
     fn compute_mask(&self, s: u32) -> TokenSet {
-        let mut set = TokenSet::new(self.vocab.logits_width());
-        walk_into(&self.tries.full, &self.table, s, &mut set);
+        let mut set;
+        if self.plain_live[s as usize] {
+            set = self.tries.plain.clone();
+            walk_into(&self.tries.rest, &self.table, s, &mut set);
+        } else {
+            set = TokenSet::new(self.vocab.logits_width());
+            walk_into(&self.tries.full, &self.table, s, &mut set);
+        }
         self.eos_into(s, &mut set);
         set
     }
@@ -481,9 +494,11 @@ impl TokenIndex {
     fn build_eager(&mut self, config: &IndexConfig) -> Result<(), IndexError> {
         let n = self.table.len();
         let width = self.vocab.logits_width();
+        let body = self.plain_live.clone();
         let (class_of, reps) = horizon_classes(
             &self.table,
             self.tries.horizon.min(self.tries.short.max_depth),
+            &body,
         );
         self.stats.horizon_classes = reps.len();
         let table = &self.table;
@@ -523,21 +538,24 @@ impl TokenIndex {
                     set
                 })
                 .collect();
-            long_lists = if tries.long.len() == 0 {
-                vec![Vec::new(); n]
-            } else {
-                (0..n as u32)
-                    .into_par_iter()
-                    .map(|s| {
-                        let mut v = Vec::new();
-                        if s % 64 == 0 && past_deadline() {
-                            return v;
-                        }
-                        tries.long.walk(s, |s, b| table.next(s, b), |t| v.push(t));
-                        v
-                    })
-                    .collect()
-            };
+            // Per state: the long tokens (ordinary states) or the non-plain
+            // tokens (string-body states, whose plain tokens all loop).
+            long_lists = (0..n as u32)
+                .into_par_iter()
+                .map(|s| {
+                    let mut v = Vec::new();
+                    if s % 64 == 0 && past_deadline() {
+                        return v;
+                    }
+                    let trie = if body[s as usize] {
+                        &tries.rest
+                    } else {
+                        &tries.long
+                    };
+                    trie.walk(s, |s, b| table.next(s, b), |t| v.push(t));
+                    v
+                })
+                .collect();
         })?;
         if past_deadline() {
             return Err(IndexError::Deadline);
@@ -547,11 +565,16 @@ impl TokenIndex {
         let mut by_content: HashMap<Arc<TokenSet>, ()> = HashMap::new();
         let mut memory = 0usize;
         for s in 0..n {
-            let key = (class_of[s], table.accepting[s], long_lists[s].as_slice());
+            let class = if body[s] { u32::MAX } else { class_of[s] };
+            let key = (class, table.accepting[s], long_lists[s].as_slice());
             let mask = match by_key.get(&key) {
                 Some(m) => m.clone(),
                 None => {
-                    let mut set = short_masks[class_of[s] as usize].clone();
+                    let mut set = if body[s] {
+                        tries.plain.clone()
+                    } else {
+                        short_masks[class_of[s] as usize].clone()
+                    };
                     for &t in &long_lists[s] {
                         set.insert(TokenId(t));
                     }
@@ -606,7 +629,7 @@ fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) {
 /// Partition refinement for `h` rounds: states in one class agree on
 /// liveness for every string of at most `h` bytes. Returns the class of each
 /// state and one representative per class.
-fn horizon_classes(t: &LiveTable, h: usize) -> (Vec<u32>, Vec<u32>) {
+fn horizon_classes(t: &LiveTable, h: usize, body: &[bool]) -> (Vec<u32>, Vec<u32>) {
     let n = t.len();
     let mut class = vec![0u32; n];
     let mut count = 1usize;
@@ -635,11 +658,148 @@ fn horizon_classes(t: &LiveTable, h: usize) -> (Vec<u32>, Vec<u32>) {
         }
         count = new_count;
     }
-    let mut reps = vec![u32::MAX; count];
+    // One representative per class that has an ordinary (non-body) state;
+    // classes are renumbered densely over those.
+    let mut dense = vec![u32::MAX; count];
+    let mut reps = Vec::new();
     for s in 0..n {
-        if reps[class[s] as usize] == u32::MAX {
-            reps[class[s] as usize] = s as u32;
+        if body[s] {
+            continue;
+        }
+        let c = class[s] as usize;
+        if dense[c] == u32::MAX {
+            dense[c] = reps.len() as u32;
+            reps.push(s as u32);
         }
     }
+    let class = class.iter().map(|&c| dense[c as usize]).collect();
     (class, reps)
+}
+
+/// UTF-8 sequences of characters at or above U+0080 (RFC 3629 table), as
+/// byte ranges per position.
+const UTF8_SEQUENCES: &[&[(u8, u8)]] = &[
+    &[(0xC2, 0xDF), (0x80, 0xBF)],
+    &[(0xE0, 0xE0), (0xA0, 0xBF), (0x80, 0xBF)],
+    &[(0xE1, 0xEC), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xED, 0xED), (0x80, 0x9F), (0x80, 0xBF)],
+    &[(0xEE, 0xEF), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xF0, 0xF0), (0x90, 0xBF), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xF1, 0xF3), (0x80, 0xBF), (0x80, 0xBF), (0x80, 0xBF)],
+    &[(0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)],
+];
+
+/// The states in which every *plain* text stays live: every printable ASCII
+/// byte but `"` and `\\`, and every complete UTF-8 character at or above
+/// U+0080 (through live intermediate states), leads to a state with the same
+/// property — a greatest fixpoint. In such a state every plain token
+/// ([`trie::is_plain`]: ~145k of Qwen's 151k) is allowed, so its mask is the
+/// precomputed plain set plus a walk over the few thousand other tokens.
+/// These are the interiors of unbounded JSON strings and of property names
+/// (also while a name is still a prefix of a declared one), the most expensive
+/// states to walk otherwise. Exact: liveness is all a mask needs.
+fn plain_live_states(t: &LiveTable) -> Vec<bool> {
+    let n = t.len();
+    let mut seen = [false; 256];
+    let mut ascii: Vec<u8> = Vec::new();
+    for b in 0x20u8..=0x7E {
+        if b != b'"' && b != b'\\' && !seen[t.classes[b as usize] as usize] {
+            seen[t.classes[b as usize] as usize] = true;
+            ascii.push(b);
+        }
+    }
+    let utf8: Vec<Vec<Vec<u8>>> = UTF8_SEQUENCES
+        .iter()
+        .map(|seq| {
+            seq.iter()
+                .map(|&(lo, hi)| {
+                    let mut seen = [false; 256];
+                    (lo..=hi)
+                        .filter(|&b| {
+                            let c = t.classes[b as usize] as usize;
+                            !std::mem::replace(&mut seen[c], true)
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    // Plain successors of each state (one character), or not a candidate.
+    let mut ok = vec![true; n];
+    let mut succ_start = vec![0u32; n + 1];
+    let mut succ: Vec<u32> = Vec::new();
+    let mut cur: Vec<u32> = Vec::new();
+    let mut next: Vec<u32> = Vec::new();
+    'states: for s in 0..n as u32 {
+        let first = succ.len();
+        for &b in &ascii {
+            let x = t.next(s, b);
+            if x == DEAD {
+                ok[s as usize] = false;
+                succ.truncate(first);
+                succ_start[s as usize + 1] = succ.len() as u32;
+                continue 'states;
+            }
+            succ.push(x);
+        }
+        for seq in &utf8 {
+            cur.clear();
+            cur.push(s);
+            for reps in seq {
+                next.clear();
+                for &q in &cur {
+                    for &b in reps {
+                        let x = t.next(q, b);
+                        if x == DEAD {
+                            ok[s as usize] = false;
+                            succ.truncate(first);
+                            succ_start[s as usize + 1] = succ.len() as u32;
+                            continue 'states;
+                        }
+                        if !next.contains(&x) {
+                            next.push(x);
+                        }
+                    }
+                }
+                std::mem::swap(&mut cur, &mut next);
+            }
+            succ.extend_from_slice(&cur);
+        }
+        succ[first..].sort_unstable();
+        let mut w = first;
+        for r in first..succ.len() {
+            if r == first || succ[r] != succ[w - 1] {
+                succ[w] = succ[r];
+                w += 1;
+            }
+        }
+        succ.truncate(w);
+        succ_start[s as usize + 1] = succ.len() as u32;
+    }
+    // Reverse edges, then remove states that reach a non-candidate.
+    let mut rev_start = vec![0u32; n + 1];
+    for &x in &succ {
+        rev_start[x as usize + 1] += 1;
+    }
+    for k in 0..n {
+        rev_start[k + 1] += rev_start[k];
+    }
+    let mut fill = rev_start.clone();
+    let mut rev = vec![0u32; succ.len()];
+    for s in 0..n {
+        for &x in &succ[succ_start[s] as usize..succ_start[s + 1] as usize] {
+            rev[fill[x as usize] as usize] = s as u32;
+            fill[x as usize] += 1;
+        }
+    }
+    let mut work: Vec<u32> = (0..n as u32).filter(|&s| !ok[s as usize]).collect();
+    while let Some(x) = work.pop() {
+        for &p in &rev[rev_start[x as usize] as usize..rev_start[x as usize + 1] as usize] {
+            if ok[p as usize] {
+                ok[p as usize] = false;
+                work.push(p);
+            }
+        }
+    }
+    ok
 }

@@ -31,6 +31,24 @@ pub(crate) struct VocabTries {
     /// Tokens longer than `horizon` bytes.
     pub long: TokenTrie,
     pub horizon: usize,
+    /// "Plain string content" tokens: every byte is printable ASCII other
+    /// than `"` and `\\`, or part of a complete UTF-8 character (≥ U+0080)
+    /// inside the token. In a string-body state (see `index::body`) every
+    /// one of them loops back to the state.
+    pub plain: super::TokenSet,
+    /// The other tokens (a few thousand for Qwen), walked in body states.
+    pub rest: TokenTrie,
+}
+
+/// Whether `b` is plain string content: complete UTF-8 characters that are
+/// printable ASCII other than `"` and `\\`, or at or above U+0080.
+pub(crate) fn is_plain(b: &[u8]) -> bool {
+    match std::str::from_utf8(b) {
+        Ok(s) => s
+            .chars()
+            .all(|c| (c >= ' ' && c <= '~' && c != '"' && c != '\\') || c >= '\u{80}'),
+        Err(_) => false,
+    }
 }
 
 impl VocabTries {
@@ -44,7 +62,16 @@ impl VocabTries {
         let full = TokenTrie::from_sorted(toks.iter().copied());
         let short = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() <= horizon));
         let long = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() > horizon));
+        let mut plain = super::TokenSet::new(vocab.logits_width());
+        for &(b, id) in &toks {
+            if is_plain(b) {
+                plain.insert(TokenId(id));
+            }
+        }
+        let rest = TokenTrie::from_sorted(toks.iter().copied().filter(|t| !is_plain(t.0)));
         VocabTries {
+            plain,
+            rest,
             full,
             short,
             long,

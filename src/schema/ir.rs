@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 /// A set of JSON types. `NUMBER` includes the integers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Types(pub u8);
 
 impl Types {
@@ -151,6 +151,18 @@ pub struct Node {
     pub additional: Option<Schema>,
     pub min_properties: Option<u64>,
     pub max_properties: Option<u64>,
+    /// Bounds from an integer `format` (`int32`, `uint8`, ...), folded into
+    /// `minimum`/`maximum` while parsing.
+    pub format_bounds: Option<(Option<Bound>, Option<Bound>)>,
+    /// `patternProperties` entries (pattern, schema).
+    pub pattern_properties: Vec<(Located<String>, Schema)>,
+    // `not` in the forms the compiler can enforce
+    /// `not: {}` / `not: true`: nothing validates.
+    pub never: bool,
+    /// `not: {type: ...}`: these types are excluded.
+    pub not_types: Types,
+    /// `not: {required: [k, ...]}` (narrowed to: the first key never appears).
+    pub forbid_keys: Vec<String>,
     // applicators
     pub all_of: Vec<Schema>,
     pub any_of: Vec<Vec<Schema>>,
@@ -180,6 +192,8 @@ impl Node {
             || self.additional.is_some()
             || self.min_properties.is_some()
             || self.max_properties.is_some()
+            || !self.pattern_properties.is_empty()
+            || !self.forbid_keys.is_empty()
     }
     /// Types implied by the keywords present (for strict-mode inference).
     pub fn keyword_types(&self) -> Types {
@@ -200,7 +214,9 @@ impl Node {
     }
     /// A node with no constraint at all.
     pub fn is_trivial(&self) -> bool {
-        self.types.is_none()
+        !self.never
+            && self.not_types.is_empty()
+            && self.types.is_none()
             && self.enumeration.is_none()
             && self.keyword_types().is_empty()
             && self.all_of.is_empty()
@@ -582,6 +598,9 @@ impl<'a> Document<'a> {
             if k.starts_with("x-") {
                 continue; // vendor extension (OpenAPI convention): annotation
             }
+            if k == "not" || k == "patternProperties" {
+                continue; // parsed below
+            }
             if UNSUPPORTED.contains(&k) {
                 self.soft(
                     SchemaError::Unsupported {
@@ -675,7 +694,17 @@ impl<'a> Document<'a> {
             let Value::String(f) = f else {
                 return Err(invalid("\"format\" must be a string".into()));
             };
-            if super::formats::SUPPORTED.contains(&f.as_str()) {
+            if let Some((lo, hi)) = numeric_format(f) {
+                // OpenAPI/schemars integer formats: enforced as bounds on
+                // numbers (validators ignore them: a sound narrowing).
+                let b = |s: &str| {
+                    Dec::parse(s).map(|value| Bound {
+                        value,
+                        exclusive: false,
+                    })
+                };
+                n.format_bounds = Some((lo.and_then(b), hi.and_then(b)));
+            } else if super::formats::SUPPORTED.contains(&f.as_str()) {
                 n.formats.push(Located {
                     value: f.clone(),
                     at: at.clone(),
@@ -731,6 +760,20 @@ impl<'a> Document<'a> {
                 Some(h) => tighter_hi(h, b),
                 None => b,
             });
+        }
+        if let Some((flo, fhi)) = n.format_bounds.take() {
+            if let Some(f) = flo {
+                lo = Some(match lo {
+                    Some(l) => tighter_lo(l, f),
+                    None => f,
+                });
+            }
+            if let Some(f) = fhi {
+                hi = Some(match hi {
+                    Some(h) => tighter_hi(h, f),
+                    None => f,
+                });
+            }
         }
         n.minimum = lo;
         n.maximum = hi;
@@ -823,6 +866,33 @@ impl<'a> Document<'a> {
         n.min_properties = count("minProperties")?;
         n.max_properties = count("maxProperties")?;
 
+        if let Some(pp) = m.get("patternProperties") {
+            let Value::Object(pp) = pp else {
+                return Err(invalid("\"patternProperties\" must be an object".into()));
+            };
+            let base = at.push("patternProperties");
+            for (p, s) in pp {
+                n.pattern_properties.push((
+                    Located {
+                        value: p.clone(),
+                        at: at.clone(),
+                    },
+                    self.sub(s, base.push(p))?,
+                ));
+            }
+        }
+        if let Some(nv) = m.get("not") {
+            if !simple_not(nv, &mut n) {
+                self.soft(
+                    SchemaError::Unsupported {
+                        keyword: "not".into(),
+                        pointer: at.clone(),
+                    },
+                    opts.lenient,
+                )?;
+            }
+        }
+
         // applicators
         if let Some(a) = m.get("allOf") {
             let list = self.schema_list(a, at, "allOf")?;
@@ -851,6 +921,87 @@ impl<'a> Document<'a> {
             _ => self.schema_list(v, at, kw),
         }
     }
+}
+
+/// Applies `not: v` to `n` when `v` has one of the enforceable forms:
+/// `{}`/`true` (nothing validates), `false` (no-op), `{type: ...}`, or
+/// `{required: [...]}` (narrowed: the first key is never written).
+fn simple_not(v: &Value, n: &mut Node) -> bool {
+    let m = match v {
+        Value::Bool(true) => {
+            n.never = true;
+            return true;
+        }
+        Value::Bool(false) => return true,
+        Value::Object(m) => m,
+        _ => return false,
+    };
+    let keys: Vec<&str> = m
+        .keys()
+        .map(|k| k.as_str())
+        .filter(|k| !ANNOTATIONS.contains(k) && !k.starts_with("x-"))
+        .collect();
+    match keys.as_slice() {
+        [] => {
+            n.never = true;
+            true
+        }
+        ["type"] => {
+            let names: Vec<&Value> = match &m["type"] {
+                Value::Array(a) => a.iter().collect(),
+                other => vec![other],
+            };
+            let mut t = Types::NONE;
+            for name in names {
+                match name.as_str().and_then(Types::from_name) {
+                    Some(x) => t = t.union(x),
+                    None => return false,
+                }
+            }
+            n.not_types = n.not_types.union(t);
+            true
+        }
+        ["required"] => match &m["required"] {
+            Value::Array(a) if a.is_empty() => {
+                n.never = true;
+                true
+            }
+            Value::Array(a) => match a[0].as_str() {
+                Some(k) => {
+                    if !n.forbid_keys.iter().any(|f| f == k) {
+                        n.forbid_keys.push(k.to_string());
+                    }
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Bounds of the numeric formats of OpenAPI and schemars (`None`: not one).
+fn numeric_format(f: &str) -> Option<(Option<&'static str>, Option<&'static str>)> {
+    Some(match f {
+        "int8" => (Some("-128"), Some("127")),
+        "uint8" => (Some("0"), Some("255")),
+        "int16" => (Some("-32768"), Some("32767")),
+        "uint16" => (Some("0"), Some("65535")),
+        "int32" => (Some("-2147483648"), Some("2147483647")),
+        "uint32" => (Some("0"), Some("4294967295")),
+        "int64" => (Some("-9223372036854775808"), Some("9223372036854775807")),
+        "uint64" | "uint" => (Some("0"), Some("18446744073709551615")),
+        "float" | "double" => (None, None),
+        _ => return None,
+    })
+}
+
+/// Whether the (ECMA) pattern matches the text; `None` if it cannot compile.
+pub fn pattern_matches(pattern: &str, text: &str) -> Option<bool> {
+    let t = super::pattern::translate_ecma(pattern).ok()?;
+    let r = regex_automata::meta::Regex::new(&t).ok()?;
+    Some(r.is_match(text))
 }
 
 fn tighter_lo(a: Bound, b: Bound) -> Bound {
@@ -988,10 +1139,33 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
     // objects: a key declared on one side only must also pass the other
     // side's additionalProperties.
     let mut props: Vec<(String, Schema)> = Vec::new();
+    // What the other side says about a key it does not declare.
+    let undeclared = |side: &Node, k: &str| -> Result<Option<Schema>, SchemaError> {
+        let mut hits = Vec::new();
+        for (p, s) in &side.pattern_properties {
+            match pattern_matches(&p.value, k) {
+                Some(true) => hits.push(s.clone()),
+                Some(false) => {}
+                None => {
+                    return Err(SchemaError::Pattern {
+                        pointer: p.at.clone(),
+                        detail: format!("{:?} cannot be compiled", p.value),
+                    })
+                }
+            }
+        }
+        Ok(match hits.len() {
+            0 => side.additional.clone(),
+            _ => Some(
+                hits.into_iter()
+                    .fold(Schema::Bool(true), |acc, s| both(Some(acc), Some(s))),
+            ),
+        })
+    };
     for (k, s) in &a.properties {
         let other = match b.properties.iter().find(|(k2, _)| k2 == k) {
             Some((_, t)) => Some(t.clone()),
-            None => b.additional.clone(),
+            None => undeclared(b, k)?,
         };
         props.push((k.clone(), both(Some(s.clone()), other)));
     }
@@ -999,7 +1173,17 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
         if a.properties.iter().any(|(k2, _)| k2 == k) {
             continue;
         }
-        props.push((k.clone(), both(a.additional.clone(), Some(t.clone()))));
+        props.push((k.clone(), both(undeclared(a, k)?, Some(t.clone()))));
+    }
+    n.pattern_properties = a.pattern_properties.clone();
+    n.pattern_properties
+        .extend(b.pattern_properties.iter().cloned());
+    n.never = a.never || b.never;
+    n.not_types = a.not_types.union(b.not_types);
+    for f in &b.forbid_keys {
+        if !n.forbid_keys.contains(f) {
+            n.forbid_keys.push(f.clone());
+        }
     }
     n.properties = props;
     n.required = a.required.clone();

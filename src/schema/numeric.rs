@@ -628,7 +628,7 @@ pub fn decimal_range(lo: Option<&Bound>, hi: Option<&Bound>) -> Option<String> {
 }
 
 /// Integer multiples of `k` (k ≥ 1) when `k` divides 10^m for m ≤ 4: the last
-/// m digits decide. `None` when `k` is not of that kind.
+/// m digits decide. At most 15 digits (exact in `f64`). `None` when `k` is not of that kind.
 pub fn multiple_of_suffix(k: u64) -> Option<String> {
     let mut m = 0u32;
     while m <= 4 && 10u64.pow(m) % k != 0 {
@@ -647,7 +647,8 @@ pub fn multiple_of_suffix(k: u64) -> Option<String> {
         .step_by(k as usize)
         .map(|v| format!("{v:0width$}", width = m as usize))
         .collect();
-    let long = format!("[1-9][0-9]*{}", trie_regex(&suffixes));
+    // At most 15 digits: beyond 2^53 a validator working in f64 may disagree.
+    let long = format!("[1-9][0-9]{{0,{}}}{}", 14 - m, trie_regex(&suffixes));
     let pos = if small.is_empty() {
         long
     } else {

@@ -90,6 +90,17 @@ fn repeat(n: u64, m: Option<u64>) -> String {
     }
 }
 
+/// `t` without the types a `not: {type}` excludes. Excluding `integer`
+/// removes all numbers (the non-integers alone cannot be described: a
+/// sound narrowing).
+fn minus_not(t: Types, not: Types) -> Types {
+    let mut bits = t.0 & !not.0;
+    if not.has_numeric() {
+        bits &= !(Types::INTEGER.0 | Types::NUMBER.0);
+    }
+    Types(bits)
+}
+
 /// Python's `repr(float)` (what `json.dumps` writes for a float).
 pub fn py_float(f: f64) -> String {
     if f.is_nan() || f.is_infinite() {
@@ -704,6 +715,9 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     /// The types a node generates (as in [`Gen::leaf`]).
     fn gen_types(&self, n: &Node) -> Types {
+        if n.never {
+            return Types::NONE;
+        }
         let t = match n.types {
             Some(t) => t,
             None => match self.opts.mode {
@@ -718,6 +732,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 JsonMode::Compliant => Types::ALL,
             },
         };
+        let t = minus_not(t, n.not_types);
         match &n.enumeration {
             Some(vals) => vals
                 .iter()
@@ -798,7 +813,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }
             }
             // A key `b` requires that `a` can never write.
-            let a_extras = self.extras_schema(a).is_some();
+            let a_extras = self.extras_schema(a).is_some() || !a.pattern_properties.is_empty();
             for r in &b.required {
                 if !a.properties.iter().any(|(k, _)| k == r) && !a_extras {
                     return Ok(true);
@@ -814,6 +829,15 @@ impl<'d, 'a> Gen<'d, 'a> {
             Some(Schema::Bool(false)) => None,
             Some(s) => Some(s.clone()),
             None => match self.opts.mode {
+                // Strict: no extra keys beside declared ones; an object that
+                // declares nothing is free-form.
+                JsonMode::Strict
+                    if n.properties.is_empty()
+                        && n.pattern_properties.is_empty()
+                        && n.required.is_empty() =>
+                {
+                    Some(Schema::Bool(true))
+                }
                 JsonMode::Strict => None,
                 JsonMode::Compliant => Some(Schema::Bool(true)),
             },
@@ -826,6 +850,16 @@ impl<'d, 'a> Gen<'d, 'a> {
         if n.is_trivial() {
             return Ok(Some(self.any()));
         }
+        if n.never {
+            return Ok(None);
+        }
+        let mut all_forbid: Vec<String> = forbid.to_vec();
+        for f in &n.forbid_keys {
+            if !all_forbid.contains(f) {
+                all_forbid.push(f.clone());
+            }
+        }
+        let forbid = &all_forbid[..];
         let types = match n.types {
             Some(t) => t,
             None => match self.opts.mode {
@@ -840,6 +874,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 JsonMode::Compliant => Types::ALL,
             },
         };
+        let types = minus_not(types, n.not_types);
         if let Some(vals) = &n.enumeration {
             let mut parts = Vec::new();
             for v in vals {
@@ -1020,6 +1055,19 @@ impl<'d, 'a> Gen<'d, 'a> {
                 });
             }
         }
+        let mut max = max;
+        if let (Some(cap), Some(m)) = (self.opts.max_length_cap, max) {
+            if m > cap.max(min) {
+                max = Some(cap.max(min));
+                self.doc.warn(
+                    &n.at,
+                    format!(
+                        "maxLength {m} narrowed to {} (max_length_cap)",
+                        cap.max(min)
+                    ),
+                );
+            }
+        }
         let big = max.unwrap_or(min);
         if big > self.opts.max_repeat {
             return Err(SchemaError::TooBig {
@@ -1188,11 +1236,87 @@ impl<'d, 'a> Gen<'d, 'a> {
             comma,
             colon,
         } = self.lay.clone();
-        let extras_schema = self.extras_schema(n);
+        let mut extras_schema = self.extras_schema(n);
         let mut declared: Vec<(String, Schema)> = n.properties.clone();
+        // patternProperties: one pattern (or several whose schemas are all
+        // `true`). Declared keys matching it also take its schema; extra keys
+        // are then only keys matching it (keys matching no pattern are left
+        // out unless the pattern's schema is `true`: a sound narrowing).
+        let mut pattern_extra: Option<(String, Schema)> = None;
+        let mut pattern_matches_declared = false;
+        if !n.pattern_properties.is_empty() {
+            let trivial = n.pattern_properties.iter().all(|(_, s)| {
+                matches!(s, Schema::Bool(true)) || matches!(s, Schema::Node(x) if x.is_trivial())
+            });
+            let distinct: Vec<&String> = {
+                let mut v: Vec<&String> =
+                    n.pattern_properties.iter().map(|(p, _)| &p.value).collect();
+                v.dedup();
+                v
+            };
+            if !trivial && distinct.len() > 1 {
+                self.doc.soft(
+                    SchemaError::Unsupported {
+                        keyword: "patternProperties".into(),
+                        pointer: n.at.clone(),
+                    },
+                    self.opts.lenient,
+                )?;
+            } else {
+                let (p, ps) = &n.pattern_properties[0];
+                for (k, s) in declared.iter_mut() {
+                    match ir::pattern_matches(&p.value, k) {
+                        Some(true) => {
+                            pattern_matches_declared = true;
+                            if !trivial {
+                                *s = Schema::Node(Box::new(Node {
+                                    at: n.at.clone(),
+                                    all_of: vec![s.clone(), ps.clone()],
+                                    ..Default::default()
+                                }));
+                            }
+                        }
+                        Some(false) => {}
+                        None => {
+                            return Err(SchemaError::Pattern {
+                                pointer: p.at.clone(),
+                                detail: format!("{:?} cannot be compiled", p.value),
+                            })
+                        }
+                    }
+                }
+                let keeps_plain_extras = trivial
+                    && !matches!(n.additional, Some(ref a) if !matches!(a, Schema::Bool(true)));
+                if !keeps_plain_extras {
+                    // Keys matching the pattern, with its schema(s).
+                    let schema = if trivial {
+                        Schema::Bool(true)
+                    } else {
+                        ps.clone()
+                    };
+                    let pats: Vec<String> = distinct.iter().map(|s| s.to_string()).collect();
+                    let alternatives = pats.join("|");
+                    pattern_extra = Some((
+                        if pats.len() == 1 {
+                            pats[0].clone()
+                        } else {
+                            alternatives
+                        },
+                        schema,
+                    ));
+                    extras_schema = None;
+                }
+            }
+        }
         for r in &n.required {
             if declared.iter().any(|(k, _)| k == r) {
                 continue;
+            }
+            if let Some((p, ps)) = &pattern_extra {
+                if ir::pattern_matches(p, r) == Some(true) {
+                    declared.push((r.clone(), ps.clone()));
+                    continue;
+                }
             }
             match &n.additional {
                 Some(Schema::Bool(false)) => {
@@ -1232,7 +1356,29 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
         }
         let extra = match &extras_schema {
-            None => None,
+            None => match &pattern_extra {
+                Some((p, ps))
+                    if !pattern_matches_declared
+                        && !names
+                            .iter()
+                            .any(|k| ir::pattern_matches(p, k) == Some(true)) =>
+                {
+                    let key = match pattern::compile_pattern(p, 0, None) {
+                        Ok(c) => c.regex,
+                        Err(e) => {
+                            return Err(SchemaError::Pattern {
+                                pointer: n.at.clone(),
+                                detail: format!("patternProperties {p:?}: {e}"),
+                            })
+                        }
+                    };
+                    match (key, self.value(ps, &[])?) {
+                        (Some(k), Some(v)) => Some(format!("\"{k}\"{colon}{v}")),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
             Some(Schema::Bool(true)) if n.additional.is_none() => {
                 // Compliant mode's implicit extras: a cheaper free-form value.
                 let v = self.free_form(self.opts.extra_value_depth);
@@ -1327,10 +1473,17 @@ impl<'d, 'a> Gen<'d, 'a> {
         let any_order = self.opts.mode == JsonMode::Compliant
             && props.len() >= 2
             && props.len() <= self.opts.any_order_max_properties;
+        // The subset tree repeats every value about e·(n-1)! times: only when
+        // that stays small (scalar-valued objects, typically).
+        let tree = if any_order {
+            Some(any_order_tree(&props, 0, false, &comma, req == 0))
+                .filter(|t| t.len() <= self.opts.any_order_max_len)
+        } else {
+            None
+        };
         let members: String;
         let optional: bool;
-        if any_order {
-            let known = any_order_tree(&props, 0, false, &comma, req == 0);
+        if let Some(known) = tree {
             if req > 0 {
                 members = format!("{known}{extras_tail}");
                 optional = false;
@@ -1459,6 +1612,9 @@ fn type_ok(t: Types, v: &Value) -> bool {
 /// Whether `v` validates against the node's own keywords. `None`: cannot
 /// tell (applicators, or array/object keywords on a container value).
 pub(crate) fn satisfies(n: &Node, v: &Value) -> Option<bool> {
+    if n.never || !type_ok(minus_not(Types::ALL, n.not_types), v) {
+        return Some(false);
+    }
     if let Some(t) = n.types {
         if !type_ok(t, v) {
             return Some(false);

@@ -318,6 +318,7 @@ impl Vocabulary {
     /// are always masked). Errors when `width` is below the number of ids.
     pub fn with_logits_width(mut self, width: usize) -> Result<Self, VocabError> {
         self.set_logits_width(width)?;
+        self.tries = Default::default();
         Ok(self)
     }
 
