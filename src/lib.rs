@@ -18,6 +18,7 @@
 //!
 //! The library never prints; the binary (`src/main.rs`, `src/cli/`) does.
 
+pub mod check;
 pub mod dfa;
 pub mod generate;
 pub mod grammar;

@@ -10,6 +10,7 @@ mod distribution;
 mod generate;
 mod maskbench;
 mod schema_args;
+mod soak;
 
 #[derive(Parser)]
 #[command(
@@ -36,6 +37,8 @@ enum Command {
     Maskbench(maskbench::MaskbenchArgs),
     /// Show how each sampling stage shifts a small distribution.
     Distribution(Box<distribution::DistributionArgs>),
+    /// Generate from random logits over many schemas and check every output validates: exit 1 if any fails.
+    Soak(Box<soak::SoakArgs>),
 }
 
 pub fn main() -> ExitCode {
@@ -64,6 +67,7 @@ pub fn main() -> ExitCode {
         Some(Command::Check(a)) => compile::run_check(a),
         Some(Command::Maskbench(a)) => maskbench::run(a),
         Some(Command::Distribution(a)) => distribution::run(*a),
+        Some(Command::Soak(a)) => soak::run(*a),
         None => generate::run(cli.generate),
     };
     match result {
