@@ -108,13 +108,11 @@ fn a_lying_oracle_is_caught() {
     assert!(v.what.contains("independent matcher"), "{v}");
 }
 
-/// Known bug (index, not fixed here): over a vocabulary that cannot spell
-/// `b`, the index for `a*b` builds and allows `a` forever although no
-/// sequence of tokens ever reaches acceptance. It should refuse the build
-/// with `IndexError::IncompatibleVocabulary` (or drop tokens that lead to
-/// token-level dead ends).
+/// Found by the regex_index target: over a vocabulary that cannot spell `b`,
+/// the index for `a*b` used to build and allow `a` forever although no token
+/// sequence ever reaches acceptance. Token-level liveness now refuses it with
+/// `IndexError::IncompatibleVocabulary`.
 #[test]
-#[ignore = "known index gap: token-level dead ends with vocabularies lacking bytes"]
 fn token_level_dead_end_is_refused() {
     let case = RegexIndexCase {
         pattern: "a*b".into(),
@@ -424,15 +422,14 @@ fn maskbench_sample_walks_validate() {
     assert!(checked > 40, "most sampled schemas compile ({checked})");
 }
 
-/// Known bug (schema compiler, reported, not fixed here): `{"type":
-/// "integer"}` compiles to an integer of unbounded length. Past 64 bits,
+/// Found by `constrain soak`: `{"type": "integer"}` used to compile to an
+/// integer of unbounded length (now at most 18 digits). Past 64 bits,
 /// serde_json parses it as a float, which draft-04 validators (`jsonschema`)
 /// reject as "not an integer" (found by `constrain soak` on
 /// `JsonSchemaStore---sprite.json`: `"dpi": 279221549035785928259029102602351`);
 /// past ~309 digits serde_json refuses the text outright ("number out of
 /// range"), so the output does not parse at all.
 #[test]
-#[ignore = "known schema-compiler gap: unbounded integers overflow 64 bits / f64"]
 fn integers_stay_parseable_and_valid() {
     use constrain::schema::{compile, SchemaOptions};
     let draft4 = serde_json::json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"});

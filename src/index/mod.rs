@@ -213,6 +213,9 @@ pub struct TokenIndex {
     masks: Vec<OnceLock<Arc<TokenSet>>>,
     /// Upper bound on tokens to acceptance, per state (`u32::MAX`: unknown).
     budget: Vec<u32>,
+    /// Token-level liveness, when the vocabulary lacks single bytes (see
+    /// `enforce_token_liveness`); `None`: byte-live implies token-live.
+    token_live: Option<Vec<bool>>,
     /// Per state, the plain level whose tokens are all allowed there
     /// (`NO_LEVEL`: none; see [`plain_reach`]).
     plain_level: Vec<u8>,
@@ -256,6 +259,7 @@ impl TokenIndex {
             masks: (0..n).map(|_| OnceLock::new()).collect(),
             budget: Vec::new(),
             plain_level: Vec::new(),
+            token_live: None,
             stats: IndexStats {
                 states: n,
                 byte_classes: table.stride,
@@ -279,8 +283,9 @@ impl TokenIndex {
         index.stats.body_states = index.plain_level.iter().filter(|&&l| l != NO_LEVEL).count();
         if config.eager {
             index.build_eager(config)?;
+            index.enforce_token_liveness()?;
         } else {
-            index.check_vocabulary_coverage()?;
+            index.enforce_token_liveness()?;
         }
         index.stats.build_time = t0.elapsed();
         index.stats.memory_bytes = index.memory_usage();
@@ -291,6 +296,12 @@ impl TokenIndex {
     pub fn from_regex(pattern: &str, vocab: Arc<Vocabulary>) -> Result<TokenIndex, crate::Error> {
         let dfa = crate::dfa::ByteDfa::new(pattern, &crate::dfa::DfaConfig::default())?;
         Ok(TokenIndex::build(&dfa, vocab, &IndexConfig::default())?)
+    }
+
+    /// Whether masks were pruned by token-level liveness (the vocabulary lacks
+    /// some single bytes, so some byte-live continuations cannot be spelled).
+    pub fn is_token_pruned(&self) -> bool {
+        self.token_live.is_some()
     }
 
     /// The vocabulary the index is over.
@@ -343,7 +354,8 @@ impl TokenIndex {
         match self.vocab.token_bytes(t) {
             Some(bytes) if !bytes.is_empty() => {
                 let n = self.table.walk(s.0, bytes);
-                (n != DEAD).then_some(StateId(n))
+                let live = n != DEAD && self.token_live.as_ref().is_none_or(|l| l[n as usize]);
+                live.then_some(StateId(n))
             }
             Some(_) => None,
             None => (self.vocab.is_eos(t) && self.is_accepting(s)).then_some(s),
@@ -408,9 +420,15 @@ impl TokenIndex {
         set
     }
 
-    fn check_vocabulary_coverage(&self) -> Result<(), IndexError> {
-        // A live state must allow at least one token or accept. With every
-        // single byte in the vocabulary this always holds; check the bytes.
+    /// With every single byte in the vocabulary, a byte-live state is also
+    /// live at the token level (spell the completion byte by byte). Without,
+    /// a state may allow tokens yet never reach acceptance in tokens (`a*b`
+    /// over a vocabulary without `b`): compute token-level liveness over the
+    /// explicit token graph, drop tokens into token-dead states from every
+    /// mask, and refuse the build when the start is token-dead or a
+    /// token-live state is left with nothing. Costs states × allowed tokens;
+    /// only vocabularies missing single bytes (small, custom ones) pay it.
+    fn enforce_token_liveness(&mut self) -> Result<(), IndexError> {
         let mut single = [false; 256];
         for (_, b) in self.vocab.text_tokens() {
             if b.len() == 1 {
@@ -420,11 +438,54 @@ impl TokenIndex {
         if single.iter().all(|&x| x) {
             return Ok(());
         }
-        for s in 0..self.table.len() as u32 {
-            if !self.table.accepting[s as usize] && self.compute_mask(s).is_empty() {
-                return Err(self.incompatible(s));
+        let n = self.table.len();
+        let masks: Vec<TokenSet> = (0..n as u32)
+            .map(|s| self.allowed(StateId(s)).clone())
+            .collect();
+        let succ: Vec<Vec<(TokenId, u32)>> = (0..n)
+            .map(|s| {
+                masks[s]
+                    .iter()
+                    .filter(|&t| !self.vocab.is_eos(t))
+                    .filter_map(|t| {
+                        let b = self.vocab.token_bytes(t)?;
+                        let x = self.table.walk(s as u32, b);
+                        (x != DEAD).then_some((t, x))
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut live: Vec<bool> = self.table.accepting.clone();
+        loop {
+            let mut changed = false;
+            for s in 0..n {
+                if !live[s] && succ[s].iter().any(|&(_, x)| live[x as usize]) {
+                    live[s] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
             }
         }
+        if !live[self.table.start as usize] {
+            return Err(self.incompatible(self.table.start));
+        }
+        let cells: Vec<OnceLock<Arc<TokenSet>>> = (0..n).map(|_| OnceLock::new()).collect();
+        for s in 0..n {
+            let mut m = masks[s].clone();
+            for &(t, x) in &succ[s] {
+                if !live[x as usize] {
+                    m.remove(t);
+                }
+            }
+            if live[s] && m.is_empty() {
+                return Err(self.incompatible(s as u32));
+            }
+            let _ = cells[s].set(Arc::new(m));
+        }
+        self.masks = cells;
+        self.token_live = Some(live);
         Ok(())
     }
 
@@ -606,9 +667,6 @@ impl TokenIndex {
                         set.insert(TokenId(d));
                     }
                     self.eos_into(s as u32, &mut set);
-                    if set.is_empty() {
-                        return Err(self.incompatible(s as u32));
-                    }
                     let arc = match by_content.get_key_value(&set) {
                         Some((k, _)) => k.clone(),
                         None => {

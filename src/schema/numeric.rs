@@ -335,6 +335,13 @@ pub fn uint_range(lo: &str, hi: Option<&str>) -> Option<String> {
     let l1 = lo.len();
     let nines = "9".repeat(l1);
     match hi {
+        // No upper bound: at most MAX_INT_DIGITS digits (a sound narrowing
+        // that keeps every integer inside i64 and parseable by any JSON reader).
+        None if l1 < MAX_INT_DIGITS => alt(vec![
+            Some(same_len(lo.as_bytes(), nines.as_bytes())),
+            Some(format!("[1-9][0-9]{{{l1},{}}}", MAX_INT_DIGITS - 1)),
+        ]),
+        None if l1 == MAX_INT_DIGITS => Some(same_len(lo.as_bytes(), nines.as_bytes())),
         None => alt(vec![
             Some(same_len(lo.as_bytes(), nines.as_bytes())),
             Some(format!("[1-9][0-9]{{{l1},}}")),
@@ -548,18 +555,27 @@ fn unsigned_decimal(lo: &Bound, hi: Option<&Bound>) -> Option<String> {
 
 /// Any JSON number, exponent at most two digits (values stay in `f64` range).
 pub fn number_any() -> String {
-    format!("-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?{EXP}")
+    format!(
+        "-?(?:0|[1-9][0-9]{{0,{}}})(?:\\.[0-9]+)?{EXP}",
+        MAX_INT_DIGITS - 1
+    )
 }
+
+/// Most digits in an integer (or the integer part of a number) without an
+/// upper bound from the schema: 18, so every integer fits an i64 and every
+/// number stays far inside f64 (validators reading a 40-digit "integer" as a
+/// float would reject it).
+pub const MAX_INT_DIGITS: usize = 18;
 
 /// Optional exponent, at most two digits.
 pub const EXP: &str = "(?:[eE][+-]?[0-9]{1,2})?";
 
 /// Any JSON integer (canonical form).
 pub fn integer_any() -> String {
-    "(?:0|-?[1-9][0-9]*)".into()
+    format!("(?:0|-?[1-9][0-9]{{0,{}}})", MAX_INT_DIGITS - 1)
 }
 
-const NONZERO_MANTISSA: &str = "(?:[1-9][0-9]*(?:\\.[0-9]+)?|0\\.[0-9]*[1-9][0-9]*)";
+const NONZERO_MANTISSA: &str = "(?:[1-9][0-9]{0,17}(?:\\.[0-9]+)?|0\\.[0-9]*[1-9][0-9]*)";
 const ZERO_MANTISSA: &str = "0(?:\\.0+)?";
 
 /// JSON numbers (no exponent unless all finite bounds are zero) in the range.
