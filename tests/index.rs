@@ -132,12 +132,21 @@ fn tiny_budget_and_forced_bytes() {
 #[test]
 fn incompatible_vocabulary_and_empty_language_are_build_errors() {
     let v = tiny_vocab();
+    // No token spells `z`, so no token sequence ever completes: the start
+    // itself is a token-level dead end.
     let dfa = ByteDfa::new("a(z)b", &DfaConfig::default()).unwrap();
     let e = TokenIndex::build(&dfa, v.clone(), &IndexConfig::default()).unwrap_err();
     assert!(
-        matches!(e, IndexError::IncompatibleVocabulary { ref prefix } if prefix == "a"),
+        matches!(e, IndexError::IncompatibleVocabulary { ref prefix } if prefix.is_empty()),
         "{e}"
     );
+    // `(a|az)b?`: `a` is fine, but the token path through `z` is pruned.
+    let dfa = ByteDfa::new("a(zb)?", &DfaConfig::default()).unwrap();
+    let idx = Arc::new(TokenIndex::build(&dfa, v.clone(), &IndexConfig::default()).unwrap());
+    let mut g = Guide::new(idx);
+    assert_eq!(ids(&g), vec![0], "only `a`; `ab`/`abc` leave the language");
+    g.advance(TokenId(0)).unwrap();
+    assert_eq!(ids(&g), vec![9], "`z` cannot be spelled: only EOS");
     let dfa = ByteDfa::new("a(z)b", &DfaConfig::default()).unwrap();
     let lazy = IndexConfig {
         eager: false,
