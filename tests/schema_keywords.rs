@@ -489,6 +489,11 @@ fn min_max_properties() {
         &[json!({"a": 1})],
         &[json!({})],
     );
+    // Two written keys may be one key twice: fail closed.
+    let e = err(
+        json!({"type": "object", "minProperties": 2, "additionalProperties": {"type": "integer"}}),
+    );
+    assert!(e.to_string().contains("minProperties"), "{e}");
 }
 
 #[test]

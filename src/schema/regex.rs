@@ -1440,6 +1440,23 @@ impl<'d, 'a> Gen<'d, 'a> {
             let Some(x) = extra else {
                 return Ok(if min_p == 0 { Some(empty) } else { None });
             };
+            // Counting written keys only bounds the *distinct* keys from
+            // above (a key may repeat), so a minimum of 2 or more cannot be
+            // guaranteed.
+            let mut min_p = min_p;
+            if min_p >= 2 {
+                self.doc.soft(
+                    SchemaError::UnsupportedValue {
+                        what: "minProperties".into(),
+                        pointer: n.at.clone(),
+                        detail: format!(
+                            "minProperties {min_p} over undeclared keys (distinct keys cannot be counted)"
+                        ),
+                    },
+                    self.opts.lenient,
+                )?;
+                min_p = 1;
+            }
             let a = min_p.saturating_sub(1);
             let b = max_p.map(|m| m - 1);
             if b.unwrap_or(a) > self.opts.max_repeat {
