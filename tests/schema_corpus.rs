@@ -114,6 +114,9 @@ fn maskbench_measure() {
     if let Some(v) = env("MB_FREE") {
         opts.free_form_depth = v;
     }
+    if let Some(v) = env("MB_CAP") {
+        opts.max_length_cap = Some(v as u64);
+    }
     if let Some(v) = env("MB_ORDER_LEN") {
         opts.any_order_max_len = v;
     }

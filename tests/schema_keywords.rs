@@ -489,6 +489,11 @@ fn min_max_properties() {
         &[json!({"a": 1})],
         &[json!({})],
     );
+    // Two written keys may be one key twice: fail closed.
+    let e = err(
+        json!({"type": "object", "minProperties": 2, "additionalProperties": {"type": "integer"}}),
+    );
+    assert!(e.to_string().contains("minProperties"), "{e}");
 }
 
 #[test]
@@ -642,9 +647,8 @@ fn example_schemas() {
         seen += 1;
         let s: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if s.is_array() {
-            // An OpenAI `tools` array (for `--tools`), not a schema.
-            continue;
+        if !s.is_object() {
+            continue; // e.g. tools.json, a list of tool definitions
         }
         if name.starts_with("unsupported") {
             let e = schema::compile(&s, &SchemaOptions::default()).unwrap_err();
@@ -697,4 +701,30 @@ fn deep_and_long_schemas_fail_cleanly() {
         s = json!({"type": "object", "properties": {"a": s}, "required": ["a"]});
     }
     schema::compile(&s, &SchemaOptions::default()).unwrap();
+}
+
+#[test]
+fn many_optional_properties_in_order() {
+    let mut props = serde_json::Map::new();
+    for i in 0..120 {
+        props.insert(format!("p{i:03}"), json!({"type": "integer"}));
+    }
+    let s = json!({"type": "object", "properties": props, "additionalProperties": false});
+    let mut all = serde_json::Map::new();
+    for i in (0..120).step_by(7) {
+        all.insert(format!("p{i:03}"), json!(i));
+    }
+    check_modes(
+        s,
+        &[json!({}), json!({"p119": 1}), Value::Object(all)],
+        &[json!({"p120": 1}), json!({"p001": "x"})],
+        &[JsonMode::Strict],
+    );
+    // Declared order only (120 properties is past any_order_max_properties).
+    let c = schema::compile(
+        &json!({"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": false}),
+        &SchemaOptions::default(),
+    )
+    .unwrap();
+    assert!(!dfa(&c).matches(br#"{"b":1,"a":2}"#));
 }

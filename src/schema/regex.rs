@@ -1440,6 +1440,23 @@ impl<'d, 'a> Gen<'d, 'a> {
             let Some(x) = extra else {
                 return Ok(if min_p == 0 { Some(empty) } else { None });
             };
+            // Counting written keys only bounds the *distinct* keys from
+            // above (a key may repeat), so a minimum of 2 or more cannot be
+            // guaranteed.
+            let mut min_p = min_p;
+            if min_p >= 2 {
+                self.doc.soft(
+                    SchemaError::UnsupportedValue {
+                        what: "minProperties".into(),
+                        pointer: n.at.clone(),
+                        detail: format!(
+                            "minProperties {min_p} over undeclared keys (distinct keys cannot be counted)"
+                        ),
+                    },
+                    self.opts.lenient,
+                )?;
+                min_p = 1;
+            }
             let a = min_p.saturating_sub(1);
             let b = max_p.map(|m| m - 1);
             if b.unwrap_or(a) > self.opts.max_repeat {
@@ -1537,10 +1554,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             members = s;
             optional = false;
         } else {
-            let mut a = props[0].kv.clone();
-            for p in &props[1..] {
-                a = format!("(?:{a}(?:{comma}{kv})?|{kv})", kv = p.kv);
-            }
+            let a = ordered_nonempty(&props, &comma);
             members = match &extra {
                 Some(x) => format!("(?:{a}{extras_tail}|{x}{extras_tail})"),
                 None => a,
@@ -1553,6 +1567,32 @@ impl<'d, 'a> Gen<'d, 'a> {
             wrap(members)
         }))
     }
+}
+
+/// Non-empty ordered subsequences of `props`, comma-separated (no key is
+/// required). Short runs nest linearly (`A_i = A_{i-1}(,K_i)? | K_i`); long
+/// ones split in halves, `NE(l,r) = NE(l,m) E(m,r) | NE(m,r)` with the flat
+/// `E(m,r) = (,K_m)?...(,K_{r-1})?`, so that the regex nests O(log n) deep
+/// (the regex parser's nest limit is 250) for O(n log n) text.
+fn ordered_nonempty(props: &[Prop], comma: &str) -> String {
+    const RUN: usize = 40;
+    if props.len() <= RUN {
+        let mut a = props[0].kv.clone();
+        for p in &props[1..] {
+            a = format!("(?:{a}(?:{comma}{kv})?|{kv})", kv = p.kv);
+        }
+        return a;
+    }
+    let m = props.len() / 2;
+    let tail: String = props[m..]
+        .iter()
+        .map(|p| format!("(?:{comma}{})?", p.kv))
+        .collect();
+    format!(
+        "(?:{}{tail}|{})",
+        ordered_nonempty(&props[..m], comma),
+        ordered_nonempty(&props[m..], comma)
+    )
 }
 
 /// Any order, each key at most once, required keys present. `skip_empty`:
