@@ -168,7 +168,7 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
     if a.schemas == 0 || a.samples == 0 {
         anyhow::bail!("--schemas and --samples must be at least 1");
     }
-    if !(a.timeout_s > 0.0) {
+    if a.timeout_s.is_nan() || a.timeout_s <= 0.0 {
         anyhow::bail!("--timeout-s must be positive, got {}", a.timeout_s);
     }
     if !a.corpus.is_dir() {
