@@ -1,6 +1,7 @@
 //! `guide_walk`: arbitrary guide operations (advance with any id, advance
 //! with an allowed token, rollback, reset) against a fixed set of real
-//! patterns (the `grammars/` library and a JSON record) over the real Qwen
+//! constraints (the `grammars/` library, a JSON record regex and the example
+//! schemas of `schemas/` compiled by the schema compiler) over the real Qwen
 //! vocabulary (`$CONSTRAIN_HOME/tokenizer.json`, required).
 //!
 //! Invariants (in `constrain::check::check_guide_walk_case`, replayed by
@@ -19,6 +20,7 @@ use constrain::check::{check_guide_walk_case, GuideOp, GuideWalkCase, Oracle};
 use constrain::dfa::{ByteDfa, DfaConfig};
 use constrain::grammar::Grammar;
 use constrain::index::{IndexConfig, TokenIndex};
+use constrain::schema::{compile, SchemaOptions};
 use constrain::vocab::{Vocabulary, QWEN_LOGITS_WIDTH};
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
@@ -57,6 +59,20 @@ fn fixtures() -> &'static [Fixture] {
         files.sort();
         for f in files {
             patterns.push(Grammar::load(&f).expect("grammar").pattern);
+        }
+        // The example schemas of `schemas/`, compiled (those that compile).
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("schemas/")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        files.sort();
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("schema file");
+            let schema: serde_json::Value = serde_json::from_str(&text).expect("schema JSON");
+            if let Ok(c) = compile(&schema, &SchemaOptions::default()) {
+                patterns.push(c.regex);
+            }
         }
         patterns
             .into_iter()

@@ -16,7 +16,7 @@ use super::common::IndexArgs;
 use super::schema_args::SchemaArgs;
 use anyhow::Context;
 use constrain::dfa::{ByteDfa, DfaConfig};
-use constrain::generate::{generate, GenerateConfig, GenerateError};
+use constrain::generate::{generate, GenerateConfig};
 use constrain::index::{IndexConfig, TokenIndex};
 use constrain::model::{LanguageModel, ModelError};
 use constrain::sampling::SamplingConfig;
@@ -60,6 +60,9 @@ pub struct SoakArgs {
     /// Print at most this many failing outputs (to stderr).
     #[arg(long, default_value_t = 10)]
     show_failures: usize,
+    /// Write every failure as one JSON line here (file, sample, seed, kind, detail, output).
+    #[arg(long)]
+    failures: Option<PathBuf>,
     /// tokenizer.json (default: $CONSTRAIN_HOME/tokenizer.json).
     #[arg(long)]
     tokenizer: Option<PathBuf>,
@@ -147,7 +150,11 @@ struct Counts {
     outputs: AtomicUsize,
     failed: AtomicUsize,
     shown: AtomicUsize,
+    /// Failures by kind (see `KINDS`).
+    kinds: [AtomicUsize; 4],
 }
+
+const KINDS: [&str; 4] = ["generation error", "not accepted", "not JSON", "invalid"];
 
 struct Shared<'a> {
     args: &'a SoakArgs,
@@ -158,6 +165,7 @@ struct Shared<'a> {
     /// Next file to try.
     next: Mutex<usize>,
     files: Vec<PathBuf>,
+    failures: Option<Mutex<std::io::BufWriter<std::fs::File>>>,
 }
 
 pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
@@ -168,7 +176,7 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
     if a.schemas == 0 || a.samples == 0 {
         anyhow::bail!("--schemas and --samples must be at least 1");
     }
-    if !(a.timeout_s > 0.0) {
+    if a.timeout_s.is_nan() || a.timeout_s <= 0.0 {
         anyhow::bail!("--timeout-s must be positive, got {}", a.timeout_s);
     }
     if !a.corpus.is_dir() {
@@ -197,7 +205,14 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
     };
     let vocab = index_args.vocabulary()?;
     let tok = index_args.text_tokenizer()?;
+    let failures = match &a.failures {
+        Some(p) => Some(Mutex::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,
+        ))),
+        None => None,
+    };
     let shared = Shared {
+        failures,
         args: &a,
         vocab,
         tok,
@@ -217,10 +232,28 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
             s.spawn(move || worker(shared, job));
         }
     });
+    if let Some(f) = &shared.failures {
+        use std::io::Write;
+        f.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .flush()
+            .context("cannot write the failures file")?;
+    }
     let c = &shared.counts;
     let failed = c.failed.load(Relaxed);
+    let kinds: Vec<String> = KINDS
+        .iter()
+        .zip(&c.kinds)
+        .filter(|(_, n)| n.load(Relaxed) > 0)
+        .map(|(k, n)| format!("{} {k}", n.load(Relaxed)))
+        .collect();
+    let kinds = if kinds.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", kinds.join(", "))
+    };
     println!(
-        "soak: {} outputs over {} schemas, {} failed ({} files tried: {} did not compile, {} not understood by the validator; {:.0} s)",
+        "soak: {} outputs over {} schemas, {} failed{kinds} ({} files tried: {} did not compile, {} not understood by the validator; {:.0} s)",
         c.outputs.load(Relaxed),
         c.schemas.load(Relaxed),
         failed,
@@ -317,27 +350,46 @@ fn worker(sh: &Shared, job: usize) {
                 &mut |_| {},
             );
             sh.counts.outputs.fetch_add(1, Relaxed);
-            let why = match result {
-                Err(e @ GenerateError::BudgetTooSmall { .. }) => Some(format!("budget: {e}")),
-                Err(e) => Some(format!("generation failed: {e}")),
+            // (kind, detail, output)
+            let why: Option<(usize, String, String)> = match result {
+                Err(e) => Some((0, e.to_string(), String::new())),
                 Ok(g) if !g.accepted => {
-                    Some(format!("output not accepted by the guide: {:?}", g.text()))
+                    Some((1, "the guide did not accept the output".into(), g.text()))
                 }
                 Ok(g) => match std::str::from_utf8(&g.bytes)
-                    .ok()
-                    .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
-                {
-                    None => Some(format!("output is not JSON: {:?}", g.text())),
-                    Some(v) if !validator.is_valid(&v) => {
-                        Some(format!("output does not validate: {}", g.text()))
-                    }
-                    Some(_) => None,
+                    .map_err(|e| e.to_string())
+                    .and_then(|s| {
+                        serde_json::from_str::<serde_json::Value>(s).map_err(|e| e.to_string())
+                    }) {
+                    Err(e) => Some((2, e, g.text())),
+                    Ok(v) => validator
+                        .validate(&v)
+                        .err()
+                        .map(|e| (3, e.to_string(), g.text())),
                 },
             };
-            if let Some(why) = why {
+            if let Some((kind, detail, output)) = why {
                 sh.counts.failed.fetch_add(1, Relaxed);
+                sh.counts.kinds[kind].fetch_add(1, Relaxed);
                 if sh.counts.shown.fetch_add(1, Relaxed) < a.show_failures {
-                    eprintln!("FAIL {} (sample {k}, seed {seed}): {why}", path.display());
+                    eprintln!(
+                        "FAIL {} (sample {k}, seed {seed}): {}: {detail}: {output}",
+                        path.display(),
+                        KINDS[kind]
+                    );
+                }
+                if let Some(f) = &sh.failures {
+                    use std::io::Write;
+                    let line = serde_json::json!({
+                        "file": path.display().to_string(),
+                        "sample": k,
+                        "seed": seed,
+                        "kind": KINDS[kind],
+                        "detail": detail,
+                        "output": output,
+                    });
+                    let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
+                    let _ = writeln!(f, "{line}");
                 }
             }
         }
