@@ -35,7 +35,7 @@ fn run(files: &[std::path::PathBuf]) -> Vec<CaseResult> {
     let vocab = common::qwen_vocab().unwrap();
     let tok = common::qwen_tokenizer().unwrap();
     let cfg = RunConfig {
-        timeout: std::time::Duration::from_secs(20),
+        timeout: std::time::Duration::from_secs(120),
         ..RunConfig::default()
     };
     let mut out = Vec::new();
