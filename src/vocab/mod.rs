@@ -116,6 +116,9 @@ pub struct Vocabulary {
 
 const NO_BYTES: u32 = u32::MAX;
 
+/// Largest number of ids (and logits) accepted: 16,777,216.
+pub const MAX_IDS: usize = 1 << 24;
+
 impl fmt::Debug for Vocabulary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Vocabulary")
@@ -166,6 +169,11 @@ impl Vocabulary {
 
     fn push(&mut self, id: TokenId, bytes: Option<&[u8]>) -> Result<(), VocabError> {
         let i = id.as_usize();
+        if i >= MAX_IDS {
+            return Err(VocabError::Unsupported(format!(
+                "token id {id} is too large (ids must be below {MAX_IDS})"
+            )));
+        }
         if i >= self.spans.len() {
             self.spans.resize(i + 1, (0, NO_BYTES));
         } else if self.spans[i].1 != NO_BYTES {
@@ -181,6 +189,11 @@ impl Vocabulary {
     }
 
     fn set_logits_width(&mut self, width: usize) -> Result<(), VocabError> {
+        if width > MAX_IDS {
+            return Err(VocabError::Unsupported(format!(
+                "logits width {width} is too large (at most {MAX_IDS})"
+            )));
+        }
         if width < self.spans.len() {
             return Err(VocabError::LogitsWidth {
                 width,
