@@ -766,6 +766,48 @@ const UTF8_SEQUENCES: &[&[(u8, u8)]] = &[
 
 const NO_LEVEL: u8 = u8::MAX;
 
+/// Appends to `out` the states one plain character (a byte of `ascii`, or a
+/// whole UTF-8 sequence over the class representatives of `utf8`) leads to
+/// from `s`; false when one of them is dead.
+fn plain_successors(
+    t: &LiveTable,
+    s: u32,
+    ascii: &[u8],
+    utf8: &[Vec<Vec<u8>>],
+    cur: &mut Vec<u32>,
+    next: &mut Vec<u32>,
+    out: &mut Vec<u32>,
+) -> bool {
+    for &b in ascii {
+        let x = t.next(s, b);
+        if x == DEAD {
+            return false;
+        }
+        out.push(x);
+    }
+    for seq in utf8 {
+        cur.clear();
+        cur.push(s);
+        for reps in seq {
+            next.clear();
+            for &q in cur.iter() {
+                for &b in reps {
+                    let x = t.next(q, b);
+                    if x == DEAD {
+                        return false;
+                    }
+                    if !next.contains(&x) {
+                        next.push(x);
+                    }
+                }
+            }
+            std::mem::swap(cur, next);
+        }
+        out.extend_from_slice(cur);
+    }
+    true
+}
+
 /// For every state, how many *plain* characters may follow it for sure: every
 /// printable ASCII byte but `"` and `\\` and every complete UTF-8 character
 /// at or above U+0080 (through live intermediate states) counts as one, and
@@ -809,40 +851,13 @@ fn plain_reach(t: &LiveTable) -> Vec<u32> {
     let mut succ: Vec<u32> = Vec::new();
     let mut cur: Vec<u32> = Vec::new();
     let mut next: Vec<u32> = Vec::new();
-    'states: for s in 0..n as u32 {
+    for s in 0..n as u32 {
         let first = succ.len();
-        for &b in &ascii {
-            let x = t.next(s, b);
-            if x == DEAD {
-                ok[s as usize] = false;
-                succ.truncate(first);
-                succ_start[s as usize + 1] = succ.len() as u32;
-                continue 'states;
-            }
-            succ.push(x);
-        }
-        for seq in &utf8 {
-            cur.clear();
-            cur.push(s);
-            for reps in seq {
-                next.clear();
-                for &q in &cur {
-                    for &b in reps {
-                        let x = t.next(q, b);
-                        if x == DEAD {
-                            ok[s as usize] = false;
-                            succ.truncate(first);
-                            succ_start[s as usize + 1] = succ.len() as u32;
-                            continue 'states;
-                        }
-                        if !next.contains(&x) {
-                            next.push(x);
-                        }
-                    }
-                }
-                std::mem::swap(&mut cur, &mut next);
-            }
-            succ.extend_from_slice(&cur);
+        if !plain_successors(t, s, &ascii, &utf8, &mut cur, &mut next, &mut succ) {
+            ok[s as usize] = false;
+            succ.truncate(first);
+            succ_start[s as usize + 1] = succ.len() as u32;
+            continue;
         }
         succ[first..].sort_unstable();
         let mut w = first;

@@ -46,12 +46,6 @@ impl TextTokenizer {
         Ok(enc.get_ids().iter().map(|&i| TokenId(i)).collect())
     }
 
-    /// Token ids of `text`, where special tokens written in the text (such as
-    /// `<|im_start|>`) are recognised.
-    pub fn encode_with_specials(&self, text: &str) -> Result<Vec<TokenId>, VocabError> {
-        self.encode(text)
-    }
-
     /// The id of a token given by its text (`<|im_end|>`).
     pub fn token_to_id(&self, token: &str) -> Option<TokenId> {
         self.inner.token_to_id(token).map(TokenId)
