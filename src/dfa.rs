@@ -21,6 +21,11 @@ use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::{nfa::thompson, Anchored, MatchKind};
 
+/// Deepest nesting of groups and repetitions a pattern may have (regex-syntax
+/// defaults to 250, which deeply nested schemas exceed; the parser is
+/// recursive, so this still bounds its stack use).
+pub const NEST_LIMIT: u32 = 1000;
+
 /// Size limits for turning a pattern into a DFA. Defaults are documented on
 /// each field; all are in bytes of heap memory.
 #[derive(Clone, Debug)]
@@ -78,7 +83,9 @@ impl ByteDfa {
     /// whole text must match).
     pub fn new(pattern: &str, config: &DfaConfig) -> Result<ByteDfa, DfaError> {
         // Parse first so that syntax errors carry a position and nothing else.
-        let mut parser = regex_syntax::ParserBuilder::new().build();
+        let mut parser = regex_syntax::ParserBuilder::new()
+            .nest_limit(NEST_LIMIT)
+            .build();
         if let Err(e) = parser.parse(pattern) {
             return Err(syntax_error(&e));
         }
@@ -92,6 +99,7 @@ impl ByteDfa {
                     .dfa_size_limit(Some(config.dfa_size_limit))
                     .determinize_size_limit(Some(config.determinize_size_limit)),
             )
+            .syntax(regex_automata::util::syntax::Config::new().nest_limit(NEST_LIMIT))
             .thompson(thompson::Config::new().nfa_size_limit(Some(config.nfa_size_limit)))
             .build(pattern)
             .map_err(|e| build_error(&e, config))?;
@@ -209,27 +217,39 @@ fn syntax_error(e: &regex_syntax::Error) -> DfaError {
 }
 
 fn build_error(e: &dense::BuildError, config: &DfaConfig) -> DfaError {
-    let msg = e.to_string();
-    let lower = msg.to_lowercase();
-    if lower.contains("nfa")
-        && (lower.contains("exceed") || lower.contains("limit") || lower.contains("too"))
+    use std::error::Error as _;
+    // regex-automata's top-level message for an NFA failure is only "error
+    // building NFA"; the reason is in its source, a `thompson::BuildError`.
+    if let Some(nfa) = e
+        .source()
+        .and_then(|s| s.downcast_ref::<thompson::BuildError>())
     {
-        DfaError::TooBig {
-            what: "NFA",
-            limit: config.nfa_size_limit,
-            knob: "--nfa-size-limit / DfaConfig::nfa_size_limit",
+        let nfa_msg = nfa.to_string();
+        if nfa.size_limit().is_some() || nfa_msg.contains("NFA states") {
+            return DfaError::TooBig {
+                what: "NFA",
+                limit: config.nfa_size_limit,
+                knob: "--nfa-size-limit / DfaConfig::nfa_size_limit",
+            };
         }
-    } else if lower.contains("determiniz") {
-        DfaError::TooBig {
-            what: "determinization memory",
-            limit: config.determinize_size_limit,
-            knob: "--dfa-size-limit / DfaConfig::determinize_size_limit",
-        }
-    } else if lower.contains("exceed") || lower.contains("limit") || lower.contains("too many") {
+        return DfaError::Build(format!("error building NFA: {nfa_msg}"));
+    }
+    let msg = e.to_string();
+    if !e.is_size_limit_exceeded() {
+        return DfaError::Build(msg);
+    }
+    // The DFA-size message also says "during determinization", so test it first.
+    if msg.starts_with("DFA exceeded size limit") || msg.contains("number of DFA states") {
         DfaError::TooBig {
             what: "DFA",
             limit: config.dfa_size_limit,
             knob: "--dfa-size-limit / DfaConfig::dfa_size_limit",
+        }
+    } else if msg.starts_with("determinization exceeded") {
+        DfaError::TooBig {
+            what: "determinization memory",
+            limit: config.determinize_size_limit,
+            knob: "--dfa-size-limit / DfaConfig::determinize_size_limit",
         }
     } else {
         DfaError::Build(msg)
@@ -268,5 +288,44 @@ mod tests {
         let e = ByteDfa::new("[a-z]{0,50}x[a-z]{20}", &cfg).unwrap_err();
         assert!(matches!(e, DfaError::TooBig { .. }), "{e}");
         assert!(e.to_string().contains("raise it"), "{e}");
+    }
+
+    #[test]
+    fn each_limit_is_named_by_its_own_knob() {
+        let nfa = ByteDfa::new(r"\w{1000}{100}", &DfaConfig::default()).unwrap_err();
+        assert!(nfa.to_string().contains("the NFA exceeds"), "{nfa}");
+        let cfg = DfaConfig {
+            dfa_size_limit: 200_000,
+            ..Default::default()
+        };
+        let dfa = ByteDfa::new("[ab]*a[ab]{20}", &cfg).unwrap_err();
+        assert!(
+            dfa.to_string()
+                .contains("the DFA exceeds its limit of 200000"),
+            "{dfa}"
+        );
+        let cfg = DfaConfig {
+            determinize_size_limit: 100_000,
+            ..Default::default()
+        };
+        let det = ByteDfa::new("[ab]*a[ab]{20}", &cfg).unwrap_err();
+        assert!(
+            det.to_string()
+                .contains("determinization memory exceeds its limit of 100000"),
+            "{det}"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_up_to_the_limit_parses() {
+        let deep = format!("{}a{}", "(?:".repeat(990), ")".repeat(990));
+        assert!(ByteDfa::new(&deep, &DfaConfig::default())
+            .unwrap()
+            .matches(b"a"));
+        let too_deep = format!("{}a{}", "(?:".repeat(1100), ")".repeat(1100));
+        assert!(matches!(
+            ByteDfa::new(&too_deep, &DfaConfig::default()),
+            Err(DfaError::Syntax { .. })
+        ));
     }
 }

@@ -67,6 +67,9 @@ pub struct IndexArgs {
     /// Largest DFA transition table, in bytes.
     #[arg(long, default_value_t = DfaConfig::default().dfa_size_limit)]
     pub dfa_size_limit: usize,
+    /// Largest Thompson NFA built from the pattern, in bytes.
+    #[arg(long, default_value_t = DfaConfig::default().nfa_size_limit)]
+    pub nfa_size_limit: usize,
     /// Most automaton states the index explores.
     #[arg(long, default_value_t = IndexConfig::default().max_states)]
     pub max_states: usize,
@@ -109,6 +112,7 @@ impl IndexArgs {
             determinize_size_limit: self
                 .dfa_size_limit
                 .max(DfaConfig::default().determinize_size_limit),
+            nfa_size_limit: self.nfa_size_limit,
             ..Default::default()
         }
     }

@@ -201,6 +201,7 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
         lazy: false,
         threads: 1,
         dfa_size_limit: a.dfa_size_limit,
+        nfa_size_limit: DfaConfig::default().nfa_size_limit,
         max_states: IndexConfig::default().max_states,
     };
     let vocab = index_args.vocabulary()?;
