@@ -78,12 +78,25 @@ pub struct CaseResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub ttfm_us: Option<f64>,
+    /// Where TTFM went: schema → regex, regex → DFA, DFA → token index (µs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases_us: Option<Phases>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_states: Option<usize>,
     pub tokens: usize,
     pub valid_rejected: usize,
     pub invalid_accepted: usize,
     pub instances: Vec<InstanceResult>,
     #[serde(skip)]
     pub tbm_us: Vec<f64>,
+}
+
+/// The parts of one compile, in microseconds.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Phases {
+    pub schema: f64,
+    pub dfa: f64,
+    pub index: f64,
 }
 
 /// Runner settings.
@@ -244,15 +257,28 @@ pub fn python_float_repr(f: f64) -> String {
     crate::schema::regex::py_float(f)
 }
 
-/// Compiles a schema to an index (what TTFM measures).
+/// Compiles a schema to an index (what TTFM measures), with the time of
+/// each phase.
 pub fn compile_case(
     schema_value: &Value,
     vocab: &Arc<Vocabulary>,
     cfg: &RunConfig,
-) -> Result<TokenIndex, String> {
+) -> Result<(TokenIndex, Phases), String> {
+    let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
+    let t = Instant::now();
     let compiled = schema::compile(schema_value, &cfg.schema).map_err(|e| e.to_string())?;
+    let schema = us(t);
+    let t = Instant::now();
     let dfa = ByteDfa::new(&compiled.regex, &cfg.dfa).map_err(|e| e.to_string())?;
-    TokenIndex::build(&dfa, vocab.clone(), &cfg.index).map_err(|e| e.to_string())
+    let dfa_us = us(t);
+    let t = Instant::now();
+    let index = TokenIndex::build(&dfa, vocab.clone(), &cfg.index).map_err(|e| e.to_string())?;
+    let phases = Phases {
+        schema,
+        dfa: dfa_us,
+        index: us(t),
+    };
+    Ok((index, phases))
 }
 
 /// Runs one case: compile under the time limit, then every instance.
@@ -267,6 +293,8 @@ pub fn run_case(
         outcome: Outcome::Pass,
         error: None,
         ttfm_us: None,
+        phases_us: None,
+        live_states: None,
         tokens: 0,
         valid_rejected: 0,
         invalid_accepted: 0,
@@ -286,8 +314,10 @@ pub fn run_case(
         });
     }
     let index = match rx.recv_timeout(cfg.timeout) {
-        Ok((Ok(index), t)) => {
+        Ok((Ok((index, phases)), t)) => {
             r.ttfm_us = Some(t.as_secs_f64() * 1e6);
+            r.phases_us = Some(phases);
+            r.live_states = Some(index.stats().states);
             Arc::new(index)
         }
         Ok((Err(e), _)) if e.contains("deadline") => {

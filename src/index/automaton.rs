@@ -93,7 +93,7 @@ impl LiveTable {
             reps[classes[b as usize] as usize] = b;
         }
         // 1. Reachable states (dead ones collapse to DEAD).
-        let mut ids: HashMap<A::State, u32> = HashMap::new();
+        let mut ids: HashMap<A::State, u32, foldhash::fast::RandomState> = HashMap::default();
         let mut states: Vec<A::State> = Vec::new();
         let start = a.start();
         if a.is_dead(start) {

@@ -51,12 +51,15 @@ pub use automaton::{ByteAutomaton, LiveTable, DEAD};
 use crate::vocab::{TokenId, Vocabulary};
 use rayon::prelude::*;
 use std::collections::HashMap;
+
+/// Hash map with a fast, non-cryptographic hasher (keys here are our own).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use trie::{TokenTrie, VocabTries};
 
 /// A set of token ids as a bitset over the logits width.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct TokenSet {
     words: Box<[u64]>,
     width: usize,
@@ -131,6 +134,18 @@ impl TokenSet {
     /// Heap memory in bytes.
     pub fn memory_usage(&self) -> usize {
         self.words.len() * 8
+    }
+}
+
+/// One multiply-xor fold over the words: masks are ~19 KB, and SipHash over
+/// them was a sixth of a small schema's index build.
+impl std::hash::Hash for TokenSet {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut h: u64 = self.width as u64;
+        for &w in self.words.iter() {
+            h = (h.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+        state.write_u64(h);
     }
 }
 
@@ -635,8 +650,8 @@ impl TokenIndex {
             return Err(IndexError::Deadline);
         }
         // Compose per state and deduplicate.
-        let mut by_key: HashMap<(u32, bool, &[u32]), Arc<TokenSet>> = HashMap::new();
-        let mut by_content: HashMap<Arc<TokenSet>, ()> = HashMap::new();
+        let mut by_key: FastMap<(u32, bool, &[u32]), Arc<TokenSet>> = FastMap::default();
+        let mut by_content: FastMap<Arc<TokenSet>, ()> = FastMap::default();
         let mut memory = 0usize;
         for s in 0..n {
             let class = if body[s] {
@@ -708,26 +723,32 @@ fn horizon_classes(t: &LiveTable, h: usize, body: &[bool]) -> (Vec<u32>, Vec<u32
     let n = t.len();
     let mut class = vec![0u32; n];
     let mut count = 1usize;
-    let mut sig: Vec<u32> = Vec::with_capacity(t.stride + 1);
+    let width = t.stride + 1;
+    // Every state's signature in one buffer (no allocation per state).
+    let mut sigs: Vec<u32> = vec![0; n * width];
     for _ in 0..h {
-        let mut map: HashMap<Vec<u32>, u32> = HashMap::with_capacity(count * 2);
-        let mut next = vec![0u32; n];
         for s in 0..n {
-            sig.clear();
-            sig.push(class[s]);
+            let sig = &mut sigs[s * width..(s + 1) * width];
+            sig[0] = class[s];
             for c in 0..t.stride {
                 let x = t.trans[s * t.stride + c];
-                sig.push(if x == DEAD {
+                sig[c + 1] = if x == DEAD {
                     u32::MAX
                 } else {
                     class[x as usize]
-                });
+                };
             }
-            let id = map.len() as u32;
-            next[s] = *map.entry(sig.clone()).or_insert(id);
         }
-        class = next;
+        let mut map: FastMap<&[u32], u32> = FastMap::default();
+        map.reserve(count * 2);
+        let mut next = vec![0u32; n];
+        for s in 0..n {
+            let id = map.len() as u32;
+            next[s] = *map.entry(&sigs[s * width..(s + 1) * width]).or_insert(id);
+        }
         let new_count = map.len();
+        drop(map);
+        class = next;
         if new_count == count {
             break;
         }
