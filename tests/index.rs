@@ -197,7 +197,27 @@ fn qwen_eager_and_lazy_masks_agree() {
     let Some(vocab) = common::qwen_vocab() else {
         return;
     };
-    for re in [RECORD, r"\p{Han}{1,4}(市|省)", "(a|ab|abc|abcd){2,5}x?"] {
+    // A schema in compliant mode: free strings (plain-level body states),
+    // counted strings, keys, extra keys with any value, flexible whitespace.
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 40},
+            "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+            "bio": {"type": "string"}
+        },
+        "required": ["name"]
+    });
+    let compiled =
+        constrain::schema::compile(&schema, &constrain::schema::SchemaOptions::compliant())
+            .unwrap();
+    for re in [
+        RECORD,
+        r"\p{Han}{1,4}(市|省)",
+        "(a|ab|abc|abcd){2,5}x?",
+        compiled.regex.as_str(),
+    ] {
         let eager = index(re, &vocab, true);
         let lazy = index(re, &vocab, false);
         assert_eq!(eager.num_states(), lazy.num_states());

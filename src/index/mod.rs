@@ -579,30 +579,45 @@ impl TokenIndex {
         budget
     }
 
+    /// Every mask at build time. A state's mask is the union of: its plain
+    /// level's precomputed set (string-body states), one walk of the tokens
+    /// of at most `horizon` bytes shared by its bounded-horizon class (and
+    /// plain level), and a walk of the longer tokens from the state itself.
     fn build_eager(&mut self, config: &IndexConfig) -> Result<(), IndexError> {
         let n = self.table.len();
         let width = self.vocab.logits_width();
         let level = &self.plain_level;
-        let body: Vec<bool> = level.iter().map(|&l| l != NO_LEVEL).collect();
-        let (class_of, reps) = horizon_classes(
+        let (class_of, _) = horizon_classes(
             &self.table,
             self.tries.horizon.min(self.tries.short.max_depth),
-            &body,
         );
-        self.stats.horizon_classes = reps.len();
+        // One short walk per (class, plain level) pair.
+        let mut walk_of_key: FastMap<(u32, u8), u32> = FastMap::default();
+        let mut walks: Vec<(u32, u8)> = Vec::new(); // (representative, level)
+        let walk_of: Vec<u32> = (0..n)
+            .map(|s| {
+                let key = (class_of[s], level[s]);
+                *walk_of_key.entry(key).or_insert_with(|| {
+                    walks.push((s as u32, level[s]));
+                    walks.len() as u32 - 1
+                })
+            })
+            .collect();
+        self.stats.horizon_classes = walks.len();
         let table = &self.table;
         let tries = &self.tries;
-        let run = |f: &mut (dyn FnMut() + Send)| -> Result<(), IndexError> {
-            if config.threads == 1 {
-                f();
-                Ok(())
+        let short_trie = |l: u8| {
+            if l == NO_LEVEL {
+                &tries.short
             } else {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(config.threads)
-                    .build()
-                    .map_err(|e| IndexError::Threads(e.to_string()))?;
-                pool.install(f);
-                Ok(())
+                &tries.plain_levels[l as usize].rest_short
+            }
+        };
+        let long_trie = |l: u8| {
+            if l == NO_LEVEL {
+                &tries.long
+            } else {
+                &tries.plain_levels[l as usize].rest_long
             }
         };
         let expired = std::sync::atomic::AtomicBool::new(false);
@@ -616,19 +631,17 @@ impl TokenIndex {
         };
         let mut short_masks: Vec<TokenSet> = Vec::new();
         let mut long_lists: Vec<Vec<u32>> = Vec::new();
-        run(&mut || {
-            short_masks = reps
+        run_with_threads(config.threads, &mut || {
+            short_masks = walks
                 .par_iter()
-                .map(|&s| {
+                .map(|&(s, l)| {
                     let mut set = TokenSet::new(width);
                     if !past_deadline() {
-                        walk_into(&tries.short, table, s, &mut set);
+                        walk_into(short_trie(l), table, s, &mut set);
                     }
                     set
                 })
                 .collect();
-            // Per state: the long tokens (ordinary states) or the non-plain
-            // tokens (string-body states, whose plain tokens all loop).
             long_lists = (0..n as u32)
                 .into_par_iter()
                 .map(|s| {
@@ -636,12 +649,7 @@ impl TokenIndex {
                     if s % 64 == 0 && past_deadline() {
                         return v;
                     }
-                    let trie = if body[s as usize] {
-                        &tries.plain_levels[level[s as usize] as usize].rest
-                    } else {
-                        &tries.long
-                    };
-                    trie.walk(s, |s, b| table.next(s, b), |t| v.push(t));
+                    long_trie(level[s as usize]).walk(s, |s, b| table.next(s, b), |t| v.push(t));
                     v
                 })
                 .collect();
@@ -654,20 +662,15 @@ impl TokenIndex {
         let mut by_content: FastMap<Arc<TokenSet>, ()> = FastMap::default();
         let mut memory = 0usize;
         for s in 0..n {
-            let class = if body[s] {
-                u32::MAX - level[s] as u32
-            } else {
-                class_of[s]
-            };
-            let key = (class, table.accepting[s], long_lists[s].as_slice());
+            let w = walk_of[s];
+            let key = (w, table.accepting[s], long_lists[s].as_slice());
             let mask = match by_key.get(&key) {
                 Some(m) => m.clone(),
                 None => {
-                    let mut set = if body[s] {
-                        tries.plain_levels[level[s] as usize].set.clone()
-                    } else {
-                        short_masks[class_of[s] as usize].clone()
-                    };
+                    let mut set = short_masks[w as usize].clone();
+                    if level[s] != NO_LEVEL {
+                        set.union_with(&tries.plain_levels[level[s] as usize].set);
+                    }
                     for &t in &long_lists[s] {
                         set.insert(TokenId(t));
                     }
@@ -707,6 +710,22 @@ impl TokenIndex {
     }
 }
 
+/// Runs `f` on `threads` workers: 1 is the calling thread only (rayon's
+/// parallel iterators inside `f` then run sequentially on a one-thread
+/// pool), 0 the global pool (all cores).
+fn run_with_threads(threads: usize, f: &mut (dyn FnMut() + Send)) -> Result<(), IndexError> {
+    if threads == 0 {
+        f();
+        return Ok(());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| IndexError::Threads(e.to_string()))?;
+    pool.install(f);
+    Ok(())
+}
+
 fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) {
     trie.walk(s, |s, b| table.next(s, b), |t| set.insert(TokenId(t)));
     for &(first, dup) in &trie.dups {
@@ -718,8 +737,8 @@ fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) {
 
 /// Partition refinement for `h` rounds: states in one class agree on
 /// liveness for every string of at most `h` bytes. Returns the class of each
-/// state and one representative per class.
-fn horizon_classes(t: &LiveTable, h: usize, body: &[bool]) -> (Vec<u32>, Vec<u32>) {
+/// state and the number of classes.
+fn horizon_classes(t: &LiveTable, h: usize) -> (Vec<u32>, usize) {
     let n = t.len();
     let mut class = vec![0u32; n];
     let mut count = 1usize;
@@ -754,22 +773,7 @@ fn horizon_classes(t: &LiveTable, h: usize, body: &[bool]) -> (Vec<u32>, Vec<u32
         }
         count = new_count;
     }
-    // One representative per class that has an ordinary (non-body) state;
-    // classes are renumbered densely over those.
-    let mut dense = vec![u32::MAX; count];
-    let mut reps = Vec::new();
-    for s in 0..n {
-        if body[s] {
-            continue;
-        }
-        let c = class[s] as usize;
-        if dense[c] == u32::MAX {
-            dense[c] = reps.len() as u32;
-            reps.push(s as u32);
-        }
-    }
-    let class = class.iter().map(|&c| dense[c as usize]).collect();
-    (class, reps)
+    (class, count)
 }
 
 /// UTF-8 sequences of characters at or above U+0080 (RFC 3629 table), as

@@ -44,6 +44,10 @@ pub(crate) struct VocabTries {
 pub(crate) struct PlainLevel {
     pub set: super::TokenSet,
     pub rest: TokenTrie,
+    /// The tokens of `rest` of at most `horizon` bytes (walked once per
+    /// bounded-horizon class) and the longer ones (walked per state).
+    pub rest_short: TokenTrie,
+    pub rest_long: TokenTrie,
 }
 
 /// The character limits of the plain levels (`u32::MAX`: no limit).
@@ -91,13 +95,20 @@ impl VocabTries {
                         set.insert(TokenId(id));
                     }
                 }
-                let rest = TokenTrie::from_sorted(
+                let rest_toks = || {
                     toks.iter()
                         .enumerate()
-                        .filter(|&(i, _)| !fits(i))
-                        .map(|(_, &t)| t),
-                );
-                PlainLevel { set, rest }
+                        .filter(move |&(i, _)| !fits(i))
+                        .map(|(_, &t)| t)
+                };
+                PlainLevel {
+                    set,
+                    rest: TokenTrie::from_sorted(rest_toks()),
+                    rest_short: TokenTrie::from_sorted(
+                        rest_toks().filter(|t| t.0.len() <= horizon),
+                    ),
+                    rest_long: TokenTrie::from_sorted(rest_toks().filter(|t| t.0.len() > horizon)),
+                }
             })
             .collect();
         VocabTries {
