@@ -82,13 +82,6 @@ impl ByteDfa {
     /// Builds the DFA of `pattern` (regex crate syntax, Unicode-aware; the
     /// whole text must match).
     pub fn new(pattern: &str, config: &DfaConfig) -> Result<ByteDfa, DfaError> {
-        // Parse first so that syntax errors carry a position and nothing else.
-        let mut parser = regex_syntax::ParserBuilder::new()
-            .nest_limit(NEST_LIMIT)
-            .build();
-        if let Err(e) = parser.parse(pattern) {
-            return Err(syntax_error(&e));
-        }
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -224,6 +217,13 @@ fn build_error(e: &dense::BuildError, config: &DfaConfig) -> DfaError {
         .source()
         .and_then(|s| s.downcast_ref::<thompson::BuildError>())
     {
+        // A syntax error (with its position) is the NFA error's own source.
+        if let Some(syn) = nfa
+            .source()
+            .and_then(|s| s.downcast_ref::<regex_syntax::Error>())
+        {
+            return syntax_error(syn);
+        }
         let nfa_msg = nfa.to_string();
         if nfa.size_limit().is_some() || nfa_msg.contains("NFA states") {
             return DfaError::TooBig {

@@ -1,5 +1,5 @@
 //! `constrain maskbench PATH... [--files-from LIST] [--timeout-s N]
-//! [--summary-json FILE] [--jsonl FILE]`: MaskBench's rules over MaskBench
+//! [--summary-json FILE] [--jsonl FILE] [--jobs N]`: MaskBench's rules over MaskBench
 //! and JSON-Schema-Test-Suite files (see `constrain::maskbench`). Progress on
 //! stderr, the summary on stdout (and in `--summary-json`).
 
@@ -9,6 +9,7 @@ use constrain::maskbench::{self, CaseResult, RunConfig, Summary};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -30,6 +31,10 @@ pub struct MaskbenchArgs {
     /// Most whitespace characters between tokens (any JSON whitespace).
     #[arg(long, default_value_t = 2)]
     whitespace_max: usize,
+    /// Schemas run at once, each on one thread (MaskBench measures one
+    /// thread per schema; more jobs only shorten the wall time of a run).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
     #[command(flatten)]
     index: IndexArgs,
 }
@@ -85,41 +90,63 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
         )),
         None => None,
     };
+    if a.jobs == 0 {
+        anyhow::bail!("--jobs must be at least 1");
+    }
     let mut results: Vec<CaseResult> = Vec::new();
     let start = Instant::now();
     let n_files = files.len();
-    for (i, f) in files.iter().enumerate() {
-        let cases = match maskbench::load_file(f) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("warning: skipping {e}");
-                continue;
-            }
-        };
-        for case in cases {
-            let r = maskbench::run_case(&case, &vocab, &tok, &cfg);
-            if let Some(w) = jsonl.as_mut() {
-                serde_json::to_writer(&mut *w, &r)?;
-                w.write_all(b"\n")?;
-            }
-            results.push(r);
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<CaseResult>)>();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        for _ in 0..a.jobs {
+            let tx = tx.clone();
+            let (next, files, vocab, tok, cfg) = (&next, &files, &vocab, &tok, &cfg);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(f) = files.get(i) else { break };
+                let rs = match maskbench::load_file(f) {
+                    Ok(cases) => cases
+                        .iter()
+                        .map(|case| maskbench::run_case(case, vocab, tok, cfg))
+                        .collect(),
+                    Err(e) => {
+                        eprintln!("warning: skipping {e}");
+                        Vec::new()
+                    }
+                };
+                if tx.send((i, rs)).is_err() {
+                    break;
+                }
+            });
         }
-        if (i + 1) % 50 == 0 || i + 1 == n_files {
-            let s = Summary::of(&results);
-            eprintln!(
-                "[{}/{}] {:.0}s  passing {}/{}  compile_error {}  timeout {}  valid_rejected {}  invalid_accepted {}",
-                i + 1,
-                n_files,
-                start.elapsed().as_secs_f64(),
-                s.passing,
-                s.schemas,
-                s.compile_error,
-                s.timeout,
-                s.valid_rejected,
-                s.invalid_accepted
-            );
+        drop(tx);
+        for (done, (_, rs)) in rx.iter().enumerate() {
+            for r in rs {
+                if let Some(w) = jsonl.as_mut() {
+                    serde_json::to_writer(&mut *w, &r)?;
+                    w.write_all(b"\n")?;
+                }
+                results.push(r);
+            }
+            if (done + 1) % 50 == 0 || done + 1 == n_files {
+                let s = Summary::of(&results);
+                eprintln!(
+                    "[{}/{}] {:.0}s  passing {}/{}  compile_error {}  timeout {}  valid_rejected {}  invalid_accepted {}",
+                    done + 1,
+                    n_files,
+                    start.elapsed().as_secs_f64(),
+                    s.passing,
+                    s.schemas,
+                    s.compile_error,
+                    s.timeout,
+                    s.valid_rejected,
+                    s.invalid_accepted
+                );
+            }
         }
-    }
+        Ok(())
+    })?;
     if let Some(mut w) = jsonl {
         w.flush()?;
     }
