@@ -444,6 +444,34 @@ fn boolean_schemas_and_not() {
         &[json!({})],
         &[json!({"a": 1})],
     );
+    // One numeric bound under `not`: only numbers on the other side pass.
+    check(
+        json!({"not": {"maximum": 3}}),
+        &[json!(4), json!(3.5), json!(100)],
+        &[
+            json!(3),
+            json!(2.5),
+            json!(-1),
+            json!("x"),
+            json!(null),
+            json!([]),
+        ],
+    );
+    check(
+        json!({"allOf": [{"type": "integer"}, {"not": {"minimum": 1.1}}]}),
+        &[json!(1), json!(0), json!(-5)],
+        &[json!(2), json!(7), json!(true)],
+    );
+    check(
+        json!({"type": "number", "not": {"exclusiveMaximum": 2}}),
+        &[json!(2), json!(2.5)],
+        &[json!(1.9), json!(0)],
+    );
+    check(
+        json!({"type": "integer", "maximum": 10, "not": {"exclusiveMinimum": 0}}),
+        &[json!(0), json!(-3)],
+        &[json!(1), json!(10)],
+    );
 }
 
 #[test]

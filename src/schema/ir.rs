@@ -925,8 +925,9 @@ impl<'a> Document<'a> {
 }
 
 /// Applies `not: v` to `n` when `v` has one of the enforceable forms:
-/// `{}`/`true` (nothing validates), `false` (no-op), `{type: ...}`, or
-/// `{required: [...]}` (narrowed: the first key is never written).
+/// `{}`/`true` (nothing validates), `false` (no-op), `{type: ...}`,
+/// `{required: [...]}` (narrowed: the first key is never written), or one
+/// numeric bound (`{maximum: x}` → a number above x, and so on).
 fn simple_not(v: &Value, n: &mut Node) -> bool {
     let m = match v {
         Value::Bool(true) => {
@@ -960,6 +961,40 @@ fn simple_not(v: &Value, n: &mut Node) -> bool {
                 }
             }
             n.not_types = n.not_types.union(t);
+            true
+        }
+        // `not {maximum: x}` holds exactly for numbers above x (a non-number
+        // satisfies `maximum` vacuously, so the `not` rejects it): the same
+        // as `type: number` plus the opposite, strict or not, bound.
+        [kw @ ("maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum")] => {
+            let Some(value) = as_dec(&m[*kw]) else {
+                return false;
+            };
+            n.not_types = n
+                .not_types
+                .union(Types(Types::ALL.0 & !(Types::INTEGER.0 | Types::NUMBER.0)));
+            match *kw {
+                "maximum" | "exclusiveMaximum" => {
+                    let b = Bound {
+                        value,
+                        exclusive: *kw == "maximum",
+                    };
+                    n.minimum = Some(match n.minimum.take() {
+                        Some(l) => tighter_lo(l, b),
+                        None => b,
+                    });
+                }
+                _ => {
+                    let b = Bound {
+                        value,
+                        exclusive: *kw == "minimum",
+                    };
+                    n.maximum = Some(match n.maximum.take() {
+                        Some(h) => tighter_hi(h, b),
+                        None => b,
+                    });
+                }
+            }
             true
         }
         ["required"] => match &m["required"] {
