@@ -137,13 +137,23 @@ impl TokenSet {
     }
 }
 
-/// One multiply-xor fold over the words: masks are ~19 KB, and SipHash over
+/// A fast multiply-add hash of the words: masks are ~19 KB, and SipHash over
 /// them was a sixth of a small schema's index build.
 impl std::hash::Hash for TokenSet {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let mut h: u64 = self.width as u64;
-        for &w in self.words.iter() {
-            h = (h.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        // Independent lanes (no serial multiply chain), folded at the end.
+        let mut lanes = [0u64; 4];
+        for (i, chunk) in self.words.chunks(4).enumerate() {
+            for (l, &w) in chunk.iter().enumerate() {
+                lanes[l] = lanes[l].wrapping_add(
+                    (w ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                        .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95),
+                );
+            }
+        }
+        let mut h = self.width as u64;
+        for l in lanes {
+            h = (h.rotate_left(23) ^ l).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
         }
         state.write_u64(h);
     }
@@ -587,10 +597,8 @@ impl TokenIndex {
         let n = self.table.len();
         let width = self.vocab.logits_width();
         let level = &self.plain_level;
-        let (class_of, _) = horizon_classes(
-            &self.table,
-            self.tries.horizon.min(self.tries.short.max_depth),
-        );
+        let rounds = self.tries.horizon.min(self.tries.short.max_depth);
+        let (class_of, _) = horizon_classes(&self.table, rounds);
         // One short walk per (class, plain level) pair.
         let mut walk_of_key: FastMap<(u32, u8), u32> = FastMap::default();
         let mut walks: Vec<(u32, u8)> = Vec::new(); // (representative, level)
@@ -630,23 +638,33 @@ impl TokenIndex {
             expired.load(std::sync::atomic::Ordering::Relaxed)
         };
         let mut short_masks: Vec<TokenSet> = Vec::new();
+        let mut short_fps: Vec<u64> = Vec::new();
         let mut long_lists: Vec<Vec<u32>> = Vec::new();
         run_with_threads(config.threads, &mut || {
-            short_masks = walks
+            (short_masks, short_fps) = walks
                 .par_iter()
                 .map(|&(s, l)| {
                     let mut set = TokenSet::new(width);
+                    let mut fp = 0;
                     if !past_deadline() {
-                        walk_into(short_trie(l), table, s, &mut set);
+                        fp = walk_into(short_trie(l), table, s, &mut set);
                     }
-                    set
+                    (set, fp)
                 })
+                .unzip();
+            // Liveness of the first `rounds` bytes is the same across a class:
+            // when no long token survives that far from the representative,
+            // none does from any state of the class, and the per-state walk
+            // is skipped.
+            let deep: Vec<bool> = walks
+                .par_iter()
+                .map(|&(s, l)| long_trie(l).reaches_depth(s, rounds, |s, b| table.next(s, b)))
                 .collect();
             long_lists = (0..n as u32)
                 .into_par_iter()
                 .map(|s| {
                     let mut v = Vec::new();
-                    if s % 64 == 0 && past_deadline() {
+                    if !deep[walk_of[s as usize] as usize] || (s % 64 == 0 && past_deadline()) {
                         return v;
                     }
                     long_trie(level[s as usize]).walk(s, |s, b| table.next(s, b), |t| v.push(t));
@@ -657,13 +675,33 @@ impl TokenIndex {
         if past_deadline() {
             return Err(IndexError::Deadline);
         }
+        // Walks with equal results share one id, so that states differing
+        // only in their class compose one mask.
+        // (Keyed by fingerprint, confirmed by content: a collision only
+        // costs a missed merge.)
+        let mut short_ids: FastMap<u64, u32> = FastMap::default();
+        let short_id: Vec<u32> = (0..short_masks.len())
+            .map(|w| {
+                let first = *short_ids.entry(short_fps[w]).or_insert(w as u32);
+                if short_masks[first as usize] == short_masks[w] {
+                    first
+                } else {
+                    w as u32
+                }
+            })
+            .collect();
         // Compose per state and deduplicate.
-        let mut by_key: FastMap<(u32, bool, &[u32]), Arc<TokenSet>> = FastMap::default();
+        let mut by_key: FastMap<(u32, u8, bool, &[u32]), Arc<TokenSet>> = FastMap::default();
         let mut by_content: FastMap<Arc<TokenSet>, ()> = FastMap::default();
         let mut memory = 0usize;
         for s in 0..n {
             let w = walk_of[s];
-            let key = (w, table.accepting[s], long_lists[s].as_slice());
+            let key = (
+                short_id[w as usize],
+                level[s],
+                table.accepting[s],
+                long_lists[s].as_slice(),
+            );
             let mask = match by_key.get(&key) {
                 Some(m) => m.clone(),
                 None => {
@@ -726,13 +764,27 @@ fn run_with_threads(threads: usize, f: &mut (dyn FnMut() + Send)) -> Result<(), 
     Ok(())
 }
 
-fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) {
-    trie.walk(s, |s, b| table.next(s, b), |t| set.insert(TokenId(t)));
+/// Adds to `set` the tokens of `trie` that keep `s` live; returns an
+/// order-independent fingerprint of the added ids (equal sets, equal
+/// fingerprints), far cheaper than hashing the 19 KB set afterwards.
+fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) -> u64 {
+    let mut fp = 0u64;
+    let mix = |t: u32| (t as u64 ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    trie.walk(
+        s,
+        |s, b| table.next(s, b),
+        |t| {
+            set.insert(TokenId(t));
+            fp = fp.wrapping_add(mix(t));
+        },
+    );
     for &(first, dup) in &trie.dups {
         if set.contains(TokenId(first)) {
             set.insert(TokenId(dup));
+            fp = fp.wrapping_add(mix(dup));
         }
     }
+    fp
 }
 
 /// Partition refinement for `h` rounds: states in one class agree on
@@ -745,6 +797,7 @@ fn horizon_classes(t: &LiveTable, h: usize) -> (Vec<u32>, usize) {
     let width = t.stride + 1;
     // Every state's signature in one buffer (no allocation per state).
     let mut sigs: Vec<u32> = vec![0; n * width];
+    let mut next = vec![0u32; n];
     for _ in 0..h {
         for s in 0..n {
             let sig = &mut sigs[s * width..(s + 1) * width];
@@ -758,16 +811,16 @@ fn horizon_classes(t: &LiveTable, h: usize) -> (Vec<u32>, usize) {
                 };
             }
         }
+        // Sized for the worst case once per round: no rehashing while filling.
         let mut map: FastMap<&[u32], u32> = FastMap::default();
-        map.reserve(count * 2);
-        let mut next = vec![0u32; n];
+        map.reserve(n);
         for s in 0..n {
             let id = map.len() as u32;
             next[s] = *map.entry(&sigs[s * width..(s + 1) * width]).or_insert(id);
         }
         let new_count = map.len();
         drop(map);
-        class = next;
+        std::mem::swap(&mut class, &mut next);
         if new_count == count {
             break;
         }

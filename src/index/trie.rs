@@ -210,6 +210,31 @@ impl TokenTrie {
     }
 }
 
+impl TokenTrie {
+    /// Whether some node deeper than `depth` is live from `start` (some
+    /// token prefix of more than `depth` bytes keeps the state live).
+    pub fn reaches_depth(&self, start: u32, depth: usize, next: impl Fn(u32, u8) -> u32) -> bool {
+        let mut stack = vec![0u32; self.max_depth + 1];
+        stack[0] = start;
+        let n = self.len();
+        let mut i = 0usize;
+        while i < n {
+            let d = self.depth[i] as usize;
+            let s = next(stack[d - 1], self.byte[i]);
+            if s == super::automaton::DEAD {
+                i = self.end[i] as usize;
+                continue;
+            }
+            if d > depth {
+                return true;
+            }
+            stack[d] = s;
+            i += 1;
+        }
+        false
+    }
+}
+
 /// Greedy longest-match tokenization of the bytes `next_byte` produces until
 /// `stop` says the path ended; returns the tokens' lengths (None when some
 /// byte starts no token).
