@@ -219,8 +219,13 @@ fn class_escape(c: char) -> String {
 }
 
 /// Any key unit other than the given ones, as regex text (`None`: none left).
-fn other_units(children: &BTreeMap<Unit, TrieNode>) -> Lang {
+/// With `ascii_only`, characters at or above U+0080 are left out (the
+/// caller offers them once for every node, see [`non_ascii_exits`]).
+fn other_units(children: &BTreeMap<Unit, TrieNode>, ascii_only: bool) -> Lang {
     let mut plain = String::from(r#"[^"\\\x00-\x1F"#);
+    if ascii_only {
+        plain.push_str(r"\x{80}-\x{10FFFF}");
+    }
     let mut escs: Vec<char> = vec!['"', '\\', 'b', 'f', 'n', 'r', 't'];
     for u in children.keys() {
         match *u {
@@ -259,11 +264,34 @@ fn non_names(node: &TrieNode) -> Lang {
 /// (measured: about a third fewer states on compliant-mode objects).
 fn divergent(node: &TrieNode) -> Lang {
     let mut parts = Vec::new();
-    if let Some(o) = other_units(&node.children) {
+    if let Some(o) = other_units(&node.children, !has_non_ascii_child(node)) {
         parts.push(o);
     }
     for (u, child) in &node.children {
         if let Some(rest) = divergent(child) {
+            parts.push(format!("{}{rest}", unit_text(*u)));
+        }
+    }
+    alt_all(parts)
+}
+
+fn has_non_ascii_child(node: &TrieNode) -> bool {
+    node.children
+        .keys()
+        .any(|u| matches!(u, Unit::Plain(c) if !c.is_ascii()))
+}
+
+/// The trie paths to nodes without a non-ASCII child: there every character
+/// at or above U+0080 leaves the trie. Offering that character once after
+/// this regex, rather than inside each node's class, lets the DFA share the
+/// states inside a multi-byte character across all nodes.
+fn non_ascii_exits(node: &TrieNode) -> Lang {
+    let mut parts = Vec::new();
+    if !has_non_ascii_child(node) {
+        parts.push(String::new());
+    }
+    for (u, child) in &node.children {
+        if let Some(rest) = non_ascii_exits(child) {
             parts.push(format!("{}{rest}", unit_text(*u)));
         }
     }
@@ -292,9 +320,16 @@ fn extra_key(names: &[String]) -> String {
     }
     // Keys that are a proper prefix of a name, or that leave the names'
     // trie at some unit and continue freely.
+    let exits: Vec<String> = [
+        divergent(&root),
+        non_ascii_exits(&root).map(|p| format!(r"{p}[\x{{80}}-\x{{10FFFF}}]")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let parts: Vec<String> = [
         non_names(&root),
-        divergent(&root).map(|d| format!("{d}{KEY_CHAR}*")),
+        alt_all(exits).map(|d| format!("{d}{KEY_CHAR}*")),
     ]
     .into_iter()
     .flatten()
