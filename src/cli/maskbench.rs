@@ -67,6 +67,9 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
     if files.is_empty() {
         anyhow::bail!("no corpus files given (pass paths or --files-from)");
     }
+    if a.jobs == 0 {
+        anyhow::bail!("--jobs must be at least 1");
+    }
     if !(a.timeout_s > 0.0) {
         anyhow::bail!("--timeout-s must be positive, got {}", a.timeout_s);
     }
@@ -90,14 +93,11 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
         )),
         None => None,
     };
-    if a.jobs == 0 {
-        anyhow::bail!("--jobs must be at least 1");
-    }
     let mut results: Vec<CaseResult> = Vec::new();
     let start = Instant::now();
     let n_files = files.len();
     let next = AtomicUsize::new(0);
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<CaseResult>)>();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<CaseResult>>();
     std::thread::scope(|scope| -> anyhow::Result<()> {
         for _ in 0..a.jobs {
             let tx = tx.clone();
@@ -115,13 +115,13 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
                         Vec::new()
                     }
                 };
-                if tx.send((i, rs)).is_err() {
+                if tx.send(rs).is_err() {
                     break;
                 }
             });
         }
         drop(tx);
-        for (done, (_, rs)) in rx.iter().enumerate() {
+        for (done, rs) in rx.iter().enumerate() {
             for r in rs {
                 if let Some(w) = jsonl.as_mut() {
                     serde_json::to_writer(&mut *w, &r)?;
