@@ -747,33 +747,21 @@ impl<'a> Document<'a> {
                 value: x,
                 exclusive: true,
             };
-            lo = Some(match lo {
-                Some(l) => tighter_lo(l, b),
-                None => b,
-            });
+            raise_lo(&mut lo, b);
         }
         if let Some(x) = num("exclusiveMaximum")? {
             let b = Bound {
                 value: x,
                 exclusive: true,
             };
-            hi = Some(match hi {
-                Some(h) => tighter_hi(h, b),
-                None => b,
-            });
+            lower_hi(&mut hi, b);
         }
         if let Some((flo, fhi)) = n.format_bounds.take() {
             if let Some(f) = flo {
-                lo = Some(match lo {
-                    Some(l) => tighter_lo(l, f),
-                    None => f,
-                });
+                raise_lo(&mut lo, f);
             }
             if let Some(f) = fhi {
-                hi = Some(match hi {
-                    Some(h) => tighter_hi(h, f),
-                    None => f,
-                });
+                lower_hi(&mut hi, f);
             }
         }
         n.minimum = lo;
@@ -979,20 +967,14 @@ fn simple_not(v: &Value, n: &mut Node) -> bool {
                         value,
                         exclusive: *kw == "maximum",
                     };
-                    n.minimum = Some(match n.minimum.take() {
-                        Some(l) => tighter_lo(l, b),
-                        None => b,
-                    });
+                    raise_lo(&mut n.minimum, b);
                 }
                 _ => {
                     let b = Bound {
                         value,
                         exclusive: *kw == "minimum",
                     };
-                    n.maximum = Some(match n.maximum.take() {
-                        Some(h) => tighter_hi(h, b),
-                        None => b,
-                    });
+                    lower_hi(&mut n.maximum, b);
                 }
             }
             true
@@ -1038,6 +1020,22 @@ pub fn pattern_matches(pattern: &str, text: &str) -> Option<bool> {
     let t = super::pattern::translate_ecma(pattern).ok()?;
     let r = regex_automata::meta::Regex::new(&t).ok()?;
     Some(r.is_match(text))
+}
+
+/// Narrows the lower bound `lo` to `b` (when `b` is tighter).
+fn raise_lo(lo: &mut Option<Bound>, b: Bound) {
+    *lo = Some(match lo.take() {
+        Some(l) => tighter_lo(l, b),
+        None => b,
+    });
+}
+
+/// Narrows the upper bound `hi` to `b` (when `b` is tighter).
+fn lower_hi(hi: &mut Option<Bound>, b: Bound) {
+    *hi = Some(match hi.take() {
+        Some(h) => tighter_hi(h, b),
+        None => b,
+    });
 }
 
 fn tighter_lo(a: Bound, b: Bound) -> Bound {
