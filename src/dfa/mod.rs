@@ -21,6 +21,8 @@ use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::{nfa::thompson, Anchored, MatchKind};
 
+mod determinize;
+
 /// Deepest nesting of groups and repetitions a pattern may have (regex-syntax
 /// defaults to 250, which deeply nested schemas exceed; the parser is
 /// recursive, so this still bounds its stack use).
@@ -71,10 +73,18 @@ pub enum DfaError {
 }
 
 /// An anchored, full-match DFA over bytes.
+///
+/// The table is our own: state 0 is dead, `trans[state * stride + class]` is
+/// the next state. It is built by [`determinize`]'s sparse subset construction,
+/// or, for patterns with look-around assertions or when minimization is asked
+/// for, copied out of a regex-automata dense DFA.
 #[derive(Clone, Debug)]
 pub struct ByteDfa {
-    dfa: dense::DFA<Vec<u32>>,
-    start: StateID,
+    classes: [u8; 256],
+    stride: usize,
+    trans: Vec<u32>,
+    accepting: Vec<bool>,
+    start: u32,
     pattern_len: usize,
 }
 
@@ -82,6 +92,35 @@ impl ByteDfa {
     /// Builds the DFA of `pattern` (regex crate syntax, Unicode-aware; the
     /// whole text must match).
     pub fn new(pattern: &str, config: &DfaConfig) -> Result<ByteDfa, DfaError> {
+        let nfa = thompson::Compiler::new()
+            .syntax(syntax_config())
+            .configure(thompson_config(config))
+            .build(pattern)
+            .map_err(|e| nfa_error(&e, config))?;
+        if config.minimize || !nfa.look_set_any().is_empty() {
+            return Self::new_reference(pattern, config);
+        }
+        let t =
+            determinize::determinize(&nfa, config.dfa_size_limit, config.determinize_size_limit)
+                .map_err(|l| match l {
+                    determinize::Limit::Dfa => too_big_dfa(config),
+                    determinize::Limit::Determinize => too_big_determinize(config),
+                })?;
+        Ok(ByteDfa {
+            classes: t.classes,
+            stride: t.stride,
+            trans: t.trans,
+            accepting: t.accepting,
+            start: t.start,
+            pattern_len: pattern.len(),
+        })
+    }
+
+    /// Builds the same DFA with regex-automata's own dense determinizer (the
+    /// reference the sparse construction is tested against; also the path for
+    /// look-around and minimization).
+    #[doc(hidden)]
+    pub fn new_reference(pattern: &str, config: &DfaConfig) -> Result<ByteDfa, DfaError> {
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -92,51 +131,88 @@ impl ByteDfa {
                     .dfa_size_limit(Some(config.dfa_size_limit))
                     .determinize_size_limit(Some(config.determinize_size_limit)),
             )
-            .syntax(regex_automata::util::syntax::Config::new().nest_limit(NEST_LIMIT))
-            .thompson(thompson::Config::new().nfa_size_limit(Some(config.nfa_size_limit)))
+            .syntax(syntax_config())
+            .thompson(thompson_config(config))
             .build(pattern)
             .map_err(|e| build_error(&e, config))?;
         let start = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
             .map_err(|e| DfaError::Build(e.to_string()))?;
+        // Copy the reachable part into our layout.
+        let bc = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        for b in 0..=255u8 {
+            classes[b as usize] = bc.get(b);
+        }
+        let stride = classes[255] as usize + 1;
+        let mut reps = vec![0u8; stride];
+        for b in (0..=255u8).rev() {
+            reps[classes[b as usize] as usize] = b;
+        }
+        let dead = |s: StateID| dfa.is_dead_state(s) || dfa.is_quit_state(s);
+        let mut ids: std::collections::HashMap<StateID, u32> = Default::default();
+        let mut order: Vec<StateID> = vec![];
+        let mut trans = vec![0u32; stride];
+        let mut accepting = vec![false];
+        let mut intern = |s: StateID, order: &mut Vec<StateID>, trans: &mut Vec<u32>| -> u32 {
+            if dead(s) {
+                return 0;
+            }
+            *ids.entry(s).or_insert_with(|| {
+                order.push(s);
+                trans.resize(trans.len() + stride, 0);
+                accepting.push(dfa.is_match_state(dfa.next_eoi_state(s)));
+                order.len() as u32
+            })
+        };
+        let start = intern(start, &mut order, &mut trans);
+        let mut i = 0;
+        while i < order.len() {
+            let s = order[i];
+            for (c, &b) in reps.iter().enumerate() {
+                let n = intern(dfa.next_state(s, b), &mut order, &mut trans);
+                trans[(i + 1) * stride + c] = n;
+            }
+            i += 1;
+        }
         Ok(ByteDfa {
-            dfa,
+            classes,
+            stride,
+            trans,
+            accepting,
             start,
             pattern_len: pattern.len(),
         })
     }
 
-    /// The underlying regex-automata DFA.
-    pub fn inner(&self) -> &dense::DFA<Vec<u32>> {
-        &self.dfa
-    }
-
     /// The anchored start state.
     pub fn start(&self) -> StateID {
-        self.start
+        StateID::new_unchecked(self.start as usize)
     }
 
     /// Next state on `byte`.
     #[inline]
     pub fn next(&self, s: StateID, byte: u8) -> StateID {
-        self.dfa.next_state(s, byte)
+        StateID::new_unchecked(
+            self.trans[s.as_usize() * self.stride + self.classes[byte as usize] as usize] as usize,
+        )
     }
 
     /// Whether the text read so far is in the language.
     #[inline]
     pub fn is_accepting(&self, s: StateID) -> bool {
-        self.dfa.is_match_state(self.dfa.next_eoi_state(s))
+        self.accepting[s.as_usize()]
     }
 
     /// Whether no continuation can ever match.
     #[inline]
     pub fn is_dead(&self, s: StateID) -> bool {
-        self.dfa.is_dead_state(s) || self.dfa.is_quit_state(s)
+        s.as_usize() == 0
     }
 
     /// Whether the whole of `text` is in the language.
     pub fn matches(&self, text: &[u8]) -> bool {
-        let mut s = self.start;
+        let mut s = self.start();
         for &b in text {
             s = self.next(s, b);
             if self.is_dead(s) {
@@ -146,34 +222,15 @@ impl ByteDfa {
         self.is_accepting(s)
     }
 
-    /// Number of states reachable from the start state (dead state included).
+    /// Number of states (all are reachable from the start; the dead state is
+    /// included).
     pub fn state_count(&self) -> usize {
-        let classes = self.byte_classes();
-        let mut reps: Vec<u8> = Vec::new();
-        let mut seen_class = [false; 256];
-        for b in 0..=255u8 {
-            if !seen_class[classes[b as usize] as usize] {
-                seen_class[classes[b as usize] as usize] = true;
-                reps.push(b);
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![self.start];
-        seen.insert(self.start);
-        while let Some(s) = stack.pop() {
-            for &b in &reps {
-                let n = self.next(s, b);
-                if seen.insert(n) {
-                    stack.push(n);
-                }
-            }
-        }
-        seen.len()
+        self.accepting.len()
     }
 
     /// Heap memory of the transition table, in bytes.
     pub fn memory_usage(&self) -> usize {
-        self.dfa.memory_usage()
+        self.trans.len() * 4 + self.accepting.len()
     }
 
     /// Length of the pattern the DFA came from.
@@ -183,12 +240,80 @@ impl ByteDfa {
 
     /// The byte → equivalence class map (bytes in one class behave alike).
     pub fn byte_classes(&self) -> [u8; 256] {
-        let bc = self.dfa.byte_classes();
-        let mut out = [0u8; 256];
-        for b in 0..=255u8 {
-            out[b as usize] = bc.get(b);
+        self.classes
+    }
+}
+
+/// Checks that two DFAs accept the same language, by a breadth-first walk
+/// over pairs of states; on a difference, returns the shortest text that one
+/// accepts and the other does not. (Used to test the sparse determinizer
+/// against regex-automata's.)
+#[doc(hidden)]
+pub fn first_difference(a: &ByteDfa, b: &ByteDfa) -> Option<Vec<u8>> {
+    // Bytes that are alike in both DFAs need one representative.
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for x in 0..=255u8 {
+        if seen.insert((a.classes[x as usize], b.classes[x as usize])) {
+            reps.push(x);
         }
-        out
+    }
+    let mut parent: std::collections::HashMap<(u32, u32), Option<((u32, u32), u8)>> =
+        Default::default();
+    let start = (a.start, b.start);
+    parent.insert(start, None);
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(p) = queue.pop_front() {
+        if a.accepting[p.0 as usize] != b.accepting[p.1 as usize] {
+            let mut text = Vec::new();
+            let mut cur = p;
+            while let Some(Some((prev, byte))) = parent.get(&cur) {
+                text.push(*byte);
+                cur = *prev;
+            }
+            text.reverse();
+            return Some(text);
+        }
+        for &x in &reps {
+            let n = (
+                a.next(StateID::new_unchecked(p.0 as usize), x).as_u32(),
+                b.next(StateID::new_unchecked(p.1 as usize), x).as_u32(),
+            );
+            if n == (0, 0) {
+                continue;
+            }
+            if let std::collections::hash_map::Entry::Vacant(e) = parent.entry(n) {
+                e.insert(Some((p, x)));
+                queue.push_back(n);
+            }
+        }
+    }
+    None
+}
+
+fn syntax_config() -> regex_automata::util::syntax::Config {
+    regex_automata::util::syntax::Config::new().nest_limit(NEST_LIMIT)
+}
+
+fn thompson_config(config: &DfaConfig) -> thompson::Config {
+    thompson::Config::new()
+        .nfa_size_limit(Some(config.nfa_size_limit))
+        .which_captures(thompson::WhichCaptures::None)
+}
+
+fn too_big_dfa(config: &DfaConfig) -> DfaError {
+    DfaError::TooBig {
+        what: "DFA",
+        limit: config.dfa_size_limit,
+        knob: "--dfa-size-limit / DfaConfig::dfa_size_limit",
+    }
+}
+
+fn too_big_determinize(config: &DfaConfig) -> DfaError {
+    DfaError::TooBig {
+        what: "determinization memory",
+        limit: config.determinize_size_limit,
+        knob: "--dfa-size-limit / DfaConfig::determinize_size_limit",
     }
 }
 
@@ -217,22 +342,7 @@ fn build_error(e: &dense::BuildError, config: &DfaConfig) -> DfaError {
         .source()
         .and_then(|s| s.downcast_ref::<thompson::BuildError>())
     {
-        // A syntax error (with its position) is the NFA error's own source.
-        if let Some(syn) = nfa
-            .source()
-            .and_then(|s| s.downcast_ref::<regex_syntax::Error>())
-        {
-            return syntax_error(syn);
-        }
-        let nfa_msg = nfa.to_string();
-        if nfa.size_limit().is_some() || nfa_msg.contains("NFA states") {
-            return DfaError::TooBig {
-                what: "NFA",
-                limit: config.nfa_size_limit,
-                knob: "--nfa-size-limit / DfaConfig::nfa_size_limit",
-            };
-        }
-        return DfaError::Build(format!("error building NFA: {nfa_msg}"));
+        return nfa_error(nfa, config);
     }
     let msg = e.to_string();
     if !e.is_size_limit_exceeded() {
@@ -240,20 +350,32 @@ fn build_error(e: &dense::BuildError, config: &DfaConfig) -> DfaError {
     }
     // The DFA-size message also says "during determinization", so test it first.
     if msg.starts_with("DFA exceeded size limit") || msg.contains("number of DFA states") {
-        DfaError::TooBig {
-            what: "DFA",
-            limit: config.dfa_size_limit,
-            knob: "--dfa-size-limit / DfaConfig::dfa_size_limit",
-        }
+        too_big_dfa(config)
     } else if msg.starts_with("determinization exceeded") {
-        DfaError::TooBig {
-            what: "determinization memory",
-            limit: config.determinize_size_limit,
-            knob: "--dfa-size-limit / DfaConfig::determinize_size_limit",
-        }
+        too_big_determinize(config)
     } else {
         DfaError::Build(msg)
     }
+}
+
+fn nfa_error(nfa: &thompson::BuildError, config: &DfaConfig) -> DfaError {
+    use std::error::Error as _;
+    // A syntax error (with its position) is the NFA error's own source.
+    if let Some(syn) = nfa
+        .source()
+        .and_then(|s| s.downcast_ref::<regex_syntax::Error>())
+    {
+        return syntax_error(syn);
+    }
+    let nfa_msg = nfa.to_string();
+    if nfa.size_limit().is_some() || nfa_msg.contains("NFA states") {
+        return DfaError::TooBig {
+            what: "NFA",
+            limit: config.nfa_size_limit,
+            knob: "--nfa-size-limit / DfaConfig::nfa_size_limit",
+        };
+    }
+    DfaError::Build(format!("error building NFA: {nfa_msg}"))
 }
 
 #[cfg(test)]
@@ -327,5 +449,46 @@ mod tests {
             ByteDfa::new(&too_deep, &DfaConfig::default()),
             Err(DfaError::Syntax { .. })
         ));
+    }
+
+    #[test]
+    fn sparse_determinizer_agrees_with_regex_automata() {
+        let cfg = DfaConfig::default();
+        for pattern in [
+            "a+b?",
+            "",
+            "[a-z]{0,5}x[a-z]{3}",
+            r#"\{"(?:[^"\\]|\\.)*":\s*(?:true|false|null|-?\d+(?:\.\d+)?)\}"#,
+            r"[\x{80}-\x{10FFFF}]+|é{2,3}|😀",
+            r"(?:ab|a)*(?:b|bc)",
+            r"(a|b)*a(a|b){4}",
+            r"(?i)schema|[^x]",
+            r"(?s).{2,4}",
+            r"[^\x00-\x7F]",
+        ] {
+            let ours = ByteDfa::new(pattern, &cfg).unwrap();
+            let reference = ByteDfa::new_reference(pattern, &cfg).unwrap();
+            assert_eq!(first_difference(&ours, &reference), None, "{pattern}");
+            assert!(ours.state_count() <= reference.state_count(), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn difference_finder_finds_the_shortest_witness() {
+        let cfg = DfaConfig::default();
+        let a = ByteDfa::new("a*", &cfg).unwrap();
+        let b = ByteDfa::new("a{0,2}", &cfg).unwrap();
+        assert_eq!(first_difference(&a, &b), Some(b"aaa".to_vec()));
+        let c = ByteDfa::new("x|y", &cfg).unwrap();
+        let d = ByteDfa::new("[xz]", &cfg).unwrap();
+        assert_eq!(first_difference(&c, &d).map(|w| w.len()), Some(1));
+    }
+
+    #[test]
+    fn look_around_uses_the_reference_path() {
+        let d = ByteDfa::new(r"x(?-u:\b)y?|^b$", &DfaConfig::default()).unwrap();
+        assert!(d.matches(b"x"));
+        assert!(d.matches(b"b"));
+        assert!(!d.matches(b"xy"), "no word boundary between 'x' and 'y'");
     }
 }
