@@ -42,7 +42,19 @@ fn main() {
     let t = Instant::now();
     for _ in 0..reps {
         for s in &schemas {
-            if let Ok((_, p)) = compile_case(s, &vocab, &cfg) {
+            if let Ok((ix, p)) = compile_case(s, &vocab, &cfg) {
+                if std::env::var_os("STATS").is_some() {
+                    let st = ix.stats();
+                    eprintln!(
+                        "states {} classes {} walks {} body {} masks {} index {:.1} ms",
+                        st.states,
+                        st.byte_classes,
+                        st.horizon_classes,
+                        st.body_states,
+                        st.distinct_masks,
+                        p.index / 1e3
+                    );
+                }
                 tot[0] += p.schema;
                 tot[1] += p.dfa;
                 tot[2] += p.index;

@@ -91,6 +91,19 @@ impl TokenSet {
             self.words[i >> 6] |= 1 << (i & 63);
         }
     }
+    /// Adds `t`; whether it was not there before (false past the width).
+    #[inline]
+    pub fn insert_new(&mut self, t: TokenId) -> bool {
+        let i = t.as_usize();
+        if i >= self.width {
+            return false;
+        }
+        let w = &mut self.words[i >> 6];
+        let bit = 1u64 << (i & 63);
+        let new = *w & bit == 0;
+        *w |= bit;
+        new
+    }
     /// Removes `t`.
     #[inline]
     pub fn remove(&mut self, t: TokenId) {
@@ -637,25 +650,31 @@ impl TokenIndex {
             }
             expired.load(std::sync::atomic::Ordering::Relaxed)
         };
-        let mut short_masks: Vec<TokenSet> = Vec::new();
+        // Short walks are lists of ids (most are a handful of tokens; a
+        // 19 KB bitset per walk was most of their cost), in the trie's
+        // byte-lexicographic order, so equal sets are equal lists.
+        let mut short_lists: Vec<Vec<u32>> = Vec::new();
         let mut short_fps: Vec<u64> = Vec::new();
         let mut long_lists: Vec<Vec<u32>> = Vec::new();
         run_with_threads(config.threads, &mut || {
-            (short_masks, short_fps) = walks
+            (short_lists, short_fps) = walks
                 .par_iter()
                 .map(|&(s, l)| {
-                    let mut set = TokenSet::new(width);
-                    let mut fp = 0;
+                    let mut list = Vec::new();
+                    let mut fp = 0u64;
                     if !past_deadline() {
-                        fp = walk_into(short_trie(l), table, s, &mut set);
+                        short_trie(l).walk(
+                            s,
+                            |s, b| table.next(s, b),
+                            |t| {
+                                list.push(t);
+                                fp = fp.wrapping_add(mix(t));
+                            },
+                        );
                     }
-                    (set, fp)
+                    (list, fp)
                 })
                 .unzip();
-            // Liveness of the first `rounds` bytes is the same across a class:
-            // when no long token survives that far from the representative,
-            // none does from any state of the class, and the per-state walk
-            // is skipped.
             let deep: Vec<bool> = walks
                 .par_iter()
                 .map(|&(s, l)| long_trie(l).reaches_depth(s, rounds, |s, b| table.next(s, b)))
@@ -680,19 +699,23 @@ impl TokenIndex {
         // (Keyed by fingerprint, confirmed by content: a collision only
         // costs a missed merge.)
         let mut short_ids: FastMap<u64, u32> = FastMap::default();
-        let short_id: Vec<u32> = (0..short_masks.len())
+        let short_id: Vec<u32> = (0..short_lists.len())
             .map(|w| {
                 let first = *short_ids.entry(short_fps[w]).or_insert(w as u32);
-                if short_masks[first as usize] == short_masks[w] {
+                if short_lists[first as usize] == short_lists[w] {
                     first
                 } else {
                     w as u32
                 }
             })
             .collect();
-        // Compose per state and deduplicate.
+        // Compose per state and deduplicate. A mask's fingerprint is the sum
+        // of `mix` over its ids, kept up to date as ids are added, so the
+        // 19 KB sets are only compared, never hashed; a fingerprint hit is
+        // confirmed by content (a collision only costs a missed merge).
         let mut by_key: FastMap<(u32, u8, bool, &[u32]), Arc<TokenSet>> = FastMap::default();
-        let mut by_content: FastMap<Arc<TokenSet>, ()> = FastMap::default();
+        let mut by_fp: FastMap<u64, Arc<TokenSet>> = FastMap::default();
+        let mut distinct = 0usize;
         let mut memory = 0usize;
         for s in 0..n {
             let w = walk_of[s];
@@ -705,26 +728,36 @@ impl TokenIndex {
             let mask = match by_key.get(&key) {
                 Some(m) => m.clone(),
                 None => {
-                    let mut set = short_masks[w as usize].clone();
-                    if level[s] != NO_LEVEL {
-                        set.union_with(&tries.plain_levels[level[s] as usize].set);
+                    let (mut set, mut fp) = if level[s] != NO_LEVEL {
+                        let pl = &tries.plain_levels[level[s] as usize];
+                        (pl.set.clone(), pl.fingerprint)
+                    } else {
+                        (TokenSet::new(width), 0)
+                    };
+                    let mut add = |set: &mut TokenSet, t: u32| {
+                        if set.insert_new(TokenId(t)) {
+                            fp = fp.wrapping_add(mix(t));
+                        }
+                    };
+                    for &t in &short_lists[w as usize] {
+                        add(&mut set, t);
                     }
                     for &t in &long_lists[s] {
-                        set.insert(TokenId(t));
+                        add(&mut set, t);
                     }
-                    let dups: Vec<u32> = tries
-                        .full
-                        .dups
-                        .iter()
-                        .filter(|(f, _)| set.contains(TokenId(*f)))
-                        .map(|&(_, d)| d)
-                        .collect();
-                    for d in dups {
-                        set.insert(TokenId(d));
+                    for &(f, d) in &tries.full.dups {
+                        if set.contains(TokenId(f)) {
+                            add(&mut set, d);
+                        }
                     }
-                    self.eos_into(s as u32, &mut set);
-                    let arc = match by_content.get_key_value(&set) {
-                        Some((k, _)) => k.clone(),
+                    if table.accepting[s] {
+                        for &e in self.vocab.eos() {
+                            add(&mut set, e.0);
+                        }
+                    }
+                    let shared = by_fp.get(&fp).filter(|a| ***a == set).cloned();
+                    let arc = match shared {
+                        Some(a) => a,
                         None => {
                             memory += set.memory_usage();
                             if memory > config.max_mask_memory {
@@ -732,8 +765,9 @@ impl TokenIndex {
                                     limit: config.max_mask_memory,
                                 });
                             }
+                            distinct += 1;
                             let a = Arc::new(set);
-                            by_content.insert(a.clone(), ());
+                            by_fp.entry(fp).or_insert_with(|| a.clone());
                             a
                         }
                     };
@@ -743,7 +777,7 @@ impl TokenIndex {
             };
             let _ = self.masks[s].set(mask);
         }
-        self.stats.distinct_masks = by_content.len();
+        self.stats.distinct_masks = distinct;
         Ok(())
     }
 }
@@ -769,7 +803,6 @@ fn run_with_threads(threads: usize, f: &mut (dyn FnMut() + Send)) -> Result<(), 
 /// fingerprints), far cheaper than hashing the 19 KB set afterwards.
 fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) -> u64 {
     let mut fp = 0u64;
-    let mix = |t: u32| (t as u64 ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(0xD6E8_FEB8_6659_FD93);
     trie.walk(
         s,
         |s, b| table.next(s, b),
@@ -785,6 +818,13 @@ fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) ->
         }
     }
     fp
+}
+
+/// A token id's share of a set fingerprint (the sum over the set's ids:
+/// order-independent, and updatable as ids are added).
+#[inline]
+pub(crate) fn mix(t: u32) -> u64 {
+    (t as u64 ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(0xD6E8_FEB8_6659_FD93)
 }
 
 /// Partition refinement for `h` rounds: states in one class agree on

@@ -43,6 +43,8 @@ pub(crate) struct VocabTries {
 #[derive(Debug)]
 pub(crate) struct PlainLevel {
     pub set: super::TokenSet,
+    /// `set`'s fingerprint (the sum of [`super::mix`] over its ids).
+    pub fingerprint: u64,
     pub rest: TokenTrie,
     /// The tokens of `rest` of at most `horizon` bytes (walked once per
     /// bounded-horizon class) and the longer ones (walked per state).
@@ -102,6 +104,9 @@ impl VocabTries {
                         .map(|(_, &t)| t)
                 };
                 PlainLevel {
+                    fingerprint: set
+                        .iter()
+                        .fold(0u64, |f, t| f.wrapping_add(super::mix(t.0))),
                     set,
                     rest: TokenTrie::from_sorted(rest_toks()),
                     rest_short: TokenTrie::from_sorted(
