@@ -832,34 +832,69 @@ pub(crate) fn mix(t: u32) -> u64 {
 /// state and the number of classes.
 fn horizon_classes(t: &LiveTable, h: usize) -> (Vec<u32>, usize) {
     let n = t.len();
-    let mut class = vec![0u32; n];
-    let mut count = 1usize;
-    let width = t.stride + 1;
-    // Every state's signature in one buffer (no allocation per state).
-    let mut sigs: Vec<u32> = vec![0; n * width];
-    let mut next = vec![0u32; n];
-    for _ in 0..h {
-        for s in 0..n {
-            let sig = &mut sigs[s * width..(s + 1) * width];
-            sig[0] = class[s];
-            for c in 0..t.stride {
-                let x = t.trans[s * t.stride + c];
-                sig[c + 1] = if x == DEAD {
-                    u32::MAX
-                } else {
-                    class[x as usize]
-                };
+    // The live transitions of each state, (class, target) in class order: most
+    // states have a few among dozens of classes, so signatures are built
+    // from these rather than from full rows.
+    let mut off: Vec<u32> = Vec::with_capacity(n + 1);
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    for s in 0..n {
+        off.push(edges.len() as u32);
+        let row = &t.trans[s * t.stride..(s + 1) * t.stride];
+        for (c, &x) in row.iter().enumerate() {
+            if x != DEAD {
+                edges.push((c as u32, x));
             }
         }
-        // Sized for the worst case once per round: no rehashing while filling.
-        let mut map: FastMap<&[u32], u32> = FastMap::default();
-        map.reserve(n);
+    }
+    off.push(edges.len() as u32);
+    let out = |s: usize| &edges[off[s] as usize..off[s + 1] as usize];
+    let mut class = vec![0u32; n];
+    let mut next = vec![0u32; n];
+    let mut count = 1usize;
+    for _ in 0..h {
+        // A state's signature is its class and the classes its live
+        // transitions lead to; states are looked up by the signature's hash
+        // and confirmed against the class's first state (an unequal state
+        // with an equal hash goes to an exact map).
+        let same = |a: usize, b: usize, class: &[u32]| {
+            class[a] == class[b]
+                && out(a).len() == out(b).len()
+                && out(a)
+                    .iter()
+                    .zip(out(b))
+                    .all(|(x, y)| x.0 == y.0 && class[x.1 as usize] == class[y.1 as usize])
+        };
+        let mut by_hash: FastMap<u64, u32> = FastMap::default();
+        by_hash.reserve(count * 2);
+        let mut exact: FastMap<Vec<u32>, u32> = FastMap::default();
+        let mut reps: Vec<u32> = Vec::new();
         for s in 0..n {
-            let id = map.len() as u32;
-            next[s] = *map.entry(&sigs[s * width..(s + 1) * width]).or_insert(id);
+            let mut hash = (class[s] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            for &(c, x) in out(s) {
+                hash = (hash.rotate_left(26) ^ ((c as u64) << 32 | class[x as usize] as u64))
+                    .wrapping_mul(0xD6E8_FEB8_6659_FD93);
+            }
+            let id = reps.len() as u32;
+            let first = *by_hash.entry(hash).or_insert(id);
+            next[s] = if first == id {
+                reps.push(s as u32);
+                id
+            } else if same(reps[first as usize] as usize, s, &class) {
+                first
+            } else {
+                let mut sig = vec![class[s]];
+                for &(c, x) in out(s) {
+                    sig.extend([c, class[x as usize]]);
+                }
+                let id = reps.len() as u32;
+                let e = *exact.entry(sig).or_insert(id);
+                if e == id {
+                    reps.push(s as u32);
+                }
+                e
+            };
         }
-        let new_count = map.len();
-        drop(map);
+        let new_count = reps.len();
         std::mem::swap(&mut class, &mut next);
         if new_count == count {
             break;
@@ -1023,4 +1058,64 @@ fn plain_reach(t: &LiveTable) -> Vec<u32> {
         }
     }
     reach
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The straightforward refinement (full rows as signatures) that
+    /// `horizon_classes` must agree with.
+    fn horizon_classes_dense(t: &LiveTable, h: usize) -> Vec<u32> {
+        let n = t.len();
+        let mut class = vec![0u32; n];
+        for _ in 0..h {
+            let mut map: HashMap<Vec<u32>, u32> = HashMap::new();
+            let next: Vec<u32> = (0..n)
+                .map(|s| {
+                    let mut sig = vec![class[s]];
+                    sig.extend((0..t.stride).map(|c| {
+                        let x = t.trans[s * t.stride + c];
+                        if x == DEAD {
+                            u32::MAX
+                        } else {
+                            class[x as usize]
+                        }
+                    }));
+                    let id = map.len() as u32;
+                    *map.entry(sig).or_insert(id)
+                })
+                .collect();
+            class = next;
+        }
+        class
+    }
+
+    fn same_partition(a: &[u32], b: &[u32]) -> bool {
+        let mut ab: HashMap<u32, u32> = HashMap::new();
+        let mut ba: HashMap<u32, u32> = HashMap::new();
+        a.iter()
+            .zip(b)
+            .all(|(&x, &y)| *ab.entry(x).or_insert(y) == y && *ba.entry(y).or_insert(x) == x)
+    }
+
+    #[test]
+    fn sparse_horizon_refinement_matches_the_dense_one() {
+        for pattern in [
+            r#"\{"name": "[a-z]{1,12}", "kind": (?:"alpha"|"beta"|"gamma")(?:, "n": -?[0-9]+)?\}"#,
+            r#"\[(?:"(?:[^"\\]|\\.)*"(?:, ?"(?:[^"\\]|\\.)*"){0,3})?\]"#,
+            r"(?:ab|cd|abcdx){1,6}[0-9]{0,20}",
+            "",
+        ] {
+            let dfa = crate::dfa::ByteDfa::new(pattern, &Default::default()).unwrap();
+            let t = LiveTable::new(&dfa, 1 << 20).unwrap();
+            for h in [0, 1, 3, 16] {
+                let (sparse, count) = horizon_classes(&t, h);
+                let dense = horizon_classes_dense(&t, h);
+                assert!(same_partition(&sparse, &dense), "{pattern} h={h}");
+                let distinct: std::collections::HashSet<_> = sparse.iter().collect();
+                assert_eq!(distinct.len(), count, "{pattern} h={h}");
+            }
+        }
+    }
 }
