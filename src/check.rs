@@ -861,6 +861,18 @@ pub fn check_regex_index_case(
             return Ok(CaseOutcome::Refused(e.to_string()))
         }
     };
+    // The sparse determinizer against regex-automata's dense one.
+    if let Ok(reference) = ByteDfa::new_reference(&case.pattern, &fuzz_dfa_config()) {
+        if let Some(w) = crate::dfa::first_difference(&dfa, &reference) {
+            return Err(Violation::new(
+                format!(
+                    "the sparse and the reference DFA differ (sparse accepts: {})",
+                    dfa.matches(&w)
+                ),
+                &w,
+            ));
+        }
+    }
     let vocab = match case.vocabulary() {
         Ok(v) => Arc::new(v),
         Err(e) => return Ok(CaseOutcome::Refused(e.to_string())),

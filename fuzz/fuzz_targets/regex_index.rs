@@ -2,7 +2,8 @@
 //! nearly every input is a valid pattern) over a small arbitrary vocabulary.
 //!
 //! Invariants (all in `constrain::check::check_regex_index_case`, which
-//! `tests/fuzz_regressions.rs` replays): eager and lazy indexes agree; every
+//! `tests/fuzz_regressions.rs` replays): the sparse determinizer's DFA and
+//! regex-automata's accept the same language; eager and lazy indexes agree; every
 //! mask of every reachable state equals the oracle's (every allowed token
 //! keeps acceptance reachable, EOS exactly in accepting states, nothing else);
 //! no token-level dead end; budget bounds are sound; a walk of allowed tokens
