@@ -652,27 +652,28 @@ impl TokenIndex {
         };
         // Short walks are lists of ids (most are a handful of tokens; a
         // 19 KB bitset per walk was most of their cost), in the trie's
-        // byte-lexicographic order, so equal sets are equal lists.
-        let mut short_lists: Vec<Vec<u32>> = Vec::new();
+        // byte-lexicographic order, so equal sets are equal lists; a walk
+        // whose list would outgrow a bitset becomes one.
+        let mut short_lists: Vec<Walked> = Vec::new();
         let mut short_fps: Vec<u64> = Vec::new();
         let mut long_lists: Vec<Vec<u32>> = Vec::new();
         run_with_threads(config.threads, &mut || {
             (short_lists, short_fps) = walks
                 .par_iter()
                 .map(|&(s, l)| {
-                    let mut list = Vec::new();
+                    let mut walked = Walked::List(Vec::new());
                     let mut fp = 0u64;
                     if !past_deadline() {
                         short_trie(l).walk(
                             s,
                             |s, b| table.next(s, b),
                             |t| {
-                                list.push(t);
+                                walked.push(t, width);
                                 fp = fp.wrapping_add(mix(t));
                             },
                         );
                     }
-                    (list, fp)
+                    (walked, fp)
                 })
                 .unzip();
             let deep: Vec<bool> = walks
@@ -728,20 +729,43 @@ impl TokenIndex {
             let mask = match by_key.get(&key) {
                 Some(m) => m.clone(),
                 None => {
-                    let (mut set, mut fp) = if level[s] != NO_LEVEL {
-                        let pl = &tries.plain_levels[level[s] as usize];
-                        (pl.set.clone(), pl.fingerprint)
-                    } else {
-                        (TokenSet::new(width), 0)
+                    let short = &short_lists[w as usize];
+                    let short_fp = short_fps[w as usize];
+                    // A plain level's set and its `rest` tries' tokens are
+                    // disjoint, so a bitset walk's fingerprint adds exactly.
+                    let (mut set, mut fp) = match (level[s] != NO_LEVEL, short) {
+                        (true, short) => {
+                            let pl = &tries.plain_levels[level[s] as usize];
+                            let mut set = pl.set.clone();
+                            let mut fp = pl.fingerprint;
+                            match short {
+                                Walked::Set(b) => {
+                                    set.union_with(b);
+                                    fp = fp.wrapping_add(short_fp);
+                                }
+                                Walked::List(list) => {
+                                    for &t in list {
+                                        set.insert(TokenId(t));
+                                    }
+                                    fp = fp.wrapping_add(short_fp);
+                                }
+                            }
+                            (set, fp)
+                        }
+                        (false, Walked::Set(b)) => (b.clone(), short_fp),
+                        (false, Walked::List(list)) => {
+                            let mut set = TokenSet::new(width);
+                            for &t in list {
+                                set.insert(TokenId(t));
+                            }
+                            (set, short_fp)
+                        }
                     };
                     let mut add = |set: &mut TokenSet, t: u32| {
                         if set.insert_new(TokenId(t)) {
                             fp = fp.wrapping_add(mix(t));
                         }
                     };
-                    for &t in &short_lists[w as usize] {
-                        add(&mut set, t);
-                    }
                     for &t in &long_lists[s] {
                         add(&mut set, t);
                     }
@@ -818,6 +842,33 @@ fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) ->
         }
     }
     fp
+}
+
+/// The result of one short walk: its ids in trie order, or a bitset once
+/// the list would be larger than one.
+#[derive(PartialEq, Eq)]
+enum Walked {
+    List(Vec<u32>),
+    Set(TokenSet),
+}
+
+impl Walked {
+    #[inline]
+    fn push(&mut self, t: u32, width: usize) {
+        match self {
+            Walked::List(list) => {
+                list.push(t);
+                if list.len() * 32 > width {
+                    let mut set = TokenSet::new(width);
+                    for &x in list.iter() {
+                        set.insert(TokenId(x));
+                    }
+                    *self = Walked::Set(set);
+                }
+            }
+            Walked::Set(set) => set.insert(TokenId(t)),
+        }
+    }
 }
 
 /// A token id's share of a set fingerprint (the sum over the set's ids:
