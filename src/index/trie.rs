@@ -19,6 +19,8 @@ pub(crate) struct TokenTrie {
     /// (first token, duplicate token) pairs with identical bytes.
     pub dups: Vec<(u32, u32)>,
     pub max_depth: usize,
+    /// The depth-1 node of each first byte (`NONE` when absent).
+    pub root: Vec<u32>,
 }
 
 /// The tries the index walks, built once per vocabulary.
@@ -159,6 +161,12 @@ impl TokenTrie {
         while let Some(n) = open.pop() {
             t.end[n as usize] = t.byte.len() as u32;
         }
+        t.root = vec![NONE; 256];
+        let mut j = 0;
+        while j < t.len() {
+            t.root[t.byte[j] as usize] = j as u32;
+            j = t.end[j] as usize;
+        }
         t
     }
 
@@ -170,7 +178,10 @@ impl TokenTrie {
     pub fn child(&self, node: Option<usize>, b: u8) -> Option<usize> {
         let (mut j, stop) = match node {
             Some(i) => (i + 1, self.end[i] as usize),
-            None => (0, self.len()),
+            None => {
+                let r = self.root.get(b as usize).copied().unwrap_or(NONE);
+                return (r != NONE).then_some(r as usize);
+            }
         };
         while j < stop {
             if self.byte[j] == b {
