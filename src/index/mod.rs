@@ -822,26 +822,15 @@ fn run_with_threads(threads: usize, f: &mut (dyn FnMut() + Send)) -> Result<(), 
     Ok(())
 }
 
-/// Adds to `set` the tokens of `trie` that keep `s` live; returns an
-/// order-independent fingerprint of the added ids (equal sets, equal
-/// fingerprints), far cheaper than hashing the 19 KB set afterwards.
-fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) -> u64 {
-    let mut fp = 0u64;
-    trie.walk(
-        s,
-        |s, b| table.next(s, b),
-        |t| {
-            set.insert(TokenId(t));
-            fp = fp.wrapping_add(mix(t));
-        },
-    );
+/// Adds to `set` the tokens of `trie` (and their duplicates) that keep `s`
+/// live (lazy mode and the reference walk).
+fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) {
+    trie.walk(s, |s, b| table.next(s, b), |t| set.insert(TokenId(t)));
     for &(first, dup) in &trie.dups {
         if set.contains(TokenId(first)) {
             set.insert(TokenId(dup));
-            fp = fp.wrapping_add(mix(dup));
         }
     }
-    fp
 }
 
 /// The result of one short walk: its ids in trie order, or a bitset once
