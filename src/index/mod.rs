@@ -676,6 +676,10 @@ impl TokenIndex {
                     (walked, fp)
                 })
                 .unzip();
+            // Liveness of the first `rounds` bytes is the same across a class:
+            // when no long token survives that far from the representative,
+            // none does from any state of the class, and the per-state walk
+            // is skipped.
             let deep: Vec<bool> = walks
                 .par_iter()
                 .map(|&(s, l)| long_trie(l).reaches_depth(s, rounds, |s, b| table.next(s, b)))
@@ -729,38 +733,16 @@ impl TokenIndex {
             let mask = match by_key.get(&key) {
                 Some(m) => m.clone(),
                 None => {
-                    let short = &short_lists[w as usize];
-                    let short_fp = short_fps[w as usize];
-                    // A plain level's set and its `rest` tries' tokens are
-                    // disjoint, so a bitset walk's fingerprint adds exactly.
-                    let (mut set, mut fp) = match (level[s] != NO_LEVEL, short) {
-                        (true, short) => {
-                            let pl = &tries.plain_levels[level[s] as usize];
-                            let mut set = pl.set.clone();
-                            let mut fp = pl.fingerprint;
-                            match short {
-                                Walked::Set(b) => {
-                                    set.union_with(b);
-                                    fp = fp.wrapping_add(short_fp);
-                                }
-                                Walked::List(list) => {
-                                    for &t in list {
-                                        set.insert(TokenId(t));
-                                    }
-                                    fp = fp.wrapping_add(short_fp);
-                                }
-                            }
-                            (set, fp)
-                        }
-                        (false, Walked::Set(b)) => (b.clone(), short_fp),
-                        (false, Walked::List(list)) => {
-                            let mut set = TokenSet::new(width);
-                            for &t in list {
-                                set.insert(TokenId(t));
-                            }
-                            (set, short_fp)
-                        }
+                    let (mut set, mut fp) = if level[s] != NO_LEVEL {
+                        let pl = &tries.plain_levels[level[s] as usize];
+                        (pl.set.clone(), pl.fingerprint)
+                    } else {
+                        (TokenSet::new(width), 0)
                     };
+                    // A plain level's set and its `rest` tries' tokens are
+                    // disjoint, so the walk's fingerprint adds exactly.
+                    short_lists[w as usize].add_to(&mut set);
+                    fp = fp.wrapping_add(short_fps[w as usize]);
                     let mut add = |set: &mut TokenSet, t: u32| {
                         if set.insert_new(TokenId(t)) {
                             fp = fp.wrapping_add(mix(t));
@@ -856,6 +838,13 @@ impl Walked {
                 }
             }
             Walked::Set(set) => set.insert(TokenId(t)),
+        }
+    }
+
+    fn add_to(&self, set: &mut TokenSet) {
+        match self {
+            Walked::List(list) => list.iter().for_each(|&t| set.insert(TokenId(t))),
+            Walked::Set(b) => set.union_with(b),
         }
     }
 }
