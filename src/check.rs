@@ -815,6 +815,7 @@ pub fn fuzz_dfa_config() -> DfaConfig {
         determinize_size_limit: 4 << 20,
         dfa_size_limit: 2 << 20,
         minimize: false,
+        lazy_states: None,
     }
 }
 

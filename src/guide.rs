@@ -122,11 +122,7 @@ impl Guide {
     }
 
     fn has_text_continuation(&self, s: StateId) -> bool {
-        let table = self.index.table();
-        table
-            .reps
-            .iter()
-            .any(|&b| table.next(s.0, b) != crate::index::DEAD)
+        self.index.has_text_continuation(s)
     }
 
     /// Undoes the last `n` tokens.
@@ -185,7 +181,10 @@ impl Guide {
         let mut s = self.state();
         while let Some(b) = self.index.forced_byte(s) {
             out.push(b);
-            s = StateId(self.index.table().next(s.0, b));
+            match self.index.next_byte_state(s, b) {
+                Some(n) => s = n,
+                None => break,
+            }
             if out.len() >= 1 << 16 {
                 break;
             }

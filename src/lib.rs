@@ -47,7 +47,7 @@ pub enum Error {
     Grammar(#[from] grammar::GrammarError),
 }
 
-pub use dfa::{ByteDfa, DfaConfig, DfaError};
+pub use dfa::{ByteDfa, Dfa, DfaConfig, DfaError, LazyDfa};
 pub use guide::{Guide, GuideError};
 pub use index::{IndexConfig, IndexError, TokenIndex, TokenSet};
 pub use vocab::{TokenId, VocabError, Vocabulary};

@@ -4,6 +4,11 @@
 
 mod cli;
 
+/// Compiling a big schema builds and drops millions of small regex syntax
+/// nodes; mimalloc frees them several times faster than the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     cli::main()
 }

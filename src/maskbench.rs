@@ -83,6 +83,12 @@ pub struct CaseResult {
     pub phases_us: Option<Phases>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live_states: Option<usize>,
+    /// Whether the DFA and masks were built on demand (a DFA past
+    /// `DfaConfig::lazy_states`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub lazy: bool,
+    /// Tokens whose mask step took more than 20 µs (the TBM p99 target).
+    pub tbm_over_20us: usize,
     pub tokens: usize,
     pub valid_rejected: usize,
     pub invalid_accepted: usize,
@@ -269,10 +275,10 @@ pub fn compile_case(
     let compiled = schema::compile(schema_value, &cfg.schema).map_err(|e| e.to_string())?;
     let schema = us(t);
     let t = Instant::now();
-    let dfa = ByteDfa::new(&compiled.regex, &cfg.dfa).map_err(|e| e.to_string())?;
+    let dfa = ByteDfa::build(&compiled.regex, &cfg.dfa).map_err(|e| e.to_string())?;
     let dfa_us = us(t);
     let t = Instant::now();
-    let index = TokenIndex::build(&dfa, vocab.clone(), &cfg.index).map_err(|e| e.to_string())?;
+    let index = TokenIndex::build_dfa(dfa, vocab.clone(), &cfg.index).map_err(|e| e.to_string())?;
     let phases = Phases {
         schema,
         dfa: dfa_us,
@@ -295,6 +301,8 @@ pub fn run_case(
         ttfm_us: None,
         phases_us: None,
         live_states: None,
+        lazy: false,
+        tbm_over_20us: 0,
         tokens: 0,
         valid_rejected: 0,
         invalid_accepted: 0,
@@ -318,6 +326,7 @@ pub fn run_case(
             r.ttfm_us = Some(t.as_secs_f64() * 1e6);
             r.phases_us = Some(phases);
             r.live_states = Some(index.stats().states);
+            r.lazy = index.is_lazy();
             Arc::new(index)
         }
         Ok((Err(e), _)) if e.contains("deadline") => {
@@ -399,6 +408,7 @@ pub fn run_case(
             rejected_at,
         });
     }
+    r.tbm_over_20us = r.tbm_us.iter().filter(|&&t| t > 20.0).count();
     r.outcome = if r.invalid_accepted > 0 {
         Outcome::InvalidAccepted
     } else if r.valid_rejected > 0 {

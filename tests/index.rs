@@ -228,6 +228,100 @@ fn qwen_eager_and_lazy_masks_agree() {
     }
 }
 
+/// An index over a lazy DFA (determinized on demand from the start state on)
+/// against the eager index of the whole DFA: along random walks over allowed
+/// tokens, every query a guide makes gives the same answer. State ids differ
+/// between the two, so the walks advance both in step.
+#[test]
+fn qwen_lazy_dfa_index_agrees_with_the_eager_one() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 40},
+            "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+            "nick": {"type": "string", "pattern": "^\\S+$"},
+            "bio": {"type": "string"}
+        },
+        "required": ["name"]
+    });
+    let compiled =
+        constrain::schema::compile(&schema, &constrain::schema::SchemaOptions::compliant())
+            .unwrap();
+    let mut res = hard_regexes();
+    res.push(compiled.regex.clone());
+    // A string body that is not a loop: every plain text stays live (the
+    // first branch), but short lowercase words also open the second.
+    res.push(r#"x"(?:[^"\\\x00-\x1f]*"\}|[a-z]{1,3}",)"#.to_string());
+    let mut rng = StdRng::seed_from_u64(19);
+    let cfg = IndexConfig {
+        threads: 1,
+        ..Default::default()
+    };
+    for re in &res {
+        let eager = index(re, &vocab, true);
+        // A threshold of one state: everything past the start is lazy.
+        let dfa_cfg = DfaConfig {
+            lazy_states: Some(1),
+            ..Default::default()
+        };
+        let dfa = ByteDfa::build(re, &dfa_cfg).unwrap();
+        assert!(matches!(dfa, constrain::Dfa::Lazy(_)), "{re}");
+        let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
+        assert!(lazy.is_lazy() && lazy.table().is_none());
+        // Breadth-first over pairs of states reached by the same bytes.
+        let mut seen = std::collections::HashSet::new();
+        let mut queue = std::collections::VecDeque::from([(eager.start(), lazy.start())]);
+        seen.insert(queue[0]);
+        while let Some((a, b)) = queue.pop_front() {
+            assert_eq!(eager.allowed(a), lazy.allowed(b), "{re}");
+            assert_eq!(eager.tokens_to_accept(a), lazy.tokens_to_accept(b), "{re}");
+            assert_eq!(eager.forced_byte(a), lazy.forced_byte(b), "{re}");
+            for byte in 0..=255u8 {
+                let n = (
+                    eager.next_byte_state(a, byte),
+                    lazy.next_byte_state(b, byte),
+                );
+                assert_eq!(n.0.is_some(), n.1.is_some(), "{re}");
+                if let (Some(x), Some(y)) = n {
+                    if seen.len() < 400 && seen.insert((x, y)) {
+                        queue.push_back((x, y));
+                    }
+                }
+            }
+        }
+        for _ in 0..25 {
+            let (mut ge, mut gl) = (Guide::new(eager.clone()), Guide::new(lazy.clone()));
+            for step in 0..60 {
+                assert_eq!(ge.allowed(), gl.allowed(), "{re}: step {step}");
+                assert_eq!(ge.is_accepting(), gl.is_accepting(), "{re}");
+                assert_eq!(ge.is_finished(), gl.is_finished(), "{re}");
+                assert_eq!(ge.tokens_to_accept(), gl.tokens_to_accept(), "{re}");
+                assert_eq!(ge.forced_bytes(), gl.forced_bytes(), "{re}");
+                assert_eq!(
+                    eager.bytes_to_accept(ge.state()),
+                    lazy.bytes_to_accept(gl.state()),
+                    "{re}"
+                );
+                let allowed: Vec<TokenId> = ge.allowed().iter().collect();
+                if allowed.is_empty() || ge.is_finished() {
+                    break;
+                }
+                let t = allowed[rng.random_range(0..allowed.len())];
+                if vocab.is_eos(t) {
+                    break;
+                }
+                ge.advance(t).unwrap();
+                gl.advance(t).unwrap();
+            }
+        }
+        assert!(lazy.lazy_limit_error().is_none());
+    }
+}
+
 /// The masks against a brute-force oracle: token `t` is in the mask of `s`
 /// exactly when walking its bytes through the table from `s` stays live (or
 /// `t` is EOS and `s` accepts). Covers string interiors (the plain-token fast
@@ -276,7 +370,7 @@ fn qwen_sampled_strings_are_accepted_token_by_token() {
         let idx = index(&re, &vocab, true);
         let oracle = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
         for _ in 0..20 {
-            let bytes = idx.table().random_text(&mut rng, 80);
+            let bytes = idx.table().unwrap().random_text(&mut rng, 80);
             let text = String::from_utf8(bytes).expect("DFA texts are UTF-8");
             assert!(oracle.is_match(&text), "sampled {text:?} not in {re}");
             let mut g = Guide::new(idx.clone());

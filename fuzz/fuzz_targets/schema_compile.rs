@@ -197,6 +197,7 @@ fn dfa_config() -> DfaConfig {
         determinize_size_limit: 1 << 20,
         dfa_size_limit: 512 << 10,
         minimize: false,
+        lazy_states: None,
     }
 }
 

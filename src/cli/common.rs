@@ -73,6 +73,11 @@ pub struct IndexArgs {
     /// Most automaton states the index explores.
     #[arg(long, default_value_t = IndexConfig::default().max_states)]
     pub max_states: usize,
+    /// Determinize at most this many DFA states up front; a bigger DFA, and
+    /// its masks, are built on demand as outputs visit them (0: always build
+    /// the whole DFA and index).
+    #[arg(long, default_value_t = DfaConfig::default().lazy_states.unwrap_or(0))]
+    pub lazy_states: usize,
 }
 
 impl IndexArgs {
@@ -113,6 +118,7 @@ impl IndexArgs {
                 .dfa_size_limit
                 .max(DfaConfig::default().determinize_size_limit),
             nfa_size_limit: self.nfa_size_limit,
+            lazy_states: (self.lazy_states > 0).then_some(self.lazy_states),
             ..Default::default()
         }
     }
@@ -166,13 +172,18 @@ pub struct Built {
 /// Regex → DFA → index.
 pub fn build_index(regex: &str, vocab: Arc<Vocabulary>, args: &IndexArgs) -> anyhow::Result<Built> {
     let t = std::time::Instant::now();
-    let dfa = ByteDfa::new(regex, &args.dfa_config())?;
+    let dfa = ByteDfa::build(regex, &args.dfa_config())?;
     let dfa_time = t.elapsed();
-    let index = TokenIndex::build(&dfa, vocab, &args.index_config())?;
+    let (dfa_states, dfa_memory) = match &dfa {
+        constrain::Dfa::Eager(d) => (d.state_count(), d.memory_usage()),
+        // Grows on demand: the states determinized before it went lazy.
+        constrain::Dfa::Lazy(d) => (d.state_count(), 0),
+    };
+    let index = TokenIndex::build_dfa(dfa, vocab, &args.index_config())?;
     Ok(Built {
         index: Arc::new(index),
-        dfa_states: dfa.state_count(),
-        dfa_memory: dfa.memory_usage(),
+        dfa_states,
+        dfa_memory,
         dfa_time,
     })
 }

@@ -203,6 +203,7 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
         dfa_size_limit: a.dfa_size_limit,
         nfa_size_limit: DfaConfig::default().nfa_size_limit,
         max_states: IndexConfig::default().max_states,
+        lazy_states: DfaConfig::default().lazy_states.unwrap_or(0),
     };
     let vocab = index_args.vocabulary()?;
     let tok = index_args.text_tokenizer()?;
@@ -310,8 +311,10 @@ fn worker(sh: &Shared, job: usize) {
         };
         let index = constrain::schema::compile(&schema, &opts)
             .map_err(|e| e.to_string())
-            .and_then(|c| ByteDfa::new(&c.regex, &sh.dfa).map_err(|e| e.to_string()))
-            .and_then(|d| TokenIndex::build(&d, sh.vocab.clone(), &cfg).map_err(|e| e.to_string()));
+            .and_then(|c| ByteDfa::build(&c.regex, &sh.dfa).map_err(|e| e.to_string()))
+            .and_then(|d| {
+                TokenIndex::build_dfa(d, sh.vocab.clone(), &cfg).map_err(|e| e.to_string())
+            });
         let index = match index {
             Ok(ix) => Arc::new(ix),
             Err(_) => {

@@ -16,11 +16,20 @@
 //! state (every thread is kept, as with `MatchKind::All`). NFAs with
 //! look-around assertions are not handled here (the caller uses
 //! regex-automata's determinizer for them).
+//!
+//! NFA states that cannot reach the match state are dropped from every
+//! closure, so a DFA state is dead exactly when its key is empty (state 0):
+//! the DFA never has a state that is alive but cannot be completed. The
+//! fewest bytes from each NFA state to the match state are computed once, so a
+//! DFA state's distance to acceptance is the least over its key, known the
+//! moment the state is created. That is what lets [`Determinizer`] run
+//! *lazily* ([`super::LazyDfa`]): rows are filled on demand, and liveness and
+//! distances never need the whole automaton.
 
 use regex_automata::nfa::thompson::{State, NFA};
 use regex_automata::util::primitives::StateID as NfaId;
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -53,7 +62,9 @@ struct Closure {
 impl Closure {
     /// Appends to `out`, sorted, the byte-reading and match states reachable
     /// from `seeds` through epsilon transitions.
-    fn run(&mut self, nfa: &NFA, seeds: &[u32], out: &mut Vec<u32>) {
+    /// NFA states with `dist == u32::MAX` (no path to the match state) are
+    /// neither kept nor followed.
+    fn run(&mut self, nfa: &NFA, dist: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
         out.clear();
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
@@ -66,7 +77,7 @@ impl Closure {
         }
         while let Some(id) = self.stack.pop() {
             let m = &mut self.mark[id.as_usize()];
-            if *m == g {
+            if *m == g || dist[id.as_usize()] == u32::MAX {
                 continue;
             }
             *m = g;
@@ -90,58 +101,212 @@ impl Closure {
     }
 }
 
-/// Determinizes `nfa` from its anchored start state. `nfa` must have no
-/// look-around assertions.
-pub(super) fn determinize(nfa: &NFA, dfa_limit: usize, det_limit: usize) -> Result<Table, Limit> {
-    debug_assert!(nfa.look_set_any().is_empty());
-    let bc = nfa.byte_classes();
-    let mut classes = [0u8; 256];
-    for b in 0..=255u8 {
-        classes[b as usize] = bc.get(b);
-    }
-    let stride = classes[255] as usize + 1;
-    let mut closure = Closure {
-        mark: vec![0; nfa.states().len()],
-        generation: 0,
-        stack: Vec::new(),
+/// Fewest bytes from each NFA state to the match state (`u32::MAX`: none), by
+/// a 0-1 breadth-first search over reversed edges (epsilon edges cost 0, byte
+/// edges 1).
+fn nfa_distances(nfa: &NFA) -> Vec<u32> {
+    let n = nfa.states().len();
+    // Reversed edges in CSR form: (source, weight) per target.
+    let mut count = vec![0u32; n + 1];
+    let each = |f: &mut dyn FnMut(usize, usize, u8)| {
+        for (id, st) in nfa.states().iter().enumerate() {
+            match st {
+                State::ByteRange { trans } => f(trans.next.as_usize(), id, 1),
+                State::Sparse(sp) => {
+                    for t in sp.transitions.iter() {
+                        f(t.next.as_usize(), id, 1);
+                    }
+                }
+                State::Dense(d) => {
+                    let mut last = NfaId::ZERO;
+                    for &next in d.transitions.iter() {
+                        if next != NfaId::ZERO && next != last {
+                            f(next.as_usize(), id, 1);
+                        }
+                        last = next;
+                    }
+                }
+                State::Union { alternates } => {
+                    for a in alternates.iter() {
+                        f(a.as_usize(), id, 0);
+                    }
+                }
+                State::BinaryUnion { alt1, alt2 } => {
+                    f(alt1.as_usize(), id, 0);
+                    f(alt2.as_usize(), id, 0);
+                }
+                State::Capture { next, .. } => f(next.as_usize(), id, 0),
+                State::Look { next, .. } => f(next.as_usize(), id, 0),
+                State::Fail | State::Match { .. } => {}
+            }
+        }
     };
-    let is_match = |key: &[u32]| {
-        key.iter().any(|&s| {
+    each(&mut |t, _, _| count[t + 1] += 1);
+    for k in 0..n {
+        count[k + 1] += count[k];
+    }
+    let mut fill = count.clone();
+    let mut rev = vec![(0u32, 0u8); count[n] as usize];
+    each(&mut |t, src, w| {
+        rev[fill[t] as usize] = (src as u32, w);
+        fill[t] += 1;
+    });
+    let mut dist = vec![u32::MAX; n];
+    let mut deque = std::collections::VecDeque::new();
+    for (id, st) in nfa.states().iter().enumerate() {
+        if matches!(st, State::Match { .. }) {
+            dist[id] = 0;
+            deque.push_back(id as u32);
+        }
+    }
+    while let Some(t) = deque.pop_front() {
+        let d = dist[t as usize];
+        for &(src, w) in &rev[count[t as usize] as usize..count[t as usize + 1] as usize] {
+            let nd = d + w as u32;
+            if nd < dist[src as usize] {
+                dist[src as usize] = nd;
+                if w == 0 {
+                    deque.push_front(src);
+                } else {
+                    deque.push_back(src);
+                }
+            }
+        }
+    }
+    dist
+}
+
+/// The subset construction as a process: states are numbered as they are
+/// found, and each state's row is filled by [`Determinizer::explore`], all at
+/// once ([`determinize`]) or on demand ([`super::LazyDfa`]).
+pub(super) struct Determinizer {
+    nfa: NFA,
+    pub classes: [u8; 256],
+    pub stride: usize,
+    /// Per NFA state, the fewest bytes to the match state.
+    nfa_dist: Vec<u32>,
+    closure: Closure,
+    keys: Vec<Arc<[u32]>>,
+    map: FastMap<Arc<[u32]>, u32>,
+    /// `trans[state * stride + class]`; rows of unexplored states are 0.
+    pub trans: Vec<u32>,
+    pub accepting: Vec<bool>,
+    /// Per DFA state, the fewest bytes to acceptance (`u32::MAX` for dead).
+    pub dist: Vec<u32>,
+    pub start: u32,
+    key_bytes: usize,
+    dfa_limit: usize,
+    det_limit: usize,
+    /// Per class, the NFA states it leads to from the state being explored.
+    buckets: Vec<Vec<u32>>,
+    touched: Vec<usize>,
+    scratch: Vec<u32>,
+}
+
+impl Determinizer {
+    /// Computes the NFA distances and the start state. `nfa` must have no
+    /// look-around assertions.
+    pub fn new(nfa: NFA, dfa_limit: usize, det_limit: usize) -> Determinizer {
+        debug_assert!(nfa.look_set_any().is_empty());
+        let bc = nfa.byte_classes();
+        let mut classes = [0u8; 256];
+        for b in 0..=255u8 {
+            classes[b as usize] = bc.get(b);
+        }
+        let stride = classes[255] as usize + 1;
+        let nfa_dist = nfa_distances(&nfa);
+        let n = nfa.states().len();
+        let mut d = Determinizer {
+            classes,
+            stride,
+            nfa_dist,
+            closure: Closure {
+                mark: vec![0; n],
+                generation: 0,
+                stack: Vec::new(),
+            },
+            // State 0 is dead (its key is the empty set).
+            keys: vec![Arc::from(Vec::new())],
+            map: FastMap::default(),
+            trans: vec![0; stride],
+            accepting: vec![false],
+            dist: vec![u32::MAX],
+            start: 0,
+            key_bytes: 0,
+            dfa_limit,
+            det_limit,
+            buckets: vec![Vec::new(); stride],
+            touched: Vec::new(),
+            scratch: Vec::new(),
+            nfa,
+        };
+        d.map.insert(d.keys[0].clone(), 0);
+        let mut scratch = std::mem::take(&mut d.scratch);
+        d.closure.run(
+            &d.nfa,
+            &d.nfa_dist,
+            &[d.nfa.start_anchored().as_u32()],
+            &mut scratch,
+        );
+        if !scratch.is_empty() {
+            // A limit hit here is reported by the first explored row; the
+            // state is added before the limits are checked.
+            d.start = match d.intern(&scratch) {
+                Ok(t) => t,
+                Err(_) => (d.keys.len() - 1) as u32,
+            };
+        }
+        d.scratch = scratch;
+        d
+    }
+
+    /// Number of states found so far (the dead state included).
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The id of the state with this (sorted, live) key, adding it if new.
+    fn intern(&mut self, key: &[u32]) -> Result<u32, Limit> {
+        if let Some(&t) = self.map.get(key) {
+            return Ok(t);
+        }
+        let id = self.keys.len() as u32;
+        let k: Arc<[u32]> = Arc::from(key);
+        self.key_bytes += k.len() * 4 + 48;
+        let nfa = &self.nfa;
+        self.accepting.push(k.iter().any(|&s| {
             matches!(
                 nfa.state(NfaId::new_unchecked(s as usize)),
                 State::Match { .. }
             )
-        })
-    };
+        }));
+        self.dist.push(
+            k.iter()
+                .map(|&s| self.nfa_dist[s as usize])
+                .min()
+                .unwrap_or(u32::MAX),
+        );
+        self.keys.push(k.clone());
+        self.map.insert(k, id);
+        self.trans.resize(self.trans.len() + self.stride, 0);
+        if self.trans.len() * 4 > self.dfa_limit {
+            return Err(Limit::Dfa);
+        }
+        if self.key_bytes > self.det_limit || self.keys.len() >= u32::MAX as usize {
+            return Err(Limit::Determinize);
+        }
+        Ok(id)
+    }
 
-    // State 0 is dead (its key is the empty set).
-    let mut keys: Vec<Rc<[u32]>> = vec![Rc::from(Vec::new())];
-    let mut map: FastMap<Rc<[u32]>, u32> = FastMap::default();
-    map.insert(keys[0].clone(), 0);
-    let mut trans: Vec<u32> = vec![0; stride];
-    let mut accepting = vec![false];
-    let mut key_bytes = 0usize;
-
-    let mut scratch = Vec::new();
-    closure.run(nfa, &[nfa.start_anchored().as_u32()], &mut scratch);
-    let start = if scratch.is_empty() {
-        0
-    } else {
-        let k: Rc<[u32]> = Rc::from(scratch.as_slice());
-        accepting.push(is_match(&k));
-        keys.push(k.clone());
-        map.insert(k, 1);
-        trans.resize(2 * stride, 0);
-        1
-    };
-
-    // Per class, the NFA states it leads to from the current DFA state.
-    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); stride];
-    let mut touched: Vec<usize> = Vec::new();
-    let class_span = |lo: u8, hi: u8| classes[lo as usize] as usize..=classes[hi as usize] as usize;
-    let mut i = 1;
-    while i < keys.len() {
-        let key = keys[i].clone();
+    /// Fills the row of state `i`. On an error the row may be partly filled;
+    /// the states found so far stay valid.
+    pub fn explore(&mut self, i: usize) -> Result<(), Limit> {
+        let key = self.keys[i].clone();
+        let classes = &self.classes;
+        let class_span =
+            |lo: u8, hi: u8| classes[lo as usize] as usize..=classes[hi as usize] as usize;
+        let buckets = &mut self.buckets;
+        let touched = &mut self.touched;
         for &s in key.iter() {
             let mut push = |c: usize, next: NfaId| {
                 if buckets[c].is_empty() {
@@ -149,7 +314,7 @@ pub(super) fn determinize(nfa: &NFA, dfa_limit: usize, det_limit: usize) -> Resu
                 }
                 buckets[c].push(next.as_u32());
             };
-            match nfa.state(NfaId::new_unchecked(s as usize)) {
+            match self.nfa.state(NfaId::new_unchecked(s as usize)) {
                 State::ByteRange { trans: t } => {
                     for c in class_span(t.start, t.end) {
                         push(c, t.next);
@@ -177,48 +342,62 @@ pub(super) fn determinize(nfa: &NFA, dfa_limit: usize, det_limit: usize) -> Resu
             }
         }
         touched.sort_unstable();
+        let mut result = Ok(());
         let mut prev: Option<(usize, u32)> = None;
+        let touched = std::mem::take(&mut self.touched);
+        let mut scratch = std::mem::take(&mut self.scratch);
         for &c in &touched {
             let target = match prev {
-                Some((pc, t)) if pc + 1 == c && buckets[pc] == buckets[c] => t,
+                Some((pc, t)) if pc + 1 == c && self.buckets[pc] == self.buckets[c] => t,
                 _ => {
-                    closure.run(nfa, &buckets[c], &mut scratch);
-                    match map.get(scratch.as_slice()) {
-                        Some(&t) => t,
-                        None => {
-                            let id = keys.len() as u32;
-                            let k: Rc<[u32]> = Rc::from(scratch.as_slice());
-                            key_bytes += k.len() * 4 + 48;
-                            accepting.push(is_match(&k));
-                            keys.push(k.clone());
-                            map.insert(k, id);
-                            trans.resize(trans.len() + stride, 0);
-                            if trans.len() * 4 > dfa_limit {
-                                return Err(Limit::Dfa);
+                    self.closure
+                        .run(&self.nfa, &self.nfa_dist, &self.buckets[c], &mut scratch);
+                    if scratch.is_empty() {
+                        0
+                    } else {
+                        match self.intern(&scratch) {
+                            Ok(t) => t,
+                            Err(e) => {
+                                result = Err(e);
+                                break;
                             }
-                            if key_bytes > det_limit || keys.len() >= u32::MAX as usize {
-                                return Err(Limit::Determinize);
-                            }
-                            id
                         }
                     }
                 }
             };
-            trans[i * stride + c] = target;
+            self.trans[i * self.stride + c] = target;
             prev = Some((c, target));
         }
         // Clear only after all comparisons with the previous bucket are done.
         for &c in &touched {
-            buckets[c].clear();
+            self.buckets[c].clear();
         }
-        touched.clear();
+        self.touched = touched;
+        self.touched.clear();
+        self.scratch = scratch;
+        result
+    }
+
+    /// The finished table (every state explored).
+    pub fn into_table(self) -> Table {
+        Table {
+            classes: self.classes,
+            stride: self.stride,
+            trans: self.trans,
+            accepting: self.accepting,
+            start: self.start,
+        }
+    }
+}
+
+/// Determinizes `nfa` from its anchored start state, every state at once.
+/// `nfa` must have no look-around assertions.
+pub(super) fn determinize(nfa: &NFA, dfa_limit: usize, det_limit: usize) -> Result<Table, Limit> {
+    let mut d = Determinizer::new(nfa.clone(), dfa_limit, det_limit);
+    let mut i = 1;
+    while i < d.len() {
+        d.explore(i)?;
         i += 1;
     }
-    Ok(Table {
-        classes,
-        stride,
-        trans,
-        accepting,
-        start,
-    })
+    Ok(d.into_table())
 }

@@ -41,6 +41,12 @@ pub struct DfaConfig {
     /// Minimize the DFA (default false: measured 20–30x slower for a median
     /// gain of 8 %; see `shared/notes/schema-dfa-sizes.md`).
     pub minimize: bool,
+    /// [`ByteDfa::build`] determinizes at most this many states up front and
+    /// leaves the rest to be determinized on demand ([`LazyDfa`]); `None`
+    /// always builds the whole DFA. Default 50,000 states: a DFA and index
+    /// of that size take about a quarter of a second to build on one core,
+    /// while the largest schema DFAs (a million states) take over ten.
+    pub lazy_states: Option<usize>,
 }
 
 impl Default for DfaConfig {
@@ -50,6 +56,7 @@ impl Default for DfaConfig {
             determinize_size_limit: 1 << 30,
             dfa_size_limit: 512 << 20,
             minimize: false,
+            lazy_states: Some(50_000),
         }
     }
 }
@@ -88,15 +95,83 @@ pub struct ByteDfa {
     pattern_len: usize,
 }
 
+/// A DFA built whole, or one too big to build up front that is determinized
+/// on demand (see [`ByteDfa::build`]).
+#[derive(Debug)]
+pub enum Dfa {
+    /// Every state determinized.
+    Eager(ByteDfa),
+    /// States past [`DfaConfig::lazy_states`] are determinized on first use.
+    Lazy(LazyDfa),
+}
+
 impl ByteDfa {
-    /// Builds the DFA of `pattern` (regex crate syntax, Unicode-aware; the
-    /// whole text must match).
-    pub fn new(pattern: &str, config: &DfaConfig) -> Result<ByteDfa, DfaError> {
-        let nfa = thompson::Compiler::new()
+    /// Builds the DFA of `pattern`, or, when it has more than
+    /// [`DfaConfig::lazy_states`] states, a [`LazyDfa`] that keeps the states
+    /// determinized so far and finds the rest on demand. Patterns with
+    /// look-around, and `minimize`, always build the whole DFA.
+    pub fn build(pattern: &str, config: &DfaConfig) -> Result<Dfa, DfaError> {
+        let Some(lazy_states) = config.lazy_states else {
+            return Ok(Dfa::Eager(ByteDfa::new(pattern, config)?));
+        };
+        let nfa = Self::nfa(pattern, config)?;
+        if config.minimize || !nfa.look_set_any().is_empty() {
+            return Ok(Dfa::Eager(Self::new_reference(pattern, config)?));
+        }
+        let mut det = determinize::Determinizer::new(
+            nfa,
+            config.dfa_size_limit,
+            config.determinize_size_limit,
+        );
+
+        let limit = |l| match l {
+            determinize::Limit::Dfa => too_big_dfa(config),
+            determinize::Limit::Determinize => too_big_determinize(config),
+        };
+        let mut i = 1;
+        while i < det.len() {
+            if det.len() > lazy_states {
+                return Ok(Dfa::Lazy(LazyDfa {
+                    explored: vec![true; i],
+                    det,
+                    failed: None,
+                    config: config.clone(),
+                    max_states: usize::MAX,
+                    pattern_len: pattern.len(),
+                }));
+            }
+            det.explore(i).map_err(limit)?;
+            i += 1;
+        }
+        Ok(Dfa::Eager(Self::from_table(
+            det.into_table(),
+            pattern.len(),
+        )))
+    }
+
+    fn nfa(pattern: &str, config: &DfaConfig) -> Result<thompson::NFA, DfaError> {
+        thompson::Compiler::new()
             .syntax(syntax_config())
             .configure(thompson_config(config))
             .build(pattern)
-            .map_err(|e| nfa_error(&e, config))?;
+            .map_err(|e| nfa_error(&e, config))
+    }
+
+    fn from_table(t: determinize::Table, pattern_len: usize) -> ByteDfa {
+        ByteDfa {
+            classes: t.classes,
+            stride: t.stride,
+            trans: t.trans,
+            accepting: t.accepting,
+            start: t.start,
+            pattern_len,
+        }
+    }
+
+    /// Builds the DFA of `pattern` (regex crate syntax, Unicode-aware; the
+    /// whole text must match).
+    pub fn new(pattern: &str, config: &DfaConfig) -> Result<ByteDfa, DfaError> {
+        let nfa = Self::nfa(pattern, config)?;
         if config.minimize || !nfa.look_set_any().is_empty() {
             return Self::new_reference(pattern, config);
         }
@@ -106,14 +181,7 @@ impl ByteDfa {
                     determinize::Limit::Dfa => too_big_dfa(config),
                     determinize::Limit::Determinize => too_big_determinize(config),
                 })?;
-        Ok(ByteDfa {
-            classes: t.classes,
-            stride: t.stride,
-            trans: t.trans,
-            accepting: t.accepting,
-            start: t.start,
-            pattern_len: pattern.len(),
-        })
+        Ok(Self::from_table(t, pattern.len()))
     }
 
     /// Builds the same DFA with regex-automata's own dense determinizer (the
@@ -241,6 +309,143 @@ impl ByteDfa {
     /// The byte → equivalence class map (bytes in one class behave alike).
     pub fn byte_classes(&self) -> [u8; 256] {
         self.classes
+    }
+}
+
+/// A DFA whose states are determinized on first use: the subset construction
+/// of [`ByteDfa`], paused. Liveness and the distance to acceptance of a state
+/// are known when it is created (from the NFA), so nothing here needs the
+/// whole automaton. State 0 is dead, as in [`ByteDfa`].
+///
+/// Size limits still hold: when exploring a state would pass
+/// [`DfaConfig::dfa_size_limit`], the determinization memory limit or the
+/// state limit set by [`LazyDfa::set_max_states`], that state is left with no
+/// live transition and [`LazyDfa::limit_error`] says which limit was hit.
+pub struct LazyDfa {
+    det: determinize::Determinizer,
+    /// Whether each state's row is filled (index = state id).
+    explored: Vec<bool>,
+    failed: Option<DfaError>,
+    config: DfaConfig,
+    max_states: usize,
+    pattern_len: usize,
+}
+
+impl std::fmt::Debug for LazyDfa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyDfa")
+            .field("states", &self.det.len())
+            .field("explored", &self.explored.iter().filter(|&&e| e).count())
+            .finish()
+    }
+}
+
+impl LazyDfa {
+    /// The anchored start state (0 when the language is empty).
+    pub fn start(&self) -> u32 {
+        self.det.start
+    }
+
+    /// Next state on `byte` (0: dead), determinizing `s` on first use.
+    #[inline]
+    pub fn next(&mut self, s: u32, byte: u8) -> u32 {
+        let si = s as usize;
+        if si >= self.explored.len() || !self.explored[si] {
+            self.explore(si);
+        }
+        self.det.trans[si * self.det.stride + self.det.classes[byte as usize] as usize]
+    }
+
+    #[cold]
+    fn explore(&mut self, s: usize) {
+        if self.explored.len() < self.det.len() {
+            self.explored.resize(self.det.len(), false);
+        }
+        self.explored[s] = true;
+        let res = if self.failed.is_some() {
+            Err(None)
+        } else {
+            self.det.explore(s).map_err(Some)
+        };
+        let res = match res {
+            Ok(()) if self.det.len() > self.max_states => Err(Some(DfaError::TooBig {
+                what: "lazy DFA's state count",
+                limit: self.max_states,
+                knob: "--max-states / IndexConfig::max_states",
+            })),
+            Ok(()) => Ok(()),
+            Err(Some(determinize::Limit::Dfa)) => Err(Some(too_big_dfa(&self.config))),
+            Err(Some(determinize::Limit::Determinize)) => {
+                Err(Some(too_big_determinize(&self.config)))
+            }
+            Err(None) => Err(None),
+        };
+        if let Err(e) = res {
+            let row = s * self.det.stride;
+            self.det.trans[row..row + self.det.stride].fill(0);
+            if self.failed.is_none() {
+                self.failed = e;
+            }
+        }
+        if self.explored.len() < self.det.len() {
+            self.explored.resize(self.det.len(), false);
+        }
+    }
+
+    /// Whether the text that led to `s` is in the language.
+    #[inline]
+    pub fn is_accepting(&self, s: u32) -> bool {
+        self.det.accepting[s as usize]
+    }
+
+    /// Fewest bytes from `s` to acceptance (`u32::MAX` for the dead state).
+    #[inline]
+    pub fn dist(&self, s: u32) -> u32 {
+        self.det.dist[s as usize]
+    }
+
+    /// States found so far (the dead state included).
+    pub fn state_count(&self) -> usize {
+        self.det.len()
+    }
+
+    /// Bounds the number of states; a state whose exploration passes it is
+    /// left with no live transition.
+    pub fn set_max_states(&mut self, max: usize) {
+        self.max_states = max;
+    }
+
+    /// The limit hit while determinizing on demand, if any.
+    pub fn limit_error(&self) -> Option<&DfaError> {
+        self.failed.as_ref()
+    }
+
+    /// The byte → equivalence class map.
+    pub fn byte_classes(&self) -> [u8; 256] {
+        self.det.classes
+    }
+
+    /// Length of the pattern the DFA came from.
+    pub fn pattern_len(&self) -> usize {
+        self.pattern_len
+    }
+
+    /// Determinizes every remaining state.
+    pub fn into_eager(mut self) -> Result<ByteDfa, DfaError> {
+        let mut i = 1;
+        while i < self.det.len() {
+            if i >= self.explored.len() || !self.explored[i] {
+                self.det.explore(i).map_err(|l| match l {
+                    determinize::Limit::Dfa => too_big_dfa(&self.config),
+                    determinize::Limit::Determinize => too_big_determinize(&self.config),
+                })?;
+            }
+            i += 1;
+        }
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        Ok(ByteDfa::from_table(self.det.into_table(), self.pattern_len))
     }
 }
 

@@ -231,6 +231,26 @@ impl LiveTable {
         })
     }
 
+    /// A table with no states over `classes` (the placeholder of a lazy index).
+    pub(crate) fn empty(classes: [u8; 256]) -> LiveTable {
+        let stride = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
+        let mut reps = vec![0u8; stride];
+        for b in (0..=255u8).rev() {
+            reps[classes[b as usize] as usize] = b;
+        }
+        LiveTable {
+            classes,
+            reps,
+            stride,
+            trans: Vec::new(),
+            accepting: Vec::new(),
+            dist: Vec::new(),
+            next_byte: Vec::new(),
+            forced: Vec::new(),
+            start: 0,
+        }
+    }
+
     /// Number of live states.
     #[inline]
     pub fn len(&self) -> usize {

@@ -34,6 +34,9 @@
 //!
 //! In lazy mode a state's mask is computed on first visit (one walk of the
 //! full trie) and cached in the shared index; both modes give identical masks.
+//! An index over a [`LazyDfa`](crate::dfa::LazyDfa) (a DFA too big to
+//! determinize up front, see [`TokenIndex::build_dfa`]) is lazy in both: the
+//! automaton and the masks grow as guides visit states (`lazy.rs`).
 //!
 //! ## Budget
 //!
@@ -44,6 +47,7 @@
 //! guard needs to never cut a structure in half.
 
 pub mod automaton;
+mod lazy;
 pub(crate) mod trie;
 
 pub use automaton::{ByteAutomaton, LiveTable, DEAD};
@@ -222,6 +226,8 @@ pub enum IndexError {
     Deadline,
     #[error("cannot start the thread pool: {0}")]
     Threads(String),
+    #[error(transparent)]
+    Dfa(#[from] crate::dfa::DfaError),
 }
 
 /// Figures about a built index.
@@ -241,6 +247,9 @@ pub struct IndexStats {
     pub memory_bytes: usize,
     /// Wall time of the build.
     pub build_time: Duration,
+    /// Whether the automaton and masks are built on demand (then `states`
+    /// counts the states found when the index was built).
+    pub lazy: bool,
 }
 
 /// The per-state allowed-token sets of an automaton over a vocabulary.
@@ -257,6 +266,9 @@ pub struct TokenIndex {
     /// Per state, the plain level whose tokens are all allowed there
     /// (`NO_LEVEL`: none; see [`plain_reach`]).
     plain_level: Vec<u8>,
+    /// `Some` for an index over a lazy DFA: then `table`, `masks`, `budget`
+    /// and `plain_level` are empty and every query goes through here.
+    lazy: Option<Box<lazy::Lazy>>,
     empty: TokenSet,
     stats: IndexStats,
 }
@@ -298,6 +310,7 @@ impl TokenIndex {
             budget: Vec::new(),
             plain_level: Vec::new(),
             token_live: None,
+            lazy: None,
             stats: IndexStats {
                 states: n,
                 byte_classes: table.stride,
@@ -330,6 +343,78 @@ impl TokenIndex {
         Ok(index)
     }
 
+    /// Builds the index of a [`Dfa`](crate::dfa::Dfa): eagerly for a whole
+    /// DFA ([`TokenIndex::build`]), lazily for a [`LazyDfa`](crate::dfa::LazyDfa):
+    /// masks and the automaton itself then grow on first visit, and the build
+    /// only checks the start state. A vocabulary that lacks some single byte
+    /// needs the whole automaton (token-level liveness), so a lazy DFA is then
+    /// finished and indexed eagerly.
+    pub fn build_dfa(
+        dfa: crate::dfa::Dfa,
+        vocab: Arc<Vocabulary>,
+        config: &IndexConfig,
+    ) -> Result<TokenIndex, IndexError> {
+        let dfa = match dfa {
+            crate::dfa::Dfa::Eager(d) => return Self::build(&d, vocab, config),
+            crate::dfa::Dfa::Lazy(d) => d,
+        };
+        let mut single = [false; 256];
+        for (_, b) in vocab.text_tokens() {
+            if b.len() == 1 {
+                single[b[0] as usize] = true;
+            }
+        }
+        if !single.iter().all(|&x| x) {
+            return Self::build(&dfa.into_eager()?, vocab, config);
+        }
+        let t0 = Instant::now();
+        let start = dfa.start();
+        if start == 0 || dfa.dist(start) == u32::MAX {
+            return Err(IndexError::EmptyLanguage);
+        }
+        let tries = vocab
+            .tries
+            .get_or_init(|| Arc::new(VocabTries::new(&vocab, IndexConfig::default().horizon)))
+            .clone();
+        let classes = dfa.byte_classes();
+        let stride = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
+        let states = dfa.state_count();
+        let lazy = lazy::Lazy::new(dfa, config.max_states);
+        let mut index = TokenIndex {
+            empty: TokenSet::new(vocab.logits_width()),
+            masks: Vec::new(),
+            budget: Vec::new(),
+            plain_level: Vec::new(),
+            token_live: None,
+            lazy: Some(Box::new(lazy)),
+            stats: IndexStats {
+                states,
+                byte_classes: stride,
+                lazy: true,
+                ..Default::default()
+            },
+            table: LiveTable::empty(classes),
+            vocab,
+            tries,
+        };
+        // The first mask is part of what a caller waits for anyway.
+        index.allowed(StateId(start));
+        index.stats.build_time = t0.elapsed();
+        index.stats.memory_bytes = index.memory_usage();
+        Ok(index)
+    }
+
+    /// Whether the automaton and masks are built on demand.
+    pub fn is_lazy(&self) -> bool {
+        self.lazy.is_some()
+    }
+
+    /// The limit a lazy index's automaton hit while growing, if any: states
+    /// past it were left without live transitions (their masks are empty).
+    pub fn lazy_limit_error(&self) -> Option<String> {
+        self.lazy.as_ref().and_then(|l| l.core().limit_error())
+    }
+
     /// Compiles `pattern` (full match) with default limits and builds its index.
     pub fn from_regex(pattern: &str, vocab: Arc<Vocabulary>) -> Result<TokenIndex, crate::Error> {
         let dfa = crate::dfa::ByteDfa::new(pattern, &crate::dfa::DfaConfig::default())?;
@@ -352,32 +437,69 @@ impl TokenIndex {
         &self.stats
     }
 
-    /// The compact live transition table.
-    pub fn table(&self) -> &LiveTable {
-        &self.table
+    /// The compact live transition table (`None` for an index over a lazy
+    /// DFA, which has no complete table).
+    pub fn table(&self) -> Option<&LiveTable> {
+        self.lazy.is_none().then_some(&self.table)
     }
 
     /// The start state.
     pub fn start(&self) -> StateId {
-        StateId(self.table.start)
+        match &self.lazy {
+            Some(l) => StateId(l.start),
+            None => StateId(self.table.start),
+        }
     }
 
-    /// Number of live states.
+    /// Number of live states (for a lazy index: states found so far, which
+    /// may include some that cannot be completed; those are never entered).
     pub fn num_states(&self) -> usize {
-        self.table.len()
+        match &self.lazy {
+            Some(l) => l.core().state_count(),
+            None => self.table.len(),
+        }
     }
 
     /// Whether the text that led to `s` is in the language.
     #[inline]
     pub fn is_accepting(&self, s: StateId) -> bool {
-        self.table.accepting[s.0 as usize]
+        match &self.lazy {
+            Some(l) => l.core().is_accepting(s.0),
+            None => self.table.accepting[s.0 as usize],
+        }
     }
 
     /// The allowed tokens in `s` (EOS included where `s` accepts). Computed
     /// on first use in lazy mode.
     #[inline]
     pub fn allowed(&self, s: StateId) -> &TokenSet {
+        if let Some(l) = &self.lazy {
+            return l
+                .allowed(s.0, &self.tries, &self.vocab)
+                .unwrap_or(&self.empty);
+        }
         self.masks[s.0 as usize].get_or_init(|| Arc::new(self.compute_mask(s.0)))
+    }
+
+    /// Whether some byte can follow the text that led to `s`.
+    pub fn has_text_continuation(&self, s: StateId) -> bool {
+        match &self.lazy {
+            Some(l) => l.core().has_continuation(s.0),
+            None => self
+                .table
+                .reps
+                .iter()
+                .any(|&b| self.table.next(s.0, b) != DEAD),
+        }
+    }
+
+    /// The state after byte `b` in `s`; `None` when `b` cannot follow.
+    pub fn next_byte_state(&self, s: StateId, b: u8) -> Option<StateId> {
+        let n = match &self.lazy {
+            Some(l) => l.core().next(s.0, b),
+            None => self.table.next(s.0, b),
+        };
+        (n != DEAD).then_some(StateId(n))
     }
 
     /// An empty set of the logits width.
@@ -391,7 +513,10 @@ impl TokenIndex {
     pub fn next_state(&self, s: StateId, t: TokenId) -> Option<StateId> {
         match self.vocab.token_bytes(t) {
             Some(bytes) if !bytes.is_empty() => {
-                let n = self.table.walk(s.0, bytes);
+                let n = match &self.lazy {
+                    Some(l) => l.core().walk(s.0, bytes),
+                    None => self.table.walk(s.0, bytes),
+                };
                 let live = n != DEAD && self.token_live.as_ref().is_none_or(|l| l[n as usize]);
                 live.then_some(StateId(n))
             }
@@ -405,24 +530,36 @@ impl TokenIndex {
     /// shortest completion.
     #[inline]
     pub fn tokens_to_accept(&self, s: StateId) -> Option<u32> {
-        let b = self.budget[s.0 as usize];
+        let b = match &self.lazy {
+            Some(l) => l.core().budget(&self.tries, s.0),
+            None => self.budget[s.0 as usize],
+        };
         (b != u32::MAX).then_some(b)
     }
 
     /// Shortest completion of `s`, in bytes.
     pub fn bytes_to_accept(&self, s: StateId) -> u32 {
-        self.table.dist[s.0 as usize]
+        match &self.lazy {
+            Some(l) => l.core().dist(s.0),
+            None => self.table.dist[s.0 as usize],
+        }
     }
 
     /// The byte every continuation of `s` must start with, if there is one
     /// and `s` does not accept.
     #[inline]
     pub fn forced_byte(&self, s: StateId) -> Option<u8> {
-        self.table.forced[s.0 as usize]
+        match &self.lazy {
+            Some(l) => l.core().forced_byte(s.0),
+            None => self.table.forced[s.0 as usize],
+        }
     }
 
     fn memory_usage(&self) -> usize {
         let mut seen = std::collections::HashSet::new();
+        if let Some(l) = &self.lazy {
+            return l.mask_memory().1;
+        }
         let mut m = self.table.memory_usage() + self.budget.len() * 4 + self.masks.len() * 8;
         for cell in &self.masks {
             if let Some(a) = cell.get() {
@@ -946,35 +1083,34 @@ const UTF8_SEQUENCES: &[&[(u8, u8)]] = &[
     &[(0xF4, 0xF4), (0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF)],
 ];
 
-const NO_LEVEL: u8 = u8::MAX;
+pub(crate) const NO_LEVEL: u8 = u8::MAX;
 
 /// Appends to `out` the states one plain character (a byte of `ascii`, or a
 /// whole UTF-8 sequence over the class representatives of `utf8`) leads to
 /// from `s`; false when one of them is dead.
 fn plain_successors(
-    t: &LiveTable,
+    mut step: impl FnMut(u32, u8) -> u32,
     s: u32,
-    ascii: &[u8],
-    utf8: &[Vec<Vec<u8>>],
+    reps: &PlainReps,
     cur: &mut Vec<u32>,
     next: &mut Vec<u32>,
     out: &mut Vec<u32>,
 ) -> bool {
-    for &b in ascii {
-        let x = t.next(s, b);
+    for &b in &reps.ascii {
+        let x = step(s, b);
         if x == DEAD {
             return false;
         }
         out.push(x);
     }
-    for seq in utf8 {
+    for seq in &reps.utf8 {
         cur.clear();
         cur.push(s);
         for reps in seq {
             next.clear();
             for &q in cur.iter() {
                 for &b in reps {
-                    let x = t.next(q, b);
+                    let x = step(q, b);
                     if x == DEAD {
                         return false;
                     }
@@ -1001,32 +1137,47 @@ fn plain_successors(
 /// strings — unbounded (`r = ∞`), counted by `maxLength` (`r` = what is
 /// left), and property names — the most expensive states to walk otherwise.
 /// Exact: liveness is all a mask needs.
+/// One byte per class of the plain ASCII characters, and per UTF-8 sequence
+/// shape one byte per class at each position (what [`plain_successors`]
+/// tries).
+pub(crate) struct PlainReps {
+    ascii: Vec<u8>,
+    utf8: Vec<Vec<Vec<u8>>>,
+}
+
+impl PlainReps {
+    fn new(classes: &[u8; 256]) -> PlainReps {
+        let mut seen = [false; 256];
+        let mut ascii: Vec<u8> = Vec::new();
+        for b in 0x20u8..=0x7E {
+            if b != b'"' && b != b'\\' && !seen[classes[b as usize] as usize] {
+                seen[classes[b as usize] as usize] = true;
+                ascii.push(b);
+            }
+        }
+        let utf8: Vec<Vec<Vec<u8>>> = UTF8_SEQUENCES
+            .iter()
+            .map(|seq| {
+                seq.iter()
+                    .map(|&(lo, hi)| {
+                        let mut seen = [false; 256];
+                        (lo..=hi)
+                            .filter(|&b| {
+                                let c = classes[b as usize] as usize;
+                                !std::mem::replace(&mut seen[c], true)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        PlainReps { ascii, utf8 }
+    }
+}
+
 fn plain_reach(t: &LiveTable) -> Vec<u32> {
     let n = t.len();
-    let mut seen = [false; 256];
-    let mut ascii: Vec<u8> = Vec::new();
-    for b in 0x20u8..=0x7E {
-        if b != b'"' && b != b'\\' && !seen[t.classes[b as usize] as usize] {
-            seen[t.classes[b as usize] as usize] = true;
-            ascii.push(b);
-        }
-    }
-    let utf8: Vec<Vec<Vec<u8>>> = UTF8_SEQUENCES
-        .iter()
-        .map(|seq| {
-            seq.iter()
-                .map(|&(lo, hi)| {
-                    let mut seen = [false; 256];
-                    (lo..=hi)
-                        .filter(|&b| {
-                            let c = t.classes[b as usize] as usize;
-                            !std::mem::replace(&mut seen[c], true)
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
+    let reps = PlainReps::new(&t.classes);
     // Plain successors of each state (one character), or not a candidate.
     let mut ok = vec![true; n];
     let mut succ_start = vec![0u32; n + 1];
@@ -1035,7 +1186,14 @@ fn plain_reach(t: &LiveTable) -> Vec<u32> {
     let mut next: Vec<u32> = Vec::new();
     for s in 0..n as u32 {
         let first = succ.len();
-        if !plain_successors(t, s, &ascii, &utf8, &mut cur, &mut next, &mut succ) {
+        if !plain_successors(
+            |q, b| t.next(q, b),
+            s,
+            &reps,
+            &mut cur,
+            &mut next,
+            &mut succ,
+        ) {
             ok[s as usize] = false;
             succ.truncate(first);
             succ_start[s as usize + 1] = succ.len() as u32;

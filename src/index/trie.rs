@@ -35,6 +35,35 @@ pub(crate) struct VocabTries {
     pub horizon: usize,
     /// Plain-token levels, one per entry of [`PLAIN_LEVELS`]. See [`PlainLevel`].
     pub plain_levels: Vec<PlainLevel>,
+    /// Every token that is not plain, keyed by what follows its longest
+    /// prefix of plain characters (the prefix removed; tokens with equal
+    /// suffixes are `dups`). In a state that every plain character leads
+    /// back to, a token's fate is its suffix's, so this trie replaces the
+    /// walk of the last level's `rest` (thousands of plain prefixes) there.
+    pub body_suffixes: TokenTrie,
+    /// Per node of the last plain level's `rest` trie: whether the node's
+    /// bytes are whole plain characters (a walk that is in a state every
+    /// plain character leads back to, there, can stop: see `lazy.rs`).
+    pub body_rest_boundary: Vec<bool>,
+}
+
+/// Length of the longest prefix of `b` made of complete plain characters.
+pub(crate) fn plain_prefix_len(b: &[u8]) -> usize {
+    let mut i = 0;
+    while i < b.len() {
+        let n = match b[i] {
+            0x00..=0x7F => 1,
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => return i,
+        };
+        if i + n > b.len() || !is_plain(&b[i..i + n]) {
+            return i;
+        }
+        i += n;
+    }
+    i
 }
 
 /// The "plain string content" tokens of at most `PLAIN_LEVELS[i]` characters (every
@@ -89,7 +118,7 @@ impl VocabTries {
         let short = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() <= horizon));
         let long = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() > horizon));
         let chars: Vec<Option<u32>> = toks.iter().map(|t| plain_chars(t.0)).collect();
-        let plain_levels = PLAIN_LEVELS
+        let plain_levels: Vec<PlainLevel> = PLAIN_LEVELS
             .iter()
             .map(|&max_chars| {
                 let fits = |i: usize| chars[i].is_some_and(|c| c <= max_chars);
@@ -118,7 +147,19 @@ impl VocabTries {
                 }
             })
             .collect();
+        let mut suffixes: Vec<(&[u8], u32)> = toks
+            .iter()
+            .filter(|t| !is_plain(t.0))
+            .map(|&(b, id)| (&b[plain_prefix_len(b)..], id))
+            .collect();
+        suffixes.sort_unstable();
+        let body_rest_boundary = plain_levels
+            .last()
+            .map(|l: &PlainLevel| l.rest.plain_boundaries())
+            .unwrap_or_default();
         VocabTries {
+            body_rest_boundary,
+            body_suffixes: TokenTrie::from_sorted(suffixes.into_iter()),
             plain_levels,
             full,
             short,
@@ -174,6 +215,19 @@ impl TokenTrie {
         self.byte.len()
     }
 
+    /// Per node, whether its bytes (the path from the root) are whole plain
+    /// characters.
+    pub fn plain_boundaries(&self) -> Vec<bool> {
+        let mut path: Vec<u8> = Vec::with_capacity(self.max_depth);
+        (0..self.len())
+            .map(|i| {
+                path.truncate(self.depth[i] as usize - 1);
+                path.push(self.byte[i]);
+                plain_prefix_len(&path) == path.len()
+            })
+            .collect()
+    }
+
     /// The child of `node` (or of the root when `None`) reached by `b`.
     pub fn child(&self, node: Option<usize>, b: u8) -> Option<usize> {
         let (mut j, stop) = match node {
@@ -199,7 +253,7 @@ impl TokenTrie {
     pub fn walk(
         &self,
         start: u32,
-        next: impl Fn(u32, u8) -> u32,
+        mut next: impl FnMut(u32, u8) -> u32,
         mut hit: impl FnMut(u32),
     ) -> usize {
         let mut stack = vec![0u32; self.max_depth + 1];

@@ -1,0 +1,530 @@
+//! # The lazy index: masks of a [`LazyDfa`], computed on first visit
+//!
+//! A schema DFA of a million states takes seconds to determinize and as long
+//! again to index, yet one output visits a few thousand of them. Past
+//! [`DfaConfig::lazy_states`](crate::DfaConfig::lazy_states) the DFA is left
+//! lazy and so is its index: a state's mask is one walk of the full token trie
+//! from it, made the first time a guide asks, and then cached (deduplicated)
+//! for every later request.
+//!
+//! Everything the eager index knows per state is known here without the whole
+//! automaton, because the determinizer drops NFA states that cannot reach a
+//! match and knows each new state's distance to acceptance:
+//!
+//! * a transition is live exactly when it does not lead to state 0, so masks
+//!   never allow a dead end;
+//! * the canonical shortest completion follows, from each state, the smallest
+//!   byte whose successor is one byte closer to acceptance, which is what the
+//!   `max_tokens` budget tokenizes greedily (as in the eager index).
+//!
+//! The automaton sits behind a mutex (walks determinize states as they go);
+//! masks sit in write-once cells, so a mask once computed is read without a
+//! lock. The lazy index needs every single byte in the vocabulary (then
+//! byte-live is token-live); the caller falls back to the eager build
+//! otherwise.
+
+use super::trie::{self, VocabTries, PLAIN_LEVELS};
+use super::{plain_successors, PlainReps, TokenSet, DEAD, NO_LEVEL};
+use crate::dfa::LazyDfa;
+use crate::vocab::{TokenId, Vocabulary};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+/// States per mask chunk.
+const CHUNK: usize = 4096;
+/// Budget not computed yet.
+const UNKNOWN: u32 = u32::MAX - 1;
+/// Canonical next byte not computed yet (`NONE_BYTE`: the state accepts).
+const NO_BYTE_YET: u16 = u16::MAX;
+const NONE_BYTE: u16 = 256;
+/// Plain level not computed yet.
+const LEVEL_YET: u8 = u8::MAX - 1;
+/// The last (unlimited) plain level, and every plain character leads back
+/// to the state itself (a string body): walk [`VocabTries::body_suffixes`].
+const LEVEL_LOOP: u8 = PLAIN_LEVELS.len() as u8;
+/// Most states the plain-reach search of one state visits; past it, the
+/// depth fully searched is a lower bound.
+const PLAIN_SEARCH: usize = 4096;
+
+/// The automaton and what is derived from it per state, grown on demand.
+pub(super) struct Core {
+    dfa: LazyDfa,
+    reps: Vec<u8>,
+    class_size: Vec<u32>,
+    next_byte: Vec<u16>,
+    budget: Vec<u32>,
+    plain: PlainReps,
+    level: Vec<u8>,
+}
+
+impl Core {
+    /// Next state on `b`, or [`DEAD`].
+    #[inline]
+    pub fn next(&mut self, s: u32, b: u8) -> u32 {
+        match self.dfa.next(s, b) {
+            0 => DEAD,
+            t => t,
+        }
+    }
+
+    /// State after `bytes`, or [`DEAD`].
+    pub fn walk(&mut self, mut s: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            s = self.next(s, b);
+            if s == DEAD {
+                return DEAD;
+            }
+        }
+        s
+    }
+
+    pub fn is_accepting(&self, s: u32) -> bool {
+        self.dfa.is_accepting(s)
+    }
+
+    pub fn dist(&self, s: u32) -> u32 {
+        self.dfa.dist(s)
+    }
+
+    /// The only byte that keeps `s` live, when `s` does not accept.
+    pub fn forced_byte(&mut self, s: u32) -> Option<u8> {
+        if self.dfa.is_accepting(s) {
+            return None;
+        }
+        let mut live_bytes = 0;
+        let mut only = 0;
+        for c in 0..self.reps.len() {
+            let b = self.reps[c];
+            if self.next(s, b) != DEAD {
+                live_bytes += self.class_size[c];
+                only = b;
+            }
+        }
+        (live_bytes == 1).then_some(only)
+    }
+
+    /// Whether some byte keeps `s` live.
+    pub fn has_continuation(&mut self, s: u32) -> bool {
+        (0..self.reps.len()).any(|c| {
+            let b = self.reps[c];
+            self.next(s, b) != DEAD
+        })
+    }
+
+    fn grow(&mut self) {
+        let n = self.dfa.state_count();
+        if self.next_byte.len() < n {
+            self.next_byte.resize(n, NO_BYTE_YET);
+            self.budget.resize(n, UNKNOWN);
+            self.level.resize(n, LEVEL_YET);
+        }
+    }
+
+    /// The plain level of `s` (as in the eager index): the largest
+    /// [`PLAIN_LEVELS`] entry not above the fewest plain characters that lead
+    /// from `s` to a state where some plain character dies.
+    ///
+    /// A breadth-first search collects the states plain text leads `s` to;
+    /// when it finishes (at most [`PLAIN_SEARCH`] states), a reverse search
+    /// from the states where a plain character dies gives the exact reach of
+    /// *every* state found, and all their levels are cached (a property
+    /// name's states are searched once, not once per state). A search cut
+    /// short uses the depth it completed, a lower bound, so the level is never
+    /// too high.
+    fn plain_level(&mut self, s: u32) -> u8 {
+        self.grow();
+        let cached = self.level[s as usize];
+        if cached != LEVEL_YET {
+            return cached;
+        }
+        let mut index = HashMap::<u32, u32, foldhash::fast::RandomState>::default();
+        index.insert(s, 0);
+        let mut states = vec![s];
+        let mut depth = vec![0u32];
+        let mut ok = Vec::new();
+        // Successors of state k: succ[off[k]..off[k + 1]] (indices into states).
+        let mut off = vec![0usize];
+        let mut edges: Vec<u32> = Vec::new();
+        let (mut cur, mut next, mut succ) = (Vec::new(), Vec::new(), Vec::new());
+        let mut cut = None;
+        let mut k = 0;
+        while k < states.len() {
+            let q = states[k];
+            succ.clear();
+            let dfa = &mut self.dfa;
+            let step = |x: u32, b: u8| match dfa.next(x, b) {
+                0 => DEAD,
+                t => t,
+            };
+            let live = plain_successors(step, q, &self.plain, &mut cur, &mut next, &mut succ);
+            ok.push(live);
+            if live {
+                for &t in &succ {
+                    let j = *index.entry(t).or_insert_with(|| {
+                        states.push(t);
+                        depth.push(depth[k] + 1);
+                        (states.len() - 1) as u32
+                    });
+                    edges.push(j);
+                }
+            }
+            off.push(edges.len());
+            k += 1;
+            if states.len() > PLAIN_SEARCH {
+                // States before k are searched; the first unsearched one's
+                // depth bounds the reach of s from below.
+                let first_not_ok = (0..k).filter(|&i| !ok[i]).map(|i| depth[i]).min();
+                cut = Some(first_not_ok.unwrap_or(u32::MAX).min(depth[k]));
+                break;
+            }
+        }
+        self.grow();
+        let level_of = |reach: u32, is_loop: bool| {
+            if reach == u32::MAX && is_loop {
+                LEVEL_LOOP
+            } else {
+                PLAIN_LEVELS
+                    .iter()
+                    .rposition(|&k| k <= reach)
+                    .map_or(NO_LEVEL, |l| l as u8)
+            }
+        };
+        if let Some(reach) = cut {
+            let level = level_of(reach, false);
+            self.level[s as usize] = level;
+            return level;
+        }
+        // Exact reach of every state found: a reverse breadth-first search
+        // from the states where some plain character dies.
+        let n = states.len();
+        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (p, w) in off.windows(2).enumerate() {
+            for &j in &edges[w[0]..w[1]] {
+                rev[j as usize].push(p as u32);
+            }
+        }
+        let mut reach = vec![u32::MAX; n];
+        let mut queue: Vec<u32> = (0..n as u32).filter(|&i| !ok[i as usize]).collect();
+        for &i in &queue {
+            reach[i as usize] = 0;
+        }
+        let mut qi = 0;
+        while qi < queue.len() {
+            let x = queue[qi] as usize;
+            qi += 1;
+            for &p in &rev[x] {
+                if reach[p as usize] == u32::MAX {
+                    reach[p as usize] = reach[x] + 1;
+                    queue.push(p);
+                }
+            }
+        }
+        for i in 0..n {
+            // A string body: every plain character leads back to it.
+            let is_loop = ok[i] && edges[off[i]..off[i + 1]].iter().all(|&j| j as usize == i);
+            self.level[states[i] as usize] = level_of(reach[i], is_loop);
+        }
+        self.level[s as usize]
+    }
+
+    /// The first byte of the canonical shortest completion of a
+    /// non-accepting live `s`: the smallest byte one step closer.
+    fn canonical_byte(&mut self, s: u32) -> u8 {
+        self.grow();
+        let cached = self.next_byte[s as usize];
+        if cached != NO_BYTE_YET {
+            return cached as u8;
+        }
+        let d = self.dfa.dist(s);
+        let mut best: Option<u8> = None;
+        for c in 0..self.reps.len() {
+            let b = self.reps[c];
+            let t = self.next(s, b);
+            if t != DEAD && self.dfa.dist(t).saturating_add(1) == d && best.is_none_or(|x| b < x) {
+                best = Some(b);
+            }
+        }
+        self.grow();
+        let b = best.map_or(NONE_BYTE, u16::from);
+        self.next_byte[s as usize] = b;
+        b as u8
+    }
+
+    /// An upper bound on the tokens that bring `s` to acceptance: the greedy
+    /// longest-token tokenization of its canonical shortest completion
+    /// (`u32::MAX` when some byte of it starts no token).
+    pub fn budget(&mut self, tries: &VocabTries, s: u32) -> u32 {
+        let mut chain = Vec::new();
+        let mut cur = s;
+        let mut base = loop {
+            self.grow();
+            let b = self.budget[cur as usize];
+            if b != UNKNOWN {
+                break b;
+            }
+            if self.dfa.is_accepting(cur) {
+                self.budget[cur as usize] = 0;
+                break 0;
+            }
+            let mut path = Vec::with_capacity(16);
+            let mut at = cur;
+            let from = cur;
+            let tok = trie::longest_prefix_token(&tries.full, |k| {
+                if k == 0 {
+                    at = from;
+                    path.clear();
+                }
+                if self.dfa.is_accepting(at) {
+                    return None;
+                }
+                let b = self.canonical_byte(at);
+                at = self.next(at, b);
+                path.push(at);
+                Some(b)
+            });
+            match tok {
+                Some((len, _)) => {
+                    chain.push(cur);
+                    cur = path[len - 1];
+                }
+                None => break u32::MAX,
+            }
+        };
+        self.grow();
+        for &st in chain.iter().rev() {
+            base = if base == u32::MAX { u32::MAX } else { base + 1 };
+            self.budget[st as usize] = base;
+        }
+        base
+    }
+
+    /// Whether `s` is known to be a string body (every plain character leads
+    /// back to it); only states met by a plain-level search are known.
+    fn is_loop(&self, s: u32) -> bool {
+        self.level.get(s as usize) == Some(&LEVEL_LOOP)
+    }
+
+    /// States found so far.
+    pub fn state_count(&self) -> usize {
+        self.dfa.state_count()
+    }
+
+    /// The limit the automaton hit while growing, if any.
+    pub fn limit_error(&self) -> Option<String> {
+        self.dfa.limit_error().map(|e| e.to_string())
+    }
+}
+
+/// A mask being built, with its fingerprint.
+struct Building {
+    set: TokenSet,
+    fp: u64,
+}
+
+impl Building {
+    fn from(level: &trie::PlainLevel) -> Building {
+        Building {
+            set: level.set.clone(),
+            fp: level.fingerprint,
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, t: u32) {
+        if self.set.insert_new(TokenId(t)) {
+            self.fp = self.fp.wrapping_add(super::mix(t));
+        }
+    }
+}
+
+/// The lazy half of a [`super::TokenIndex`].
+pub(super) struct Lazy {
+    core: Mutex<Core>,
+    pub start: u32,
+    /// Two-level write-once store: chunk `s / CHUNK`, cell `s % CHUNK`.
+    masks: Vec<OnceLock<Box<[OnceLock<Arc<TokenSet>>]>>>,
+    /// Distinct masks by hash, so equal masks share one allocation.
+    distinct: Mutex<HashMap<u64, Vec<Arc<TokenSet>>, foldhash::fast::RandomState>>,
+}
+
+impl Lazy {
+    /// Wraps `dfa` (start state already checked live) with room for
+    /// `max_states` states.
+    pub fn new(mut dfa: LazyDfa, max_states: usize) -> Lazy {
+        dfa.set_max_states(max_states);
+        let classes = dfa.byte_classes();
+        let stride = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
+        let mut reps = vec![0u8; stride];
+        let mut class_size = vec![0u32; stride];
+        for b in (0..=255u8).rev() {
+            reps[classes[b as usize] as usize] = b;
+            class_size[classes[b as usize] as usize] += 1;
+        }
+        let start = dfa.start();
+        Lazy {
+            core: Mutex::new(Core {
+                dfa,
+                reps,
+                class_size,
+                next_byte: Vec::new(),
+                budget: Vec::new(),
+                plain: PlainReps::new(&classes),
+                level: Vec::new(),
+            }),
+            start,
+            masks: (0..max_states.div_ceil(CHUNK))
+                .map(|_| OnceLock::new())
+                .collect(),
+            distinct: Mutex::new(HashMap::default()),
+        }
+    }
+
+    /// The automaton, locked. A panic while it was held cannot leave it
+    /// inconsistent for readers (rows are filled before they are marked), so
+    /// a poisoned lock is entered anyway.
+    pub fn core(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn cell(&self, s: u32) -> Option<&OnceLock<Arc<TokenSet>>> {
+        let chunk = self.masks.get(s as usize / CHUNK)?.get_or_init(|| {
+            (0..CHUNK)
+                .map(|_| OnceLock::new())
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+        });
+        Some(&chunk[s as usize % CHUNK])
+    }
+
+    /// The mask of `s`, computed on first use.
+    pub fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet> {
+        let cell = self.cell(s)?;
+        if let Some(m) = cell.get() {
+            return Some(m);
+        }
+        let mut core = self.core();
+        Some(cell.get_or_init(|| self.compute(&mut core, s, tries, vocab)))
+    }
+
+    /// The mask of `s` with the automaton already locked.
+    fn allowed_locked(
+        &self,
+        core: &mut Core,
+        s: u32,
+        tries: &VocabTries,
+        vocab: &Vocabulary,
+    ) -> Option<Arc<TokenSet>> {
+        let cell = self.cell(s)?;
+        Some(
+            cell.get_or_init(|| self.compute(core, s, tries, vocab))
+                .clone(),
+        )
+    }
+
+    fn compute(
+        &self,
+        core: &mut Core,
+        s: u32,
+        tries: &VocabTries,
+        vocab: &Vocabulary,
+    ) -> Arc<TokenSet> {
+        // String-body states: the level's plain tokens are all allowed, so
+        // only the other tokens are walked. The set's fingerprint (the sum of
+        // `mix` over its ids) is kept up to date as ids are added, so equal
+        // masks are found without hashing 19 KB.
+        let level = core.plain_level(s);
+        let (mut m, trie) = if level == LEVEL_LOOP {
+            let l = &tries.plain_levels[PLAIN_LEVELS.len() - 1];
+            (Building::from(l), &tries.body_suffixes)
+        } else if level != NO_LEVEL {
+            let l = &tries.plain_levels[level as usize];
+            (Building::from(l), &l.rest)
+        } else {
+            let set = TokenSet::new(vocab.logits_width());
+            (Building { set, fp: 0 }, &tries.full)
+        };
+        if level == (PLAIN_LEVELS.len() - 1) as u8 {
+            self.walk_to_loops(core, s, tries, vocab, &mut m);
+        } else {
+            trie.walk(s, |s, b| core.next(s, b), |t| m.insert(t));
+        }
+        for &(first, dup) in &trie.dups {
+            if m.set.contains(TokenId(first)) {
+                m.insert(dup);
+            }
+        }
+        if core.is_accepting(s) {
+            for &e in vocab.eos() {
+                m.insert(e.0);
+            }
+        }
+        let (set, key) = (m.set, m.fp);
+        let mut distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
+        let same = distinct.entry(key).or_default();
+        if let Some(a) = same.iter().find(|a| ***a == set) {
+            return a.clone();
+        }
+        let a = Arc::new(set);
+        same.push(a.clone());
+        a
+    }
+
+    /// Walks the last plain level's `rest` trie from `s` (a state from which
+    /// no plain text dies, but not a string body itself: a property name
+    /// that may still become a declared one or any other). Where the walk,
+    /// on a whole plain character, enters a string-body state `g`, every
+    /// token below shares `g`'s fate: the rest of its plain prefix leads `g`
+    /// back to `g`, and what follows is what `g`'s own mask was decided on.
+    /// So the subtree is settled by `g`'s mask (computed once, cheaply, from
+    /// the token suffixes) instead of by stepping the automaton through
+    /// thousands of plain prefixes.
+    fn walk_to_loops(
+        &self,
+        core: &mut Core,
+        s: u32,
+        tries: &VocabTries,
+        vocab: &Vocabulary,
+        set: &mut Building,
+    ) {
+        let trie = &tries.plain_levels[PLAIN_LEVELS.len() - 1].rest;
+        let boundary = &tries.body_rest_boundary;
+        let mut stack = vec![0u32; trie.max_depth + 1];
+        stack[0] = s;
+        let n = trie.len();
+        let mut i = 0usize;
+        while i < n {
+            let d = trie.depth[i] as usize;
+            let st = core.next(stack[d - 1], trie.byte[i]);
+            if st == DEAD {
+                i = trie.end[i] as usize;
+                continue;
+            }
+            if boundary[i] && st != s && core.is_loop(st) {
+                if let Some(m) = self.allowed_locked(core, st, tries, vocab) {
+                    for j in i..trie.end[i] as usize {
+                        let t = trie.token[j];
+                        if t != trie::NONE && m.contains(TokenId(t)) {
+                            set.insert(t);
+                        }
+                    }
+                    i = trie.end[i] as usize;
+                    continue;
+                }
+            }
+            stack[d] = st;
+            let t = trie.token[i];
+            if t != trie::NONE {
+                set.insert(t);
+            }
+            i += 1;
+        }
+    }
+
+    /// Distinct masks computed so far and their memory.
+    pub fn mask_memory(&self) -> (usize, usize) {
+        let distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
+        let n: usize = distinct.values().map(Vec::len).sum();
+        let bytes = distinct.values().flatten().map(|a| a.memory_usage()).sum();
+        (n, bytes)
+    }
+}
