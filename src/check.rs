@@ -930,6 +930,7 @@ pub fn check_regex_index_case(
             b"",
         );
     }
+    check_lazy_dfa_index(&eager, &case.pattern, &vocab)?;
     let reach = check_reachable_states(&eager, &oracle, 5_000)?;
     if let (Some(prefix), false) = (&reach.token_dead_end, allow_token_dead_ends) {
         return Err(Violation {
@@ -960,6 +961,105 @@ pub fn check_regex_index_case(
         token_dead_end: reach.token_dead_end,
         walk,
     })
+}
+
+/// The index over a lazy DFA (everything past the start determinized on
+/// demand) against the eager index of the same pattern: over pairs of states
+/// reached by the same bytes (breadth-first, at most 2,000 pairs), the same
+/// masks, acceptance, budget bound and forced byte.
+fn check_lazy_dfa_index(
+    eager: &TokenIndex,
+    pattern: &str,
+    vocab: &Arc<Vocabulary>,
+) -> Result<(), Violation> {
+    let cfg = DfaConfig {
+        lazy_states: Some(1),
+        ..fuzz_dfa_config()
+    };
+    let dfa = match ByteDfa::build(pattern, &cfg) {
+        Ok(d) => d,
+        Err(e) => {
+            return fail(
+                format!("the eager DFA builds, the lazy one fails: {e}"),
+                b"",
+            )
+        }
+    };
+    let icfg = IndexConfig {
+        threads: 1,
+        max_states: 20_000,
+        ..Default::default()
+    };
+    let lazy = match TokenIndex::build_dfa(dfa, vocab.clone(), &icfg) {
+        Ok(i) => i,
+        Err(e) => {
+            return fail(
+                format!("the eager index builds, the lazy one fails: {e}"),
+                b"",
+            )
+        }
+    };
+    let mut parent: HashMap<(StateId, StateId), Option<((StateId, StateId), u8)>> = HashMap::new();
+    let start = (eager.start(), lazy.start());
+    parent.insert(start, None);
+    let mut queue = std::collections::VecDeque::from([start]);
+    let prefix = |parent: &HashMap<_, Option<(_, u8)>>, mut p: (StateId, StateId)| {
+        let mut out = Vec::new();
+        while let Some(Some((q, b))) = parent.get(&p) {
+            out.push(*b);
+            p = *q;
+        }
+        out.reverse();
+        out
+    };
+    while let Some((a, b)) = queue.pop_front() {
+        let what = if eager.allowed(a) != lazy.allowed(b) {
+            Some("masks")
+        } else if eager.is_accepting(a) != lazy.is_accepting(b) {
+            Some("acceptance")
+        } else if eager.tokens_to_accept(a) != lazy.tokens_to_accept(b) {
+            Some("budget bounds")
+        } else if eager.forced_byte(a) != lazy.forced_byte(b) {
+            Some("forced bytes")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return Err(Violation::new(
+                format!("the eager and the lazy-DFA index differ in their {what}"),
+                &prefix(&parent, (a, b)),
+            ));
+        }
+        for byte in 0..=255u8 {
+            match (
+                eager.next_byte_state(a, byte),
+                lazy.next_byte_state(b, byte),
+            ) {
+                (Some(x), Some(y)) => {
+                    if parent.len() < 2_000 && !parent.contains_key(&(x, y)) {
+                        parent.insert((x, y), Some(((a, b), byte)));
+                        queue.push_back((x, y));
+                    }
+                }
+                (None, None) => {}
+                _ => {
+                    let mut w = prefix(&parent, (a, b));
+                    w.push(byte);
+                    return Err(Violation::new(
+                        "the eager and the lazy-DFA index disagree on a byte's liveness",
+                        &w,
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(e) = lazy.lazy_limit_error() {
+        return fail(
+            format!("the lazy DFA hit a limit the eager one did not: {e}"),
+            b"",
+        );
+    }
+    Ok(())
 }
 
 /// A `guide_walk` fuzz case: a real pattern over the Qwen vocabulary and a
