@@ -57,16 +57,25 @@ pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
             "build_ms": total.as_secs_f64() * 1e3,
             "dfa_memory_bytes": built.dfa_memory,
             "index_memory_bytes": st.memory_bytes,
-            "eager": !a.index.lazy,
+            "eager": !a.index.lazy && !built.index.is_lazy(),
+            "lazy_dfa": built.index.is_lazy(),
         });
         println!("{v}");
     } else {
-        println!("DFA states:      {}", built.dfa_states);
+        if built.index.is_lazy() {
+            println!(
+                "DFA states:      {} determinized up front; the rest on demand \
+                 (more than --lazy-states {})",
+                built.dfa_states, a.index.lazy_states
+            );
+        } else {
+            println!("DFA states:      {}", built.dfa_states);
+        }
         println!("index states:    {}", st.states);
         println!(
             "distinct masks:  {}{}",
             st.distinct_masks,
-            if a.index.lazy {
+            if a.index.lazy || built.index.is_lazy() {
                 " (lazy: computed on first visit)"
             } else {
                 ""

@@ -400,6 +400,9 @@ impl TokenIndex {
         // The first mask is part of what a caller waits for anyway.
         index.allowed(StateId(start));
         index.stats.build_time = t0.elapsed();
+        if let Some(l) = &index.lazy {
+            index.stats.distinct_masks = l.mask_memory().0;
+        }
         index.stats.memory_bytes = index.memory_usage();
         Ok(index)
     }
