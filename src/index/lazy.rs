@@ -137,6 +137,25 @@ impl Core {
         if cached != LEVEL_YET {
             return cached;
         }
+        // Fast path: a string body (every plain character leads back to s).
+        let (mut cur, mut next, mut succ) = (Vec::new(), Vec::new(), Vec::new());
+        {
+            let dfa = &mut self.dfa;
+            let step = |x: u32, b: u8| match dfa.next(x, b) {
+                0 => DEAD,
+                t => t,
+            };
+            let live = plain_successors(step, s, &self.plain, &mut cur, &mut next, &mut succ);
+            self.grow();
+            if !live {
+                self.level[s as usize] = NO_LEVEL;
+                return NO_LEVEL;
+            }
+            if succ.iter().all(|&t| t == s) {
+                self.level[s as usize] = LEVEL_LOOP;
+                return LEVEL_LOOP;
+            }
+        }
         let mut index = HashMap::<u32, u32, foldhash::fast::RandomState>::default();
         index.insert(s, 0);
         let mut states = vec![s];
@@ -145,7 +164,6 @@ impl Core {
         // Successors of state k: succ[off[k]..off[k + 1]] (indices into states).
         let mut off = vec![0usize];
         let mut edges: Vec<u32> = Vec::new();
-        let (mut cur, mut next, mut succ) = (Vec::new(), Vec::new(), Vec::new());
         let mut cut = None;
         let mut k = 0;
         while k < states.len() {
