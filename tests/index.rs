@@ -322,6 +322,47 @@ fn qwen_lazy_dfa_index_agrees_with_the_eager_one() {
     }
 }
 
+/// A lazy DFA that outgrows its size limit while guides walk it: no panic, the
+/// limit is reported by the index, and a state left without a mask is one
+/// the limit cut off.
+#[test]
+fn qwen_lazy_dfa_over_its_limit_reports_it() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    // 2^13 states: far past a 16 KiB table.
+    let re = "(?:a|b)*a(?:a|b){12}";
+    let dfa_cfg = DfaConfig {
+        lazy_states: Some(1),
+        dfa_size_limit: 16 << 10,
+        ..Default::default()
+    };
+    let dfa = ByteDfa::build(re, &dfa_cfg).unwrap();
+    let idx = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &IndexConfig::default()).unwrap());
+    let mut rng = StdRng::seed_from_u64(5);
+    for _ in 0..20 {
+        let mut g = Guide::new(idx.clone());
+        for _ in 0..40 {
+            let _ = (g.tokens_to_accept(), g.forced_bytes(), g.is_finished());
+            let allowed: Vec<TokenId> = g.allowed().iter().collect();
+            if allowed.is_empty() {
+                assert!(
+                    idx.lazy_limit_error().is_some(),
+                    "a state without a mask although no limit was hit"
+                );
+                break;
+            }
+            let t = allowed[rng.random_range(0..allowed.len())];
+            if vocab.is_eos(t) {
+                break;
+            }
+            g.advance(t).unwrap();
+        }
+    }
+    let e = idx.lazy_limit_error().expect("the limit is reported");
+    assert!(e.contains("dfa-size-limit"), "{e}");
+}
+
 /// The masks against a brute-force oracle: token `t` is in the mask of `s`
 /// exactly when walking its bytes through the table from `s` stays live (or
 /// `t` is EOS and `s` accepts). Covers string interiors (the plain-token fast

@@ -275,6 +275,9 @@ impl Core {
         let mut chain = Vec::new();
         let mut cur = s;
         let mut base = loop {
+            if cur == DEAD {
+                break u32::MAX;
+            }
             self.grow();
             let b = self.budget[cur as usize];
             if b != UNKNOWN {
@@ -292,7 +295,8 @@ impl Core {
                     at = from;
                     path.clear();
                 }
-                if self.dfa.is_accepting(at) {
+                // (DEAD only after a size limit left a state without rows.)
+                if at == DEAD || self.dfa.is_accepting(at) {
                     return None;
                 }
                 let b = self.canonical_byte(at);
