@@ -265,6 +265,39 @@ impl Determinizer {
         self.keys.len()
     }
 
+    /// The NFA states (byte-reading and match) of DFA state `s`, sorted.
+    pub fn key(&self, s: u32) -> &[u32] {
+        &self.keys[s as usize]
+    }
+
+    /// Whether NFA state `q` is a byte-reading state.
+    pub fn reads_bytes(&self, q: u32) -> bool {
+        !matches!(
+            self.nfa.state(NfaId::new_unchecked(q as usize)),
+            State::Match { .. }
+        )
+    }
+
+    /// Number of NFA states.
+    pub fn nfa_len(&self) -> usize {
+        self.nfa_dist.len()
+    }
+
+    /// The DFA state whose key is the closure of NFA state `q` alone (added
+    /// if new; it need not be reachable from the start).
+    pub fn single(&mut self, q: u32) -> Result<u32, Limit> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        self.closure
+            .run(&self.nfa, &self.nfa_dist, &[q], &mut scratch);
+        let r = if scratch.is_empty() {
+            Ok(0)
+        } else {
+            self.intern(&scratch)
+        };
+        self.scratch = scratch;
+        r
+    }
+
     /// The id of the state with this (sorted, live) key, adding it if new.
     fn intern(&mut self, key: &[u32]) -> Result<u32, Limit> {
         if let Some(&t) = self.map.get(key) {

@@ -138,6 +138,7 @@ impl ByteDfa {
                     config: config.clone(),
                     max_states: usize::MAX,
                     pattern_len: pattern.len(),
+                    loop_thread: Vec::new(),
                 }));
             }
             det.explore(i).map_err(limit)?;
@@ -329,7 +330,14 @@ pub struct LazyDfa {
     config: DfaConfig,
     max_states: usize,
     pattern_len: usize,
+    /// Per NFA state, whether it is a plain-text loop thread (see
+    /// [`LazyDfa::has_plain_loop_thread`]); empty until first asked.
+    loop_thread: Vec<u8>,
 }
+
+const LOOP_UNKNOWN: u8 = 0;
+const LOOP_YES: u8 = 1;
+const LOOP_NO: u8 = 2;
 
 impl std::fmt::Debug for LazyDfa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -396,6 +404,50 @@ impl LazyDfa {
     #[inline]
     pub fn is_accepting(&self, s: u32) -> bool {
         self.det.accepting[s as usize]
+    }
+
+    /// Whether `s` holds an NFA thread that every "plain" text keeps alive
+    /// (a string body's loop): then so does `s`, whatever its other threads
+    /// do. `successors(dfa, d, out)` is the caller's notion of plain text:
+    /// it puts in `out` the states one plain character leads `d` to and says
+    /// whether none of them is dead. A thread `q` qualifies when every
+    /// successor of the state made of `q` alone still contains `q` (then by
+    /// induction no plain text loses it). Answers per NFA state are cached.
+    pub(crate) fn has_plain_loop_thread(
+        &mut self,
+        s: u32,
+        successors: &mut dyn FnMut(&mut LazyDfa, u32, &mut Vec<u32>) -> bool,
+    ) -> bool {
+        if self.loop_thread.is_empty() {
+            self.loop_thread = vec![LOOP_UNKNOWN; self.det.nfa_len()];
+        }
+        let key: Vec<u32> = self.det.key(s).to_vec();
+        let mut succ = Vec::new();
+        for q in key {
+            let known = self.loop_thread[q as usize];
+            let yes = if known != LOOP_UNKNOWN {
+                known == LOOP_YES
+            } else if !self.det.reads_bytes(q) {
+                false
+            } else {
+                let d = match self.det.single(q) {
+                    Ok(d) if self.failed.is_none() => d,
+                    _ => return false,
+                };
+                succ.clear();
+                let live = d != 0 && successors(self, d, &mut succ);
+                let yes = live
+                    && succ
+                        .iter()
+                        .all(|&t| self.det.key(t).binary_search(&q).is_ok());
+                self.loop_thread[q as usize] = if yes { LOOP_YES } else { LOOP_NO };
+                yes
+            };
+            if yes {
+                return true;
+            }
+        }
+        false
     }
 
     /// Fewest bytes from `s` to acceptance (`u32::MAX` for the dead state).

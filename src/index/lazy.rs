@@ -156,6 +156,24 @@ impl Core {
                 return LEVEL_LOOP;
             }
         }
+        // A thread of s that no plain text can kill (a free string's body,
+        // as every property name of an object with implicit extra keys has)
+        // makes the reach unlimited without searching the states plain text
+        // leads to, which for property names are one per declared prefix.
+        let plain = &self.plain;
+        let mut successors = |dfa: &mut LazyDfa, d: u32, out: &mut Vec<u32>| {
+            let step = |x: u32, b: u8| match dfa.next(x, b) {
+                0 => DEAD,
+                t => t,
+            };
+            plain_successors(step, d, plain, &mut cur, &mut next, out)
+        };
+        if self.dfa.has_plain_loop_thread(s, &mut successors) {
+            self.grow();
+            let level = (PLAIN_LEVELS.len() - 1) as u8;
+            self.level[s as usize] = level;
+            return level;
+        }
         let mut index = HashMap::<u32, u32, foldhash::fast::RandomState>::default();
         index.insert(s, 0);
         let mut states = vec![s];
@@ -318,12 +336,6 @@ impl Core {
             self.budget[st as usize] = base;
         }
         base
-    }
-
-    /// Whether `s` is known to be a string body (every plain character leads
-    /// back to it); only states met by a plain-level search are known.
-    fn is_loop(&self, s: u32) -> bool {
-        self.level.get(s as usize) == Some(&LEVEL_LOOP)
     }
 
     /// States found so far.
@@ -521,7 +533,7 @@ impl Lazy {
                 i = trie.end[i] as usize;
                 continue;
             }
-            if boundary[i] && st != s && core.is_loop(st) {
+            if boundary[i] && st != s && core.plain_level(st) == LEVEL_LOOP {
                 if let Some(m) = self.allowed_locked(core, st, tries, vocab) {
                     for j in i..trie.end[i] as usize {
                         let t = trie.token[j];
