@@ -15,8 +15,9 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> std::process::ExitCode {
     // Never hand freed memory back to the OS: a MaskBench run compiles
-    // thousands of schemas, and re-faulting (zeroing) the pages of each big
-    // compile was over a third of its time.
+    // thousands of schemas of up to hundreds of MB each, and memory handed
+    // back must be faulted in and zeroed again (measured: 4–10 % less compile
+    // time over 12 big schemas).
     // SAFETY: sets a plain integer option; any value is valid.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     cli::main()
