@@ -192,31 +192,37 @@ fn hard_regexes() -> Vec<String> {
     v
 }
 
-#[test]
-fn qwen_eager_and_lazy_masks_agree() {
-    let Some(vocab) = common::qwen_vocab() else {
-        return;
-    };
-    // A schema in compliant mode: free strings (plain-level body states),
-    // counted strings, keys, extra keys with any value, flexible whitespace.
+/// A schema in compliant mode: free strings (string bodies), counted
+/// strings, a string with a restricted alphabet (`\S`), keys, extra keys
+/// with any value, flexible whitespace.
+fn mixed_schema_regex() -> String {
     let schema = serde_json::json!({
         "type": "object",
         "properties": {
             "name": {"type": "string", "maxLength": 40},
             "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"},
             "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+            "nick": {"type": "string", "pattern": "^\\S+$"},
             "bio": {"type": "string"}
         },
         "required": ["name"]
     });
-    let compiled =
-        constrain::schema::compile(&schema, &constrain::schema::SchemaOptions::compliant())
-            .unwrap();
+    constrain::schema::compile(&schema, &constrain::schema::SchemaOptions::compliant())
+        .unwrap()
+        .regex
+}
+
+#[test]
+fn qwen_eager_and_lazy_masks_agree() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let schema = mixed_schema_regex();
     for re in [
         RECORD,
         r"\p{Han}{1,4}(市|省)",
         "(a|ab|abc|abcd){2,5}x?",
-        compiled.regex.as_str(),
+        schema.as_str(),
     ] {
         let eager = index(re, &vocab, true);
         let lazy = index(re, &vocab, false);
@@ -237,22 +243,8 @@ fn qwen_lazy_dfa_index_agrees_with_the_eager_one() {
     let Some(vocab) = common::qwen_vocab() else {
         return;
     };
-    let schema = serde_json::json!({
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "maxLength": 40},
-            "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"},
-            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
-            "nick": {"type": "string", "pattern": "^\\S+$"},
-            "bio": {"type": "string"}
-        },
-        "required": ["name"]
-    });
-    let compiled =
-        constrain::schema::compile(&schema, &constrain::schema::SchemaOptions::compliant())
-            .unwrap();
     let mut res = hard_regexes();
-    res.push(compiled.regex.clone());
+    res.push(mixed_schema_regex());
     // A string body that is not a loop: every plain text stays live (the
     // first branch), but short lowercase words also open the second.
     res.push(r#"x"(?:[^"\\\x00-\x1f]*"\}|[a-z]{1,3}",)"#.to_string());
