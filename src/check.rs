@@ -999,7 +999,8 @@ fn check_lazy_dfa_index(
             )
         }
     };
-    let mut parent: HashMap<(StateId, StateId), Option<((StateId, StateId), u8)>> = HashMap::new();
+    type Pair = (StateId, StateId);
+    let mut parent: HashMap<Pair, Option<(Pair, u8)>> = HashMap::new();
     let start = (eager.start(), lazy.start());
     parent.insert(start, None);
     let mut queue = std::collections::VecDeque::from([start]);

@@ -97,12 +97,14 @@ pub struct ByteDfa {
 
 /// A DFA built whole, or one too big to build up front that is determinized
 /// on demand (see [`ByteDfa::build`]).
+// Built once per pattern and consumed at once: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Dfa {
     /// Every state determinized.
     Eager(ByteDfa),
     /// States past [`DfaConfig::lazy_states`] are determinized on first use.
-    Lazy(LazyDfa),
+    Lazy(Box<LazyDfa>),
 }
 
 impl ByteDfa {
@@ -131,7 +133,7 @@ impl ByteDfa {
         let mut i = 1;
         while i < det.len() {
             if det.len() > lazy_states {
-                return Ok(Dfa::Lazy(LazyDfa {
+                return Ok(Dfa::Lazy(Box::new(LazyDfa {
                     explored: vec![true; i],
                     det,
                     failed: None,
@@ -139,7 +141,7 @@ impl ByteDfa {
                     max_states: usize::MAX,
                     pattern_len: pattern.len(),
                     loop_thread: Vec::new(),
-                }));
+                })));
             }
             det.explore(i).map_err(limit)?;
             i += 1;

@@ -349,6 +349,9 @@ impl Core {
     }
 }
 
+/// A state's mask, computed once.
+type MaskCell = OnceLock<Arc<TokenSet>>;
+
 /// A mask being built, with its fingerprint.
 struct Building {
     set: TokenSet,
@@ -376,7 +379,7 @@ pub(super) struct Lazy {
     core: Mutex<Core>,
     pub start: u32,
     /// Two-level write-once store: chunk `s / CHUNK`, cell `s % CHUNK`.
-    masks: Vec<OnceLock<Box<[OnceLock<Arc<TokenSet>>]>>>,
+    masks: Vec<OnceLock<Box<[MaskCell]>>>,
     /// Distinct masks by hash, so equal masks share one allocation.
     distinct: Mutex<HashMap<u64, Vec<Arc<TokenSet>>, foldhash::fast::RandomState>>,
 }
@@ -420,7 +423,7 @@ impl Lazy {
         self.core.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn cell(&self, s: u32) -> Option<&OnceLock<Arc<TokenSet>>> {
+    fn cell(&self, s: u32) -> Option<&MaskCell> {
         let chunk = self.masks.get(s as usize / CHUNK)?.get_or_init(|| {
             (0..CHUNK)
                 .map(|_| OnceLock::new())

@@ -356,7 +356,7 @@ impl TokenIndex {
     ) -> Result<TokenIndex, IndexError> {
         let dfa = match dfa {
             crate::dfa::Dfa::Eager(d) => return Self::build(&d, vocab, config),
-            crate::dfa::Dfa::Lazy(d) => d,
+            crate::dfa::Dfa::Lazy(d) => *d,
         };
         let mut single = [false; 256];
         for (_, b) in vocab.text_tokens() {
