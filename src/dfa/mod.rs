@@ -126,10 +126,6 @@ impl ByteDfa {
             config.determinize_size_limit,
         );
 
-        let limit = |l| match l {
-            determinize::Limit::Dfa => too_big_dfa(config),
-            determinize::Limit::Determinize => too_big_determinize(config),
-        };
         let mut i = 1;
         while i < det.len() {
             if det.len() > lazy_states {
@@ -143,7 +139,7 @@ impl ByteDfa {
                     loop_thread: Vec::new(),
                 })));
             }
-            det.explore(i).map_err(limit)?;
+            det.explore(i).map_err(|l| limit_error(l, config))?;
             i += 1;
         }
         Ok(Dfa::Eager(Self::from_table(
@@ -180,10 +176,7 @@ impl ByteDfa {
         }
         let t =
             determinize::determinize(&nfa, config.dfa_size_limit, config.determinize_size_limit)
-                .map_err(|l| match l {
-                    determinize::Limit::Dfa => too_big_dfa(config),
-                    determinize::Limit::Determinize => too_big_determinize(config),
-                })?;
+                .map_err(|l| limit_error(l, config))?;
         Ok(Self::from_table(t, pattern.len()))
     }
 
@@ -372,23 +365,19 @@ impl LazyDfa {
             self.explored.resize(self.det.len(), false);
         }
         self.explored[s] = true;
+        // Err(None): an earlier row already hit a limit (and reported it).
         let res = if self.failed.is_some() {
             Err(None)
         } else {
-            self.det.explore(s).map_err(Some)
-        };
-        let res = match res {
-            Ok(()) if self.det.len() > self.max_states => Err(Some(DfaError::TooBig {
-                what: "lazy DFA's state count",
-                limit: self.max_states,
-                knob: "--max-states / IndexConfig::max_states",
-            })),
-            Ok(()) => Ok(()),
-            Err(Some(determinize::Limit::Dfa)) => Err(Some(too_big_dfa(&self.config))),
-            Err(Some(determinize::Limit::Determinize)) => {
-                Err(Some(too_big_determinize(&self.config)))
+            match self.det.explore(s) {
+                Ok(()) if self.det.len() > self.max_states => Err(Some(DfaError::TooBig {
+                    what: "lazy DFA's state count",
+                    limit: self.max_states,
+                    knob: "--max-states / IndexConfig::max_states",
+                })),
+                Ok(()) => Ok(()),
+                Err(l) => Err(Some(limit_error(l, &self.config))),
             }
-            Err(None) => Err(None),
         };
         if let Err(e) = res {
             let row = s * self.det.stride;
@@ -489,10 +478,9 @@ impl LazyDfa {
         let mut i = 1;
         while i < self.det.len() {
             if i >= self.explored.len() || !self.explored[i] {
-                self.det.explore(i).map_err(|l| match l {
-                    determinize::Limit::Dfa => too_big_dfa(&self.config),
-                    determinize::Limit::Determinize => too_big_determinize(&self.config),
-                })?;
+                self.det
+                    .explore(i)
+                    .map_err(|l| limit_error(l, &self.config))?;
             }
             i += 1;
         }
@@ -558,6 +546,14 @@ fn thompson_config(config: &DfaConfig) -> thompson::Config {
     thompson::Config::new()
         .nfa_size_limit(Some(config.nfa_size_limit))
         .which_captures(thompson::WhichCaptures::None)
+}
+
+/// The error for a limit the determinizer hit.
+fn limit_error(l: determinize::Limit, config: &DfaConfig) -> DfaError {
+    match l {
+        determinize::Limit::Dfa => too_big_dfa(config),
+        determinize::Limit::Determinize => too_big_determinize(config),
+    }
 }
 
 fn too_big_dfa(config: &DfaConfig) -> DfaError {

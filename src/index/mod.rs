@@ -358,13 +358,7 @@ impl TokenIndex {
             crate::dfa::Dfa::Eager(d) => return Self::build(&d, vocab, config),
             crate::dfa::Dfa::Lazy(d) => *d,
         };
-        let mut single = [false; 256];
-        for (_, b) in vocab.text_tokens() {
-            if b.len() == 1 {
-                single[b[0] as usize] = true;
-            }
-        }
-        if !single.iter().all(|&x| x) {
+        if !has_every_byte(&vocab) {
             return Self::build(&dfa.into_eager()?, vocab, config);
         }
         let t0 = Instant::now();
@@ -607,13 +601,7 @@ impl TokenIndex {
     /// token-live state is left with nothing. Costs states × allowed tokens;
     /// only vocabularies missing single bytes (small, custom ones) pay it.
     fn enforce_token_liveness(&mut self) -> Result<(), IndexError> {
-        let mut single = [false; 256];
-        for (_, b) in self.vocab.text_tokens() {
-            if b.len() == 1 {
-                single[b[0] as usize] = true;
-            }
-        }
-        if single.iter().all(|&x| x) {
+        if has_every_byte(&self.vocab) {
             return Ok(());
         }
         let n = self.table.len();
@@ -942,6 +930,18 @@ fn run_with_threads(threads: usize, f: &mut (dyn FnMut() + Send)) -> Result<(), 
         .map_err(|e| IndexError::Threads(e.to_string()))?;
     pool.install(f);
     Ok(())
+}
+
+/// Whether every single byte is a text token (then whatever text can follow
+/// can be spelled, so byte-live states are token-live).
+fn has_every_byte(vocab: &Vocabulary) -> bool {
+    let mut single = [false; 256];
+    for (_, b) in vocab.text_tokens() {
+        if b.len() == 1 {
+            single[b[0] as usize] = true;
+        }
+    }
+    single.iter().all(|&x| x)
 }
 
 /// Adds to `set` the tokens of `trie` (and their duplicates) that keep `s`
