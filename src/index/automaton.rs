@@ -60,6 +60,19 @@ impl ByteAutomaton for crate::dfa::ByteDfa {
     }
 }
 
+/// Per byte class (`classes[b]` is the class of byte `b`): its smallest byte,
+/// and how many bytes it has.
+pub(crate) fn class_reps(classes: &[u8; 256]) -> (Vec<u8>, Vec<u32>) {
+    let stride = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
+    let mut reps = vec![0u8; stride];
+    let mut size = vec![0u32; stride];
+    for b in (0..=255u8).rev() {
+        reps[classes[b as usize] as usize] = b;
+        size[classes[b as usize] as usize] += 1;
+    }
+    (reps, size)
+}
+
 /// Transition target meaning "the text can no longer be completed".
 pub const DEAD: u32 = u32::MAX;
 
@@ -87,11 +100,8 @@ impl LiveTable {
     /// `max_states` bounds the exploration (before liveness pruning).
     pub fn new<A: ByteAutomaton>(a: &A, max_states: usize) -> Result<LiveTable, IndexError> {
         let classes = a.byte_classes();
-        let stride = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
-        let mut reps = vec![0u8; stride];
-        for b in (0..=255u8).rev() {
-            reps[classes[b as usize] as usize] = b;
-        }
+        let (reps, class_size) = class_reps(&classes);
+        let stride = reps.len();
         // 1. Reachable states (dead ones collapse to DEAD).
         let mut ids: HashMap<A::State, u32, foldhash::fast::RandomState> = HashMap::default();
         let mut states: Vec<A::State> = Vec::new();
@@ -189,10 +199,6 @@ impl LiveTable {
             dist2[ni] = dist[s];
         }
         // 4. Canonical next byte (smallest byte on a shortest completion) and forced bytes.
-        let mut class_size = vec![0u32; stride];
-        for &c in classes.iter() {
-            class_size[c as usize] += 1;
-        }
         let mut next_byte = vec![0u8; m];
         let mut forced = vec![None; m];
         for s in 0..m {
@@ -233,11 +239,8 @@ impl LiveTable {
 
     /// A table with no states over `classes` (the placeholder of a lazy index).
     pub(crate) fn empty(classes: [u8; 256]) -> LiveTable {
-        let stride = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
-        let mut reps = vec![0u8; stride];
-        for b in (0..=255u8).rev() {
-            reps[classes[b as usize] as usize] = b;
-        }
+        let (reps, _) = class_reps(&classes);
+        let stride = reps.len();
         LiveTable {
             classes,
             reps,

@@ -390,13 +390,7 @@ impl Lazy {
     pub fn new(mut dfa: LazyDfa, max_states: usize) -> Lazy {
         dfa.set_max_states(max_states);
         let classes = dfa.byte_classes();
-        let stride = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
-        let mut reps = vec![0u8; stride];
-        let mut class_size = vec![0u32; stride];
-        for b in (0..=255u8).rev() {
-            reps[classes[b as usize] as usize] = b;
-            class_size[classes[b as usize] as usize] += 1;
-        }
+        let (reps, class_size) = super::automaton::class_reps(&classes);
         let start = dfa.start();
         Lazy {
             core: Mutex::new(Core {
