@@ -62,6 +62,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if cli.command.is_some() {
+        crate::no_huge_pages();
+    }
     let result = match cli.command {
         Some(Command::Compile(a)) => compile::run_compile(a),
         Some(Command::Check(a)) => compile::run_check(a),
