@@ -248,6 +248,17 @@ fn qwen_lazy_dfa_index_agrees_with_the_eager_one() {
     // A string body that is not a loop: every plain text stays live (the
     // first branch), but short lowercase words also open the second.
     res.push(r#"x"(?:[^"\\\x00-\x1f]*"\}|[a-z]{1,3}",)"#.to_string());
+    // Counted string bodies (a chain of states, one per character, that
+    // plain characters all advance alike), with escapes, with a minimum
+    // length before a loop, and mixed with a branch that tells characters
+    // apart (no chain).
+    res.push(r#""[^"\\\x00-\x1f]{0,100}",?"#.to_string());
+    res.push(r#""[^"\\\x00-\x1f]{40,}"\}"#.to_string());
+    res.push(
+        r#"\["(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]){0,50}"(?:, "[^"\\\x00-\x1f]{3,45}")?\]"#
+            .to_string(),
+    );
+    res.push(r#""(?:[^"\\\x00-\x1f]{0,40}|[a-z]{0,3}x[^"\\\x00-\x1f]{0,50})""#.to_string());
     let mut rng = StdRng::seed_from_u64(19);
     let cfg = IndexConfig {
         threads: 1,

@@ -23,7 +23,7 @@
 //! byte-live is token-live); the caller falls back to the eager build
 //! otherwise.
 
-use super::trie::{self, VocabTries, PLAIN_LEVELS};
+use super::trie::{self, VocabTries, CHAIN_LEVEL, PLAIN_LEVELS};
 use super::{plain_successors, PlainReps, TokenSet, DEAD, NO_LEVEL};
 use crate::dfa::LazyDfa;
 use crate::vocab::{TokenId, Vocabulary};
@@ -55,7 +55,14 @@ pub(super) struct Core {
     budget: Vec<u32>,
     plain: PlainReps,
     level: Vec<u8>,
+    /// Per state, the one state every plain character leads it to
+    /// ([`DEAD`] included), [`MIXED`] when characters differ, or
+    /// [`UNKNOWN`].
+    uniform: Vec<u32>,
 }
+
+/// Plain characters lead the state to different states.
+const MIXED: u32 = u32::MAX - 2;
 
 impl Core {
     /// Next state on `b`, or [`DEAD`].
@@ -117,7 +124,82 @@ impl Core {
             self.next_byte.resize(n, NO_BYTE_YET);
             self.budget.resize(n, UNKNOWN);
             self.level.resize(n, LEVEL_YET);
+            self.uniform.resize(n, UNKNOWN);
         }
+    }
+
+    /// The state every plain character leads `s` to, when it is one and the
+    /// same for all of them ([`DEAD`] when all die); `None` otherwise.
+    fn uniform_successor(&mut self, s: u32) -> Option<u32> {
+        if s == DEAD {
+            return Some(DEAD);
+        }
+        self.grow();
+        let cached = self.uniform[s as usize];
+        if cached != UNKNOWN {
+            return (cached != MIXED).then_some(cached);
+        }
+        let mut to: Option<u32> = None;
+        let mut same = |t: u32| *to.get_or_insert(t) == t;
+        let dfa = &mut self.dfa;
+        let mut step = |x: u32, b: u8| match x {
+            DEAD => DEAD,
+            _ => match dfa.next(x, b) {
+                0 => DEAD,
+                t => t,
+            },
+        };
+        let mut ok = self.plain.ascii.iter().all(|&b| same(step(s, b)));
+        let (mut cur, mut next) = (Vec::new(), Vec::new());
+        for seq in &self.plain.utf8 {
+            if !ok {
+                break;
+            }
+            cur.clear();
+            cur.push(s);
+            for reps in seq {
+                next.clear();
+                for &q in &cur {
+                    for &b in reps {
+                        let x = step(q, b);
+                        if !next.contains(&x) {
+                            next.push(x);
+                        }
+                    }
+                }
+                std::mem::swap(&mut cur, &mut next);
+            }
+            ok = cur.iter().all(|&t| same(t));
+        }
+        self.grow();
+        let u = match (ok, to) {
+            (true, Some(t)) => t,
+            _ => MIXED,
+        };
+        self.uniform[s as usize] = u;
+        (u != MIXED).then_some(u)
+    }
+
+    /// Fills `chain` with `s` and the states `1..len` plain characters lead
+    /// it to, when each of those states sends every plain character to one
+    /// next state (so the state after `k` plain characters does not depend
+    /// on which they are). `false` when some state on the way does not.
+    fn plain_chain(&mut self, s: u32, len: usize, chain: &mut Vec<u32>) -> bool {
+        chain.clear();
+        chain.push(s);
+        while chain.len() < len {
+            let last = chain[chain.len() - 1];
+            let Some(t) = self.uniform_successor(last) else {
+                return false;
+            };
+            if t == last {
+                // A loop (or dead from here on): the rest of the chain is t.
+                chain.resize(len, t);
+                return true;
+            }
+            chain.push(t);
+        }
+        true
     }
 
     /// The plain level of `s` (as in the eager index): the largest
@@ -401,6 +483,7 @@ impl Lazy {
                 budget: Vec::new(),
                 plain: PlainReps::new(&classes),
                 level: Vec::new(),
+                uniform: Vec::new(),
             }),
             start,
             masks: (0..max_states.div_ceil(CHUNK))
@@ -459,10 +542,91 @@ impl Lazy {
         tries: &VocabTries,
         vocab: &Vocabulary,
     ) -> Arc<TokenSet> {
+        // The set's fingerprint (the sum of `mix` over its ids) is kept up to
+        // date as ids are added, so equal masks are found without hashing
+        // 19 KB.
+        let mut m = match self.chain_mask(core, s, tries) {
+            Some(m) => m,
+            None => self.level_mask(core, s, tries, vocab),
+        };
+        if core.is_accepting(s) {
+            for &e in vocab.eos() {
+                m.insert(e.0);
+            }
+        }
+        let (set, key) = (m.set, m.fp);
+        let mut distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
+        let same = distinct.entry(key).or_default();
+        if let Some(a) = same.iter().find(|a| ***a == set) {
+            return a.clone();
+        }
+        let a = Arc::new(set);
+        same.push(a.clone());
+        a
+    }
+
+    /// The mask of `s` (EOS aside) when `s` starts a chain of states where
+    /// the state after `k` plain characters does not depend on which they
+    /// are, live for more than `PLAIN_LEVELS[CHAIN_LEVEL]` characters, and is
+    /// not a string body's loop (that case has its cheaper walk): the plain
+    /// tokens that short, and a walk of [`VocabTries::chain_suffixes`]
+    /// where each token's plain prefix (up to that many characters) is
+    /// skipped to its chain state. A counted string's states are all new, one
+    /// per character; without the chain each would need the plain-reach
+    /// search and a walk of every plain prefix.
+    fn chain_mask(&self, core: &mut Core, s: u32, tries: &VocabTries) -> Option<Building> {
+        let trie = &tries.chain_suffixes;
+        let limit = PLAIN_LEVELS[CHAIN_LEVEL] as usize;
+        if trie.len() == 0 || core.uniform_successor(s)? == s {
+            return None;
+        }
+        let mut chain = Vec::new();
+        if !core.plain_chain(s, tries.chain_depth.max(limit + 1), &mut chain)
+            || chain[limit] == DEAD
+        {
+            return None;
+        }
+        let mut m = Building::from(&tries.plain_levels[CHAIN_LEVEL]);
+        let mut stack = vec![0u32; trie.max_depth + 1];
+        let n = trie.len();
+        let mut i = 0usize;
+        while i < n {
+            let d = trie.depth[i] as usize;
+            let st = if d == 1 {
+                chain[trie.byte[i] as usize]
+            } else {
+                core.next(stack[d - 1], trie.byte[i])
+            };
+            if st == DEAD {
+                i = trie.end[i] as usize;
+                continue;
+            }
+            stack[d] = st;
+            let t = trie.token[i];
+            if t != trie::NONE {
+                m.insert(t);
+            }
+            i += 1;
+        }
+        for &(first, dup) in &trie.dups {
+            if m.set.contains(TokenId(first)) {
+                m.insert(dup);
+            }
+        }
+        Some(m)
+    }
+
+    /// The mask of `s` (EOS aside) from its plain level: the level's plain
+    /// tokens and a walk of the other tokens.
+    fn level_mask(
+        &self,
+        core: &mut Core,
+        s: u32,
+        tries: &VocabTries,
+        vocab: &Vocabulary,
+    ) -> Building {
         // String-body states: the level's plain tokens are all allowed, so
-        // only the other tokens are walked. The set's fingerprint (the sum of
-        // `mix` over its ids) is kept up to date as ids are added, so equal
-        // masks are found without hashing 19 KB.
+        // only the other tokens are walked.
         let level = core.plain_level(s);
         let (mut m, trie) = if level == LEVEL_LOOP {
             let l = &tries.plain_levels[PLAIN_LEVELS.len() - 1];
@@ -484,20 +648,7 @@ impl Lazy {
                 m.insert(dup);
             }
         }
-        if core.is_accepting(s) {
-            for &e in vocab.eos() {
-                m.insert(e.0);
-            }
-        }
-        let (set, key) = (m.set, m.fp);
-        let mut distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
-        let same = distinct.entry(key).or_default();
-        if let Some(a) = same.iter().find(|a| ***a == set) {
-            return a.clone();
-        }
-        let a = Arc::new(set);
-        same.push(a.clone());
-        a
+        m
     }
 
     /// Walks the last plain level's `rest` trie from `s` (a state from which

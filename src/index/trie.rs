@@ -41,6 +41,19 @@ pub(crate) struct VocabTries {
     /// back to, a token's fate is its suffix's, so this trie replaces the
     /// walk of the last level's `rest` (thousands of plain prefixes) there.
     pub body_suffixes: TokenTrie,
+    /// Every token that is not plain, or is plain with more than
+    /// `PLAIN_LEVELS[CHAIN_LEVEL]` characters, keyed by one byte holding the
+    /// number `k` of whole plain characters it starts with (at most that
+    /// level), then the bytes after them. In a state where every plain
+    /// character leads to one and the same next state, and so on along a
+    /// chain (a counted string's body, where the state counts characters),
+    /// `k` plain characters lead to the `k`-th state of the chain whatever
+    /// they are, so a walk of this trie from the chain replaces the walk of
+    /// thousands of plain prefixes.
+    pub chain_suffixes: TokenTrie,
+    /// One more than the most plain characters a key of `chain_suffixes`
+    /// starts with: the length of chain a walk of it needs.
+    pub chain_depth: usize,
     /// Per node of the last plain level's `rest` trie: whether the node's
     /// bytes are whole plain characters (a walk that is in a state every
     /// plain character leads back to, there, can stop: see `lazy.rs`).
@@ -85,6 +98,10 @@ pub(crate) struct PlainLevel {
 
 /// The character limits of the plain levels (`u32::MAX`: no limit).
 pub(crate) const PLAIN_LEVELS: [u32; 6] = [2, 4, 8, 16, 32, u32::MAX];
+
+/// The plain level whose set a chain walk starts from (the last finite one):
+/// its plain tokens are allowed where the chain is live that far.
+pub(crate) const CHAIN_LEVEL: usize = PLAIN_LEVELS.len() - 2;
 
 /// Number of characters of a plain token (None when not plain).
 pub(crate) fn plain_chars(b: &[u8]) -> Option<u32> {
@@ -153,6 +170,29 @@ impl VocabTries {
             .map(|&(b, id)| (&b[plain_prefix_len(b)..], id))
             .collect();
         suffixes.sort_unstable();
+        // Keys of `chain_suffixes`: a prefix longer than the chain level is cut
+        // there (its other plain characters are walked as bytes).
+        let cap = PLAIN_LEVELS[CHAIN_LEVEL] as usize;
+        let chain_keys: Vec<(Vec<u8>, u32)> = toks
+            .iter()
+            .filter_map(|&(b, id)| {
+                let n = plain_prefix_len(b);
+                let prefix = std::str::from_utf8(&b[..n]).unwrap_or("");
+                let chars = prefix.chars().count();
+                (n < b.len() || chars > cap).then(|| {
+                    let k = chars.min(cap);
+                    let cut = prefix.char_indices().nth(k).map_or(n, |(i, _)| i);
+                    let mut key = vec![k as u8];
+                    key.extend_from_slice(&b[cut..]);
+                    (key, id)
+                })
+            })
+            .collect();
+        let chain_suffixes = {
+            let mut keys = chain_keys;
+            keys.sort_unstable();
+            TokenTrie::from_sorted(keys.iter().map(|(k, id)| (k.as_slice(), *id)))
+        };
         let body_rest_boundary = plain_levels
             .last()
             .map(|l: &PlainLevel| l.rest.plain_boundaries())
@@ -160,6 +200,12 @@ impl VocabTries {
         VocabTries {
             body_rest_boundary,
             body_suffixes: TokenTrie::from_sorted(suffixes.into_iter()),
+            chain_depth: chain_suffixes
+                .root
+                .iter()
+                .rposition(|&r| r != NONE)
+                .map_or(0, |k| k + 1),
+            chain_suffixes,
             plain_levels,
             full,
             short,
