@@ -259,6 +259,13 @@ fn qwen_lazy_dfa_index_agrees_with_the_eager_one() {
             .to_string(),
     );
     res.push(r#""(?:[^"\\\x00-\x1f]{0,40}|[a-z]{0,3}x[^"\\\x00-\x1f]{0,50})""#.to_string());
+    // Counted ASCII classes (a chain over a set of bytes): a pattern's
+    // class, hex digits up to a hyphen, printable ASCII without Unicode, and
+    // a class whose states send the set's bytes apart (no chain).
+    res.push(r#""[0-9a-zA-Z_-]{1,40}"(?:, [0-9]{1,3})?"#.to_string());
+    res.push(r#""[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}""#.to_string());
+    res.push(r#""[ -!#-\[\]-~]{0,60}""#.to_string());
+    res.push(r#""[a-z0-9]{0,5}[a-z]{2,30}""#.to_string());
     let mut rng = StdRng::seed_from_u64(19);
     let cfg = IndexConfig {
         threads: 1,

@@ -59,10 +59,81 @@ pub(super) struct Core {
     /// ([`DEAD`] included), [`MIXED`] when characters differ, or
     /// [`UNKNOWN`].
     uniform: Vec<u32>,
+    /// The byte chains built so far, by their byte set.
+    byte_chains: Vec<Arc<ByteChain>>,
+    byte_chain_ids: HashMap<u128, usize, foldhash::fast::RandomState>,
+    /// Per (state, byte chain), the one state every byte of the chain's set
+    /// leads the state to ([`DEAD`] included), or [`MIXED`].
+    byte_succ: HashMap<(u32, u32), u32, foldhash::fast::RandomState>,
 }
 
 /// Plain characters lead the state to different states.
 const MIXED: u32 = u32::MAX - 2;
+
+/// Most leading bytes of the chain's set a [`ByteChain`] key counts.
+const BYTE_CHAIN_CAP: usize = 16;
+/// Fewest ASCII bytes a byte chain's set holds (smaller sets, such as
+/// whitespace or digits, start few tokens: a plain walk is cheap there).
+const BYTE_CHAIN_MIN: u32 = 16;
+
+/// The tokens seen through one set `A` of ASCII bytes (a pattern's class,
+/// such as `[0-9a-zA-Z_-]`), for states where every byte of `A` leads to
+/// one and the same next state, and so on along a chain (a counted class:
+/// one state per byte). A token's first `k` bytes in `A` then lead to the
+/// chain's `k`-th state whatever they are.
+struct ByteChain {
+    /// `sets[j]`: the tokens made of 1 to `j` bytes, all in `A`, with the
+    /// set's fingerprint.
+    sets: Vec<(TokenSet, u64)>,
+    /// Every other token, keyed by one byte holding how many bytes in `A` it
+    /// starts with (at most [`BYTE_CHAIN_CAP`]), then the bytes after them.
+    trie: trie::TokenTrie,
+    /// A byte of each class that meets `A`.
+    reps: Vec<u8>,
+}
+
+impl ByteChain {
+    fn new(set: u128, vocab: &Vocabulary, classes: &[u8; 256]) -> ByteChain {
+        let in_set = |b: u8| b < 128 && (set >> b) & 1 == 1;
+        let mut by_len: Vec<Vec<u32>> = vec![Vec::new(); BYTE_CHAIN_CAP + 1];
+        let mut keys: Vec<(Vec<u8>, u32)> = Vec::new();
+        for (id, b) in vocab.text_tokens() {
+            let k = b.iter().take_while(|&&x| in_set(x)).count();
+            if b.is_empty() {
+                continue;
+            }
+            if k == b.len() && k <= BYTE_CHAIN_CAP {
+                by_len[k].push(id.0);
+                continue;
+            }
+            let j = k.min(BYTE_CHAIN_CAP);
+            let mut key = Vec::with_capacity(1 + b.len() - j);
+            key.push(j as u8);
+            key.extend_from_slice(&b[j..]);
+            keys.push((key, id.0));
+        }
+        keys.sort_unstable();
+        let trie = trie::TokenTrie::from_sorted(keys.iter().map(|(k, id)| (k.as_slice(), *id)));
+        let mut cur = TokenSet::new(vocab.logits_width());
+        let mut fp = 0u64;
+        let mut sets = Vec::with_capacity(BYTE_CHAIN_CAP + 1);
+        for ids in &by_len {
+            for &t in ids {
+                if cur.insert_new(TokenId(t)) {
+                    fp = fp.wrapping_add(super::mix(t));
+                }
+            }
+            sets.push((cur.clone(), fp));
+        }
+        let mut seen = [false; 256];
+        let reps = (0..128u8)
+            .filter(|&b| {
+                in_set(b) && !std::mem::replace(&mut seen[classes[b as usize] as usize], true)
+            })
+            .collect();
+        ByteChain { sets, trie, reps }
+    }
+}
 
 impl Core {
     /// Next state on `b`, or [`DEAD`].
@@ -196,6 +267,58 @@ impl Core {
                 // A loop (or dead from here on): the rest of the chain is t.
                 chain.resize(len, t);
                 return true;
+            }
+            chain.push(t);
+        }
+        true
+    }
+
+    /// The set of ASCII bytes that lead `s` to its most common live
+    /// successor, when it has at least [`BYTE_CHAIN_MIN`] bytes.
+    fn byte_chain_set(&mut self, s: u32) -> Option<u128> {
+        let mut groups: Vec<(u32, u32, u128)> = Vec::new();
+        for b in 0..128u8 {
+            let t = self.next(s, b);
+            if t == DEAD {
+                continue;
+            }
+            match groups.iter_mut().find(|g| g.0 == t) {
+                Some(g) => {
+                    g.1 += 1;
+                    g.2 |= 1 << b;
+                }
+                None => groups.push((t, 1, 1 << b)),
+            }
+        }
+        let best = groups.iter().max_by_key(|g| g.1)?;
+        (best.1 >= BYTE_CHAIN_MIN).then_some(best.2)
+    }
+
+    /// Like [`Core::plain_chain`] for the bytes of byte chain `id`: `chain`
+    /// gets `s` and the states `1..=BYTE_CHAIN_CAP` bytes of the set lead it
+    /// to; `false` when some state on the way sends them to different states.
+    fn byte_chain(&mut self, s: u32, id: usize, chain: &mut Vec<u32>) -> bool {
+        let reps = self.byte_chains[id].reps.clone();
+        chain.clear();
+        chain.push(s);
+        while chain.len() <= BYTE_CHAIN_CAP {
+            let c = chain[chain.len() - 1];
+            let t = if c == DEAD {
+                DEAD
+            } else if let Some(&t) = self.byte_succ.get(&(c, id as u32)) {
+                t
+            } else {
+                let first = self.next(c, reps[0]);
+                let t = if reps[1..].iter().all(|&b| self.next(c, b) == first) {
+                    first
+                } else {
+                    MIXED
+                };
+                self.byte_succ.insert((c, id as u32), t);
+                t
+            };
+            if t == MIXED {
+                return false;
             }
             chain.push(t);
         }
@@ -484,6 +607,9 @@ impl Lazy {
                 plain: PlainReps::new(&classes),
                 level: Vec::new(),
                 uniform: Vec::new(),
+                byte_chains: Vec::new(),
+                byte_chain_ids: HashMap::default(),
+                byte_succ: HashMap::default(),
             }),
             start,
             masks: (0..max_states.div_ceil(CHUNK))
@@ -547,7 +673,10 @@ impl Lazy {
         // 19 KB.
         let mut m = match self.chain_mask(core, s, tries) {
             Some(m) => m,
-            None => self.level_mask(core, s, tries, vocab),
+            None => match self.byte_chain_mask(core, s, vocab) {
+                Some(m) => m,
+                None => self.level_mask(core, s, tries, vocab),
+            },
         };
         if core.is_accepting(s) {
             for &e in vocab.eos() {
@@ -587,32 +716,44 @@ impl Lazy {
             return None;
         }
         let mut m = Building::from(&tries.plain_levels[CHAIN_LEVEL]);
-        let mut stack = vec![0u32; trie.max_depth + 1];
-        let n = trie.len();
-        let mut i = 0usize;
-        while i < n {
-            let d = trie.depth[i] as usize;
-            let st = if d == 1 {
-                chain[trie.byte[i] as usize]
-            } else {
-                core.next(stack[d - 1], trie.byte[i])
-            };
-            if st == DEAD {
-                i = trie.end[i] as usize;
-                continue;
-            }
-            stack[d] = st;
-            let t = trie.token[i];
-            if t != trie::NONE {
-                m.insert(t);
-            }
-            i += 1;
+        walk_chain(core, trie, &chain, &mut m);
+        Some(m)
+    }
+
+    /// The mask of `s` (EOS aside) when plain text may not follow it but a
+    /// big set of ASCII bytes (a pattern's class) all lead it to one state,
+    /// and so on along a chain: see [`ByteChain`]. Without the chain, each of
+    /// a counted class's states would need a walk of every token made of
+    /// the class (tens of thousands for `[0-9a-zA-Z_-]`).
+    fn byte_chain_mask(&self, core: &mut Core, s: u32, vocab: &Vocabulary) -> Option<Building> {
+        if core.plain_level(s) != NO_LEVEL {
+            return None;
         }
-        for &(first, dup) in &trie.dups {
-            if m.set.contains(TokenId(first)) {
-                m.insert(dup);
+        let set = core.byte_chain_set(s)?;
+        let id = match core.byte_chain_ids.get(&set) {
+            Some(&id) => id,
+            None => {
+                let classes = core.dfa.byte_classes();
+                core.byte_chains
+                    .push(Arc::new(ByteChain::new(set, vocab, &classes)));
+                let id = core.byte_chains.len() - 1;
+                core.byte_chain_ids.insert(set, id);
+                id
             }
+        };
+        let mut chain = Vec::new();
+        if !core.byte_chain(s, id, &mut chain) {
+            return None;
         }
+        let bc = core.byte_chains[id].clone();
+        // Tokens of `j` bytes of the set are live when the chain is, `j` on.
+        let live = chain.iter().take_while(|&&c| c != DEAD).count() - 1;
+        let (set, fp) = &bc.sets[live.min(BYTE_CHAIN_CAP)];
+        let mut m = Building {
+            set: set.clone(),
+            fp: *fp,
+        };
+        walk_chain(core, &bc.trie, &chain, &mut m);
         Some(m)
     }
 
@@ -708,5 +849,37 @@ impl Lazy {
         let n: usize = distinct.values().map(Vec::len).sum();
         let bytes = distinct.values().flatten().map(|a| a.memory_usage()).sum();
         (n, bytes)
+    }
+}
+
+/// Walks a trie whose keys start with one byte `k`, the number of leading
+/// bytes a chain skips: from `chain[k]`, then byte by byte. Adds the live
+/// tokens and the duplicates of those added.
+fn walk_chain(core: &mut Core, trie: &trie::TokenTrie, chain: &[u32], m: &mut Building) {
+    let mut stack = vec![0u32; trie.max_depth + 1];
+    let n = trie.len();
+    let mut i = 0usize;
+    while i < n {
+        let d = trie.depth[i] as usize;
+        let st = if d == 1 {
+            chain[trie.byte[i] as usize]
+        } else {
+            core.next(stack[d - 1], trie.byte[i])
+        };
+        if st == DEAD {
+            i = trie.end[i] as usize;
+            continue;
+        }
+        stack[d] = st;
+        let t = trie.token[i];
+        if t != trie::NONE {
+            m.insert(t);
+        }
+        i += 1;
+    }
+    for &(first, dup) in &trie.dups {
+        if m.set.contains(TokenId(first)) {
+            m.insert(dup);
+        }
     }
 }

@@ -217,7 +217,7 @@ impl VocabTries {
 
 impl TokenTrie {
     /// Builds the trie from tokens sorted by bytes.
-    fn from_sorted<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>) -> TokenTrie {
+    pub(crate) fn from_sorted<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>) -> TokenTrie {
         let mut t = TokenTrie::default();
         // open[d] = node index of the open node at depth d+1 on the current path.
         let mut open: Vec<u32> = Vec::new();
