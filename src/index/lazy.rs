@@ -716,6 +716,9 @@ impl Lazy {
             return None;
         }
         let mut m = Building::from(&tries.plain_levels[CHAIN_LEVEL]);
+        let (partial, fp) = &tries.chain_partial;
+        m.set.union_with(partial);
+        m.fp = m.fp.wrapping_add(*fp);
         walk_chain(core, trie, &chain, &mut m);
         Some(m)
     }
@@ -771,7 +774,11 @@ impl Lazy {
         let level = core.plain_level(s);
         let (mut m, trie) = if level == LEVEL_LOOP {
             let l = &tries.plain_levels[PLAIN_LEVELS.len() - 1];
-            (Building::from(l), &tries.body_suffixes)
+            let mut m = Building::from(l);
+            let (partial, fp) = &tries.body_partial;
+            m.set.union_with(partial);
+            m.fp = m.fp.wrapping_add(*fp);
+            (m, &tries.body_suffixes)
         } else if level != NO_LEVEL {
             let l = &tries.plain_levels[level as usize];
             (Building::from(l), &l.rest)

@@ -35,14 +35,26 @@ pub(crate) struct VocabTries {
     pub horizon: usize,
     /// Plain-token levels, one per entry of [`PLAIN_LEVELS`]. See [`PlainLevel`].
     pub plain_levels: Vec<PlainLevel>,
-    /// Every token that is not plain, keyed by what follows its longest
-    /// prefix of plain characters (the prefix removed; tokens with equal
-    /// suffixes are `dups`). In a state that every plain character leads
-    /// back to, a token's fate is its suffix's, so this trie replaces the
-    /// walk of the last level's `rest` (thousands of plain prefixes) there.
+    /// Every token that is not plain and whose bytes after its longest
+    /// prefix of plain characters start with an ASCII byte, keyed by those
+    /// bytes (the prefix removed; tokens with equal suffixes are `dups`). In
+    /// a state that every plain character leads back to, a token's fate is
+    /// its suffix's, so this trie replaces the walk of the last level's
+    /// `rest` (thousands of plain prefixes) there.
     pub body_suffixes: TokenTrie,
-    /// Every token that is not plain, or is plain with more than
-    /// `PLAIN_LEVELS[CHAIN_LEVEL]` characters, keyed by one byte holding the
+    /// The tokens that end inside a character: plain characters, then the
+    /// first bytes of a valid UTF-8 sequence (with the set's fingerprint). In
+    /// a state that every plain character leads back to, they are all live
+    /// (each can be completed to a plain character), and every other suffix
+    /// starting at or above 0x80 is dead (patterns match valid UTF-8 only),
+    /// so they need no walk through each state's own mid-character states.
+    pub body_partial: (super::TokenSet, u64),
+    /// The tokens of `body_partial` whose plain prefix is shorter than
+    /// `PLAIN_LEVELS[CHAIN_LEVEL]` characters: live from a chain state live
+    /// that far (they are not in `chain_suffixes`).
+    pub chain_partial: (super::TokenSet, u64),
+    /// Every token that is not plain (but those of `chain_partial`), or is
+    /// plain with more than `PLAIN_LEVELS[CHAIN_LEVEL]` characters, keyed by one byte holding the
     /// number `k` of whole plain characters it starts with (at most that
     /// level), then the bytes after them. In a state where every plain
     /// character leads to one and the same next state, and so on along a
@@ -164,21 +176,40 @@ impl VocabTries {
                 }
             })
             .collect();
-        let mut suffixes: Vec<(&[u8], u32)> = toks
-            .iter()
-            .filter(|t| !is_plain(t.0))
-            .map(|&(b, id)| (&b[plain_prefix_len(b)..], id))
-            .collect();
+        let mut suffixes: Vec<(&[u8], u32)> = Vec::new();
+        let mut partial = super::TokenSet::new(vocab.logits_width());
+        let mut partial_fp = 0u64;
+        for &(b, id) in toks.iter().filter(|t| !is_plain(t.0)) {
+            let suffix = &b[plain_prefix_len(b)..];
+            if suffix[0] < 0x80 {
+                suffixes.push((suffix, id));
+            } else if std::str::from_utf8(suffix).is_err_and(|e| e.error_len().is_none()) {
+                // (The plain prefix took every whole character: the suffix
+                // is one character's first bytes.)
+                if partial.insert_new(TokenId(id)) {
+                    partial_fp = partial_fp.wrapping_add(super::mix(id));
+                }
+            }
+        }
         suffixes.sort_unstable();
         // Keys of `chain_suffixes`: a prefix longer than the chain level is cut
         // there (its other plain characters are walked as bytes).
         let cap = PLAIN_LEVELS[CHAIN_LEVEL] as usize;
+        let mut chain_partial = (super::TokenSet::new(vocab.logits_width()), 0u64);
         let chain_keys: Vec<(Vec<u8>, u32)> = toks
             .iter()
             .filter_map(|&(b, id)| {
                 let n = plain_prefix_len(b);
                 let prefix = std::str::from_utf8(&b[..n]).unwrap_or("");
                 let chars = prefix.chars().count();
+                if n < b.len() && b[n] >= 0x80 && chars < cap {
+                    // Ends inside a character (see `body_partial`), after
+                    // fewer plain characters than the chain is known live for.
+                    if partial.contains(TokenId(id)) && chain_partial.0.insert_new(TokenId(id)) {
+                        chain_partial.1 = chain_partial.1.wrapping_add(super::mix(id));
+                    }
+                    return None;
+                }
                 (n < b.len() || chars > cap).then(|| {
                     let k = chars.min(cap);
                     let cut = prefix.char_indices().nth(k).map_or(n, |(i, _)| i);
@@ -200,6 +231,8 @@ impl VocabTries {
         VocabTries {
             body_rest_boundary,
             body_suffixes: TokenTrie::from_sorted(suffixes.into_iter()),
+            body_partial: (partial, partial_fp),
+            chain_partial,
             chain_depth: chain_suffixes
                 .root
                 .iter()
