@@ -577,6 +577,15 @@ impl Building {
             self.fp = self.fp.wrapping_add(super::mix(t));
         }
     }
+
+    /// Adds each of `trie`'s duplicate tokens whose twin is in the set.
+    fn add_dups(&mut self, trie: &trie::TokenTrie) {
+        for &(first, dup) in &trie.dups {
+            if self.set.contains(TokenId(first)) {
+                self.insert(dup);
+            }
+        }
+    }
 }
 
 /// The lazy half of a [`super::TokenIndex`].
@@ -791,11 +800,7 @@ impl Lazy {
         } else {
             trie.walk(s, |s, b| core.next(s, b), |t| m.insert(t));
         }
-        for &(first, dup) in &trie.dups {
-            if m.set.contains(TokenId(first)) {
-                m.insert(dup);
-            }
-        }
+        m.add_dups(trie);
         m
     }
 
@@ -863,30 +868,16 @@ impl Lazy {
 /// bytes a chain skips: from `chain[k]`, then byte by byte. Adds the live
 /// tokens and the duplicates of those added.
 fn walk_chain(core: &mut Core, trie: &trie::TokenTrie, chain: &[u32], m: &mut Building) {
-    let mut stack = vec![0u32; trie.max_depth + 1];
-    let n = trie.len();
-    let mut i = 0usize;
-    while i < n {
-        let d = trie.depth[i] as usize;
-        let st = if d == 1 {
-            chain[trie.byte[i] as usize]
-        } else {
-            core.next(stack[d - 1], trie.byte[i])
-        };
-        if st == DEAD {
-            i = trie.end[i] as usize;
-            continue;
-        }
-        stack[d] = st;
-        let t = trie.token[i];
-        if t != trie::NONE {
-            m.insert(t);
-        }
-        i += 1;
-    }
-    for &(first, dup) in &trie.dups {
-        if m.set.contains(TokenId(first)) {
-            m.insert(dup);
-        }
-    }
+    // The walk's start stands for "before the key's first byte", which picks
+    // the chain state.
+    const BEFORE_KEY: u32 = u32::MAX - 3;
+    trie.walk(
+        BEFORE_KEY,
+        |s, b| match s {
+            BEFORE_KEY => chain[b as usize],
+            _ => core.next(s, b),
+        },
+        |t| m.insert(t),
+    );
+    m.add_dups(trie);
 }
