@@ -298,7 +298,8 @@ impl Core {
     /// gets `s` and the states `1..=BYTE_CHAIN_CAP` bytes of the set lead it
     /// to; `false` when some state on the way sends them to different states.
     fn byte_chain(&mut self, s: u32, id: usize, chain: &mut Vec<u32>) -> bool {
-        let reps = self.byte_chains[id].reps.clone();
+        let bc = self.byte_chains[id].clone();
+        let reps = &bc.reps;
         chain.clear();
         chain.push(s);
         while chain.len() <= BYTE_CHAIN_CAP {
