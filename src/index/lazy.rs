@@ -75,6 +75,9 @@ const BYTE_CHAIN_CAP: usize = 16;
 /// Fewest ASCII bytes a byte chain's set holds (smaller sets, such as
 /// whitespace or digits, start few tokens: a plain walk is cheap there).
 const BYTE_CHAIN_MIN: u32 = 16;
+/// Most byte chains one index builds (each is a trie of the vocabulary, about
+/// 10 MB and 30–50 ms); states of further byte sets walk as before.
+const BYTE_CHAINS_MAX: usize = 8;
 
 /// The tokens seen through one set `A` of ASCII bytes (a pattern's class,
 /// such as `[0-9a-zA-Z_-]`), for states where every byte of `A` leads to
@@ -745,6 +748,7 @@ impl Lazy {
         let set = core.byte_chain_set(s)?;
         let id = match core.byte_chain_ids.get(&set) {
             Some(&id) => id,
+            None if core.byte_chains.len() >= BYTE_CHAINS_MAX => return None,
             None => {
                 let classes = core.dfa.byte_classes();
                 core.byte_chains
