@@ -582,6 +582,13 @@ impl Building {
         }
     }
 
+    /// Adds a precomputed set with its fingerprint; it must share no token
+    /// with the set being built (fingerprints add).
+    fn add_set(&mut self, (set, fp): &(TokenSet, u64)) {
+        self.set.union_with(set);
+        self.fp = self.fp.wrapping_add(*fp);
+    }
+
     /// Adds each of `trie`'s duplicate tokens whose twin is in the set.
     fn add_dups(&mut self, trie: &trie::TokenTrie) {
         for &(first, dup) in &trie.dups {
@@ -723,15 +730,12 @@ impl Lazy {
             return None;
         }
         let mut chain = Vec::new();
-        if !core.plain_chain(s, tries.chain_depth.max(limit + 1), &mut chain)
-            || chain[limit] == DEAD
-        {
+        // (Keys count at most `limit` plain characters.)
+        if !core.plain_chain(s, limit + 1, &mut chain) || chain[limit] == DEAD {
             return None;
         }
         let mut m = Building::from(&tries.plain_levels[CHAIN_LEVEL]);
-        let (partial, fp) = &tries.chain_partial;
-        m.set.union_with(partial);
-        m.fp = m.fp.wrapping_add(*fp);
+        m.add_set(&tries.chain_partial);
         walk_chain(core, trie, &chain, &mut m);
         Some(m)
     }
@@ -789,9 +793,7 @@ impl Lazy {
         let (mut m, trie) = if level == LEVEL_LOOP {
             let l = &tries.plain_levels[PLAIN_LEVELS.len() - 1];
             let mut m = Building::from(l);
-            let (partial, fp) = &tries.body_partial;
-            m.set.union_with(partial);
-            m.fp = m.fp.wrapping_add(*fp);
+            m.add_set(&tries.body_partial);
             (m, &tries.body_suffixes)
         } else if level != NO_LEVEL {
             let l = &tries.plain_levels[level as usize];

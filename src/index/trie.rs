@@ -63,9 +63,6 @@ pub(crate) struct VocabTries {
     /// they are, so a walk of this trie from the chain replaces the walk of
     /// thousands of plain prefixes.
     pub chain_suffixes: TokenTrie,
-    /// One more than the most plain characters a key of `chain_suffixes`
-    /// starts with: the length of chain a walk of it needs.
-    pub chain_depth: usize,
     /// Per node of the last plain level's `rest` trie: whether the node's
     /// bytes are whole plain characters (a walk that is in a state every
     /// plain character leads back to, there, can stop: see `lazy.rs`).
@@ -233,11 +230,6 @@ impl VocabTries {
             body_suffixes: TokenTrie::from_sorted(suffixes.into_iter()),
             body_partial: (partial, partial_fp),
             chain_partial,
-            chain_depth: chain_suffixes
-                .root
-                .iter()
-                .rposition(|&r| r != NONE)
-                .map_or(0, |k| k + 1),
             chain_suffixes,
             plain_levels,
             full,
