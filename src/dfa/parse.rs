@@ -1,0 +1,489 @@
+//! # A direct parser for the regex subset the schema compiler writes
+//!
+//! A big schema compiles to a regex of several megabytes, and regex-syntax
+//! parses it in two passes (an AST with spans, then its translation to
+//! [`Hir`]) at about 200 ns a byte: over half of such a schema's time to
+//! first mask (`../shared/notes` and `examples/dfa_phases.rs`). The schema
+//! compiler only writes a small subset of the syntax: literals and escapes,
+//! non-capturing groups, alternations, greedy repetitions and bracketed
+//! classes of single characters and ranges. This parser reads that subset
+//! straight into an [`Hir`], building it with the same smart constructors
+//! the translator calls in the same order, so the result is *equal* to
+//! regex-syntax's (tested on every MaskBench schema and by property tests).
+//!
+//! Anything else (flags, capture groups, `.`, anchors, Perl or Unicode
+//! classes, nested or set-operation classes, unusual repetitions, deep
+//! nesting, and every syntax error) makes [`parse`] return `None`, and the
+//! caller parses with regex-syntax, which gives the same answer or its own
+//! error message. This parser never accepts a text regex-syntax rejects.
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition};
+
+/// Deepest group nesting parsed here (deeper patterns go to regex-syntax,
+/// which applies the configured nest limit).
+const MAX_DEPTH: u32 = 200;
+
+/// The [`Hir`] of `pattern` (Unicode mode, no flags), equal to
+/// regex-syntax's, or `None` when the pattern is outside the subset.
+pub(super) fn parse(pattern: &str) -> Option<Hir> {
+    let mut p = Parser {
+        s: pattern.as_bytes(),
+        pos: 0,
+        depth: 0,
+    };
+    let hir = p.alternation()?;
+    (p.pos == p.s.len()).then_some(hir)
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    pos: usize,
+    depth: u32,
+}
+
+/// One branch's items, literal characters gathered as the translator does.
+struct Concat {
+    items: Vec<Hir>,
+    lit: Vec<u8>,
+    /// Where the last character starts in `lit`, when the last item read
+    /// was a literal character.
+    last_char: Option<usize>,
+    /// Whether the last item read was an atom a repetition may apply to.
+    last_atom: bool,
+}
+
+impl Concat {
+    fn new() -> Concat {
+        Concat {
+            items: Vec::new(),
+            lit: Vec::new(),
+            last_char: None,
+            last_atom: false,
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.lit.is_empty() {
+            self.items.push(Hir::literal(
+                std::mem::take(&mut self.lit).into_boxed_slice(),
+            ));
+        }
+    }
+
+    fn push_char(&mut self, c: char) {
+        let start = self.lit.len();
+        let mut buf = [0u8; 4];
+        self.lit
+            .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        self.last_char = Some(start);
+        self.last_atom = true;
+    }
+
+    fn push(&mut self, h: Hir) {
+        self.flush();
+        self.items.push(h);
+        self.last_char = None;
+        self.last_atom = true;
+    }
+
+    /// The last atom, taken out to be repeated.
+    fn take_atom(&mut self) -> Option<Hir> {
+        if !self.last_atom {
+            return None;
+        }
+        self.last_atom = false;
+        if let Some(start) = self.last_char.take() {
+            let c = self.lit.split_off(start);
+            self.flush();
+            return Some(Hir::literal(c.into_boxed_slice()));
+        }
+        self.items.pop()
+    }
+
+    fn finish(mut self) -> Hir {
+        self.flush();
+        let mut items: Vec<Hir> = self
+            .items
+            .into_iter()
+            .filter(|h| !matches!(h.kind(), HirKind::Empty))
+            .collect();
+        match items.len() {
+            0 => Hir::empty(),
+            1 => items.pop().expect("one item"),
+            _ => Hir::concat(items),
+        }
+    }
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.pos).copied()
+    }
+
+    /// Branches up to the end or to an unmatched `)` (not consumed).
+    fn alternation(&mut self) -> Option<Hir> {
+        let mut branches = Vec::new();
+        let mut cur = Concat::new();
+        loop {
+            match self.peek() {
+                None | Some(b')') => break,
+                Some(b'|') => {
+                    self.pos += 1;
+                    branches.push(std::mem::replace(&mut cur, Concat::new()).finish());
+                }
+                Some(_) => self.item(&mut cur)?,
+            }
+        }
+        if branches.is_empty() {
+            return Some(cur.finish());
+        }
+        branches.push(cur.finish());
+        Some(Hir::alternation(branches))
+    }
+
+    fn item(&mut self, cur: &mut Concat) -> Option<()> {
+        let b = self.peek()?;
+        match b {
+            b'(' => {
+                if !self.s[self.pos..].starts_with(b"(?:") || self.depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.pos += 3;
+                self.depth += 1;
+                let h = self.alternation()?;
+                self.depth -= 1;
+                if self.peek() != Some(b')') {
+                    return None;
+                }
+                self.pos += 1;
+                cur.push(h);
+            }
+            b'[' => {
+                self.pos += 1;
+                let h = self.class()?;
+                cur.push(h);
+            }
+            b'\\' => {
+                self.pos += 1;
+                let c = self.escape()?;
+                cur.push_char(c);
+            }
+            b'*' | b'+' | b'?' | b'{' => {
+                let (min, max) = self.quantifier()?;
+                let greedy = if self.peek() == Some(b'?') {
+                    self.pos += 1;
+                    false
+                } else {
+                    true
+                };
+                if matches!(self.peek(), Some(b'*' | b'+' | b'?' | b'{')) {
+                    return None;
+                }
+                let sub = cur.take_atom()?;
+                cur.push(Hir::repetition(Repetition {
+                    min,
+                    max,
+                    greedy,
+                    sub: Box::new(sub),
+                }));
+                cur.last_atom = false;
+            }
+            b'.' | b'^' | b'$' | b')' | b'|' => return None,
+            _ => {
+                let c = self.char()?;
+                cur.push_char(c);
+            }
+        }
+        Some(())
+    }
+
+    /// The next (unescaped) character.
+    fn char(&mut self) -> Option<char> {
+        let rest = &self.s[self.pos..];
+        let len = match rest.first()? {
+            0x00..=0x7F => 1,
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            _ => 4,
+        };
+        let c = std::str::from_utf8(rest.get(..len)?).ok()?.chars().next()?;
+        self.pos += len;
+        Some(c)
+    }
+
+    /// The character of an escape (after the backslash), when it is one.
+    fn escape(&mut self) -> Option<char> {
+        let b = self.peek()?;
+        self.pos += 1;
+        Some(match b {
+            b'a' => '\x07',
+            b'f' => '\x0C',
+            b't' => '\t',
+            b'n' => '\n',
+            b'r' => '\r',
+            b'v' => '\x0B',
+            b'x' => return self.hex(),
+            b'<' | b'>' => return None,
+            _ if b.is_ascii_punctuation() || b == b' ' => b as char,
+            _ => return None,
+        })
+    }
+
+    /// `HH` or `{H...}` after `\x`.
+    fn hex(&mut self) -> Option<char> {
+        let digits = if self.peek() == Some(b'{') {
+            let end = self.s[self.pos..].iter().position(|&b| b == b'}')?;
+            let d = &self.s[self.pos + 1..self.pos + end];
+            if d.is_empty() || d.len() > 8 {
+                return None;
+            }
+            self.pos += end + 1;
+            d
+        } else {
+            let d = self.s.get(self.pos..self.pos + 2)?;
+            self.pos += 2;
+            d
+        };
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        let v = u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()?;
+        char::from_u32(v)
+    }
+
+    /// `*`, `+`, `?`, `{n}`, `{n,}` or `{n,m}` (digits only).
+    fn quantifier(&mut self) -> Option<(u32, Option<u32>)> {
+        let b = self.peek()?;
+        self.pos += 1;
+        match b {
+            b'*' => Some((0, None)),
+            b'+' => Some((1, None)),
+            b'?' => Some((0, Some(1))),
+            _ => {
+                let min = self.number()?;
+                let r = match self.peek()? {
+                    b'}' => (min, Some(min)),
+                    b',' => {
+                        self.pos += 1;
+                        if self.peek()? == b'}' {
+                            (min, None)
+                        } else {
+                            let max = self.number()?;
+                            if self.peek()? != b'}' || max < min {
+                                return None;
+                            }
+                            (min, Some(max))
+                        }
+                    }
+                    _ => return None,
+                };
+                self.pos += 1;
+                Some(r)
+            }
+        }
+    }
+
+    fn number(&mut self) -> Option<u32> {
+        let n = self.s[self.pos..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if n == 0 || n > 9 {
+            return None;
+        }
+        let v = std::str::from_utf8(&self.s[self.pos..self.pos + n])
+            .ok()?
+            .parse()
+            .ok()?;
+        self.pos += n;
+        Some(v)
+    }
+
+    /// A bracketed class of characters and ranges (after the `[`).
+    fn class(&mut self) -> Option<Hir> {
+        let negated = self.peek() == Some(b'^');
+        if negated {
+            self.pos += 1;
+        }
+        // `[]...]`, `[-...]` and the like are left to regex-syntax.
+        if matches!(self.peek()?, b']' | b'-') {
+            return None;
+        }
+        let mut cls = ClassUnicode::empty();
+        loop {
+            match self.peek()? {
+                b']' => {
+                    self.pos += 1;
+                    break;
+                }
+                // Nested classes, POSIX classes, set operations.
+                b'[' | b'&' | b'~' => return None,
+                b'-' => {
+                    // Only as the class's last character.
+                    if self.s.get(self.pos + 1) != Some(&b']') {
+                        return None;
+                    }
+                    self.pos += 1;
+                    cls.push(ClassUnicodeRange::new('-', '-'));
+                }
+                _ => {
+                    let lo = self.class_char()?;
+                    let hi = if self.peek()? == b'-' && self.s.get(self.pos + 1) != Some(&b']') {
+                        self.pos += 1;
+                        if self.peek()? == b'-' {
+                            return None;
+                        }
+                        let hi = self.class_char()?;
+                        if hi < lo {
+                            return None;
+                        }
+                        hi
+                    } else {
+                        lo
+                    };
+                    cls.push(ClassUnicodeRange::new(lo, hi));
+                }
+            }
+        }
+        if negated {
+            cls.negate();
+        }
+        Some(Hir::class(Class::Unicode(cls)))
+    }
+
+    fn class_char(&mut self) -> Option<char> {
+        match self.peek()? {
+            b'\\' => {
+                self.pos += 1;
+                self.escape()
+            }
+            b'[' | b'&' | b'~' | b'-' => None,
+            _ => self.char(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference(p: &str) -> Option<Hir> {
+        regex_syntax::ParserBuilder::new()
+            .nest_limit(super::super::NEST_LIMIT)
+            .build()
+            .parse(p)
+            .ok()
+    }
+
+    /// When the subset parser answers, it agrees with regex-syntax.
+    fn agrees(p: &str) {
+        if let Some(h) = parse(p) {
+            assert_eq!(Some(h), reference(p), "pattern {p:?}");
+        }
+    }
+
+    #[test]
+    fn schema_syntax_is_parsed_and_equal() {
+        for p in [
+            "",
+            "abc",
+            r#""(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u00[01][0-9a-fA-F])*""#,
+            r"(?:-?(?:0|[1-9][0-9]{0,15}))(?:\.[0-9]+)?",
+            r"(?:a|b|)c{2,}d{3}e?f+g*",
+            r"\{[ \t\n\r]{0,2}(?:\x{1F600}|é|\u{0})?",
+            r"(?:(?:)|x)",
+            r"[a-zA-Z_\-][^\]\\]{1,5}?",
+            "(?:null|true|false)",
+            r"[\x00-\x{10FFFF}]",
+            r"[^\x00-\x{10FFFF}]",
+            "a|b|c",
+            "(?:ab|ac|ad)",
+        ] {
+            if p.contains("\\u{") {
+                assert!(parse(p).is_none(), "{p:?} is outside the subset");
+                continue;
+            }
+            let h = parse(p).unwrap_or_else(|| panic!("{p:?} is in the subset"));
+            assert_eq!(Some(h), reference(p), "pattern {p:?}");
+        }
+    }
+
+    #[test]
+    fn outside_the_subset_is_left_to_regex_syntax() {
+        for p in [
+            "(a)",
+            "(?i:a)",
+            ".",
+            "^a$",
+            r"\d",
+            r"\p{L}",
+            "[[a]]",
+            "[a&&b]",
+            "[]a]",
+            "a**",
+            "*a",
+            "a{2,1}",
+            "a{",
+            "(?:a",
+            "a)",
+            "[a",
+            r"\q",
+            r"\xZZ",
+            r"\x{D800}",
+            "[z-a]",
+            "a{,3}",
+            r"\<",
+        ] {
+            assert!(parse(p).is_none(), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_goes_to_regex_syntax() {
+        let p = format!("{}a{}", "(?:".repeat(300), ")".repeat(300));
+        assert!(parse(&p).is_none());
+        let p = format!("{}a{}", "(?:".repeat(100), ")".repeat(100));
+        agrees(&p);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        /// Random texts over the subset's characters (and some outside it):
+        /// never a disagreement, never an acceptance of an invalid text.
+        #[test]
+        fn random_texts_agree(p in r#"[-a-c()|?*+{}\[\]^\\,0-9:x"é\x00 ]{0,24}"#) {
+            agrees(&p);
+        }
+
+        #[test]
+        fn random_well_formed_patterns_agree(p in pattern()) {
+            let h = parse(&p);
+            prop_assert!(h.is_some(), "{p:?}");
+            prop_assert_eq!(h, reference(&p), "{:?}", p);
+        }
+    }
+
+    /// Well-formed patterns of the subset.
+    fn pattern() -> impl Strategy<Value = String> {
+        let atom = prop_oneof![
+            "[a-d\"é ,:]".prop_map(|s| s),
+            r#"\\[\\"nt.\-\[{]"#.prop_map(|s| s),
+            r"\\x[0-7][0-9A-F]".prop_map(|s| s),
+            r"\[\^?(?:[a-f]|[a-f]-[m-z]|\\x[0-7][0-9a-f]|\\\]){1,4}\]".prop_map(|s| s),
+        ];
+        let quantified = (
+            atom,
+            r"(?:|\*|\+|\?|\{[0-3]\}|\{[0-3],\}|\{[0-3],[3-5]\})\??",
+        )
+            .prop_map(|(a, q)| format!("{a}{q}"));
+        let leaf = prop::collection::vec(quantified, 0..4).prop_map(|v| v.concat());
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 1..4).prop_map(|v| v.join("|")),
+                (inner.clone(), r"(?:|\*|\{1,2\})").prop_map(|(s, q)| format!("(?:{s}){q}")),
+                prop::collection::vec(inner, 1..3).prop_map(|v| v.concat()),
+            ]
+        })
+    }
+}
