@@ -19,6 +19,9 @@ fn ms(t: Instant) -> f64 {
 }
 
 fn main() {
+    // As the binary's schema commands run.
+    constrain::process::keep_freed_memory();
+    constrain::process::no_huge_pages();
     let mut cfg = RunConfig::default();
     cfg.schema.whitespace = Whitespace::Flexible { max: 2 };
     let dump = std::env::var("DUMP").ok();

@@ -16,23 +16,9 @@ use std::time::Instant;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    // As the binary's schema commands run: no transparent huge pages.
-    #[cfg(target_os = "linux")]
-    {
-        extern "C" {
-            fn prctl(option: std::ffi::c_int, ...) -> std::ffi::c_int;
-        }
-        // SAFETY: PR_SET_THP_DISABLE (41) takes one integer argument.
-        unsafe {
-            prctl(
-                41,
-                1 as std::ffi::c_ulong,
-                0 as std::ffi::c_ulong,
-                0 as std::ffi::c_ulong,
-                0 as std::ffi::c_ulong,
-            );
-        }
-    }
+    // As the binary's schema commands run.
+    constrain::process::keep_freed_memory();
+    constrain::process::no_huge_pages();
     let files: Vec<String> = std::env::args().skip(1).collect();
     if files.is_empty() {
         eprintln!("usage: tbm_profile FILE...");

@@ -8,7 +8,14 @@ use constrain::vocab::Vocabulary;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The binary's allocator, as `constrain maskbench` runs it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
+    // As the binary's schema commands run.
+    constrain::process::keep_freed_memory();
+    constrain::process::no_huge_pages();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(reps) = args.first().and_then(|a| a.parse::<usize>().ok()) else {
         eprintln!("usage: ttfm_profile REPS FILE...");

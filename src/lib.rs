@@ -26,6 +26,7 @@ pub mod guide;
 pub mod index;
 pub mod maskbench;
 pub mod model;
+pub mod process;
 pub mod sampling;
 pub mod schema;
 pub mod vocab;

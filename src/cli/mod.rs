@@ -63,7 +63,7 @@ pub fn main() -> ExitCode {
         }
     };
     if cli.command.is_some() {
-        crate::no_huge_pages();
+        constrain::process::no_huge_pages();
     }
     let result = match cli.command {
         Some(Command::Compile(a)) => compile::run_compile(a),

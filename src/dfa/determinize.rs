@@ -52,26 +52,93 @@ pub(super) enum Limit {
     Determinize,
 }
 
-/// Closure scratch: a visited mark per NFA state and a DFS stack.
+/// Most NFA state ids [`Closure`] keeps memoized closures of (64 MiB); past
+/// it, closures are searched each time.
+const MEMO_CAP: usize = 16 << 20;
+
+/// Closure scratch: a visited mark per NFA state and a DFS stack, and the
+/// memoized closure of each single NFA state reached by a byte.
 struct Closure {
     mark: Vec<u32>,
     generation: u32,
     stack: Vec<NfaId>,
+    /// Scratch for one seed's closure.
+    stack_out: Vec<u32>,
+    /// Per NFA state, `(offset, len)` of its closure in `arena`
+    /// (`offset == u32::MAX`: not memoized yet).
+    memo: Vec<(u32, u32)>,
+    arena: Vec<u32>,
 }
 
 impl Closure {
+    fn new(n: usize) -> Closure {
+        Closure {
+            mark: vec![0; n],
+            generation: 0,
+            stack: Vec::new(),
+            stack_out: Vec::new(),
+            memo: vec![(u32::MAX, 0); n],
+            arena: Vec::new(),
+        }
+    }
+
+    /// A fresh mark value (every mark is older).
+    fn next_generation(&mut self) -> u32 {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.mark.iter_mut().for_each(|m| *m = 0);
+            self.generation = 1;
+        }
+        self.generation
+    }
+
+    /// As [`Closure::run`], from the union of the seeds' own closures, each
+    /// searched once and then kept: a DFA state's successors on a class are
+    /// mostly the closure of one or a few NFA states that many other DFA
+    /// states reach too, and the search walks a graph of millions of states
+    /// in no useful order (a cache miss per state).
+    fn of(&mut self, nfa: &NFA, dist: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        for &s in seeds {
+            if self.memo[s as usize].0 == u32::MAX {
+                if self.arena.len() >= MEMO_CAP {
+                    return self.run(nfa, dist, seeds, out);
+                }
+                let mut one = std::mem::take(&mut self.stack_out);
+                self.run(nfa, dist, &[s], &mut one);
+                let off = self.arena.len();
+                self.arena.extend_from_slice(&one);
+                self.memo[s as usize] = (off as u32, one.len() as u32);
+                self.stack_out = one;
+            }
+        }
+        if let [s] = seeds {
+            let (off, len) = self.memo[*s as usize];
+            out.extend_from_slice(&self.arena[off as usize..(off + len) as usize]);
+            return;
+        }
+        // The closures overlap: keep each state once (by mark), then sort.
+        let g = self.next_generation();
+        for &s in seeds {
+            let (off, len) = self.memo[s as usize];
+            for &q in &self.arena[off as usize..(off + len) as usize] {
+                let m = &mut self.mark[q as usize];
+                if *m != g {
+                    *m = g;
+                    out.push(q);
+                }
+            }
+        }
+        out.sort_unstable();
+    }
+
     /// Appends to `out`, sorted, the byte-reading and match states reachable
     /// from `seeds` through epsilon transitions.
     /// NFA states with `dist == u32::MAX` (no path to the match state) are
     /// neither kept nor followed.
     fn run(&mut self, nfa: &NFA, dist: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
         out.clear();
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
-            self.mark.iter_mut().for_each(|m| *m = 0);
-            self.generation = 1;
-        }
-        let g = self.generation;
+        let g = self.next_generation();
         for &s in seeds.iter().rev() {
             self.stack.push(NfaId::new_unchecked(s as usize));
         }
@@ -220,11 +287,7 @@ impl Determinizer {
             classes,
             stride,
             nfa_dist,
-            closure: Closure {
-                mark: vec![0; n],
-                generation: 0,
-                stack: Vec::new(),
-            },
+            closure: Closure::new(n),
             // State 0 is dead (its key is the empty set).
             keys: vec![Arc::from(Vec::new())],
             map: FastMap::default(),
@@ -384,7 +447,7 @@ impl Determinizer {
                 Some((pc, t)) if pc + 1 == c && self.buckets[pc] == self.buckets[c] => t,
                 _ => {
                     self.closure
-                        .run(&self.nfa, &self.nfa_dist, &self.buckets[c], &mut scratch);
+                        .of(&self.nfa, &self.nfa_dist, &self.buckets[c], &mut scratch);
                     if scratch.is_empty() {
                         0
                     } else {
