@@ -44,12 +44,14 @@ pub struct DfaConfig {
     pub minimize: bool,
     /// [`ByteDfa::build`] determinizes at most this many states up front and
     /// leaves the rest to be determinized on demand ([`LazyDfa`]); `None`
-    /// always builds the whole DFA. Default 100,000 states: a DFA and index
-    /// of that size take about half a second to build on one core, while
-    /// the largest schema DFAs (a million states) take over ten. Measured
-    /// on MaskBench's dev half: 50,000 gave TTFM p99 0.85 s and TBM p99
-    /// 40 µs, 100,000 gave 0.91 s and 27 µs, 150,000 gave 1.11 s and 21 µs
-    /// (a state determinized on demand costs its first visit a walk).
+    /// always builds the whole DFA. Default 200,000 states: a DFA and index
+    /// of that size take well under a second to build on one core, while
+    /// the largest schema DFAs (a million states) take several. Measured on
+    /// MaskBench's dev half (TTFM p99 / TBM p99), before the subset regex
+    /// parser: 50,000 gave 0.85 s / 40 µs, 100,000 0.91 s / 27 µs, 150,000
+    /// 1.11 s / 21 µs; with it and the memoized closures: 150,000 gave
+    /// 0.80 s / 21 µs and 200,000 0.94 s / 19 µs (a state determinized on
+    /// demand costs its first visit a walk).
     pub lazy_states: Option<usize>,
 }
 
@@ -60,7 +62,7 @@ impl Default for DfaConfig {
             determinize_size_limit: 1 << 30,
             dfa_size_limit: 512 << 20,
             minimize: false,
-            lazy_states: Some(100_000),
+            lazy_states: Some(200_000),
         }
     }
 }
