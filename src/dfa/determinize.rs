@@ -63,7 +63,7 @@ struct Closure {
     generation: u32,
     stack: Vec<NfaId>,
     /// Scratch for one seed's closure.
-    stack_out: Vec<u32>,
+    seed_scratch: Vec<u32>,
     /// Per NFA state, `(offset, len)` of its closure in `arena`
     /// (`offset == u32::MAX`: not memoized yet).
     memo: Vec<(u32, u32)>,
@@ -76,7 +76,7 @@ impl Closure {
             mark: vec![0; n],
             generation: 0,
             stack: Vec::new(),
-            stack_out: Vec::new(),
+            seed_scratch: Vec::new(),
             memo: vec![(u32::MAX, 0); n],
             arena: Vec::new(),
         }
@@ -104,12 +104,12 @@ impl Closure {
                 if self.arena.len() >= MEMO_CAP {
                     return self.run(nfa, dist, seeds, out);
                 }
-                let mut one = std::mem::take(&mut self.stack_out);
+                let mut one = std::mem::take(&mut self.seed_scratch);
                 self.run(nfa, dist, &[s], &mut one);
                 let off = self.arena.len();
                 self.arena.extend_from_slice(&one);
                 self.memo[s as usize] = (off as u32, one.len() as u32);
-                self.stack_out = one;
+                self.seed_scratch = one;
             }
         }
         if let [s] = seeds {
