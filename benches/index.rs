@@ -8,7 +8,7 @@ use constrain::dfa::{ByteDfa, DfaConfig};
 use constrain::grammar::Grammar;
 use constrain::index::{IndexConfig, TokenIndex};
 use constrain::vocab::{Vocabulary, QWEN_LOGITS_WIDTH};
-use constrain::Guide;
+use constrain::Matcher;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -113,7 +113,7 @@ fn main() {
     let lazy_idx = Arc::new(lazy_idx);
     for (which, index) in [(0, &idx), (1, &lazy_idx)] {
         for _ in 0..200 {
-            let mut g = Guide::new(index.clone());
+            let mut g = Matcher::from_index(index.clone());
             let mut steps = 0;
             while !g.is_finished() && steps < 400 {
                 // Pick the token outside the timed region (as a sampler would).

@@ -1,32 +1,34 @@
 //! # constrain
 //!
-//! Structured-output decoding that always parses. A JSON Schema, a regex or a
-//! named grammar is compiled into a byte-level DFA ([`dfa::ByteDfa`]), lifted to
-//! the token level over a vocabulary ([`vocab::Vocabulary`]) into an immutable,
-//! shareable [`index::TokenIndex`], and walked per request by a cheap
-//! [`guide::Guide`] that says, at every step, which tokens keep the text inside
-//! the language. The [`sampling`] pipeline ([`sampling::Sampler`]) then turns masked logits into a
-//! token, and [`generate`] drives a [`model::LanguageModel`].
+//! Structured-output decoding that always parses. A [`Compiler`] over one
+//! vocabulary ([`vocab::Vocabulary`]) turns a [`Source`] — a JSON Schema, an
+//! OpenAI `tools` array, a regex or a grammar file — into a byte-level DFA
+//! ([`dfa::ByteDfa`]) and lifts it to the token level: an immutable,
+//! shareable [`Compiled`] artefact (cached by source and options). Each request
+//! walks it with a cheap [`Matcher`] that says, at every step, which tokens
+//! keep the text inside the language (as a [`index::TokenSet`] or an
+//! XGrammar-layout bitmask). The [`sampling`] pipeline ([`sampling::Sampler`])
+//! then turns masked logits into a token.
 //!
 //! ```text
-//! JSON Schema ──schema::──▶ regex ──┐
-//! regex / grammars/*.regex ─────────┼─▶ dfa::ByteDfa ──┐
-//! tokenizer.json / GGUF ─vocab::──▶ Vocabulary ────────┴─▶ index::TokenIndex (Arc)
-//!                                                               │
-//! model:: logits ─▶ sampling::Sampler ─▶ token ─▶ guide::Guide ◀┘
+//! JSON Schema ─ schema:: ─┐
+//! tools array ─ schema:: ─┤
+//! regex / grammar file ───┼─▶ dfa::ByteDfa ─▶ index::TokenIndex ─▶ Arc<Compiled> (cached)
+//! tokenizer.json ─ vocab:: ─▶ Vocabulary ──────────┘                     │
+//!                                                                      Matcher (per request)
+//! model logits ─▶ mask (Matcher) ─▶ sampling::Sampler ─▶ token ─▶ Matcher::accept_token
 //! ```
 //!
-//! The library never prints; the binary (`src/main.rs`, `src/cli/`) does.
+//! The crates beside this one: `constrain-model` (the `LanguageModel` trait,
+//! candle Qwen, the generation loop), `constrain-cli` (the binary),
+//! `constrain-testkit` (oracles, MaskBench runner, fake and tiny models).
+//! The library never prints; the binary does.
 
-pub mod check;
+pub mod compiler;
 pub mod dfa;
-pub mod generate;
 pub mod grammar;
-pub mod guide;
 pub mod index;
-pub mod maskbench;
-pub mod model;
-pub mod process;
+pub mod matcher;
 pub mod sampling;
 pub mod schema;
 pub mod vocab;
@@ -41,14 +43,15 @@ pub enum Error {
     #[error(transparent)]
     Vocab(#[from] VocabError),
     #[error(transparent)]
-    Guide(#[from] GuideError),
+    Matcher(#[from] MatcherError),
     #[error(transparent)]
     Schema(#[from] schema::SchemaError),
     #[error(transparent)]
     Grammar(#[from] grammar::GrammarError),
 }
 
+pub use compiler::{CompileError, CompileStats, Compiled, Compiler, CompilerConfig, Source};
 pub use dfa::{ByteDfa, Dfa, DfaConfig, DfaError, LazyDfa};
-pub use guide::{Guide, GuideError};
 pub use index::{IndexConfig, IndexError, TokenIndex, TokenSet};
+pub use matcher::{bitmask_words, Matcher, MatcherError};
 pub use vocab::{TokenId, VocabError, Vocabulary};

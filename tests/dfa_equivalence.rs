@@ -7,7 +7,7 @@
 //! a message when `../shared` is absent) plus `schemas/` and `grammars/`. With
 //! `CONSTRAIN_DFA_EQUIV_ALL=1`, every MaskBench dev schema.
 
-mod common;
+use constrain_testkit::assets as common;
 
 use constrain::dfa::{first_difference, ByteDfa, DfaConfig};
 use constrain::schema::{self, SchemaOptions};

@@ -1,13 +1,13 @@
 //! Token index and guide: hand-checked tiny vocabularies, then the real Qwen
 //! vocabulary with the `regex` crate as an independent oracle.
 
-mod common;
+use constrain_testkit::assets as common;
 
 use constrain::dfa::{ByteDfa, DfaConfig};
 use constrain::grammar::Grammar;
 use constrain::index::{IndexConfig, IndexError, TokenIndex};
 use constrain::vocab::{TokenId, Vocabulary};
-use constrain::Guide;
+use constrain::Matcher;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;
 
@@ -53,7 +53,7 @@ fn index(re: &str, vocab: &Arc<Vocabulary>, eager: bool) -> Arc<TokenIndex> {
     Arc::new(TokenIndex::build(&dfa, vocab.clone(), &cfg).unwrap())
 }
 
-fn ids(g: &Guide) -> Vec<u32> {
+fn ids(g: &Matcher) -> Vec<u32> {
     g.allowed().iter().map(|t| t.0).collect()
 }
 
@@ -62,7 +62,7 @@ fn tiny_allowed_sets_by_hand() {
     for eager in [true, false] {
         let v = tiny_vocab();
         // (ab)+c? : from the start only `a`-led tokens that stay inside: a, ab, abc? no: abc needs (ab)+ then c → "abc" ok.
-        let mut g = Guide::new(index("(ab)+c?", &v, eager));
+        let mut g = Matcher::from_index(index("(ab)+c?", &v, eager));
         assert_eq!(
             ids(&g),
             vec![0, 1, 2],
@@ -80,7 +80,10 @@ fn tiny_allowed_sets_by_hand() {
         g.advance(TokenId(9)).unwrap();
         assert!(g.is_finished());
         assert!(g.allowed().is_empty());
-        assert_eq!(g.advance(TokenId(0)), Err(constrain::GuideError::Finished));
+        assert_eq!(
+            g.advance(TokenId(0)),
+            Err(constrain::MatcherError::Finished)
+        );
         g.rollback(2).unwrap();
         assert_eq!(ids(&g), vec![0, 1, 2, 4, 9]);
     }
@@ -90,7 +93,7 @@ fn tiny_allowed_sets_by_hand() {
 fn tiny_dead_ends_are_never_allowed() {
     let v = tiny_vocab();
     // `"a"` requires a closing quote: token `"a` is fine (leads to live state), `a` is not a start.
-    let mut g = Guide::new(index("\"a*\"", &v, true));
+    let mut g = Matcher::from_index(index("\"a*\"", &v, true));
     assert_eq!(ids(&g), vec![5, 6]);
     g.advance(TokenId(6)).unwrap();
     assert_eq!(ids(&g), vec![0, 5], "more a or the closing quote");
@@ -108,7 +111,7 @@ fn tiny_dead_ends_are_never_allowed() {
 fn tiny_budget_and_forced_bytes() {
     let v = tiny_vocab();
     let idx = index("abab(c|x)", &v, true);
-    let g = Guide::new(idx);
+    let g = Matcher::from_index(idx);
     assert_eq!(g.forced_bytes(), b"abab");
     // Greedy longest tokens along the shortest completion `ababc`: ab, abc → 2.
     assert_eq!(g.tokens_to_accept(), Some(2));
@@ -143,7 +146,7 @@ fn incompatible_vocabulary_and_empty_language_are_build_errors() {
     // `(a|az)b?`: `a` is fine, but the token path through `z` is pruned.
     let dfa = ByteDfa::new("a(zb)?", &DfaConfig::default()).unwrap();
     let idx = Arc::new(TokenIndex::build(&dfa, v.clone(), &IndexConfig::default()).unwrap());
-    let mut g = Guide::new(idx);
+    let mut g = Matcher::from_index(idx);
     assert_eq!(ids(&g), vec![0], "only `a`; `ab`/`abc` leave the language");
     g.advance(TokenId(0)).unwrap();
     assert_eq!(ids(&g), vec![9], "`z` cannot be spelled: only EOS");
@@ -304,7 +307,10 @@ fn qwen_lazy_dfa_index_agrees_with_the_eager_one() {
             }
         }
         for _ in 0..25 {
-            let (mut ge, mut gl) = (Guide::new(eager.clone()), Guide::new(lazy.clone()));
+            let (mut ge, mut gl) = (
+                Matcher::from_index(eager.clone()),
+                Matcher::from_index(lazy.clone()),
+            );
             for step in 0..60 {
                 assert_eq!(ge.allowed(), gl.allowed(), "{re}: step {step}");
                 assert_eq!(ge.is_accepting(), gl.is_accepting(), "{re}");
@@ -351,7 +357,7 @@ fn qwen_lazy_dfa_over_its_limit_reports_it() {
     let idx = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &IndexConfig::default()).unwrap());
     let mut rng = StdRng::seed_from_u64(5);
     for _ in 0..20 {
-        let mut g = Guide::new(idx.clone());
+        let mut g = Matcher::from_index(idx.clone());
         for _ in 0..40 {
             let _ = (g.tokens_to_accept(), g.forced_bytes(), g.is_finished());
             let allowed: Vec<TokenId> = g.allowed().iter().collect();
@@ -424,7 +430,7 @@ fn qwen_sampled_strings_are_accepted_token_by_token() {
             let bytes = idx.table().unwrap().random_text(&mut rng, 80);
             let text = String::from_utf8(bytes).expect("DFA texts are UTF-8");
             assert!(oracle.is_match(&text), "sampled {text:?} not in {re}");
-            let mut g = Guide::new(idx.clone());
+            let mut g = Matcher::from_index(idx.clone());
             for t in tok.encode(&text).unwrap() {
                 g.advance(t)
                     .unwrap_or_else(|e| panic!("{re}: {text:?}: {e}"));
@@ -447,7 +453,7 @@ fn qwen_random_walks_match_the_regex_oracle() {
         let idx = index(&re, &vocab, true);
         let oracle = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
         for _ in 0..20 {
-            let mut g = Guide::new(idx.clone());
+            let mut g = Matcher::from_index(idx.clone());
             let mut steps = 0;
             while !g.is_finished() {
                 let allowed: Vec<TokenId> = g.allowed().iter().collect();
@@ -507,7 +513,7 @@ fn qwen_strings_outside_the_language_are_rejected() {
     for (re, bad) in cases {
         let idx = index(re, &vocab, true);
         for text in *bad {
-            let mut g = Guide::new(idx.clone());
+            let mut g = Matcher::from_index(idx.clone());
             let ok = tok
                 .encode(text)
                 .unwrap()

@@ -1,4 +1,4 @@
-//! Compiled schemas at the token level, through `TokenIndex` and `Guide`.
+//! Compiled schemas at the token level, through `TokenIndex` and `Matcher`.
 //!
 //! - A hand-made byte-level vocabulary (offline): instances split into known
 //!   tokens must walk through the guide and end where EOS is allowed; invalid
@@ -9,8 +9,8 @@
 
 mod schema_util;
 
-use constrain::guide::Guide;
 use constrain::index::TokenIndex;
+use constrain::matcher::Matcher;
 use constrain::schema::{self, JsonMode, SchemaOptions, Whitespace};
 use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
 use rand::Rng;
@@ -29,7 +29,7 @@ fn home() -> PathBuf {
 }
 
 /// Walks `tokens`; Ok(true) when every token is allowed and EOS is allowed at the end.
-fn walk(guide: &mut Guide, tokens: &[TokenId], eos: TokenId) -> bool {
+fn walk(guide: &mut Matcher, tokens: &[TokenId], eos: TokenId) -> bool {
     for &t in tokens {
         if !guide.is_allowed(t) {
             return false;
@@ -102,7 +102,7 @@ fn tiny_vocabulary_walks() {
             (json!({"b": false}), false),
         ] {
             let text = render(&v, ws);
-            let mut g = Guide::new(index.clone());
+            let mut g = Matcher::from_index(index.clone());
             assert_eq!(
                 walk(&mut g, &tiny_encode(&text, &words), eos),
                 ok,
@@ -153,7 +153,7 @@ fn qwen_tokens_walk_and_random_walks_validate() {
         let index = Arc::new(TokenIndex::from_regex(&c.regex, vocab.clone()).unwrap());
         for v in &good {
             let text = py_dumps(v);
-            let mut g = Guide::new(index.clone());
+            let mut g = Matcher::from_index(index.clone());
             assert!(
                 walk(&mut g, &tok.encode(&text).unwrap(), eos),
                 "{text} should walk through"
@@ -161,7 +161,7 @@ fn qwen_tokens_walk_and_random_walks_validate() {
         }
         for v in &bad {
             let text = py_dumps(v);
-            let mut g = Guide::new(index.clone());
+            let mut g = Matcher::from_index(index.clone());
             assert!(
                 !walk(&mut g, &tok.encode(&text).unwrap(), eos),
                 "{text} should be rejected"
@@ -169,7 +169,7 @@ fn qwen_tokens_walk_and_random_walks_validate() {
         }
         // Random token walks: stop at EOS or after 200 tokens, steering to the end.
         for _ in 0..20 {
-            let mut g = Guide::new(index.clone());
+            let mut g = Matcher::from_index(index.clone());
             let mut ids = Vec::new();
             loop {
                 let allowed: Vec<TokenId> = g.allowed().iter().collect();

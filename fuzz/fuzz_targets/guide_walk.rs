@@ -4,7 +4,7 @@
 //! schemas of `schemas/` compiled by the schema compiler) over the real Qwen
 //! vocabulary (`$CONSTRAIN_HOME/tokenizer.json`, required).
 //!
-//! Invariants (in `constrain::check::check_guide_walk_case`, replayed by
+//! Invariants (in `constrain_testkit::check::check_guide_walk_case`, replayed by
 //! `tests/fuzz_regressions.rs`): `advance` succeeds exactly for the allowed
 //! tokens, which are exactly those the DFA oracle says keep the text
 //! completable; a refused advance changes nothing; `rollback` restores the
@@ -16,7 +16,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use constrain::check::{check_guide_walk_case, GuideOp, GuideWalkCase, Oracle};
+use constrain_testkit::check::{check_guide_walk_case, GuideOp, GuideWalkCase, Oracle};
 use constrain::dfa::{ByteDfa, DfaConfig};
 use constrain::grammar::Grammar;
 use constrain::index::{IndexConfig, TokenIndex};

@@ -2,7 +2,7 @@
 //! patterns and sparse id lists, so both code paths run), histories, logit
 //! biases and settings.
 //!
-//! Invariants (in `constrain::check::check_sampling_case`, replayed by
+//! Invariants (in `constrain_testkit::check::check_sampling_case`, replayed by
 //! `tests/fuzz_regressions.rs`): the picked token is allowed by the mask, not
 //! removed, and in the support of the distribution; probabilities are finite,
 //! in (0, 1] and sum to 1; top-k, min-p and greedy hold; "all removed" only
@@ -14,7 +14,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use constrain::check::{check_sampling_case, SamplingCase, SamplingOutcome};
+use constrain_testkit::check::{check_sampling_case, SamplingCase, SamplingOutcome};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug, Clone, Copy)]

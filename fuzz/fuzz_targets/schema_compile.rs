@@ -1,7 +1,7 @@
 //! `schema_compile`: arbitrary JSON, biased towards JSON Schema keywords and
 //! values, as a schema.
 //!
-//! Invariants (in `constrain::check::check_schema_case`, replayed by
+//! Invariants (in `constrain_testkit::check::check_schema_case`, replayed by
 //! `tests/fuzz_regressions.rs`): compiling never panics and either refuses
 //! with a message or yields a regex that parses; every random walk over the
 //! guide (masks checked against the DFA oracle) ends in a text that parses
@@ -14,7 +14,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use constrain::check::{check_schema_case, json_test_vocabulary, SchemaOutcome};
+use constrain_testkit::check::{check_schema_case, json_test_vocabulary, SchemaOutcome};
 use constrain::dfa::DfaConfig;
 use constrain::schema::SchemaOptions;
 use constrain::vocab::Vocabulary;

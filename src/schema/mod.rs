@@ -77,7 +77,10 @@ pub mod ir;
 pub mod numeric;
 pub mod pattern;
 pub mod regex;
+pub mod tools;
 pub mod whitespace;
+
+pub use tools::tools_schema;
 
 pub use whitespace::Whitespace;
 

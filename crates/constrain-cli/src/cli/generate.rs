@@ -1,0 +1,310 @@
+//! The main job (no subcommand): constrained generation with a real model.
+//!
+//! `constrain --schema FILE --prompt TEXT` prints one JSON document valid for
+//! the schema on stdout (newline-terminated); `--regex`, `--grammar` and
+//! `--tools` are the other constraint sources. stdout carries only the
+//! generated text, buffered and written at the end unless `--stream`; model
+//! loading, index building and a one-line summary go to stderr. Bad input is
+//! one `error:` line and exit code 2, with nothing on stdout.
+
+use super::common::{constrain_home, read_json};
+use anyhow::{bail, Context};
+use constrain::sampling::SamplingConfig;
+use constrain::vocab::TokenId;
+use constrain::{CompileError, Source};
+use constrain_model::generate::{Engine, GenerateConfig, GenerateError, StopReason};
+use constrain_model::{self as model, prompt, TokenizerSource};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Default model file name under `$CONSTRAIN_HOME`.
+pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+
+#[derive(clap::Args, Debug)]
+pub struct GenerateArgs {
+    /// JSON Schema file: the output is one JSON document valid for it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["regex", "grammar", "tools"])]
+    schema: Option<PathBuf>,
+    /// Regex the whole output must match.
+    #[arg(long, value_name = "RE", conflicts_with_all = ["grammar", "tools"])]
+    regex: Option<String>,
+    /// Grammar file (`grammars/*.regex`).
+    #[arg(long, value_name = "FILE", conflicts_with = "tools")]
+    grammar: Option<PathBuf>,
+    /// OpenAI-style `tools` array (JSON file): the output is
+    /// `{"name": ..., "arguments": {...}}` valid for exactly one tool.
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
+    /// The user message.
+    #[arg(long, value_name = "TEXT")]
+    prompt: Option<String>,
+    /// System message (default: one that shows the schema / tools / regex).
+    #[arg(long, value_name = "TEXT", conflicts_with = "raw")]
+    system: Option<String>,
+    /// Feed the prompt as is, without the ChatML template.
+    #[arg(long)]
+    raw: bool,
+    /// GGUF model (default: $CONSTRAIN_HOME/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// tokenizer.json (default: the tokenizer stored in the GGUF file).
+    #[arg(long, value_name = "FILE")]
+    tokenizer: Option<PathBuf>,
+    /// Most tokens generated; the output is always complete within it.
+    #[arg(long, default_value_t = 256)]
+    max_tokens: usize,
+    /// Sampling temperature (0 = greedy).
+    #[arg(long, conflicts_with = "greedy")]
+    temperature: Option<f32>,
+    /// Keep the k most likely tokens (0 = off).
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Nucleus sampling threshold (1 = off).
+    #[arg(long)]
+    top_p: Option<f32>,
+    /// Drop tokens below min_p × the top probability (0 = off).
+    #[arg(long)]
+    min_p: Option<f32>,
+    /// Repetition penalty (1 = off).
+    #[arg(long)]
+    repetition_penalty: Option<f32>,
+    /// Frequency penalty (0 = off).
+    #[arg(long)]
+    frequency_penalty: Option<f32>,
+    /// Presence penalty (0 = off).
+    #[arg(long)]
+    presence_penalty: Option<f32>,
+    /// Penalties look at the last N generated tokens only (default: all).
+    #[arg(long, value_name = "N")]
+    penalty_last_n: Option<usize>,
+    /// Logit biases: `ID=V,ID=V...`.
+    #[arg(long, value_name = "ID=V,...")]
+    logit_bias: Option<String>,
+    /// Seed of the sampler.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Greedy decoding (argmax over the allowed tokens).
+    #[arg(long)]
+    greedy: bool,
+    /// Write tokens to stdout as they are generated.
+    #[arg(long)]
+    stream: bool,
+    /// CPU threads for the model (default: physical cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Do not append forced continuations without sampling.
+    #[arg(long)]
+    no_jump_forward: bool,
+    #[command(flatten)]
+    schema_opts: super::schema_args::SchemaArgs,
+}
+
+/// A constraint, with its label for errors and the default system message.
+struct Constraint {
+    source: Source,
+    what: String,
+    system: String,
+}
+
+fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
+    let opts = a.schema_opts.options();
+    if let Some(p) = &a.schema {
+        let s = read_json(p, "schema")?;
+        return Ok(Constraint {
+            system: prompt::schema_system_message(&s),
+            source: Source::json_schema(s).with_schema_options(opts),
+            what: format!("invalid schema {}", p.display()),
+        });
+    }
+    if let Some(p) = &a.tools {
+        let tools = read_json(p, "tools file")?;
+        let list = tools.as_array().cloned().unwrap_or_default();
+        return Ok(Constraint {
+            system: prompt::tools_system_message(&list),
+            source: Source::tools(tools).with_schema_options(opts),
+            what: format!("invalid tools file {}", p.display()),
+        });
+    }
+    if let Some(re) = &a.regex {
+        return Ok(Constraint {
+            system: prompt::regex_system_message(re),
+            source: Source::regex(re.clone()),
+            what: "regex".into(),
+        });
+    }
+    if let Some(p) = &a.grammar {
+        let g = constrain::grammar::Grammar::load(p)?;
+        return Ok(Constraint {
+            system: prompt::regex_system_message(&g.pattern),
+            source: Source::Grammar(g),
+            what: format!("grammar {}", p.display()),
+        });
+    }
+    bail!(
+        "give one of --schema, --regex, --grammar, --tools (and --prompt); see `constrain --help`"
+    )
+}
+
+fn sampling(a: &GenerateArgs) -> anyhow::Result<SamplingConfig> {
+    let mut s = if a.greedy {
+        SamplingConfig::greedy()
+    } else {
+        SamplingConfig::default()
+    };
+    if let Some(v) = a.temperature {
+        s.temperature = v;
+    }
+    if let Some(v) = a.top_k {
+        s.top_k = v;
+    }
+    if let Some(v) = a.top_p {
+        s.top_p = v;
+    }
+    if let Some(v) = a.min_p {
+        s.min_p = v;
+    }
+    if let Some(v) = a.repetition_penalty {
+        s.repetition_penalty = v;
+    }
+    if let Some(v) = a.frequency_penalty {
+        s.frequency_penalty = v;
+    }
+    if let Some(v) = a.presence_penalty {
+        s.presence_penalty = v;
+    }
+    if a.penalty_last_n.is_some() {
+        s.penalty_last_n = a.penalty_last_n;
+    }
+    if let Some(b) = &a.logit_bias {
+        s.logit_bias = parse_logit_bias(b)?;
+    }
+    s.validate().context("invalid sampling options")?;
+    Ok(s)
+}
+
+/// Parses `ID=V,ID=V...`.
+pub fn parse_logit_bias(s: &str) -> anyhow::Result<Vec<(TokenId, f32)>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, v) = part
+            .split_once('=')
+            .with_context(|| format!("--logit-bias entry {part:?} is not ID=VALUE"))?;
+        let id: u32 = id
+            .trim()
+            .parse()
+            .with_context(|| format!("--logit-bias entry {part:?}: {id:?} is not a token id"))?;
+        let v: f32 = v
+            .trim()
+            .parse()
+            .with_context(|| format!("--logit-bias entry {part:?}: {v:?} is not a number"))?;
+        if v.is_nan() {
+            bail!("--logit-bias entry {part:?}: the bias is NaN");
+        }
+        out.push((TokenId(id), v));
+    }
+    Ok(out)
+}
+
+pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
+    // Cheap checks first: nothing slow runs on bad input.
+    let user = a.prompt.clone().context(
+        "no --prompt given (the main job is `constrain --schema FILE --prompt TEXT`; see `constrain --help`)",
+    )?;
+    let c = constraint(&a)?;
+    let sampling = sampling(&a)?;
+    if let Some(n) = a.threads {
+        model::set_threads(n)?;
+    }
+    let model_path = a
+        .model
+        .clone()
+        .unwrap_or_else(|| constrain_home().join(DEFAULT_MODEL));
+    let tok_src = match &a.tokenizer {
+        Some(p) => TokenizerSource::Json(p.clone()),
+        None => TokenizerSource::Gguf,
+    };
+
+    let t = Instant::now();
+    eprintln!("loading model {} ...", model_path.display());
+    let mut engine = Engine::load(&model_path, &tok_src)?;
+    let width = engine.vocab().logits_width();
+    if let Some(&(t, _)) = sampling
+        .logit_bias
+        .iter()
+        .find(|(t, _)| t.as_usize() >= width)
+    {
+        bail!("--logit-bias token {t} is outside the model's {width} logits");
+    }
+    eprintln!(
+        "loaded {} model in {:.1} s ({} threads)",
+        engine.model().architecture().name(),
+        t.elapsed().as_secs_f64(),
+        model::threads()
+    );
+    let t = Instant::now();
+    eprintln!("building token index ...");
+    let compiled = engine.compile(&c.source).map_err(|e| match e {
+        GenerateError::Compile(CompileError::Schema(_)) => anyhow::Error::new(e).context(c.what),
+        e => e.into(),
+    })?;
+    for w in compiled.warnings() {
+        eprintln!("warning: {w}");
+    }
+    let index = compiled.index().clone();
+    eprintln!(
+        "built index in {:.2} s ({} states)",
+        t.elapsed().as_secs_f64(),
+        index.num_states()
+    );
+    let system = a.system.clone().unwrap_or(c.system);
+    let prompt = engine.prompt_tokens(&user, Some(&system), a.raw)?;
+    let config = GenerateConfig {
+        max_tokens: a.max_tokens,
+        sampling,
+        seed: a.seed,
+        jump_forward: !a.no_jump_forward,
+        ignore_eos: false,
+    };
+    let stdout = std::io::stdout();
+    let mut sink = stdout.lock();
+    let mut stream_err = None;
+    let stream = a.stream;
+    let out = engine.generate(&prompt, Some(index), &config, &mut |b| {
+        if stream && stream_err.is_none() {
+            if let Err(e) = sink.write_all(b).and_then(|_| sink.flush()) {
+                stream_err = Some(e);
+            }
+        }
+    })?;
+    if let Some(e) = stream_err {
+        return Err(e).context("cannot write to stdout");
+    }
+    if !out.accepted {
+        bail!(
+            "the output is incomplete after {} tokens: {:?}",
+            out.tokens.len(),
+            out.text()
+        );
+    }
+    if !stream {
+        sink.write_all(&out.bytes)?;
+    }
+    sink.write_all(b"\n")?;
+    sink.flush()?;
+    let s = &out.stats;
+    eprintln!(
+        "{} tokens ({} forced, {}), prompt {} tokens, prefill {:.1} tok/s, decode {:.1} tok/s",
+        s.generated_tokens,
+        s.forced_tokens,
+        match out.stop {
+            StopReason::Complete => "complete",
+            StopReason::MaxTokens => "max tokens",
+        },
+        s.prompt_tokens,
+        s.prefill_tokens_per_sec(),
+        s.decode_tokens_per_sec()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,80 @@
+//! Command-line interface. Each subcommand lives in its own file with its own
+//! clap `Args` struct and a `run` returning an exit code.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod common;
+mod compile;
+mod distribution;
+mod generate;
+mod maskbench;
+mod schema_args;
+mod soak;
+
+#[derive(Parser)]
+#[command(
+    name = "constrain",
+    version,
+    about = "Structured-output decoding that always parses",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    /// The main job (no subcommand): constrained generation.
+    #[command(flatten)]
+    generate: generate::GenerateArgs,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the token index for a regex, grammar or schema and print its statistics.
+    Compile(compile::CompileArgs),
+    /// Walk the guide over the canonical tokens of a text: exit 0 accepted, 1 rejected.
+    Check(compile::CheckArgs),
+    /// Run schemas with valid/invalid instances by MaskBench's rules and report TTFM/TBM.
+    Maskbench(maskbench::MaskbenchArgs),
+    /// Show how each sampling stage shifts a small distribution.
+    Distribution(Box<distribution::DistributionArgs>),
+    /// Generate from random logits over many schemas and check every output validates: exit 1 if any fails.
+    Soak(Box<soak::SoakArgs>),
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // One line: the message without the usage block.
+            let text = e.to_string();
+            let msg: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let msg = msg.join(" ");
+            eprintln!("error: {}", msg.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    if cli.command.is_some() {
+        constrain_testkit::process::no_huge_pages();
+    }
+    let result = match cli.command {
+        Some(Command::Compile(a)) => compile::run_compile(a),
+        Some(Command::Check(a)) => compile::run_check(a),
+        Some(Command::Maskbench(a)) => maskbench::run(a),
+        Some(Command::Distribution(a)) => distribution::run(*a),
+        Some(Command::Soak(a)) => soak::run(*a),
+        None => generate::run(cli.generate),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => common::report(&e),
+    }
+}

@@ -1,0 +1,305 @@
+//! The main job of the binary: stdout carries only the output (one line),
+//! bad input is exit 2 with one `error:` line and nothing on stdout. Runs
+//! offline on tiny random-weight GGUF files; the real-model cases skip when
+//! the asset is missing.
+
+use constrain_testkit::tiny::{write_tiny_gguf, TinySpec};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("constrain-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn tiny(arch: &str) -> PathBuf {
+    let p = tmp(&format!("tiny-{arch}.gguf"));
+    if !p.exists() {
+        let spec = TinySpec {
+            arch: arch.into(),
+            ..TinySpec::default()
+        };
+        write_tiny_gguf(&p, &spec).unwrap();
+    }
+    p
+}
+
+fn constrain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_constrain"))
+        .args(args)
+        .env("CONSTRAIN_HOME", tmp("empty-home"))
+        .output()
+        .unwrap()
+}
+
+fn bad_input(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let last = err.lines().last().unwrap_or("");
+    assert!(last.starts_with("error: "), "{err}");
+    assert!(last.contains(needle), "expected {needle:?} in {last:?}");
+}
+
+#[test]
+fn tiny_qwen3_generates_a_matching_line() {
+    let m = tiny("qwen3");
+    let m = m.to_str().unwrap();
+    for (re, seed) in [
+        ("[ab]{5}", "1"),
+        ("(yes|no)", "2"),
+        (r#"\{"n":[0-9]{2}\}"#, "3"),
+    ] {
+        for extra in [
+            &["--greedy"][..],
+            &["--temperature", "0.7", "--top-k", "5", "--seed", seed][..],
+            &["--stream", "--raw"][..],
+        ] {
+            let mut args = vec![
+                "--model",
+                m,
+                "--regex",
+                re,
+                "--prompt",
+                "hello",
+                "--max-tokens",
+                "20",
+            ];
+            args.extend_from_slice(extra);
+            let out = constrain(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{args:?}: {stderr}");
+            let text = String::from_utf8(out.stdout).unwrap();
+            assert!(
+                text.ends_with('\n') && text.lines().count() == 1,
+                "{text:?}"
+            );
+            let line = text.trim_end_matches('\n');
+            assert!(
+                regex::Regex::new(&format!("^({re})$"))
+                    .unwrap()
+                    .is_match(line),
+                "{re}: {line:?}"
+            );
+            // The summary line is on stderr.
+            assert!(
+                stderr.contains("tokens") && stderr.contains("decode"),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn forced_output_is_complete_without_sampling() {
+    let m = tiny("qwen2");
+    let out = constrain(&[
+        "--model",
+        m.to_str().unwrap(),
+        "--regex",
+        r#"\{"name":"x"\}"#,
+        "--prompt",
+        "p",
+        "--greedy",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"{\"name\":\"x\"}\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("forced"));
+}
+
+#[test]
+fn bad_input_is_exit_2_with_nothing_on_stdout() {
+    let m = tiny("qwen3");
+    let m = m.to_str().unwrap();
+    bad_input(&constrain(&["--regex", "a"]), "--prompt");
+    bad_input(&constrain(&["--prompt", "hi"]), "--schema");
+    bad_input(
+        &constrain(&["--regex", "a", "--prompt", "hi"]),
+        "does not exist",
+    );
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "a",
+            "--prompt",
+            "hi",
+            "--model",
+            "/nonexistent/m.gguf",
+        ]),
+        "/nonexistent/m.gguf",
+    );
+    let garbage = tmp("garbage.gguf");
+    std::fs::write(&garbage, b"GGUF but not really").unwrap();
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "a",
+            "--prompt",
+            "hi",
+            "--model",
+            garbage.to_str().unwrap(),
+        ]),
+        "not a valid GGUF",
+    );
+    let bytes = std::fs::read(m).unwrap();
+    let cut = tmp("cut.gguf");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "a",
+            "--prompt",
+            "hi",
+            "--model",
+            cut.to_str().unwrap(),
+        ]),
+        "truncated",
+    );
+    let llama = tmp("llama.gguf");
+    write_tiny_gguf(
+        &llama,
+        &TinySpec {
+            arch: "llama".into(),
+            ..TinySpec::default()
+        },
+    )
+    .unwrap();
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "a",
+            "--prompt",
+            "hi",
+            "--model",
+            llama.to_str().unwrap(),
+        ]),
+        "architecture",
+    );
+    // Budget below what the constraint needs: the minimum is named.
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "[ab]{30}",
+            "--prompt",
+            "hi",
+            "--model",
+            m,
+            "--max-tokens",
+            "3",
+        ]),
+        "at least",
+    );
+    // The prompt does not fit the context (tiny model: 512 tokens).
+    let long = "word ".repeat(400);
+    bad_input(
+        &constrain(&["--regex", "a", "--prompt", &long, "--model", m, "--raw"]),
+        "context",
+    );
+    // Invalid inputs to the constraint and sampling flags.
+    let bad_schema = tmp("bad.json");
+    std::fs::write(&bad_schema, b"{ not json").unwrap();
+    bad_input(
+        &constrain(&[
+            "--schema",
+            bad_schema.to_str().unwrap(),
+            "--prompt",
+            "hi",
+            "--model",
+            m,
+        ]),
+        "not valid JSON",
+    );
+    bad_input(
+        &constrain(&[
+            "--tools",
+            bad_schema.to_str().unwrap(),
+            "--prompt",
+            "hi",
+            "--model",
+            m,
+        ]),
+        "not valid JSON",
+    );
+    bad_input(
+        &constrain(&["--regex", "(", "--prompt", "hi", "--model", m]),
+        "",
+    );
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "a",
+            "--prompt",
+            "hi",
+            "--model",
+            m,
+            "--logit-bias",
+            "5=x",
+        ]),
+        "not a number",
+    );
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "a",
+            "--prompt",
+            "hi",
+            "--model",
+            m,
+            "--logit-bias",
+            "99999=1",
+        ]),
+        "outside",
+    );
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "a",
+            "--prompt",
+            "hi",
+            "--model",
+            m,
+            "--threads",
+            "0",
+        ]),
+        "thread",
+    );
+    bad_input(&constrain(&["--regex", "a", "--regex-typo", "x"]), "");
+}
+
+#[test]
+fn tokenizer_that_does_not_match_the_model_is_rejected() {
+    let home = match std::env::var_os("CONSTRAIN_HOME") {
+        Some(h) => PathBuf::from(h),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/constrain")
+        }
+    };
+    let json = home.join("tokenizer.json");
+    if !json.exists() {
+        eprintln!("skipping: {} not found", json.display());
+        return;
+    }
+    let m = tiny("qwen3");
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "a",
+            "--prompt",
+            "hi",
+            "--model",
+            m.to_str().unwrap(),
+            "--tokenizer",
+            json.to_str().unwrap(),
+        ]),
+        "does not match the model",
+    );
+}

@@ -1,0 +1,612 @@
+//! # Constrained generation
+//!
+//! The loop that ties the pieces together. Prefill the prompt in one batched
+//! pass, then step: **logits → guide mask → sampling pipeline → token → guide →
+//! stream**, until the guide is finished, EOS is picked, or the token budget is
+//! spent. Every stop is one of [`StopReason`]; every failure is a
+//! [`GenerateError`] (before generation: bad budget, prompt too long, widths
+//! that disagree; during it: the model or sampler failing).
+//!
+//! ## Budget-safe completion
+//!
+//! With a guide and `max_tokens = N`, the output is always complete: before
+//! generating, `N` below [`Matcher::tokens_to_accept`] is
+//! [`GenerateError::BudgetTooSmall`] (naming the minimum); at each step, a
+//! sampled token after which the remaining budget could not reach acceptance
+//! (`tokens_to_accept_after(t) > remaining - 1`) is rejected and the token is
+//! drawn again from the *original* logits restricted to the tokens that keep
+//! the budget. That is exact: the second draw is from the same distribution as
+//! masking those tokens up front (it is rejection sampling). When the budget
+//! runs out the text is therefore in the language ([`Generation::accepted`]).
+//!
+//! ## Jump-forward
+//!
+//! When the guide admits exactly one continuation for a while
+//! ([`Matcher::forced_bytes`], e.g. `", "arguments": {"` in a tool call), those
+//! bytes are tokenized with the real tokenizer and appended without sampling,
+//! and the model reads them in one batched pass together with the token just
+//! sampled (at the very start, together with the prompt). The last forced
+//! token is held back unless it completes the output: the model then picks it
+//! (the mask still forces the bytes) so the token boundary with what follows
+//! is the model's, not an artefact of tokenizing the forced bytes alone.
+//! Forced tokens count against `max_tokens` and pass the same budget check.
+//!
+//! ## What the sampler sees
+//!
+//! Penalties (`repetition_penalty`...) look at the generated tokens only, not
+//! the prompt: the prompt holds the schema, whose keys the output must repeat.
+
+use crate::{prompt, LanguageModel, ModelError};
+use constrain::index::{TokenIndex, TokenSet};
+use constrain::matcher::{Matcher, MatcherError};
+use constrain::sampling::{Sampler, SamplingConfig, SamplingError};
+use constrain::vocab::{TextTokenizer, TokenId, VocabError, Vocabulary};
+use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
+use std::sync::Arc;
+
+pub use constrain::schema::tools_schema;
+use std::time::{Duration, Instant};
+
+/// How to generate. Defaults are documented per field.
+#[derive(Clone, Debug)]
+pub struct GenerateConfig {
+    /// Most tokens generated, forced tokens included (default 256).
+    pub max_tokens: usize,
+    /// The sampling pipeline (default: [`SamplingConfig::default`], i.e.
+    /// temperature 1, no truncation).
+    pub sampling: SamplingConfig,
+    /// Seed of the sampler's random source (default 0).
+    pub seed: u64,
+    /// Append forced continuations without sampling (default `true`).
+    pub jump_forward: bool,
+    /// Unconstrained only: never pick EOS, so exactly `max_tokens` tokens are
+    /// generated (for benchmarks; default `false`).
+    pub ignore_eos: bool,
+}
+
+impl Default for GenerateConfig {
+    fn default() -> Self {
+        GenerateConfig {
+            max_tokens: 256,
+            sampling: SamplingConfig::default(),
+            seed: 0,
+            jump_forward: true,
+            ignore_eos: false,
+        }
+    }
+}
+
+impl GenerateConfig {
+    /// Greedy decoding with `max_tokens`.
+    pub fn greedy(max_tokens: usize) -> Self {
+        GenerateConfig {
+            max_tokens,
+            sampling: SamplingConfig::greedy(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Why generation stopped.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The guide is finished (nothing may follow), or EOS was picked.
+    Complete,
+    /// `max_tokens` were generated. Under a guide the text is still complete
+    /// (budget-safe completion), only the model might have continued it.
+    MaxTokens,
+}
+
+/// Counters and timings of one generation.
+#[derive(Clone, Debug, Default)]
+pub struct GenerationStats {
+    /// Prompt tokens prefilled.
+    pub prompt_tokens: usize,
+    /// Output tokens (sampled + forced; EOS not counted).
+    pub generated_tokens: usize,
+    /// Output tokens appended by jump-forward without sampling.
+    pub forced_tokens: usize,
+    /// Sampled tokens redrawn because they would have broken the budget.
+    pub budget_redraws: usize,
+    /// Forward passes of the model (prefill included).
+    pub model_calls: usize,
+    /// Time of the prefill pass (prompt + any forced start).
+    pub prefill_time: Duration,
+    /// Time from the end of prefill to the end of generation.
+    pub decode_time: Duration,
+}
+
+impl GenerationStats {
+    /// Prompt tokens per second of prefill.
+    pub fn prefill_tokens_per_sec(&self) -> f64 {
+        self.prompt_tokens as f64 / self.prefill_time.as_secs_f64().max(1e-9)
+    }
+    /// Output tokens per second after prefill.
+    pub fn decode_tokens_per_sec(&self) -> f64 {
+        self.generated_tokens as f64 / self.decode_time.as_secs_f64().max(1e-9)
+    }
+}
+
+/// The result of one generation.
+#[derive(Clone, Debug)]
+pub struct Generation {
+    /// Output tokens (EOS excluded).
+    pub tokens: Vec<TokenId>,
+    /// Output bytes.
+    pub bytes: Vec<u8>,
+    pub stop: StopReason,
+    /// Under a guide: whether the output is in the language (always `true`
+    /// unless the guide could not bound the budget). `false` unconstrained.
+    pub accepted: bool,
+    pub stats: GenerationStats,
+}
+
+impl Generation {
+    /// The output as text (replacement characters for invalid UTF-8, which a
+    /// guide over a UTF-8 language never produces).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+}
+
+/// Why generation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error("max_tokens {max_tokens} is too small: the constraint needs at least {needed} tokens")]
+    BudgetTooSmall { max_tokens: usize, needed: u32 },
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    #[error("the prompt has {prompt} tokens but the model's context is {context} tokens")]
+    PromptTooLong { prompt: usize, context: usize },
+    #[error("prompt ({prompt} tokens) + max_tokens ({max_tokens}) exceeds the model's context of {context} tokens; lower max_tokens to at most {}", context.saturating_sub(*prompt))]
+    ContextTooSmall {
+        prompt: usize,
+        max_tokens: usize,
+        context: usize,
+    },
+    #[error("the model has {model} logits but the vocabulary has {vocab}")]
+    WidthMismatch { model: usize, vocab: usize },
+    #[error("the sampler picked token {token}, which the guide forbids")]
+    MaskIgnored { token: TokenId },
+    #[error("no token keeps the output completable within the {remaining} tokens left")]
+    NoViableToken { remaining: usize },
+    #[error("the model's output is not valid JSON: {0}")]
+    Json(String),
+    #[error("invalid JSON Schema: {0}")]
+    Schema(String),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    Matcher(#[from] MatcherError),
+    #[error(transparent)]
+    Sampling(#[from] SamplingError),
+    #[error(transparent)]
+    Vocab(#[from] VocabError),
+    #[error(transparent)]
+    Index(#[from] constrain::Error),
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+}
+
+/// Generates from `prompt` with `model`, under `guide` when given.
+/// `tokenizer` enables jump-forward (it tokenizes forced bytes); `on_bytes`
+/// receives each output token's bytes as soon as it is taken.
+pub fn generate<M: LanguageModel + ?Sized>(
+    model: &mut M,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    mut guide: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+    on_bytes: &mut dyn FnMut(&[u8]),
+) -> Result<Generation, GenerateError> {
+    let width = model.logits_width();
+    if prompt.is_empty() {
+        return Err(GenerateError::EmptyPrompt);
+    }
+    if vocab.logits_width() != width {
+        return Err(GenerateError::WidthMismatch {
+            model: width,
+            vocab: vocab.logits_width(),
+        });
+    }
+    if let Some(g) = guide.as_deref() {
+        let w = g.index().vocab().logits_width();
+        if w != width {
+            return Err(GenerateError::WidthMismatch {
+                model: width,
+                vocab: w,
+            });
+        }
+    }
+    let context = model.context_length();
+    if prompt.len() >= context {
+        return Err(GenerateError::PromptTooLong {
+            prompt: prompt.len(),
+            context,
+        });
+    }
+    if prompt.len() + config.max_tokens > context {
+        return Err(GenerateError::ContextTooSmall {
+            prompt: prompt.len(),
+            max_tokens: config.max_tokens,
+            context,
+        });
+    }
+    let max = config.max_tokens;
+    if let Some(g) = guide.as_deref() {
+        if let Some(needed) = g.tokens_to_accept() {
+            if needed as usize > max {
+                return Err(GenerateError::BudgetTooSmall {
+                    max_tokens: max,
+                    needed,
+                });
+            }
+        }
+    }
+    let mut sampler = Sampler::new(config.sampling.clone(), config.seed)?;
+    let jump = config.jump_forward && tokenizer.is_some();
+
+    let mut out = Generation {
+        tokens: Vec::new(),
+        bytes: Vec::new(),
+        stop: StopReason::MaxTokens,
+        accepted: false,
+        stats: GenerationStats {
+            prompt_tokens: prompt.len(),
+            ..Default::default()
+        },
+    };
+    let emit = |out: &mut Generation, t: TokenId, on_bytes: &mut dyn FnMut(&[u8])| {
+        let b = vocab.decode(&[t]);
+        on_bytes(&b);
+        out.bytes.extend_from_slice(&b);
+        out.tokens.push(t);
+    };
+
+    // Prefill, with any forced start of the output.
+    let t0 = Instant::now();
+    let mut batch: Vec<TokenId> = prompt.to_vec();
+    if let (true, Some(g)) = (jump, guide.as_deref_mut()) {
+        for t in g.jump_forward(tokenizer.unwrap_or_else(|| unreachable!()), max)? {
+            emit(&mut out, t, on_bytes);
+            batch.push(t);
+            out.stats.forced_tokens += 1;
+        }
+    }
+    let mut pos = 0usize;
+    let mut logits = Vec::new();
+    let done_early = guide.as_deref().is_some_and(|g| g.is_finished());
+    if !done_early {
+        logits = model.forward(&batch, 0)?;
+        out.stats.model_calls += 1;
+        pos = batch.len();
+    }
+    out.stats.prefill_time = t0.elapsed();
+    let t1 = Instant::now();
+
+    let mut original = vec![0f32; width];
+    loop {
+        if let Some(g) = guide.as_deref() {
+            if g.is_finished() {
+                out.stop = StopReason::Complete;
+                break;
+            }
+        }
+        let remaining = max - out.tokens.len();
+        if remaining == 0 {
+            out.stop = StopReason::MaxTokens;
+            break;
+        }
+        if config.ignore_eos && guide.is_none() {
+            for &e in vocab.eos() {
+                logits[e.as_usize()] = f32::NEG_INFINITY;
+            }
+        }
+        let t = match guide.as_deref() {
+            None => sampler.sample(&mut logits, None, &out.tokens)?,
+            Some(g) => {
+                original.copy_from_slice(&logits);
+                let t = sampler.sample(&mut logits, Some(g.allowed()), &out.tokens)?;
+                if !g.is_allowed(t) {
+                    return Err(GenerateError::MaskIgnored { token: t });
+                }
+                if g.fits(t, remaining) {
+                    t
+                } else {
+                    out.stats.budget_redraws += 1;
+                    let mut viable = TokenSet::new(width);
+                    for u in g.allowed().iter() {
+                        if g.fits(u, remaining) {
+                            viable.insert(u);
+                        }
+                    }
+                    if viable.is_empty() {
+                        return Err(GenerateError::NoViableToken { remaining });
+                    }
+                    logits.copy_from_slice(&original);
+                    sampler.sample(&mut logits, Some(&viable), &out.tokens)?
+                }
+            }
+        };
+        if vocab.is_eos(t) {
+            if let Some(g) = guide.as_deref_mut() {
+                g.advance(t)?;
+            }
+            out.stop = StopReason::Complete;
+            break;
+        }
+        let mut batch = vec![t];
+        if let Some(g) = guide.as_deref_mut() {
+            g.advance(t)?;
+        }
+        emit(&mut out, t, on_bytes);
+        if let (true, Some(g)) = (jump, guide.as_deref_mut()) {
+            let room = max - out.tokens.len();
+            for f in g.jump_forward(tokenizer.unwrap_or_else(|| unreachable!()), room)? {
+                emit(&mut out, f, on_bytes);
+                batch.push(f);
+                out.stats.forced_tokens += 1;
+            }
+        }
+        let finished = guide.as_deref().is_some_and(|g| g.is_finished());
+        if finished || out.tokens.len() == max {
+            continue; // the next iteration stops; no need to run the model
+        }
+        logits = model.forward(&batch, pos)?;
+        out.stats.model_calls += 1;
+        pos += batch.len();
+    }
+    out.stats.decode_time = t1.elapsed();
+    out.stats.generated_tokens = out.tokens.len();
+    out.accepted = guide.as_deref().is_some_and(|g| g.is_accepting());
+    Ok(out)
+}
+
+/// A model with its tokenizer and vocabulary: the library's one-stop entry.
+///
+/// ```
+/// use constrain_model::generate::{Engine, GenerateConfig};
+/// use constrain_testkit::{tiny, FakeModel};
+///
+/// // Offline: the tiny test vocabulary and a model with flat logits.
+/// let tok = tiny::tokenizer()?;
+/// let width = tok.vocab.logits_width();
+/// let mut engine = Engine::new(FakeModel::uniform(width), tok.tokenizer, tok.vocab)?;
+/// let index = engine.regex_index(r#"\{"ok":(true|false)\}"#)?;
+/// let prompt = engine.prompt_tokens("Is it ok?", None, false)?;
+/// let out = engine.generate(&prompt, Some(index), &GenerateConfig::default(), &mut |_| {})?;
+/// assert!(out.text() == r#"{"ok":true}"# || out.text() == r#"{"ok":false}"#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Engine<M: LanguageModel> {
+    model: M,
+    tokenizer: TextTokenizer,
+    vocab: Arc<Vocabulary>,
+    compiler: Compiler,
+}
+
+impl Engine<crate::QwenModel> {
+    /// Loads a GGUF model and its tokenizer (see [`crate::load`]).
+    pub fn load(
+        path: impl AsRef<std::path::Path>,
+        tokenizer: &crate::TokenizerSource,
+    ) -> Result<Self, GenerateError> {
+        let l = crate::load(path, tokenizer)?;
+        Ok(Engine {
+            compiler: Compiler::new(l.vocab.clone(), CompilerConfig::default()),
+            model: l.model,
+            tokenizer: l.tokenizer,
+            vocab: l.vocab,
+        })
+    }
+}
+
+impl<M: LanguageModel> Engine<M> {
+    /// Puts the pieces together; the vocabulary is widened to the model's
+    /// logits width (an error when the tokenizer has more ids than logits).
+    pub fn new(
+        model: M,
+        tokenizer: TextTokenizer,
+        vocab: impl Into<Arc<Vocabulary>>,
+    ) -> Result<Self, GenerateError> {
+        let vocab: Arc<Vocabulary> = vocab.into();
+        let width = model.logits_width();
+        let vocab = if vocab.logits_width() == width {
+            vocab
+        } else {
+            Arc::new(crate::check_compatible((*vocab).clone(), width)?)
+        };
+        Ok(Engine {
+            compiler: Compiler::new(vocab.clone(), CompilerConfig::default()),
+            model,
+            tokenizer,
+            vocab,
+        })
+    }
+
+    /// The same engine compiling with `config` (limits, lazy threshold,
+    /// cache size).
+    pub fn with_compiler_config(mut self, config: CompilerConfig) -> Self {
+        self.compiler = Compiler::new(self.vocab.clone(), config);
+        self
+    }
+
+    /// The compiler (over this engine's vocabulary, with its cache).
+    pub fn compiler(&self) -> &Compiler {
+        &self.compiler
+    }
+
+    /// Compiles a constraint over this engine's vocabulary (cached).
+    pub fn compile(&self, source: &Source) -> Result<Arc<Compiled>, GenerateError> {
+        Ok(self.compiler.compile(source)?)
+    }
+
+    /// The model.
+    pub fn model(&mut self) -> &mut M {
+        &mut self.model
+    }
+
+    /// The vocabulary (logits width = the model's).
+    pub fn vocab(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+
+    /// The text tokenizer.
+    pub fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    /// The token index of a regex over this vocabulary.
+    pub fn regex_index(&self, regex: &str) -> Result<Arc<TokenIndex>, GenerateError> {
+        Ok(self.compile(&Source::regex(regex))?.index().clone())
+    }
+
+    /// The token index of a JSON Schema (default options); returns the
+    /// compiler's warnings too.
+    pub fn schema_index(
+        &self,
+        schema: &serde_json::Value,
+    ) -> Result<(Arc<TokenIndex>, Vec<String>), GenerateError> {
+        let c = self.compile(&Source::json_schema(schema.clone()))?;
+        let warnings = c.warnings().iter().map(|w| w.to_string()).collect();
+        Ok((c.index().clone(), warnings))
+    }
+
+    /// Tokenizes a prompt: ChatML with `system` (Qwen's default persona when
+    /// `None`) and `user` turns, or `user` as is when `raw`.
+    pub fn prompt_tokens(
+        &self,
+        user: &str,
+        system: Option<&str>,
+        raw: bool,
+    ) -> Result<Vec<TokenId>, GenerateError> {
+        let text = if raw {
+            user.to_string()
+        } else {
+            prompt::chatml(&[
+                prompt::Message::system(system.unwrap_or(prompt::QWEN_DEFAULT_SYSTEM)),
+                prompt::Message::user(user),
+            ])
+        };
+        Ok(self.tokenizer.encode(&text)?)
+    }
+
+    /// Generates from prompt tokens, constrained by `index` when given.
+    pub fn generate(
+        &mut self,
+        prompt: &[TokenId],
+        index: Option<Arc<TokenIndex>>,
+        config: &GenerateConfig,
+        on_bytes: &mut dyn FnMut(&[u8]),
+    ) -> Result<Generation, GenerateError> {
+        let mut guide = index.map(Matcher::from_index);
+        generate(
+            &mut self.model,
+            &self.vocab,
+            Some(&self.tokenizer),
+            guide.as_mut(),
+            prompt,
+            config,
+            on_bytes,
+        )
+    }
+
+    /// Generates one JSON value valid for `schema`, answering `user` (the
+    /// system message shows the schema).
+    pub fn generate_json(
+        &mut self,
+        schema: &serde_json::Value,
+        user: &str,
+        config: &GenerateConfig,
+    ) -> Result<serde_json::Value, GenerateError> {
+        let (index, _warnings) = self.schema_index(schema)?;
+        let system = prompt::schema_system_message(schema);
+        let p = self.prompt_tokens(user, Some(&system), false)?;
+        let out = self.generate(&p, Some(index), config, &mut |_| {})?;
+        serde_json::from_slice(&out.bytes).map_err(|e| GenerateError::Json(e.to_string()))
+    }
+
+    /// Generates a `T` whose JSON Schema is derived by `schemars`.
+    ///
+    /// ```
+    /// use constrain_model::generate::{Engine, GenerateConfig};
+    /// use constrain_testkit::{tiny, FakeModel};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Verdict {
+    ///     ok: bool,
+    ///     score: u8,
+    /// }
+    ///
+    /// // Offline: the tiny test vocabulary and a model with flat logits.
+    /// let tok = tiny::tokenizer()?;
+    /// let model = FakeModel::uniform(tok.vocab.logits_width());
+    /// let mut engine = Engine::new(model, tok.tokenizer, tok.vocab)?;
+    /// let v: Verdict = engine.generate_typed("Is it ok?", &GenerateConfig::greedy(40))?;
+    /// assert!(v.score <= u8::MAX);
+    /// # let _ = v.ok;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn generate_typed<T>(
+        &mut self,
+        user: &str,
+        config: &GenerateConfig,
+    ) -> Result<T, GenerateError>
+    where
+        T: schemars::JsonSchema + serde::de::DeserializeOwned,
+    {
+        let mut schema = serde_json::to_value(schemars::schema_for!(T))
+            .map_err(|e| GenerateError::Schema(e.to_string()))?;
+        strip_numeric_formats(&mut schema);
+        let v = self.generate_json(&schema, user, config)?;
+        serde_json::from_value(v).map_err(|e| GenerateError::Json(e.to_string()))
+    }
+}
+
+/// Replaces the `format` annotations schemars puts on Rust numeric types
+/// (`"int32"`, `"uint8"`, `"double"`...), which are not JSON Schema formats,
+/// by the ranges they stand for (`minimum` / `maximum`, kept when schemars
+/// already gives tighter ones), so that the value always fits the Rust type.
+fn strip_numeric_formats(v: &mut serde_json::Value) {
+    use serde_json::json;
+    let range = |f: &str| -> Option<(serde_json::Value, serde_json::Value)> {
+        Some(match f {
+            "int8" => (json!(i8::MIN), json!(i8::MAX)),
+            "int16" => (json!(i16::MIN), json!(i16::MAX)),
+            "int32" | "int" => (json!(i32::MIN), json!(i32::MAX)),
+            "int64" => (json!(i64::MIN), json!(i64::MAX)),
+            "uint8" => (json!(0), json!(u8::MAX)),
+            "uint16" => (json!(0), json!(u16::MAX)),
+            "uint32" | "uint" => (json!(0), json!(u32::MAX)),
+            "uint64" => (json!(0), json!(u64::MAX)),
+            _ => return None,
+        })
+    };
+    match v {
+        serde_json::Value::Object(m) => {
+            let numeric_type = match m.get("type") {
+                Some(serde_json::Value::String(t)) => t == "integer" || t == "number",
+                Some(serde_json::Value::Array(ts)) => {
+                    ts.iter().any(|t| t == "integer" || t == "number")
+                }
+                _ => false,
+            };
+            let format = m.get("format").and_then(|f| f.as_str()).map(str::to_string);
+            if let (true, Some(f)) = (numeric_type, format) {
+                if let Some((lo, hi)) = range(&f) {
+                    m.entry("minimum").or_insert(lo);
+                    m.entry("maximum").or_insert(hi);
+                    m.remove("format");
+                } else if matches!(f.as_str(), "float" | "double" | "int128" | "uint128") {
+                    m.remove("format");
+                }
+            }
+            for (_, x) in m.iter_mut() {
+                strip_numeric_formats(x);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_numeric_formats),
+        _ => {}
+    }
+}

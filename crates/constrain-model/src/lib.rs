@@ -1,0 +1,243 @@
+//! # constrain-model: running a network under a constraint
+//!
+//! The model side of constrain: the [`LanguageModel`] trait, candle's quantized
+//! Qwen over GGUF ([`QwenModel`]), the chat template ([`prompt`]) and the
+//! constrained generation loop ([`generate`]). The core library (`constrain`)
+//! knows nothing of models; the fake and tiny models tests use are in
+//! `constrain-testkit`.
+//!
+//! ## Language models
+//!
+//! The generation loop ([`crate::generate`]) needs one thing from a model: given
+//! a batch of new tokens placed at a position, the logits of the *last* of them.
+//! [`LanguageModel`] says exactly that, so the loop runs unchanged over the real
+//! candle Qwen model ([`QwenModel`]) and over the scripted `FakeModel` (in `constrain-testkit`) that
+//! the tests and doc examples use.
+//!
+//! ## The contract of [`LanguageModel::forward`]
+//!
+//! * `forward(tokens, 0)` starts a new sequence (the KV cache is cleared);
+//! * `forward(tokens, pos)` with `pos > 0` continues it, and `pos` must equal the
+//!   number of tokens fed so far (there is no rollback of the KV cache);
+//! * the result is the logits for the token that follows `tokens`, a
+//!   `Vec<f32>` of exactly [`LanguageModel::logits_width`] values;
+//! * a batch of several tokens is one forward pass (prefill, jump-forward).
+//!
+//! ## The candle implementation
+//!
+//! [`QwenModel::load`] reads a quantized GGUF file (llama.cpp format) and picks
+//! the architecture from `general.architecture`: `qwen2` (Qwen2 / Qwen2.5, the
+//! default Qwen2.5-Coder-0.5B-Instruct) through
+//! `candle_transformers::models::quantized_qwen2`, `qwen3` through
+//! `quantized_qwen3`. Anything else is [`ModelError::UnsupportedArchitecture`].
+//! The file is checked before any weight is read: a missing file, a header that
+//! does not parse, or tensor data running past the end of the file (a truncated
+//! download) are typed errors naming the path.
+//!
+//! The tokenizer travels with the model: [`gguf_tokenizer`] rebuilds a
+//! `tokenizers::Tokenizer` (byte-level BPE with Qwen's pre-tokenizer regex) and
+//! a [`Vocabulary`](constrain::vocab::Vocabulary) from the `tokenizer.ggml.*`
+//! metadata, so a GGUF file alone is enough. [`check_compatible`] verifies that a
+//! tokenizer (from the GGUF or from a separate `tokenizer.json`) fits the model:
+//! every id below the logits width, and the EOS ids are ids the model knows.
+//!
+//! ## Threads
+//!
+//! candle runs CPU kernels on process-global pools that are sized once, on
+//! first use, from the environment (`CANDLE_NUM_THREADS`, then
+//! `RAYON_NUM_THREADS`, then the number of physical cores); rayon's global pool
+//! is likewise fixed when first used. [`set_threads`] sets both variables and
+//! builds rayon's global pool; call it once, before loading a model. After a
+//! model has run, the pools exist and the call fails with
+//! [`ModelError::ThreadsFixed`] rather than silently doing nothing.
+//!
+//! ## Prompts
+//!
+//! [`prompt`] renders the ChatML template Qwen was trained on (system / user /
+//! assistant turns) and the default system message that shows the model the
+//! schema it must follow.
+
+pub mod generate;
+pub mod gguf;
+mod gguf_tokenizer;
+pub mod prompt;
+mod qwen;
+
+pub use gguf_tokenizer::{gguf_tokenizer, GgufTokenizer};
+pub use qwen::{load, Architecture, LoadedModel, QwenModel, TokenizerSource};
+
+use constrain::vocab::{TokenId, Vocabulary};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A causal language model seen from the generation loop.
+pub trait LanguageModel {
+    /// Feeds `tokens` at positions `pos..pos + tokens.len()` and returns the
+    /// logits that follow the last of them ([`Self::logits_width`] values).
+    /// `pos == 0` starts a new sequence; otherwise `pos` must be the number of
+    /// tokens fed since the last start. `tokens` must not be empty.
+    fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError>;
+
+    /// Forgets the sequence (clears the KV cache).
+    fn reset(&mut self);
+
+    /// Number of logits per position (Qwen: 151,936).
+    fn logits_width(&self) -> usize;
+
+    /// Longest sequence (prompt + output) the model accepts.
+    fn context_length(&self) -> usize;
+}
+
+impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
+    fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
+        (**self).forward(tokens, pos)
+    }
+    fn reset(&mut self) {
+        (**self).reset()
+    }
+    fn logits_width(&self) -> usize {
+        (**self).logits_width()
+    }
+    fn context_length(&self) -> usize {
+        (**self).context_length()
+    }
+}
+
+impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
+    fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
+        (**self).forward(tokens, pos)
+    }
+    fn reset(&mut self) {
+        (**self).reset()
+    }
+    fn logits_width(&self) -> usize {
+        (**self).logits_width()
+    }
+    fn context_length(&self) -> usize {
+        (**self).context_length()
+    }
+}
+
+/// Errors loading or running a model.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("model file {path} does not exist")]
+    NotFound { path: String },
+    #[error("cannot read model file {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid GGUF file: {reason}")]
+    Corrupt { path: String, reason: String },
+    #[error(
+        "{path} is truncated: tensor {tensor:?} ends at byte {needed} but the file has {actual} bytes"
+    )]
+    Truncated {
+        path: String,
+        tensor: String,
+        needed: u64,
+        actual: u64,
+    },
+    #[error(
+        "{path} has architecture {arch:?}; supported architectures are \"qwen2\" and \"qwen3\""
+    )]
+    UnsupportedArchitecture { path: String, arch: String },
+    #[error("{path}: metadata key {key:?} is missing or has the wrong type ({detail})")]
+    Metadata {
+        path: String,
+        key: String,
+        detail: String,
+    },
+    #[error("cannot build the tokenizer stored in the GGUF file: {0}")]
+    Tokenizer(String),
+    #[error("tokenizer does not match the model: {0}")]
+    Mismatch(String),
+    #[error("loading the weights of {path} failed: {source}")]
+    Load {
+        path: String,
+        #[source]
+        source: candle_core::Error,
+    },
+    #[error("model forward pass failed at position {pos}: {source}")]
+    Forward {
+        pos: usize,
+        #[source]
+        source: candle_core::Error,
+    },
+    #[error("forward pass at position {got}, but {expected} tokens have been fed (positions must be contiguous, or 0 to restart)")]
+    Position { expected: usize, got: usize },
+    #[error("empty batch: forward needs at least one token")]
+    EmptyBatch,
+    #[error("token {token} is outside the model's {width} logits")]
+    TokenOutOfRange { token: TokenId, width: usize },
+    #[error("sequence of {needed} tokens exceeds the model's context length of {context}")]
+    ContextOverflow { needed: usize, context: usize },
+    #[error(
+        "threads must be set before the first model runs (candle's thread pools are already built)"
+    )]
+    ThreadsFixed,
+    #[error("invalid thread count 0")]
+    ZeroThreads,
+    #[error(transparent)]
+    Vocab(#[from] constrain::vocab::VocabError),
+}
+
+static POOLS_USED: AtomicBool = AtomicBool::new(false);
+
+/// Marks candle's global pools as built (the first forward pass does that).
+pub(crate) fn mark_pools_used() {
+    POOLS_USED.store(true, Ordering::Relaxed);
+}
+
+/// Sets the number of CPU threads candle and rayon use for the model. Must be
+/// called before the first model runs in this process (see the module docs).
+pub fn set_threads(n: usize) -> Result<(), ModelError> {
+    if n == 0 {
+        return Err(ModelError::ZeroThreads);
+    }
+    if POOLS_USED.load(Ordering::Relaxed) {
+        return Err(ModelError::ThreadsFixed);
+    }
+    // candle reads these once, when it first builds its pools.
+    std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
+    std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global()
+        .map_err(|_| ModelError::ThreadsFixed)
+}
+
+/// The number of threads candle will use (or uses) for CPU kernels.
+pub fn threads() -> usize {
+    std::env::var("CANDLE_NUM_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(candle_core::utils::get_num_threads)
+}
+
+/// Checks that a tokenizer's vocabulary fits a model: every token id below the
+/// logits width and at least one EOS id. Returns the vocabulary widened to the
+/// model's logits width (ids past the tokenizer are always masked).
+pub fn check_compatible(vocab: Vocabulary, logits_width: usize) -> Result<Vocabulary, ModelError> {
+    if vocab.num_ids() > logits_width {
+        return Err(ModelError::Mismatch(format!(
+            "the tokenizer has {} token ids but the model has only {} logits",
+            vocab.num_ids(),
+            logits_width
+        )));
+    }
+    if vocab.eos().is_empty() {
+        return Err(ModelError::Mismatch(
+            "the tokenizer has no end-of-sequence token".into(),
+        ));
+    }
+    Ok(vocab.with_logits_width(logits_width)?)
+}
+
+/// The README's Rust examples, compiled as doc tests of this crate (which
+/// sees the core library, the model crate and the test kit).
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,98 @@
+//! Walks MaskBench instances as `constrain maskbench` does and prints, per
+//! schema, how many token steps took more than 20 µs, with a histogram of
+//! those (a development aid for TBM p99):
+//! `cargo run --release --example tbm_profile -- FILE...`; `VERBOSE=1` also
+//! prints each slow step with the text before it and its token.
+//! Reads `$CONSTRAIN_HOME/tokenizer.json` (default `~/.cache/constrain`).
+use constrain::matcher::Matcher;
+use constrain::schema::Whitespace;
+use constrain::vocab::{TextTokenizer, Vocabulary};
+use constrain_testkit::maskbench::{compile_case, load_file, python_dumps, RunConfig};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The binary's allocator, as `constrain maskbench` runs it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
+    // As the binary's schema commands run.
+    constrain_testkit::process::keep_freed_memory();
+    constrain_testkit::process::no_huge_pages();
+    let files: Vec<String> = std::env::args().skip(1).collect();
+    if files.is_empty() {
+        eprintln!("usage: tbm_profile FILE...");
+        std::process::exit(2);
+    }
+    let home = std::env::var("CONSTRAIN_HOME").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/constrain",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    let path = format!("{home}/tokenizer.json");
+    let v = Vocabulary::from_tokenizer_json_file(&path).unwrap();
+    let vocab = Arc::new(v.with_logits_width(151_936).unwrap());
+    let tok = TextTokenizer::from_file(&path).unwrap();
+    let mut cfg = RunConfig::default();
+    cfg.schema.whitespace = Whitespace::Flexible { max: 2 };
+    cfg.index.threads = 1;
+    let verbose = std::env::var_os("VERBOSE").is_some();
+    let (mut all_slow, mut all_tokens, mut slow_us) = (0usize, 0usize, 0.0f64);
+    // Slow steps by 10 µs bucket: 20-30, 30-40, ..., 70 and more.
+    let mut hist = [0usize; 6];
+    for f in &files {
+        let Ok(cases) = load_file(std::path::Path::new(f)) else {
+            continue;
+        };
+        for case in cases {
+            let Ok((index, _)) = compile_case(&case.schema, &vocab, &cfg) else {
+                continue;
+            };
+            let (mut slow, mut tokens) = (0usize, 0usize);
+            for inst in &case.instances {
+                let text = python_dumps(&inst.data);
+                let Ok(toks) = tok.encode(&text) else {
+                    continue;
+                };
+                let mut g = Matcher::from_index(index.clone());
+                let mut pos = 0usize;
+                for &t in &toks {
+                    let t0 = Instant::now();
+                    let ok = g.allowed().contains(t) && g.advance(t).is_ok();
+                    let us = t0.elapsed().as_secs_f64() * 1e6;
+                    tokens += 1;
+                    if us > 20.0 {
+                        slow += 1;
+                        slow_us += us;
+                        hist[((us / 10.0) as usize).clamp(2, 7) - 2] += 1;
+                        if verbose {
+                            let ctx = &text.as_bytes()[pos.saturating_sub(30)..pos];
+                            println!(
+                                "{us:8.1} µs  after {:?}  token {}",
+                                String::from_utf8_lossy(ctx),
+                                vocab.describe(t)
+                            );
+                        }
+                    }
+                    pos += vocab.token_bytes(t).map_or(0, <[u8]>::len);
+                    if !ok {
+                        break;
+                    }
+                }
+            }
+            println!(
+                "{}: {tokens} tokens, {slow} over 20 µs, lazy {}",
+                case.name,
+                index.is_lazy()
+            );
+            all_slow += slow;
+            all_tokens += tokens;
+        }
+    }
+    println!(
+        "total: {all_tokens} tokens, {all_slow} over 20 µs ({:.2} %, {:.1} ms); by 10 µs from 20: {hist:?}",
+        100.0 * all_slow as f64 / all_tokens.max(1) as f64,
+        slow_us / 1e3
+    );
+}

@@ -1,0 +1,1432 @@
+//! # Invariant checks shared by the fuzz targets and the tests
+//!
+//! Each function here states one family of invariants of the index and the
+//! guide, checks it against an **independent oracle**, and returns a
+//! [`Violation`] (never panics) when it does not hold. The fuzz targets in
+//! `fuzz/` and the ordinary tests (`tests/fuzz_regressions.rs`, which replays
+//! every committed case under `fuzz/regressions/`) call the *same* functions,
+//! so a crash found by the fuzzer becomes a regression test by saving its case.
+//!
+//! The oracle is deliberately naive: [`Oracle`] explores the byte automaton
+//! from its start state and computes by a plain fixpoint which states can still
+//! reach acceptance, without looking at the index's live table. A token is
+//! expected in a mask exactly when the text so far followed by the token's
+//! bytes still has a completion in the language; an EOS id exactly when the
+//! text so far is in the language. Checks that need another engine (the
+//! `regex` crate matching a finished output in full, `jsonschema` validating
+//! it) take that engine as a closure, so this module needs only the library's
+//! own dependencies.
+//!
+//! Invariants checked:
+//!
+//! * [`check_mask`]: the mask of a state is exactly the oracle's set (text
+//!   tokens, EOS, added tokens and ids past the tokenizer never allowed);
+//!   `is_allowed`, `next_state` and `allowed` agree; `is_accepting` matches the
+//!   oracle; forced bytes are a prefix of every allowed continuation; the
+//!   budget bound `tokens_to_accept` can be lowered by one allowed token.
+//! * [`check_reachable_states`] (small vocabularies): every state reachable by
+//!   allowed tokens passes [`check_mask`] and can still reach acceptance *with
+//!   tokens of this vocabulary* (no token-level dead end), and its budget bound
+//!   is at least the true fewest number of tokens.
+//! * [`check_walk`]: a walk of allowed tokens chosen by the input, ending in
+//!   EOS, yields bytes the oracle and the external `full_match` accept, after
+//!   which the guide is finished and refuses everything.
+//! * [`check_guide_ops`]: an arbitrary sequence of advances (allowed or not)
+//!   and rollbacks: `advance` succeeds exactly for the allowed tokens, a
+//!   refused advance changes nothing, and `rollback` restores the exact state,
+//!   tokens and mask of the earlier step.
+
+use constrain::dfa::{ByteDfa, DfaConfig, DfaError};
+use constrain::index::{ByteAutomaton, IndexConfig, IndexError, StateId, TokenIndex, TokenSet};
+use constrain::matcher::{Matcher, MatcherError};
+use constrain::vocab::{TokenId, Vocabulary};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A broken invariant: what broke, and the text that leads there.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what} (after {prefix:?})")]
+pub struct Violation {
+    /// The invariant and the offending values.
+    pub what: String,
+    /// The text (lossy UTF-8) the guide had produced when it broke.
+    pub prefix: String,
+}
+
+impl Violation {
+    fn new(what: impl Into<String>, prefix: &[u8]) -> Violation {
+        Violation {
+            what: what.into(),
+            prefix: String::from_utf8_lossy(prefix).into_owned(),
+        }
+    }
+}
+
+fn fail<T>(what: impl Into<String>, prefix: &[u8]) -> Result<T, Violation> {
+    Err(Violation::new(what, prefix))
+}
+
+/// Byte-level oracle over an automaton: which of its states can reach
+/// acceptance, computed by a plain fixpoint over everything reachable from
+/// the start (independent of the index's own liveness computation).
+pub struct Oracle<'a, A: ByteAutomaton> {
+    a: &'a A,
+    ids: HashMap<A::State, usize>,
+    live: Vec<bool>,
+}
+
+impl<'a, A: ByteAutomaton> Oracle<'a, A> {
+    /// Explores `a`; `None` when it has more than `max_states` reachable states.
+    /// One byte per class of [`ByteAutomaton::byte_classes`] is explored
+    /// (bytes of a class lead to the same state by that method's contract).
+    pub fn new(a: &'a A, max_states: usize) -> Option<Oracle<'a, A>> {
+        let classes = a.byte_classes();
+        let mut seen = [false; 256];
+        let reps: Vec<u8> = (0..=255u8)
+            .filter(|&b| !std::mem::replace(&mut seen[classes[b as usize] as usize], true))
+            .collect();
+        let mut ids: HashMap<A::State, usize> = HashMap::new();
+        let mut states = vec![a.start()];
+        ids.insert(a.start(), 0);
+        let mut succ: Vec<Vec<usize>> = Vec::new();
+        let mut i = 0;
+        while i < states.len() {
+            let s = states[i];
+            let mut out = Vec::new();
+            if !a.is_dead(s) {
+                for &b in &reps {
+                    let n = a.next(s, b);
+                    let id = match ids.get(&n) {
+                        Some(&id) => id,
+                        None => {
+                            if states.len() >= max_states {
+                                return None;
+                            }
+                            ids.insert(n, states.len());
+                            states.push(n);
+                            states.len() - 1
+                        }
+                    };
+                    out.push(id);
+                }
+            }
+            succ.push(out);
+            i += 1;
+        }
+        let mut live: Vec<bool> = states
+            .iter()
+            .map(|&s| !a.is_dead(s) && a.is_accepting(s))
+            .collect();
+        loop {
+            let mut changed = false;
+            for s in 0..states.len() {
+                if !live[s] && !a.is_dead(states[s]) && succ[s].iter().any(|&t| live[t]) {
+                    live[s] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        Some(Oracle { a, ids, live })
+    }
+
+    /// The automaton's start state.
+    pub fn start(&self) -> A::State {
+        self.a.start()
+    }
+
+    /// The state after `bytes` from `s`.
+    pub fn after(&self, mut s: A::State, bytes: &[u8]) -> A::State {
+        for &b in bytes {
+            if self.a.is_dead(s) {
+                return s;
+            }
+            s = self.a.next(s, b);
+        }
+        s
+    }
+
+    /// Whether acceptance is reachable from `s`.
+    pub fn is_live(&self, s: A::State) -> bool {
+        !self.a.is_dead(s) && self.ids.get(&s).is_some_and(|&i| self.live[i])
+    }
+
+    /// Whether the text that led to `s` is in the language.
+    pub fn is_accepting(&self, s: A::State) -> bool {
+        !self.a.is_dead(s) && self.a.is_accepting(s)
+    }
+
+    /// Whether the whole of `text` is in the language.
+    pub fn accepts(&self, text: &[u8]) -> bool {
+        self.is_accepting(self.after(self.start(), text))
+    }
+}
+
+/// Which ids [`check_mask`] compares against the oracle.
+#[derive(Clone, Debug)]
+pub enum Ids {
+    /// Every id of the logits width.
+    All,
+    /// These ids (ids past the width are ignored), plus every EOS id.
+    Some(Vec<TokenId>),
+}
+
+/// Checks the mask of index state `s`, reached by the text `prefix` whose
+/// automaton state is `d`, against the oracle. See the module docs.
+pub fn check_mask<A: ByteAutomaton>(
+    index: &TokenIndex,
+    oracle: &Oracle<A>,
+    s: StateId,
+    d: A::State,
+    prefix: &[u8],
+    ids: &Ids,
+) -> Result<(), Violation> {
+    let vocab = index.vocab();
+    let width = vocab.logits_width();
+    if !oracle.is_live(d) {
+        return fail(
+            "the index is in a state from which the oracle finds no completion",
+            prefix,
+        );
+    }
+    let accepting = oracle.is_accepting(d);
+    if index.is_accepting(s) != accepting {
+        return fail(
+            format!(
+                "is_accepting is {} but the oracle says {accepting}",
+                index.is_accepting(s)
+            ),
+            prefix,
+        );
+    }
+    let mask = index.allowed(s);
+    if mask.width() != width {
+        return fail(
+            format!("mask width {} != logits width {width}", mask.width()),
+            prefix,
+        );
+    }
+    let expected = |t: TokenId| -> bool {
+        match vocab.token_bytes(t) {
+            Some(b) if !b.is_empty() => oracle.is_live(oracle.after(d, b)),
+            Some(_) => false,
+            None => vocab.is_eos(t) && accepting,
+        }
+    };
+    // Over a vocabulary without every single byte the index also drops tokens
+    // that cannot be continued *in tokens*; the byte-level oracle then only
+    // bounds the mask from above (never a byte-dead token).
+    let pruned = index.is_token_pruned();
+    let check_one = |t: TokenId| -> Result<(), Violation> {
+        let want = expected(t);
+        let got = mask.contains(t);
+        if got != want && !(pruned && !got) {
+            return fail(
+                format!(
+                    "token {t} ({}) is {} the mask but the oracle says it {}",
+                    vocab.describe(t),
+                    if got { "in" } else { "not in" },
+                    if want {
+                        "keeps the text completable"
+                    } else {
+                        "must be refused"
+                    }
+                ),
+                prefix,
+            );
+        }
+        let next = index.next_state(s, t);
+        if next.is_some() != got {
+            return fail(
+                format!(
+                    "next_state({t}) is {next:?} but the mask says allowed = {got} ({})",
+                    vocab.describe(t)
+                ),
+                prefix,
+            );
+        }
+        if vocab.is_eos(t) && want && next != Some(s) {
+            return fail(format!("EOS {t} moves the state to {next:?}"), prefix);
+        }
+        Ok(())
+    };
+    match ids {
+        Ids::All => {
+            for i in 0..width {
+                check_one(TokenId(i as u32))?;
+            }
+            // Nothing past the width.
+            for t in mask.iter() {
+                if t.as_usize() >= width {
+                    return fail(format!("mask holds {t} past the width {width}"), prefix);
+                }
+            }
+        }
+        Ids::Some(list) => {
+            for &t in list.iter().chain(vocab.eos()) {
+                if t.as_usize() < width {
+                    check_one(t)?;
+                }
+            }
+        }
+    }
+    if !accepting && mask.is_empty() {
+        return fail("a live, non-accepting state allows nothing", prefix);
+    }
+    Ok(())
+}
+
+/// Checks what the guide says about its current state beyond the mask:
+/// forced bytes, the budget bound and `is_finished`. `full` walks the whole
+/// mask (use it for small vocabularies or sparse masks).
+pub fn check_guide_state(guide: &Matcher, prefix: &[u8], full: bool) -> Result<(), Violation> {
+    let index = guide.index();
+    let vocab = index.vocab();
+    let mask = guide.allowed();
+    let forced = guide.forced_bytes();
+    if !forced.is_empty() {
+        if guide.is_accepting() {
+            return fail(
+                format!("forced bytes {forced:?} in an accepting state"),
+                prefix,
+            );
+        }
+        for &e in vocab.eos() {
+            if mask.contains(e) {
+                return fail("EOS allowed although bytes are forced", prefix);
+            }
+        }
+    }
+    let limit = if full { usize::MAX } else { 4096 };
+    for t in mask.iter().take(limit) {
+        if let Some(b) = vocab.token_bytes(t) {
+            let n = b.len().min(forced.len());
+            if b[..n] != forced[..n] {
+                return fail(
+                    format!(
+                        "token {t} ({}) is allowed but every continuation must start with {:?}",
+                        vocab.describe(t),
+                        String::from_utf8_lossy(&forced)
+                    ),
+                    prefix,
+                );
+            }
+        }
+    }
+    if let Some(k) = guide.tokens_to_accept() {
+        if (k == 0) != guide.is_accepting() {
+            return fail(
+                format!(
+                    "tokens_to_accept is {k} but is_accepting is {}",
+                    guide.is_accepting()
+                ),
+                prefix,
+            );
+        }
+        if k > 0
+            && full
+            && !mask
+                .iter()
+                .any(|t| guide.tokens_to_accept_after(t) == Some(k - 1))
+        {
+            return fail(
+                format!(
+                    "tokens_to_accept is {k} but no allowed token lowers it to {}",
+                    k - 1
+                ),
+                prefix,
+            );
+        }
+    }
+    if guide.is_finished() {
+        let text_allowed = mask.iter().any(|t| vocab.token_bytes(t).is_some());
+        if text_allowed {
+            return fail("is_finished but a text token is allowed", prefix);
+        }
+    }
+    Ok(())
+}
+
+/// Figures about a [`check_reachable_states`] run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reachable {
+    /// (index state, automaton state) pairs explored.
+    pub pairs: usize,
+    /// Whether the exploration stopped at its bound.
+    pub truncated: bool,
+    /// The text leading to a state that allowed tokens reach but from which
+    /// no sequence of the vocabulary's tokens reaches acceptance (a
+    /// token-level dead end; possible only when the vocabulary lacks bytes).
+    pub token_dead_end: Option<String>,
+}
+
+/// Explores (by breadth-first search over allowed tokens, at most
+/// `max_pairs` states) every index state reachable from the start and checks
+/// each one's full mask ([`check_mask`] with [`Ids::All`]), the guide-level
+/// facts of [`check_guide_state`], that acceptance stays reachable **with the
+/// vocabulary's tokens**, and that the budget bound is never below the true
+/// fewest number of tokens. Meant for small vocabularies. A token-level dead
+/// end is returned in [`Reachable::token_dead_end`] for the caller to judge.
+pub fn check_reachable_states<A: ByteAutomaton>(
+    index: &Arc<TokenIndex>,
+    oracle: &Oracle<A>,
+    max_pairs: usize,
+) -> Result<Reachable, Violation> {
+    let vocab = index.vocab().clone();
+    let start = (index.start(), oracle.start());
+    let mut ids: HashMap<(StateId, A::State), usize> = HashMap::new();
+    let mut pairs: Vec<(StateId, A::State)> = vec![start];
+    let mut prefix_of: Vec<Vec<TokenId>> = vec![Vec::new()];
+    let mut succ: Vec<Vec<usize>> = Vec::new();
+    ids.insert(start, 0);
+    let mut truncated = false;
+    let mut i = 0;
+    while i < pairs.len() {
+        let (s, d) = pairs[i];
+        let text = vocab.decode(&prefix_of[i]);
+        check_mask(index, oracle, s, d, &text, &Ids::All)?;
+        let mut g = Matcher::from_index(index.clone());
+        for &t in &prefix_of[i] {
+            if let Err(e) = g.advance(t) {
+                return fail(format!("replaying an allowed path failed: {e}"), &text);
+            }
+        }
+        if g.state() != s {
+            return fail("replaying a path reached another state", &text);
+        }
+        check_guide_state(&g, &text, true)?;
+        let mut out = Vec::new();
+        for t in index.allowed(s).iter() {
+            let Some(bytes) = vocab.token_bytes(t) else {
+                continue;
+            };
+            let Some(n) = index.next_state(s, t) else {
+                return fail(format!("allowed token {t} has no next state"), &text);
+            };
+            let key = (n, oracle.after(d, bytes));
+            let id = match ids.get(&key) {
+                Some(&id) => id,
+                None => {
+                    if pairs.len() >= max_pairs {
+                        truncated = true;
+                        continue;
+                    }
+                    ids.insert(key, pairs.len());
+                    pairs.push(key);
+                    let mut p = prefix_of[i].clone();
+                    p.push(t);
+                    prefix_of.push(p);
+                    pairs.len() - 1
+                }
+            };
+            out.push(id);
+        }
+        succ.push(out);
+        i += 1;
+    }
+    if truncated {
+        return Ok(Reachable {
+            pairs: pairs.len(),
+            truncated,
+            token_dead_end: None,
+        });
+    }
+    // Fewest tokens to acceptance, by a backward fixpoint over the explored graph.
+    let n = pairs.len();
+    let mut dist: Vec<u32> = pairs
+        .iter()
+        .map(|&(s, _)| if index.is_accepting(s) { 0 } else { u32::MAX })
+        .collect();
+    loop {
+        let mut changed = false;
+        for p in 0..n {
+            let best = succ[p]
+                .iter()
+                .map(|&q| dist[q].saturating_add(1))
+                .min()
+                .unwrap_or(u32::MAX);
+            if best < dist[p] {
+                dist[p] = best;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut token_dead_end = None;
+    for p in 0..n {
+        let text = vocab.decode(&prefix_of[p]);
+        if dist[p] == u32::MAX {
+            if token_dead_end.is_none() {
+                token_dead_end = Some(String::from_utf8_lossy(&text).into_owned());
+            }
+            continue;
+        }
+        if let Some(k) = index.tokens_to_accept(pairs[p].0) {
+            if k < dist[p] {
+                return fail(
+                    format!(
+                        "tokens_to_accept is {k} but at least {} tokens are needed",
+                        dist[p]
+                    ),
+                    &text,
+                );
+            }
+        }
+    }
+    Ok(Reachable {
+        pairs: n,
+        truncated: false,
+        token_dead_end,
+    })
+}
+
+/// How [`check_walk`] walks.
+#[derive(Clone, Debug)]
+pub struct WalkOptions {
+    /// Compare the whole mask with the oracle at every step ([`Ids::All`]);
+    /// otherwise only the chosen token and a strided sample.
+    pub full_masks: bool,
+    /// Stride of the sample when `full_masks` is off.
+    pub sample_stride: usize,
+    /// Steps after which the walk heads for acceptance (following the budget).
+    pub max_steps: usize,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        WalkOptions {
+            full_masks: true,
+            sample_stride: 61,
+            max_steps: 64,
+        }
+    }
+}
+
+/// How a walk ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WalkEnd {
+    /// EOS was taken; the bytes are the output.
+    Finished(Vec<u8>),
+    /// The walk could not head for acceptance (no budget bound) and was cut.
+    Cut(Vec<u8>),
+}
+
+/// Walks the guide from the start, choosing among the allowed tokens with the
+/// bytes of `choices` (two per step), then heads for acceptance by following
+/// the budget bound and takes EOS. Every step is checked with [`check_mask`]
+/// and [`check_guide_state`]; the finished output must be accepted by the
+/// oracle *and* by `full_match` (an independent engine, e.g. the `regex`
+/// crate), and the guide must then refuse every token.
+pub fn check_walk<A: ByteAutomaton>(
+    index: &Arc<TokenIndex>,
+    oracle: &Oracle<A>,
+    choices: &[u8],
+    opts: &WalkOptions,
+    full_match: &dyn Fn(&[u8]) -> bool,
+) -> Result<WalkEnd, Violation> {
+    let vocab = index.vocab().clone();
+    let width = vocab.logits_width();
+    let mut g = Matcher::from_index(index.clone());
+    let mut d = oracle.start();
+    let mut text: Vec<u8> = Vec::new();
+    let mut chooser = choices.chunks(2);
+    let hard_limit = opts.max_steps.saturating_mul(4) + 256;
+    for step in 0.. {
+        let ids = if opts.full_masks {
+            Ids::All
+        } else {
+            let stride = opts.sample_stride.max(1);
+            Ids::Some(
+                (step % stride..width)
+                    .step_by(stride)
+                    .map(|i| TokenId(i as u32))
+                    .collect(),
+            )
+        };
+        check_mask(index, oracle, g.state(), d, &text, &ids)?;
+        check_guide_state(&g, &text, opts.full_masks)?;
+        let mask = g.allowed();
+        if mask.is_empty() {
+            return fail("the guide allows nothing before EOS was taken", &text);
+        }
+        let eos = vocab.eos().iter().copied().find(|&e| mask.contains(e));
+        let pick = match (step < opts.max_steps).then(|| chooser.next()).flatten() {
+            Some(c) => {
+                let c = c.iter().fold(0usize, |a, &b| a << 8 | b as usize);
+                mask.iter().nth(c % mask.len())
+            }
+            None => match (eos, g.tokens_to_accept()) {
+                (Some(e), _) => Some(e),
+                (None, Some(k)) => {
+                    let t = mask
+                        .iter()
+                        .find(|&t| g.tokens_to_accept_after(t) == Some(k.saturating_sub(1)));
+                    if t.is_none() {
+                        return fail(
+                            format!("tokens_to_accept is {k} but no allowed token lowers it"),
+                            &text,
+                        );
+                    }
+                    t
+                }
+                (None, None) => {
+                    if step >= hard_limit {
+                        return Ok(WalkEnd::Cut(text));
+                    }
+                    mask.iter().next()
+                }
+            },
+        };
+        let Some(t) = pick else {
+            return fail("choosing from a non-empty mask failed", &text);
+        };
+        if let Err(e) = g.advance(t) {
+            return fail(format!("advance refused allowed token {t}: {e}"), &text);
+        }
+        if vocab.is_eos(t) {
+            break;
+        }
+        let bytes = vocab.token_bytes(t).unwrap_or_default();
+        text.extend_from_slice(bytes);
+        d = oracle.after(d, bytes);
+    }
+    if !g.is_finished() || !g.allowed().is_empty() {
+        return fail("after EOS the guide is not finished", &text);
+    }
+    if g.advance(TokenId(0)) != Err(MatcherError::Finished) {
+        return fail("after EOS advance did not answer Finished", &text);
+    }
+    if !oracle.accepts(&text) {
+        return fail(
+            "the finished output is not in the automaton's language",
+            &text,
+        );
+    }
+    if !full_match(&text) {
+        return fail(
+            "the finished output is rejected by the independent matcher",
+            &text,
+        );
+    }
+    if vocab.decode(g.tokens()) != text {
+        return fail("decoding the tokens does not give the output", &text);
+    }
+    Ok(WalkEnd::Finished(text))
+}
+
+/// One step of [`check_guide_ops`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum GuideOp {
+    /// Advance with this id (usually not allowed).
+    Advance(u32),
+    /// Advance with the allowed token at this position of the mask (modulo its size).
+    AdvanceAllowed(u32),
+    /// Roll back this many tokens (may exceed what was taken).
+    Rollback(u32),
+    /// Back to the start.
+    Reset,
+}
+
+/// Runs `ops` on a fresh guide and checks, at every step, that `advance`
+/// succeeds exactly for the allowed tokens (and for those the oracle says keep
+/// the text completable), that a refused advance changes nothing, and that
+/// `rollback` restores the exact state, tokens and mask of the earlier step.
+pub fn check_guide_ops<A: ByteAutomaton>(
+    index: &Arc<TokenIndex>,
+    oracle: &Oracle<A>,
+    ops: &[GuideOp],
+) -> Result<(), Violation> {
+    let vocab = index.vocab().clone();
+    let width = vocab.logits_width() as u32;
+    let mut g = Matcher::from_index(index.clone());
+    // history[i]: (state, automaton state, text length, mask) after i tokens.
+    let mut history: Vec<(StateId, A::State, usize, TokenSet)> =
+        vec![(g.state(), oracle.start(), 0, g.allowed().clone())];
+    let mut text: Vec<u8> = Vec::new();
+    for op in ops {
+        match *op {
+            GuideOp::Advance(_) | GuideOp::AdvanceAllowed(_) => {
+                let t = match *op {
+                    GuideOp::Advance(id) => TokenId(id % (width + 8)),
+                    GuideOp::AdvanceAllowed(k) => {
+                        let m = g.allowed();
+                        if m.is_empty() {
+                            continue;
+                        }
+                        m.iter().nth(k as usize % m.len()).unwrap_or(TokenId(0))
+                    }
+                    _ => unreachable!(),
+                };
+                let was_finished = g.is_finished() && g.allowed().is_empty();
+                let in_mask = g.allowed().contains(t);
+                if g.is_allowed(t) != in_mask {
+                    return fail(
+                        format!("is_allowed({t}) disagrees with allowed().contains"),
+                        &text,
+                    );
+                }
+                let (s, d, _, _) = history.last().cloned().expect("history starts non-empty");
+                let expect = if was_finished {
+                    false
+                } else {
+                    match vocab.token_bytes(t) {
+                        Some(b) if !b.is_empty() => oracle.is_live(oracle.after(d, b)),
+                        Some(_) => false,
+                        None => vocab.is_eos(t) && oracle.is_accepting(d),
+                    }
+                };
+                if in_mask != expect {
+                    return fail(
+                        format!(
+                            "token {t} ({}) in mask = {in_mask}, oracle says {expect}",
+                            vocab.describe(t)
+                        ),
+                        &text,
+                    );
+                }
+                let before = g.tokens().len();
+                match g.advance(t) {
+                    Ok(()) => {
+                        if !in_mask {
+                            return fail(
+                                format!(
+                                    "advance took {t} ({}) outside the mask",
+                                    vocab.describe(t)
+                                ),
+                                &text,
+                            );
+                        }
+                        if g.tokens().len() != before + 1 {
+                            return fail("advance did not record the token", &text);
+                        }
+                        let bytes = vocab.token_bytes(t).unwrap_or_default();
+                        text.extend_from_slice(bytes);
+                        let nd = oracle.after(d, bytes);
+                        history.push((g.state(), nd, text.len(), g.allowed().clone()));
+                    }
+                    Err(e) => {
+                        if in_mask {
+                            return fail(format!("advance refused {t} from the mask: {e}"), &text);
+                        }
+                        if was_finished && e != MatcherError::Finished {
+                            return fail(format!("advance after EOS answered {e}"), &text);
+                        }
+                        if g.state() != s || g.tokens().len() != before {
+                            return fail("a refused advance changed the guide", &text);
+                        }
+                    }
+                }
+            }
+            GuideOp::Rollback(n) => {
+                let n = n as usize;
+                let taken = g.tokens().len();
+                let before_state = g.state();
+                match g.rollback(n) {
+                    Ok(()) if n > taken => {
+                        return fail(format!("rollback({n}) of {taken} tokens succeeded"), &text)
+                    }
+                    Err(_) if n <= taken => {
+                        return fail(format!("rollback({n}) of {taken} tokens failed"), &text)
+                    }
+                    Err(_) => {
+                        if g.state() != before_state || g.tokens().len() != taken {
+                            return fail("a refused rollback changed the guide", &text);
+                        }
+                    }
+                    Ok(()) => {
+                        history.truncate(taken - n + 1);
+                        let (s, _, len, ref mask) = *history.last().expect("non-empty");
+                        text.truncate(len);
+                        if g.state() != s {
+                            return fail(format!("rollback({n}) did not restore the state"), &text);
+                        }
+                        if g.tokens().len() != taken - n {
+                            return fail(format!("rollback({n}) left the wrong tokens"), &text);
+                        }
+                        if n > 0 && g.allowed() != mask {
+                            return fail(format!("rollback({n}) did not restore the mask"), &text);
+                        }
+                    }
+                }
+            }
+            GuideOp::Reset => {
+                g.reset();
+                history.truncate(1);
+                text.clear();
+                if g.state() != history[0].0 || !g.tokens().is_empty() {
+                    return fail("reset did not return to the start", &text);
+                }
+                if *g.allowed() != history[0].3 {
+                    return fail("reset did not restore the start mask", &text);
+                }
+            }
+        }
+        if vocab.decode(g.tokens()) != text {
+            return fail("the guide's tokens do not decode to the text", &text);
+        }
+    }
+    Ok(())
+}
+
+/// A `regex_index` fuzz case: a pattern, a small vocabulary and the walk's
+/// choices. Saved as JSON under `fuzz/regressions/regex_index/`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RegexIndexCase {
+    /// The regex (full-match semantics).
+    pub pattern: String,
+    /// Text tokens, ids `0..tokens.len()`.
+    pub tokens: Vec<Vec<u8>>,
+    /// Whether every single byte is added as a token after `tokens`.
+    pub all_single_bytes: bool,
+    /// EOS ids follow the text tokens (at least one).
+    pub eos_count: u8,
+    /// Extra ids past the tokenizer (holes in the logits width).
+    pub extra_width: u8,
+    /// Walk choices (two bytes per step).
+    pub choices: Vec<u8>,
+}
+
+/// What [`check_regex_index_case`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaseOutcome {
+    /// The case was refused with a typed error before any check (a bad or
+    /// too-big pattern, an empty language, an incompatible vocabulary).
+    Refused(String),
+    /// The checks ran and passed.
+    Checked {
+        /// Index states explored.
+        pairs: usize,
+        /// A token-level dead end that was tolerated (see
+        /// [`check_regex_index_case`]'s `allow_token_dead_ends`).
+        token_dead_end: Option<String>,
+        /// How the walk ended.
+        walk: WalkEnd,
+    },
+}
+
+/// Limits used for fuzz cases (small, so every case is quick).
+pub fn fuzz_dfa_config() -> DfaConfig {
+    DfaConfig {
+        nfa_size_limit: 1 << 20,
+        determinize_size_limit: 4 << 20,
+        dfa_size_limit: 2 << 20,
+        minimize: false,
+        lazy_states: None,
+    }
+}
+
+impl RegexIndexCase {
+    /// The vocabulary of the case.
+    pub fn vocabulary(&self) -> Result<Vocabulary, constrain::VocabError> {
+        let mut toks: Vec<(TokenId, Vec<u8>)> = self
+            .tokens
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (TokenId(i as u32), b.clone()))
+            .collect();
+        if self.all_single_bytes {
+            let base = toks.len() as u32;
+            toks.extend((0..=255u8).map(|b| (TokenId(base + b as u32), vec![b])));
+        }
+        let n = toks.len() as u32;
+        let eos: Vec<TokenId> = (0..self.eos_count.max(1) as u32)
+            .map(|k| TokenId(n + k))
+            .collect();
+        let width = (n as usize) + eos.len() + self.extra_width as usize;
+        Vocabulary::new(toks, eos, width)
+    }
+}
+
+/// Everything `regex_index` checks, for one case: eager and lazy indexes
+/// agree; every reachable state's mask matches the oracle; no token-level
+/// dead end (unless `allow_token_dead_ends`: a known gap, see below); the
+/// walk's output is accepted by `full_match`.
+///
+/// Known gap: when the vocabulary lacks some single bytes, the index can allow
+/// a token after which the text is completable byte-wise but not with this
+/// vocabulary's tokens (`a*b` over the tokens `{a}` allows `a` forever). The
+/// index reports only states that allow nothing at all. Real byte-level BPE
+/// vocabularies (Qwen) hold every byte, so this never happens with them.
+pub fn check_regex_index_case(
+    case: &RegexIndexCase,
+    full_match: &dyn Fn(&[u8]) -> bool,
+    allow_token_dead_ends: bool,
+) -> Result<CaseOutcome, Violation> {
+    let dfa = match ByteDfa::new(&case.pattern, &fuzz_dfa_config()) {
+        Ok(d) => d,
+        Err(e @ (DfaError::Syntax { .. } | DfaError::TooBig { .. } | DfaError::Build(_))) => {
+            return Ok(CaseOutcome::Refused(e.to_string()))
+        }
+    };
+    // The sparse determinizer against regex-automata's dense one.
+    if let Ok(reference) = ByteDfa::new_reference(&case.pattern, &fuzz_dfa_config()) {
+        if let Some(w) = constrain::dfa::first_difference(&dfa, &reference) {
+            return Err(Violation::new(
+                format!(
+                    "the sparse and the reference DFA differ (sparse accepts: {})",
+                    dfa.matches(&w)
+                ),
+                &w,
+            ));
+        }
+    }
+    let vocab = match case.vocabulary() {
+        Ok(v) => Arc::new(v),
+        Err(e) => return Ok(CaseOutcome::Refused(e.to_string())),
+    };
+    let Some(oracle) = Oracle::new(&dfa, 20_000) else {
+        return Ok(CaseOutcome::Refused(
+            "automaton too big for the oracle".into(),
+        ));
+    };
+    let build = |eager: bool| {
+        let cfg = IndexConfig {
+            eager,
+            threads: 1,
+            max_states: 20_000,
+            ..Default::default()
+        };
+        TokenIndex::build(&dfa, vocab.clone(), &cfg)
+    };
+    let (eager, lazy) = (build(true), build(false));
+    let (eager, lazy) = match (eager, lazy) {
+        (Ok(e), Ok(l)) => (Arc::new(e), Arc::new(l)),
+        (Err(e), Err(l)) => {
+            let same = std::mem::discriminant(&e) == std::mem::discriminant(&l);
+            // Lazy mode checks coverage per state only when a single byte is
+            // missing; both must agree that the case is refused.
+            if !same && !matches!(e, IndexError::IncompatibleVocabulary { .. }) {
+                return fail(
+                    format!("eager and lazy builds fail differently: {e} / {l}"),
+                    b"",
+                );
+            }
+            if matches!(e, IndexError::EmptyLanguage) && oracle.is_live(oracle.start()) {
+                return fail(
+                    "build says the language is empty but the oracle finds a word",
+                    b"",
+                );
+            }
+            return Ok(CaseOutcome::Refused(e.to_string()));
+        }
+        (Ok(_), Err(l)) => return fail(format!("eager build succeeds, lazy fails: {l}"), b""),
+        (Err(e), Ok(_)) => return fail(format!("lazy build succeeds, eager fails: {e}"), b""),
+    };
+    if eager.num_states() != lazy.num_states() {
+        return fail("eager and lazy indexes have different state counts", b"");
+    }
+    for s in 0..eager.num_states() as u32 {
+        if eager.allowed(StateId(s)) != lazy.allowed(StateId(s)) {
+            return fail(format!("eager and lazy masks differ in state {s}"), b"");
+        }
+    }
+    if !oracle.is_live(oracle.start()) {
+        return fail(
+            "the index built but the oracle finds the language empty",
+            b"",
+        );
+    }
+    check_lazy_dfa_index(&eager, &case.pattern, &vocab)?;
+    let reach = check_reachable_states(&eager, &oracle, 5_000)?;
+    if let (Some(prefix), false) = (&reach.token_dead_end, allow_token_dead_ends) {
+        return Err(Violation {
+            what: "allowed tokens lead to a state from which no sequence of this vocabulary's tokens reaches acceptance (a token-level dead end)".into(),
+            prefix: prefix.clone(),
+        });
+    }
+    if case.all_single_bytes {
+        // With every byte spellable the budget bound always exists.
+        for s in 0..eager.num_states() as u32 {
+            if eager.tokens_to_accept(StateId(s)).is_none() {
+                return fail(
+                    format!("no budget bound in state {s} although every byte is a token"),
+                    b"",
+                );
+            }
+        }
+    }
+    let walk = check_walk(
+        &eager,
+        &oracle,
+        &case.choices,
+        &WalkOptions::default(),
+        full_match,
+    )?;
+    Ok(CaseOutcome::Checked {
+        pairs: reach.pairs,
+        token_dead_end: reach.token_dead_end,
+        walk,
+    })
+}
+
+/// The index over a lazy DFA (everything past the start determinized on
+/// demand) against the eager index of the same pattern: over pairs of states
+/// reached by the same bytes (breadth-first, at most 2,000 pairs), the same
+/// masks, acceptance, budget bound and forced byte.
+fn check_lazy_dfa_index(
+    eager: &TokenIndex,
+    pattern: &str,
+    vocab: &Arc<Vocabulary>,
+) -> Result<(), Violation> {
+    let cfg = DfaConfig {
+        lazy_states: Some(1),
+        ..fuzz_dfa_config()
+    };
+    let dfa = match ByteDfa::build(pattern, &cfg) {
+        Ok(d) => d,
+        Err(e) => {
+            return fail(
+                format!("the eager DFA builds, the lazy one fails: {e}"),
+                b"",
+            )
+        }
+    };
+    let icfg = IndexConfig {
+        threads: 1,
+        max_states: 20_000,
+        ..Default::default()
+    };
+    let lazy = match TokenIndex::build_dfa(dfa, vocab.clone(), &icfg) {
+        Ok(i) => i,
+        Err(e) => {
+            return fail(
+                format!("the eager index builds, the lazy one fails: {e}"),
+                b"",
+            )
+        }
+    };
+    type Pair = (StateId, StateId);
+    let mut parent: HashMap<Pair, Option<(Pair, u8)>> = HashMap::new();
+    let start = (eager.start(), lazy.start());
+    parent.insert(start, None);
+    let mut queue = std::collections::VecDeque::from([start]);
+    let prefix = |parent: &HashMap<_, Option<(_, u8)>>, mut p: (StateId, StateId)| {
+        let mut out = Vec::new();
+        while let Some(Some((q, b))) = parent.get(&p) {
+            out.push(*b);
+            p = *q;
+        }
+        out.reverse();
+        out
+    };
+    while let Some((a, b)) = queue.pop_front() {
+        let what = if eager.allowed(a) != lazy.allowed(b) {
+            Some("masks")
+        } else if eager.is_accepting(a) != lazy.is_accepting(b) {
+            Some("acceptance")
+        } else if eager.tokens_to_accept(a) != lazy.tokens_to_accept(b) {
+            Some("budget bounds")
+        } else if eager.forced_byte(a) != lazy.forced_byte(b) {
+            Some("forced bytes")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return Err(Violation::new(
+                format!("the eager and the lazy-DFA index differ in their {what}"),
+                &prefix(&parent, (a, b)),
+            ));
+        }
+        for byte in 0..=255u8 {
+            match (
+                eager.next_byte_state(a, byte),
+                lazy.next_byte_state(b, byte),
+            ) {
+                (Some(x), Some(y)) => {
+                    if parent.len() < 2_000 && !parent.contains_key(&(x, y)) {
+                        parent.insert((x, y), Some(((a, b), byte)));
+                        queue.push_back((x, y));
+                    }
+                }
+                (None, None) => {}
+                _ => {
+                    let mut w = prefix(&parent, (a, b));
+                    w.push(byte);
+                    return Err(Violation::new(
+                        "the eager and the lazy-DFA index disagree on a byte's liveness",
+                        &w,
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(e) = lazy.lazy_limit_error() {
+        return fail(
+            format!("the lazy DFA hit a limit the eager one did not: {e}"),
+            b"",
+        );
+    }
+    Ok(())
+}
+
+/// A `guide_walk` fuzz case: a real pattern over the Qwen vocabulary and a
+/// sequence of guide operations. Saved as JSON under
+/// `fuzz/regressions/guide_walk/`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GuideWalkCase {
+    /// The regex (full-match semantics).
+    pub pattern: String,
+    /// The operations.
+    pub ops: Vec<GuideOp>,
+}
+
+/// Checks a [`GuideWalkCase`] against an index built from its pattern (over
+/// any vocabulary; the fuzz target and tests use Qwen's) with the pattern's
+/// automaton as the oracle: [`check_guide_ops`], then the start mask on the
+/// ids the ops name ([`check_mask`]).
+pub fn check_guide_walk_case<A: ByteAutomaton>(
+    index: &Arc<TokenIndex>,
+    oracle: &Oracle<A>,
+    case: &GuideWalkCase,
+) -> Result<(), Violation> {
+    check_guide_ops(index, oracle, &case.ops)?;
+    let width = index.vocab().logits_width() as u32 + 8;
+    let named: Vec<TokenId> = case
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            GuideOp::Advance(id) => Some(TokenId(id % width)),
+            _ => None,
+        })
+        .collect();
+    check_mask(
+        index,
+        oracle,
+        index.start(),
+        oracle.start(),
+        b"",
+        &Ids::Some(named),
+    )
+}
+
+/// A `sampling` fuzz case. Floats are stored as their bits so NaN and
+/// infinities survive JSON. Saved under `fuzz/regressions/sampling/`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SamplingCase {
+    /// Logits (`f32::to_bits`).
+    pub logits: Vec<u32>,
+    /// Allowed ids (`None`: no mask).
+    pub mask: Option<Vec<u32>>,
+    /// Generated tokens so far (for the penalties).
+    pub history: Vec<u32>,
+    /// `temperature, top_p, min_p, repetition, frequency, presence` as bits.
+    pub knobs: [u32; 6],
+    pub top_k: u32,
+    pub penalty_last_n: Option<u32>,
+    /// (id, bias bits).
+    pub logit_bias: Vec<(u32, u32)>,
+    pub seed: u64,
+}
+
+impl SamplingCase {
+    /// The sampling config of the case (possibly invalid).
+    pub fn config(&self) -> constrain::sampling::SamplingConfig {
+        let f = |i: usize| f32::from_bits(self.knobs[i]);
+        constrain::sampling::SamplingConfig {
+            temperature: f(0),
+            top_k: self.top_k as usize,
+            top_p: f(1),
+            min_p: f(2),
+            repetition_penalty: f(3),
+            frequency_penalty: f(4),
+            presence_penalty: f(5),
+            penalty_last_n: self.penalty_last_n.map(|n| n as usize),
+            logit_bias: self
+                .logit_bias
+                .iter()
+                .map(|&(id, b)| (TokenId(id), f32::from_bits(b)))
+                .collect(),
+        }
+    }
+}
+
+/// What [`check_sampling_case`] saw.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SamplingOutcome {
+    /// The config was refused as invalid.
+    InvalidConfig,
+    /// Sampling answered a typed error (consistent with the inputs).
+    Error(String),
+    /// A token was picked from a distribution of this many tokens.
+    Picked { token: TokenId, support: usize },
+}
+
+/// Sampling invariants for one case: the picked token is allowed by the mask,
+/// not removed (NaN logit, `-inf` bias) and in the support of
+/// [`Sampler::distribution`](constrain::sampling::Sampler::distribution) for the
+/// same inputs; that distribution has finite probabilities in `(0, 1]`
+/// summing to 1, ascending ids, at most `top_k` tokens, none below
+/// `min_p × p_max`, one token at probability 1 under greedy; "every token
+/// removed" is answered only when no allowed token has a finite logit and
+/// bias of moderate size; width and id errors only for such inputs; `sample`
+/// and `distribution` agree on success; the same seed gives the same token.
+pub fn check_sampling_case(case: &SamplingCase) -> Result<SamplingOutcome, Violation> {
+    use constrain::sampling::{Sampler, SamplingError};
+    let cfg = case.config();
+    let n = case.logits.len();
+    let logits: Vec<f32> = case.logits.iter().map(|&b| f32::from_bits(b)).collect();
+    let mask = case.mask.as_ref().map(|ids| {
+        let mut m = TokenSet::new(n);
+        for &i in ids {
+            m.insert(TokenId(i));
+        }
+        m
+    });
+    let history: Vec<TokenId> = case.history.iter().map(|&i| TokenId(i)).collect();
+    let v = |what: String| Violation::new(what, b"");
+    let mut sampler = match Sampler::new(cfg.clone(), case.seed) {
+        Ok(s) => s,
+        Err(SamplingError::InvalidParameter { .. }) => {
+            if cfg.validate().is_ok() {
+                return Err(v("Sampler::new refused a config validate() accepts".into()));
+            }
+            return Ok(SamplingOutcome::InvalidConfig);
+        }
+        Err(e) => return Err(v(format!("Sampler::new failed with {e}"))),
+    };
+    let allowed = |t: usize| mask.as_ref().is_none_or(|m| m.contains(TokenId(t as u32)));
+    // The logit after the bias entries, added one by one as the sampler does.
+    let biased = |t: usize| -> f32 {
+        cfg.logit_bias
+            .iter()
+            .filter(|(id, _)| id.as_usize() == t)
+            .fold(logits[t], |x, &(_, b)| x + b)
+    };
+    let removed = |t: usize| {
+        let x = biased(t);
+        !allowed(t) || x.is_nan() || x == f32::NEG_INFINITY
+    };
+    // Out-of-range ids must be refused in the logit bias, and in the history
+    // when penalties look at them (inside the `penalty_last_n` window);
+    // elsewhere in the history they may be ignored.
+    let penalties_on = cfg.repetition_penalty != 1.0
+        || cfg.frequency_penalty != 0.0
+        || cfg.presence_penalty != 0.0;
+    let window = cfg.penalty_last_n.map_or(&history[..], |k| {
+        &history[history.len().saturating_sub(k)..]
+    });
+    let bad_ids = cfg.logit_bias.iter().any(|(id, _)| id.as_usize() >= n)
+        || (penalties_on && window.iter().any(|t| t.as_usize() >= n));
+    let maybe_bad_ids = bad_ids || history.iter().any(|t| t.as_usize() >= n);
+    let dist = sampler.distribution(&mut logits.clone(), mask.as_ref(), &history);
+    let mut again = Sampler::new(cfg.clone(), case.seed).map_err(|e| v(e.to_string()))?;
+    let pick = again.sample(&mut logits.clone(), mask.as_ref(), &history);
+    let mut third = Sampler::new(cfg.clone(), case.seed).map_err(|e| v(e.to_string()))?;
+    let pick2 = third.sample(&mut logits.clone(), mask.as_ref(), &history);
+    if pick != pick2 {
+        return Err(v(format!(
+            "same seed, different picks: {pick:?} / {pick2:?}"
+        )));
+    }
+    match (&dist, &pick) {
+        (Err(a), Err(b)) if a == b => {}
+        (Ok(_), Ok(_)) => {}
+        _ => {
+            return Err(v(format!(
+                "distribution and sample disagree: {dist:?} / {pick:?}"
+            )))
+        }
+    }
+    let dist = match dist {
+        Err(SamplingError::AllRemoved) => {
+            // Some allowed token with moderate finite values must survive.
+            let moderate = |x: f32| x.is_finite() && x.abs() <= 1e4;
+            let penalties_moderate = cfg.repetition_penalty <= 1e4
+                && cfg.repetition_penalty >= 1e-4
+                && cfg.frequency_penalty.abs() <= 1e4
+                && cfg.presence_penalty.abs() <= 1e4
+                && history.len() <= 1000
+                && (cfg.temperature == 0.0 || cfg.temperature >= 1e-4);
+            if penalties_moderate {
+                if let Some(t) =
+                    (0..n).find(|&t| allowed(t) && moderate(logits[t]) && moderate(biased(t)))
+                {
+                    return Err(v(format!(
+                        "every token reported removed, but token {t} is allowed with logit {} ({} after the bias)",
+                        logits[t],
+                        biased(t)
+                    )));
+                }
+            }
+            return Ok(SamplingOutcome::Error("all removed".into()));
+        }
+        Err(e @ SamplingError::TokenOutOfRange { .. }) if maybe_bad_ids => {
+            return Ok(SamplingOutcome::Error(e.to_string()))
+        }
+        Err(e) => return Err(v(format!("unexpected sampling error: {e}"))),
+        Ok(d) => d,
+    };
+    if bad_ids {
+        return Err(v("an id outside the logits was accepted".into()));
+    }
+    let token = pick.map_err(|e| v(e.to_string()))?;
+    let t = token.as_usize();
+    if t >= n || !allowed(t) {
+        return Err(v(format!("picked token {t}, which the mask forbids")));
+    }
+    if removed(t) {
+        return Err(v(format!(
+            "picked token {t}, which is removed (logit {}, {} after the bias)",
+            logits[t],
+            biased(t)
+        )));
+    }
+    if !dist.iter().any(|&(id, _)| id == token) {
+        return Err(v(format!(
+            "picked token {t} outside the distribution {dist:?}"
+        )));
+    }
+    let mut sum = 0f64;
+    for (i, &(id, p)) in dist.iter().enumerate() {
+        if !(p.is_finite() && p > 0.0 && p <= 1.0 + 1e-6) {
+            return Err(v(format!("probability {p} of token {id}")));
+        }
+        if i > 0 && dist[i - 1].0 >= id {
+            return Err(v("distribution ids are not strictly ascending".into()));
+        }
+        if removed(id.as_usize()) {
+            return Err(v(format!("removed token {id} has probability {p}")));
+        }
+        sum += p as f64;
+    }
+    if (sum - 1.0).abs() > 1e-3 {
+        return Err(v(format!("probabilities sum to {sum}")));
+    }
+    if cfg.is_greedy() && dist.len() != 1 {
+        return Err(v(format!("greedy gave {} tokens", dist.len())));
+    }
+    if cfg.top_k > 0 && dist.len() > cfg.top_k {
+        return Err(v(format!("top_k {} kept {} tokens", cfg.top_k, dist.len())));
+    }
+    if cfg.min_p > 0.0 {
+        let pmax = dist.iter().map(|d| d.1).fold(0f32, f32::max);
+        if let Some(&(id, p)) = dist.iter().find(|d| d.1 < cfg.min_p * pmax * (1.0 - 1e-3)) {
+            return Err(v(format!(
+                "token {id} at {p} survives min_p {} (p_max {pmax})",
+                cfg.min_p
+            )));
+        }
+    }
+    Ok(SamplingOutcome::Picked {
+        token,
+        support: dist.len(),
+    })
+}
+
+/// A small vocabulary for schema checks: every single byte (so every text is
+/// spellable and byte-level liveness is token-level liveness) plus a few
+/// multi-byte JSON pieces, and two EOS ids.
+pub fn json_test_vocabulary() -> Vocabulary {
+    let pieces: &[&str] = &[
+        "{\"", "\":", "\": ", "\", \"", ", ", "\"}", "true", "false", "null", "[]", "{}", "[{",
+        "}]", "\":\"", "0.", "-1", "e+", "\\u00", "\\\"", "ab", "abc",
+    ];
+    let mut toks: Vec<(TokenId, Vec<u8>)> =
+        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
+    for (i, p) in pieces.iter().enumerate() {
+        toks.push((TokenId(256 + i as u32), p.as_bytes().to_vec()));
+    }
+    let n = toks.len() as u32;
+    Vocabulary::new(toks, [TokenId(n), TokenId(n + 1)], n as usize + 2).expect("a valid vocabulary")
+}
+
+/// What [`check_schema_case`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaOutcome {
+    /// The schema (or its automaton) was refused with a typed error.
+    Refused(String),
+    /// Walks ran; every finished output validated.
+    Checked {
+        /// Walks that finished (EOS taken).
+        finished: usize,
+    },
+}
+
+/// Schema invariants for one schema: `compile` never panics and either
+/// refuses with a non-empty message or yields a regex the DFA builder parses;
+/// the index over `vocab` builds (or refuses for size); `walks` random walks
+/// of allowed tokens, each checked by [`check_walk`] (masks against the DFA
+/// oracle), end in a text that parses as JSON and that `validate` (an
+/// independent JSON Schema validator) accepts. `opts` must not be lenient;
+/// `dfa_config` bounds the automaton (a schema over it is refused).
+pub fn check_schema_case(
+    schema: &serde_json::Value,
+    opts: &constrain::schema::SchemaOptions,
+    vocab: Arc<Vocabulary>,
+    dfa_config: &DfaConfig,
+    choices: &[u8],
+    walks: usize,
+    validate: &dyn Fn(&serde_json::Value) -> bool,
+) -> Result<SchemaOutcome, Violation> {
+    let compiled = match constrain::schema::compile(schema, opts) {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = e.to_string();
+            if msg.trim().is_empty() {
+                return fail("the schema compiler refused with an empty message", b"");
+            }
+            return Ok(SchemaOutcome::Refused(msg));
+        }
+    };
+    let dfa = match ByteDfa::new(&compiled.regex, dfa_config) {
+        Ok(d) => d,
+        Err(DfaError::Syntax { offset, message }) => {
+            return fail(
+                format!(
+                    "the schema compiler emitted a regex that does not parse (byte {offset}: {message}): {}",
+                    compiled.regex
+                ),
+                b"",
+            )
+        }
+        Err(e) => return Ok(SchemaOutcome::Refused(e.to_string())),
+    };
+    let cfg = IndexConfig {
+        threads: 1,
+        max_states: 50_000,
+        ..Default::default()
+    };
+    let index = match TokenIndex::build(&dfa, vocab, &cfg) {
+        Ok(i) => Arc::new(i),
+        Err(e @ IndexError::IncompatibleVocabulary { .. }) => {
+            return fail(
+                format!("index build failed over a vocabulary with every byte: {e}"),
+                b"",
+            )
+        }
+        Err(e) => return Ok(SchemaOutcome::Refused(e.to_string())),
+    };
+    let Some(oracle) = Oracle::new(&dfa, 50_000) else {
+        return Ok(SchemaOutcome::Refused(
+            "automaton too big for the oracle".into(),
+        ));
+    };
+    let full = |text: &[u8]| -> bool {
+        std::str::from_utf8(text)
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+            .is_some_and(|v| validate(&v))
+    };
+    let opts = WalkOptions {
+        full_masks: index.vocab().logits_width() <= 4096,
+        sample_stride: 61,
+        max_steps: 48,
+    };
+    let mut finished = 0;
+    for k in 0..walks {
+        let mut c = choices.to_vec();
+        let len = c.len();
+        if len > 0 {
+            c.rotate_left((k * 7) % len);
+        }
+        c.push(k as u8);
+        if let WalkEnd::Finished(_) = check_walk(&index, &oracle, &c, &opts, &full)? {
+            finished += 1;
+        }
+    }
+    Ok(SchemaOutcome::Checked { finished })
+}

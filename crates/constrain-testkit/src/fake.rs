@@ -1,0 +1,114 @@
+//! A scripted [`LanguageModel`] for tests and offline examples.
+
+use constrain::vocab::TokenId;
+use constrain_model::{LanguageModel, ModelError};
+
+type LogitsFn = dyn FnMut(&[TokenId]) -> Vec<f32> + Send;
+
+/// A model whose logits are computed by a closure over the whole sequence fed
+/// so far (prompt and output). It follows the [`LanguageModel`] contract
+/// exactly (positions, context length, widths), so the generation loop cannot
+/// tell it from a real model, and it counts its forward passes.
+///
+/// ```
+/// use constrain_model::LanguageModel;
+/// use constrain_testkit::FakeModel;
+/// use constrain::TokenId;
+/// // Always prefers token 3.
+/// let mut m = FakeModel::new(8, |_seq| {
+///     let mut l = vec![0.0; 8];
+///     l[3] = 5.0;
+///     l
+/// });
+/// let logits = m.forward(&[TokenId(1), TokenId(2)], 0)?;
+/// assert_eq!(logits.len(), 8);
+/// assert_eq!(m.calls(), 1);
+/// # Ok::<(), constrain_model::ModelError>(())
+/// ```
+pub struct FakeModel {
+    width: usize,
+    context: usize,
+    seq: Vec<TokenId>,
+    logits: Box<LogitsFn>,
+    calls: usize,
+}
+
+impl FakeModel {
+    /// A model of `width` logits whose output is `logits(sequence so far)`.
+    pub fn new(width: usize, logits: impl FnMut(&[TokenId]) -> Vec<f32> + Send + 'static) -> Self {
+        FakeModel {
+            width,
+            context: 1 << 20,
+            seq: Vec::new(),
+            logits: Box::new(logits),
+            calls: 0,
+        }
+    }
+
+    /// A model that returns equal logits everywhere.
+    pub fn uniform(width: usize) -> Self {
+        Self::new(width, move |_| vec![0.0; width])
+    }
+
+    /// The same model with another context length (default 2^20).
+    pub fn with_context_length(mut self, context: usize) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// Number of forward passes so far.
+    pub fn calls(&self) -> usize {
+        self.calls
+    }
+
+    /// The sequence fed since the last start.
+    pub fn sequence(&self) -> &[TokenId] {
+        &self.seq
+    }
+}
+
+impl LanguageModel for FakeModel {
+    fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
+        if tokens.is_empty() {
+            return Err(ModelError::EmptyBatch);
+        }
+        if pos != 0 && pos != self.seq.len() {
+            return Err(ModelError::Position {
+                expected: self.seq.len(),
+                got: pos,
+            });
+        }
+        if pos + tokens.len() > self.context {
+            return Err(ModelError::ContextOverflow {
+                needed: pos + tokens.len(),
+                context: self.context,
+            });
+        }
+        if let Some(&t) = tokens.iter().find(|t| t.as_usize() >= self.width) {
+            return Err(ModelError::TokenOutOfRange {
+                token: t,
+                width: self.width,
+            });
+        }
+        if pos == 0 {
+            self.seq.clear();
+        }
+        self.seq.extend_from_slice(tokens);
+        self.calls += 1;
+        let mut l = (self.logits)(&self.seq);
+        l.resize(self.width, f32::NEG_INFINITY);
+        Ok(l)
+    }
+
+    fn reset(&mut self) {
+        self.seq.clear();
+    }
+
+    fn logits_width(&self) -> usize {
+        self.width
+    }
+
+    fn context_length(&self) -> usize {
+        self.context
+    }
+}

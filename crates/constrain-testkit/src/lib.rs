@@ -1,0 +1,25 @@
+//! # constrain-testkit: the tools that check constrain
+//!
+//! Shared by the tests of every crate, the fuzz targets, the benches and the
+//! CLI's `maskbench` / `soak` commands, so that none of it sits in the public
+//! library:
+//!
+//! * [`check`]: invariants of the index and the matcher, each checked against
+//!   an independent oracle and reported as a [`check::Violation`]; the fuzz
+//!   targets and the replay of their regressions call the same functions;
+//! * [`maskbench`]: the MaskBench runner (compliant semantics, `json.dumps`
+//!   instances, TTFM / TBM);
+//! * [`FakeModel`] (scripted logits) and [`tiny`] (tiny random-weight GGUF
+//!   files and a tiny byte-level vocabulary) for model tests without weights;
+//! * [`assets`]: where the real tokenizer, model and corpora are, with a
+//!   message when they are absent;
+//! * [`process`]: the process settings of the measuring binaries.
+
+pub mod assets;
+pub mod check;
+mod fake;
+pub mod maskbench;
+pub mod process;
+pub mod tiny;
+
+pub use fake::FakeModel;

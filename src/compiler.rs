@@ -1,0 +1,422 @@
+//! # Compiler: the one way from a source to a shareable compiled artefact
+//!
+//! Every consumer — the CLI, generation, the MaskBench runner, the soak, the
+//! fuzz targets, benches and examples — turns a constraint into something a
+//! [`Matcher`] can walk the same way: a [`Compiler`] over one vocabulary and
+//! one [`CompilerConfig`], and [`Compiler::compile`] of a [`Source`].
+//!
+//! ```text
+//! Source::JsonSchema ─ schema:: ─┐
+//! Source::Tools ──── tools_schema┤
+//! Source::Regex ─────────────────┼─▶ regex ─▶ dfa::ByteDfa::build ─▶ index::TokenIndex ─▶ Arc<Compiled>
+//! Source::Grammar ─ grammar file ┘            (eager, or lazy past      (eager over an eager DFA,
+//!                                              DfaConfig::lazy_states)   lazy over a lazy one)
+//! ```
+//!
+//! ## What the compiler decides
+//!
+//! * **Eager or lazy.** A DFA of at most [`DfaConfig::lazy_states`] states is
+//!   determinized and indexed up front; a bigger one is determinized, and its
+//!   masks computed, as matchers visit it. [`IndexConfig::eager`] `= false`
+//!   makes even a small DFA's masks lazy.
+//! * **Every resource limit** (NFA, DFA and determinizer memory, states,
+//!   mask memory, schema sizes) comes from the config and is named in the
+//!   error when hit.
+//! * **The cache.** Compiled artefacts are kept in a bounded LRU cache keyed
+//!   by the source and its options (one compiler has one vocabulary, so the
+//!   vocabulary is part of every key): a second compile of the same schema
+//!   returns the same `Arc`. The cache is bounded by entries
+//!   ([`CompilerConfig::cache_entries`]) and by the index memory it holds
+//!   ([`CompilerConfig::cache_bytes`]); errors are not cached.
+//!
+//! ## Invariants
+//!
+//! * A [`Compiled`] is immutable, `Send + Sync`, and shared through `Arc`;
+//!   everything that changes per request lives in the [`Matcher`].
+//! * Two compiles of equal sources under equal options give equal languages
+//!   (the cache may return the same artefact).
+//! * The compiler never prints; schema warnings (lenient mode, narrowings)
+//!   are in [`Compiled::warnings`].
+//!
+//! ```
+//! use constrain::{Compiler, CompilerConfig, Source, TokenId, Vocabulary};
+//! use std::sync::Arc;
+//!
+//! // A toy vocabulary: the 256 single bytes (ids 0..=255) and EOS (256).
+//! let tokens = (0..=255u8).map(|b| (TokenId(b as u32), vec![b]));
+//! let vocab = Arc::new(Vocabulary::new(tokens, [TokenId(256)], 257)?);
+//! let compiler = Compiler::new(vocab, CompilerConfig::default());
+//! let compiled = compiler.compile(&Source::regex("(yes|no)"))?;
+//! let mut m = compiled.matcher();
+//! for &b in b"yes" {
+//!     assert!(m.accept_token(TokenId(b as u32)));
+//! }
+//! assert!(m.is_accepting());
+//! assert!(m.accept_token(TokenId(256)) && m.is_terminated());
+//! // The same source again comes from the cache.
+//! assert!(std::sync::Arc::ptr_eq(&compiled, &compiler.compile(&Source::regex("(yes|no)"))?));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::dfa::{ByteDfa, Dfa, DfaConfig, DfaError};
+use crate::grammar::{Grammar, GrammarError};
+use crate::index::{IndexConfig, IndexError, TokenIndex};
+use crate::matcher::Matcher;
+use crate::schema::{self, SchemaError, SchemaOptions, SchemaWarning};
+use crate::vocab::Vocabulary;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What to compile.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// A JSON Schema document, compiled with `options`.
+    JsonSchema {
+        schema: serde_json::Value,
+        options: SchemaOptions,
+    },
+    /// An OpenAI `tools` array: the output is one call
+    /// `{"name": ..., "arguments": {...}}` to exactly one tool
+    /// ([`schema::tools_schema`]), compiled with `options`.
+    Tools {
+        tools: serde_json::Value,
+        options: SchemaOptions,
+    },
+    /// A regex in the `regex` crate's syntax, full-match semantics.
+    Regex(String),
+    /// A named grammar file (`grammars/*.regex`: a comment header, then a
+    /// regex), already read ([`Source::grammar_file`]).
+    Grammar(Grammar),
+}
+
+impl Source {
+    /// A JSON Schema with the default options (strict semantics, compact
+    /// whitespace).
+    pub fn json_schema(schema: serde_json::Value) -> Source {
+        Source::JsonSchema {
+            schema,
+            options: SchemaOptions::default(),
+        }
+    }
+
+    /// An OpenAI `tools` array with the default schema options.
+    pub fn tools(tools: serde_json::Value) -> Source {
+        Source::Tools {
+            tools,
+            options: SchemaOptions::default(),
+        }
+    }
+
+    /// A regex (full match).
+    pub fn regex(pattern: impl Into<String>) -> Source {
+        Source::Regex(pattern.into())
+    }
+
+    /// Reads a grammar file.
+    pub fn grammar_file(path: impl AsRef<Path>) -> Result<Source, CompileError> {
+        Ok(Source::Grammar(Grammar::load(path)?))
+    }
+
+    /// The same source with other schema options (no effect on a regex or a
+    /// grammar).
+    pub fn with_schema_options(mut self, opts: SchemaOptions) -> Source {
+        match &mut self {
+            Source::JsonSchema { options, .. } | Source::Tools { options, .. } => *options = opts,
+            Source::Regex(_) | Source::Grammar(_) => {}
+        }
+        self
+    }
+
+    /// The cache key: the kind, the options that change the language, and
+    /// the source text.
+    fn cache_key(&self) -> String {
+        match self {
+            Source::JsonSchema { schema, options } => format!("schema\0{options:?}\0{schema}"),
+            Source::Tools { tools, options } => format!("tools\0{options:?}\0{tools}"),
+            Source::Regex(p) => format!("regex\0{p}"),
+            Source::Grammar(g) => format!("grammar\0{}", g.pattern),
+        }
+    }
+}
+
+/// How to compile. `Config is a value`: build it, clone it, keep it.
+#[derive(Clone, Debug)]
+pub struct CompilerConfig {
+    /// Limits and the lazy threshold of the byte DFA (default
+    /// [`DfaConfig::default`]: lazy past 200,000 states).
+    pub dfa: DfaConfig,
+    /// Limits and threads of the token index (default
+    /// [`IndexConfig::default`]: eager masks over an eager DFA, all cores).
+    pub index: IndexConfig,
+    /// Most compiled artefacts kept in the cache (default 64; 0: no cache).
+    pub cache_entries: usize,
+    /// Most index memory the cache holds, in bytes (default 2 GiB). An
+    /// artefact bigger than this is returned but not kept.
+    pub cache_bytes: usize,
+}
+
+impl Default for CompilerConfig {
+    fn default() -> Self {
+        CompilerConfig {
+            dfa: DfaConfig::default(),
+            index: IndexConfig::default(),
+            cache_entries: 64,
+            cache_bytes: 2 << 30,
+        }
+    }
+}
+
+/// Why a source did not compile. Each variant says where.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// The JSON Schema (or a tool's parameters) is invalid or unsupported;
+    /// the error names the keyword and its JSON Pointer.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// A grammar file could not be read or holds no pattern.
+    #[error(transparent)]
+    Grammar(#[from] GrammarError),
+    /// The regex does not parse, or its automaton passes a size limit.
+    #[error(transparent)]
+    Dfa(#[from] DfaError),
+    /// The token index could not be built (a limit, an empty language, a
+    /// vocabulary that cannot spell the language).
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+/// Where a compile spent its time, and what it built.
+#[derive(Clone, Debug, Default)]
+pub struct CompileStats {
+    /// Schema → regex (zero for a regex or grammar).
+    pub schema_time: Duration,
+    /// Regex → byte DFA (for a lazy DFA: the part determinized up front).
+    pub dfa_time: Duration,
+    /// DFA → token index (for a lazy index: the first mask).
+    pub index_time: Duration,
+    /// DFA states (for a lazy DFA: the states determinized so far).
+    pub dfa_states: usize,
+    /// DFA transition table bytes (0 for a lazy DFA).
+    pub dfa_memory: usize,
+    /// Length of the regex the source became, in bytes.
+    pub regex_len: usize,
+}
+
+impl CompileStats {
+    /// The whole compile: what a request waits for before its first mask.
+    pub fn total(&self) -> Duration {
+        self.schema_time + self.dfa_time + self.index_time
+    }
+}
+
+/// A compiled constraint: immutable, shared by every request that uses it.
+#[derive(Debug)]
+pub struct Compiled {
+    index: Arc<TokenIndex>,
+    warnings: Vec<SchemaWarning>,
+    stats: CompileStats,
+}
+
+impl Compiled {
+    /// A new matcher at the start (cheap: an `Arc` clone and one state).
+    pub fn matcher(&self) -> Matcher {
+        Matcher::from_index(self.index.clone())
+    }
+
+    /// The token index.
+    pub fn index(&self) -> &Arc<TokenIndex> {
+        &self.index
+    }
+
+    /// The vocabulary it is over.
+    pub fn vocab(&self) -> &Arc<Vocabulary> {
+        self.index.vocab()
+    }
+
+    /// What the schema compiler downgraded (lenient mode) or narrowed.
+    pub fn warnings(&self) -> &[SchemaWarning] {
+        &self.warnings
+    }
+
+    /// Times and sizes of the compile.
+    pub fn stats(&self) -> &CompileStats {
+        &self.stats
+    }
+
+    /// Whether the automaton (and its masks) grow as matchers visit states.
+    pub fn is_lazy(&self) -> bool {
+        self.index.is_lazy()
+    }
+}
+
+/// Compiles sources over one vocabulary, with a bounded cache.
+pub struct Compiler {
+    vocab: Arc<Vocabulary>,
+    config: CompilerConfig,
+    cache: Mutex<Cache>,
+}
+
+impl std::fmt::Debug for Compiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compiler")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Compiler {
+    /// A compiler over `vocab` (its logits width is the matchers' mask width).
+    pub fn new(vocab: Arc<Vocabulary>, config: CompilerConfig) -> Compiler {
+        Compiler {
+            vocab,
+            config,
+            cache: Mutex::new(Cache::default()),
+        }
+    }
+
+    /// The vocabulary.
+    pub fn vocab(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CompilerConfig {
+        &self.config
+    }
+
+    /// Compiles `source`, or returns the cached artefact of an equal source.
+    pub fn compile(&self, source: &Source) -> Result<Arc<Compiled>, CompileError> {
+        if self.config.cache_entries == 0 {
+            return self.compile_uncached(source).map(Arc::new);
+        }
+        let key = source.cache_key();
+        if let Some(hit) = self.lock_cache().get(&key) {
+            return Ok(hit);
+        }
+        let compiled = Arc::new(self.compile_uncached(source)?);
+        let bytes = compiled.index.stats().memory_bytes;
+        self.lock_cache().insert(
+            key,
+            compiled.clone(),
+            bytes,
+            self.config.cache_entries,
+            self.config.cache_bytes,
+        );
+        Ok(compiled)
+    }
+
+    /// Compiles `source` without looking at or filling the cache.
+    pub fn compile_uncached(&self, source: &Source) -> Result<Compiled, CompileError> {
+        let mut stats = CompileStats::default();
+        let t = Instant::now();
+        let (regex, warnings) = match source {
+            Source::JsonSchema { schema, options } => {
+                let c = schema::compile(schema, options)?;
+                (c.regex, c.warnings)
+            }
+            Source::Tools { tools, options } => {
+                let c = schema::compile(&schema::tools_schema(tools)?, options)?;
+                (c.regex, c.warnings)
+            }
+            Source::Regex(p) => (p.clone(), Vec::new()),
+            Source::Grammar(g) => (g.pattern.clone(), Vec::new()),
+        };
+        stats.schema_time = t.elapsed();
+        stats.regex_len = regex.len();
+        let t = Instant::now();
+        let dfa = ByteDfa::build(&regex, &self.config.dfa)?;
+        drop(regex);
+        stats.dfa_time = t.elapsed();
+        (stats.dfa_states, stats.dfa_memory) = match &dfa {
+            Dfa::Eager(d) => (d.state_count(), d.memory_usage()),
+            Dfa::Lazy(d) => (d.state_count(), 0),
+        };
+        let t = Instant::now();
+        let index = TokenIndex::build_dfa(dfa, self.vocab.clone(), &self.config.index)?;
+        stats.index_time = t.elapsed();
+        Ok(Compiled {
+            index: Arc::new(index),
+            warnings,
+            stats,
+        })
+    }
+
+    /// Number of artefacts in the cache.
+    pub fn cache_len(&self) -> usize {
+        self.lock_cache().map.len()
+    }
+
+    /// Empties the cache.
+    pub fn clear_cache(&self) {
+        *self.lock_cache() = Cache::default();
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        // A panic while holding the lock cannot leave the map inconsistent
+        // (every update is one insert or remove), so a poisoned lock is used.
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A least-recently-used map bounded by entries and bytes.
+#[derive(Default)]
+struct Cache {
+    map: HashMap<String, Entry>,
+    clock: u64,
+    bytes: usize,
+}
+
+struct Entry {
+    compiled: Arc<Compiled>,
+    bytes: usize,
+    used: u64,
+}
+
+impl Cache {
+    fn get(&mut self, key: &str) -> Option<Arc<Compiled>> {
+        self.clock += 1;
+        let e = self.map.get_mut(key)?;
+        e.used = self.clock;
+        Some(e.compiled.clone())
+    }
+
+    fn insert(
+        &mut self,
+        key: String,
+        compiled: Arc<Compiled>,
+        bytes: usize,
+        max_entries: usize,
+        max_bytes: usize,
+    ) {
+        if bytes > max_bytes {
+            return;
+        }
+        self.clock += 1;
+        if let Some(old) = self.map.insert(
+            key,
+            Entry {
+                compiled,
+                bytes,
+                used: self.clock,
+            },
+        ) {
+            self.bytes -= old.bytes;
+        }
+        self.bytes += bytes;
+        while self.map.len() > max_entries || self.bytes > max_bytes {
+            let Some(oldest) = self
+                .map
+                .iter()
+                .min_by_key(|(_, e)| e.used)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            if let Some(e) = self.map.remove(&oldest) {
+                self.bytes -= e.bytes;
+            }
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! # Matcher: the per-request cursor over a shared compiled constraint
+//!
+//! A [`Matcher`] is what one request holds: a stack of index states (one per
+//! token taken, so [`Matcher::rollback`] is a pop) over an `Arc<TokenIndex>`
+//! shared by every request ([`Compiled::matcher`](crate::Compiled::matcher)).
+//! It is small, `Send`, cheap to create, and allocates nothing per step:
+//! [`Matcher::allowed`] returns the index's shared mask for the current state,
+//! [`Matcher::fill_bitmask`] copies it into a caller's row, and
+//! [`Matcher::accept_token`] walks the token's bytes through the index.
+//!
+//! ## For serving engines
+//!
+//! The method names follow XGrammar's `GrammarMatcher`, which vLLM, SGLang
+//! and transformers integrations already call: `fill_bitmask` (XGrammar's
+//! layout: token `t` is bit `t % 32` of word `t / 32`, 1 = allowed,
+//! [`bitmask_words`] words per row), `accept_token`, `accept_tokens`,
+//! `validate_tokens` (the longest acceptable prefix, without advancing),
+//! `rollback` (up to [`Matcher::with_max_rollback`] tokens), `is_terminated`,
+//! `reset`, and jump-forward ([`Matcher::forced_bytes`],
+//! [`Matcher::jump_forward`]). [`Matcher::tokens_to_accept`] is the budget
+//! logic: how many tokens always suffice to finish from here.
+//!
+//! ## Invariants
+//!
+//! * Every state on the stack is live (acceptance is reachable).
+//! * A token is accepted exactly when it is in `allowed()` (and set in the
+//!   bitmask); a refused token changes nothing.
+//! * Stop tokens (EOS) are allowed exactly where the text is complete; once
+//!   one is taken the matcher is terminated and allows nothing (its bitmask
+//!   row is all zeros) until `rollback` or `reset`.
+
+use crate::index::{StateId, TokenIndex, TokenSet};
+use crate::vocab::{TextTokenizer, TokenId, VocabError};
+use std::sync::Arc;
+
+/// Why the matcher refused a step.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MatcherError {
+    #[error("token {token} ({text}) is not allowed after {position} tokens")]
+    NotAllowed {
+        token: TokenId,
+        text: String,
+        position: usize,
+    },
+    #[error("the output is finished: no token may follow end-of-sequence")]
+    Finished,
+    #[error("cannot roll back {requested} tokens: only {available} can be undone (Matcher::with_max_rollback)")]
+    Rollback { requested: usize, available: usize },
+    #[error(
+        "bitmask row has {got} words but the vocabulary needs {needed} (ceil(logits width / 32))"
+    )]
+    BitmaskSize { got: usize, needed: usize },
+    #[error("cannot tokenize the forced text: {0}")]
+    Tokenize(String),
+}
+
+impl From<VocabError> for MatcherError {
+    fn from(e: VocabError) -> Self {
+        MatcherError::Tokenize(e.to_string())
+    }
+}
+
+/// Words of one bitmask row for a logits width: `ceil(width / 32)`.
+pub fn bitmask_words(logits_width: usize) -> usize {
+    logits_width.div_ceil(32)
+}
+
+/// Per-request state over a shared [`TokenIndex`].
+#[derive(Clone, Debug)]
+pub struct Matcher {
+    index: Arc<TokenIndex>,
+    /// `states[0]` is the oldest state that can be rolled back to;
+    /// `states[i + 1]` follows `tokens[i]`.
+    states: Vec<StateId>,
+    tokens: Vec<TokenId>,
+    /// Tokens taken before `tokens[0]` (dropped when rollback is bounded).
+    dropped: usize,
+    terminated: bool,
+    max_rollback: Option<usize>,
+}
+
+impl Matcher {
+    /// A matcher at the start state of `index`, with unbounded rollback.
+    pub fn from_index(index: Arc<TokenIndex>) -> Matcher {
+        let start = index.start();
+        Matcher {
+            index,
+            states: vec![start],
+            tokens: Vec::new(),
+            dropped: 0,
+            terminated: false,
+            max_rollback: None,
+        }
+    }
+
+    /// Keeps only what `rollback` of at most `n` tokens needs, so a long
+    /// request holds O(n) memory (XGrammar's `max_rollback_tokens`; default
+    /// unbounded).
+    pub fn with_max_rollback(mut self, n: usize) -> Matcher {
+        self.max_rollback = Some(n);
+        self.trim();
+        self
+    }
+
+    /// The shared index.
+    pub fn index(&self) -> &Arc<TokenIndex> {
+        &self.index
+    }
+
+    /// The current state.
+    #[inline]
+    pub fn state(&self) -> StateId {
+        *self.states.last().unwrap_or(&self.index.start())
+    }
+
+    /// The tokens that can still be rolled back (all tokens taken, EOS
+    /// included, unless rollback is bounded).
+    pub fn tokens(&self) -> &[TokenId] {
+        &self.tokens
+    }
+
+    /// Number of tokens taken since the start (EOS included).
+    pub fn num_tokens(&self) -> usize {
+        self.dropped + self.tokens.len()
+    }
+
+    /// The allowed tokens now (stop tokens exactly when the text is complete;
+    /// empty once terminated).
+    #[inline]
+    pub fn allowed(&self) -> &TokenSet {
+        if self.terminated {
+            return self.index.empty_set();
+        }
+        self.index.allowed(self.state())
+    }
+
+    /// Writes the allowed tokens into `row` in XGrammar's layout (token `t`
+    /// is bit `t % 32` of `row[t / 32]`, 1 = allowed). `row` must have at
+    /// least [`bitmask_words`]`(logits width)` words; words past that are
+    /// left alone.
+    pub fn fill_bitmask(&self, row: &mut [u32]) -> Result<(), MatcherError> {
+        let needed = bitmask_words(self.index.vocab().logits_width());
+        if row.len() < needed {
+            return Err(MatcherError::BitmaskSize {
+                got: row.len(),
+                needed,
+            });
+        }
+        let row = &mut row[..needed];
+        for (pair, &w) in row.chunks_mut(2).zip(self.allowed().words()) {
+            pair[0] = w as u32;
+            if let Some(hi) = pair.get_mut(1) {
+                *hi = (w >> 32) as u32;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `t` may be taken now.
+    #[inline]
+    pub fn is_allowed(&self, t: TokenId) -> bool {
+        !self.terminated && self.index.next_state(self.state(), t).is_some()
+    }
+
+    /// Takes token `t`. A disallowed token is an error and changes nothing.
+    pub fn advance(&mut self, t: TokenId) -> Result<(), MatcherError> {
+        if self.terminated {
+            return Err(MatcherError::Finished);
+        }
+        match self.index.next_state(self.state(), t) {
+            Some(next) => {
+                self.terminated = self.index.vocab().is_eos(t);
+                self.states.push(next);
+                self.tokens.push(t);
+                self.trim();
+                Ok(())
+            }
+            None => Err(MatcherError::NotAllowed {
+                token: t,
+                text: self.index.vocab().describe(t),
+                position: self.num_tokens(),
+            }),
+        }
+    }
+
+    /// Takes token `t` if it is allowed: `true` when taken, `false` (and no
+    /// change) otherwise. XGrammar's `accept_token`.
+    pub fn accept_token(&mut self, t: TokenId) -> bool {
+        self.advance(t).is_ok()
+    }
+
+    /// Takes all of `tokens`, or none: at the first refused token the ones
+    /// already taken are undone and the refusal is returned.
+    pub fn accept_tokens(&mut self, tokens: &[TokenId]) -> Result<(), MatcherError> {
+        let saved = (self.states.len(), self.tokens.len(), self.dropped);
+        let bounded = self.max_rollback.take();
+        for &t in tokens {
+            if let Err(e) = self.advance(t) {
+                debug_assert_eq!(self.dropped, saved.2);
+                self.states.truncate(saved.0);
+                self.tokens.truncate(saved.1);
+                self.terminated = false;
+                self.max_rollback = bounded;
+                return Err(e);
+            }
+        }
+        self.max_rollback = bounded;
+        self.trim();
+        Ok(())
+    }
+
+    /// The number of leading `tokens` that would be accepted one after the
+    /// other, without taking any (for speculative decoding: how much of a
+    /// draft is valid).
+    pub fn validate_tokens(&self, tokens: &[TokenId]) -> usize {
+        if self.terminated {
+            return 0;
+        }
+        let vocab = self.index.vocab();
+        let mut s = self.state();
+        for (i, &t) in tokens.iter().enumerate() {
+            match self.index.next_state(s, t) {
+                Some(_) if vocab.is_eos(t) => return i + 1,
+                Some(n) => s = n,
+                None => return i,
+            }
+        }
+        tokens.len()
+    }
+
+    /// Whether the text so far is in the language.
+    #[inline]
+    pub fn is_accepting(&self) -> bool {
+        self.index.is_accepting(self.state())
+    }
+
+    /// Whether a stop token has been taken (XGrammar's `is_terminated`).
+    pub fn is_terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// Whether nothing may follow: a stop token was taken, or the text is
+    /// complete and no text token can extend it.
+    pub fn is_finished(&self) -> bool {
+        if self.terminated {
+            return true;
+        }
+        let s = self.state();
+        self.index.is_accepting(s)
+            && self.index.bytes_to_accept(s) == 0
+            && !self.index.has_text_continuation(s)
+    }
+
+    /// Undoes the last `n` tokens (a stop token included).
+    pub fn rollback(&mut self, n: usize) -> Result<(), MatcherError> {
+        let available = self
+            .max_rollback
+            .map_or(self.tokens.len(), |k| k.min(self.tokens.len()));
+        if n > available {
+            return Err(MatcherError::Rollback {
+                requested: n,
+                available,
+            });
+        }
+        if n > 0 {
+            self.tokens.truncate(self.tokens.len() - n);
+            self.states.truncate(self.states.len() - n);
+            self.terminated = false;
+        }
+        Ok(())
+    }
+
+    /// Back to the start state.
+    pub fn reset(&mut self) {
+        self.states.clear();
+        self.states.push(self.index.start());
+        self.tokens.clear();
+        self.dropped = 0;
+        self.terminated = false;
+    }
+
+    /// With bounded rollback, forgets states older than the bound (in
+    /// batches, so each step stays O(1) amortized).
+    fn trim(&mut self) {
+        if let Some(k) = self.max_rollback {
+            if self.tokens.len() > 2 * k + 64 {
+                let cut = self.tokens.len() - k;
+                self.tokens.drain(..cut);
+                self.states.drain(..cut);
+                self.dropped += cut;
+            }
+        }
+    }
+
+    /// A number of tokens that always suffices to reach acceptance from here
+    /// (an upper bound on the fewest; 0 when the text is complete). `None`
+    /// when the vocabulary cannot spell the shortest completion.
+    pub fn tokens_to_accept(&self) -> Option<u32> {
+        if self.terminated {
+            return Some(0);
+        }
+        self.index.tokens_to_accept(self.state())
+    }
+
+    /// [`Matcher::tokens_to_accept`] after taking `t`; `None` when `t` is not
+    /// allowed (or the bound is unknown).
+    pub fn tokens_to_accept_after(&self, t: TokenId) -> Option<u32> {
+        if self.terminated {
+            return None;
+        }
+        let next = self.index.next_state(self.state(), t)?;
+        if self.index.vocab().is_eos(t) {
+            return Some(0);
+        }
+        self.index.tokens_to_accept(next)
+    }
+
+    /// Whether taking `t` with `remaining` tokens left (counting `t`) still
+    /// leaves room to reach acceptance: the budget check that keeps
+    /// `max_tokens` from cutting a structure in half. A stop token always
+    /// fits; an unknown bound is given the benefit of the doubt.
+    pub fn fits(&self, t: TokenId, remaining: usize) -> bool {
+        if self.index.vocab().is_eos(t) {
+            return true;
+        }
+        match self.tokens_to_accept_after(t) {
+            Some(after) => (after as usize) < remaining,
+            None => true,
+        }
+    }
+
+    /// The bytes every continuation must start with (empty when there is a
+    /// choice, including the choice to stop). Bounded by 64 KiB. XGrammar's
+    /// `find_jump_forward_string`.
+    pub fn forced_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if self.terminated {
+            return out;
+        }
+        let mut s = self.state();
+        while let Some(b) = self.index.forced_byte(s) {
+            out.push(b);
+            match self.index.next_byte_state(s, b) {
+                Some(n) => s = n,
+                None => break,
+            }
+            if out.len() >= 1 << 16 {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Jump-forward: takes the tokens of the forced continuation (tokenized
+    /// by `tokenizer`, at most `room` of them, each passing the budget check
+    /// [`Matcher::fits`]) and returns them. The last token of the forced text
+    /// is held back unless it finishes the output, so that the boundary with
+    /// what follows is the model's choice, not an artefact of tokenizing the
+    /// forced bytes alone.
+    pub fn jump_forward(
+        &mut self,
+        tokenizer: &TextTokenizer,
+        room: usize,
+    ) -> Result<Vec<TokenId>, MatcherError> {
+        let forced = self.forced_bytes();
+        if forced.is_empty() || room == 0 {
+            return Ok(Vec::new());
+        }
+        let text = match std::str::from_utf8(&forced) {
+            Ok(s) => s,
+            Err(e) => std::str::from_utf8(&forced[..e.valid_up_to()]).unwrap_or(""),
+        };
+        if text.is_empty() {
+            return Ok(Vec::new());
+        }
+        let toks = tokenizer.encode(text)?;
+        let mut taken = Vec::new();
+        for &t in &toks {
+            let remaining = room - taken.len();
+            if remaining == 0 || !self.is_allowed(t) || !self.fits(t, remaining) {
+                break;
+            }
+            self.advance(t)?;
+            taken.push(t);
+        }
+        if !taken.is_empty() && !self.is_finished() && taken.len() == toks.len() {
+            // Just taken, so there to undo whatever the rollback bound.
+            self.tokens.pop();
+            self.states.pop();
+            taken.pop();
+        }
+        Ok(taken)
+    }
+}
