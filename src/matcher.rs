@@ -50,14 +50,6 @@ pub enum MatcherError {
         "bitmask row has {got} words but the vocabulary needs {needed} (ceil(logits width / 32))"
     )]
     BitmaskSize { got: usize, needed: usize },
-    #[error("cannot tokenize the forced text: {0}")]
-    Tokenize(String),
-}
-
-impl From<VocabError> for MatcherError {
-    fn from(e: VocabError) -> Self {
-        MatcherError::Tokenize(e.to_string())
-    }
 }
 
 /// Words of one bitmask row for a logits width: `ceil(width / 32)`.
@@ -361,7 +353,7 @@ impl Matcher {
         &mut self,
         tokenizer: &TextTokenizer,
         room: usize,
-    ) -> Result<Vec<TokenId>, MatcherError> {
+    ) -> Result<Vec<TokenId>, VocabError> {
         let forced = self.forced_bytes();
         if forced.is_empty() || room == 0 {
             return Ok(Vec::new());
@@ -377,10 +369,9 @@ impl Matcher {
         let mut taken = Vec::new();
         for &t in &toks {
             let remaining = room - taken.len();
-            if remaining == 0 || !self.is_allowed(t) || !self.fits(t, remaining) {
+            if remaining == 0 || !self.fits(t, remaining) || self.advance(t).is_err() {
                 break;
             }
-            self.advance(t)?;
             taken.push(t);
         }
         if !taken.is_empty() && !self.is_finished() && taken.len() == toks.len() {

@@ -170,10 +170,8 @@ pub enum GenerateError {
     MaskIgnored { token: TokenId },
     #[error("no token keeps the output completable within the {remaining} tokens left")]
     NoViableToken { remaining: usize },
-    #[error("the model's output is not valid JSON: {0}")]
-    Json(String),
-    #[error("invalid JSON Schema: {0}")]
-    Schema(String),
+    #[error("the model's output does not deserialize: {0}")]
+    Json(#[from] serde_json::Error),
     #[error(transparent)]
     Model(#[from] ModelError),
     #[error(transparent)]
@@ -524,7 +522,7 @@ impl<M: LanguageModel> Engine<M> {
         let system = prompt::schema_system_message(schema);
         let p = self.prompt_tokens(user, Some(&system), false)?;
         let out = self.generate(&p, Some(index), config, &mut |_| {})?;
-        serde_json::from_slice(&out.bytes).map_err(|e| GenerateError::Json(e.to_string()))
+        Ok(serde_json::from_slice(&out.bytes)?)
     }
 
     /// Generates a `T` whose JSON Schema is derived by `schemars`.
@@ -556,11 +554,10 @@ impl<M: LanguageModel> Engine<M> {
     where
         T: schemars::JsonSchema + serde::de::DeserializeOwned,
     {
-        let mut schema = serde_json::to_value(schemars::schema_for!(T))
-            .map_err(|e| GenerateError::Schema(e.to_string()))?;
+        let mut schema = constrain::schema::schema_for_type::<T>();
         strip_numeric_formats(&mut schema);
         let v = self.generate_json(&schema, user, config)?;
-        serde_json::from_value(v).map_err(|e| GenerateError::Json(e.to_string()))
+        Ok(serde_json::from_value(v)?)
     }
 }
 
