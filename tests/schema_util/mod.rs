@@ -10,49 +10,9 @@ use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
-/// Python's `json.dumps(v)` (separators `", "`, `": "`, ensure_ascii=False).
-pub fn py_dumps(v: &Value) -> String {
-    let mut out = String::new();
-    write_py(v, &mut out);
-    out
-}
-
-fn write_py(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
-            if n.is_i64() || n.is_u64() {
-                out.push_str(&n.to_string())
-            } else {
-                out.push_str(&schema::regex::py_float(n.as_f64().unwrap()))
-            }
-        }
-        Value::String(s) => out.push_str(&schema::regex::py_string(s)),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_py(x, out);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            out.push('{');
-            for (i, (k, x)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&schema::regex::py_string(k));
-                out.push_str(": ");
-                write_py(x, out);
-            }
-            out.push('}');
-        }
-    }
-}
+/// Python's `json.dumps(v)` (separators `", "`, `": "`, ensure_ascii=False),
+/// as the MaskBench runner writes instances.
+pub use constrain_testkit::maskbench::python_dumps as py_dumps;
 
 /// The text of an instance under a whitespace policy.
 pub fn render(v: &Value, ws: Whitespace) -> String {
@@ -93,7 +53,7 @@ fn write_compact(v: &Value, out: &mut String) {
             }
             out.push('}');
         }
-        other => write_py(other, out),
+        other => out.push_str(&py_dumps(other)),
     }
 }
 
