@@ -184,21 +184,20 @@ impl Matcher {
     /// Takes all of `tokens`, or none: at the first refused token the ones
     /// already taken are undone and the refusal is returned.
     pub fn accept_tokens(&mut self, tokens: &[TokenId]) -> Result<(), MatcherError> {
-        let saved = (self.states.len(), self.tokens.len(), self.dropped);
-        let bounded = self.max_rollback.take();
-        for &t in tokens {
-            if let Err(e) = self.advance(t) {
-                debug_assert_eq!(self.dropped, saved.2);
-                self.states.truncate(saved.0);
-                self.tokens.truncate(saved.1);
-                self.terminated = false;
-                self.max_rollback = bounded;
-                return Err(e);
-            }
+        let n = self.validate_tokens(tokens);
+        if let Some(&t) = tokens.get(n) {
+            let after_stop = self.terminated || n > 0 && self.index.vocab().is_eos(tokens[n - 1]);
+            return Err(if after_stop {
+                MatcherError::Finished
+            } else {
+                MatcherError::NotAllowed {
+                    token: t,
+                    text: self.index.vocab().describe(t),
+                    position: self.num_tokens() + n,
+                }
+            });
         }
-        self.max_rollback = bounded;
-        self.trim();
-        Ok(())
+        tokens.iter().try_for_each(|&t| self.advance(t))
     }
 
     /// The number of leading `tokens` that would be accepted one after the

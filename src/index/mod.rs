@@ -412,12 +412,6 @@ impl TokenIndex {
         self.lazy.as_ref().and_then(|l| l.core().limit_error())
     }
 
-    /// Compiles `pattern` (full match) with default limits and builds its index.
-    pub fn from_regex(pattern: &str, vocab: Arc<Vocabulary>) -> Result<TokenIndex, crate::Error> {
-        let dfa = crate::dfa::ByteDfa::new(pattern, &crate::dfa::DfaConfig::default())?;
-        Ok(TokenIndex::build(&dfa, vocab, &IndexConfig::default())?)
-    }
-
     /// Whether masks were pruned by token-level liveness (the vocabulary lacks
     /// some single bytes, so some byte-live continuations cannot be spelled).
     pub fn is_token_pruned(&self) -> bool {

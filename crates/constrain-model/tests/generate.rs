@@ -6,7 +6,7 @@
 
 use constrain::sampling::SamplingConfig;
 use constrain::vocab::{TokenId, Vocabulary};
-use constrain::{Matcher, TokenIndex};
+use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
 use constrain_model::generate::{
     generate, tools_schema, Engine, GenerateConfig, GenerateError, Generation, StopReason,
 };
@@ -65,7 +65,12 @@ fn tok() -> GgufTokenizer {
 }
 
 fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
-    Arc::new(TokenIndex::from_regex(re, vocab.clone()).unwrap())
+    let compiler = Compiler::new(vocab.clone(), CompilerConfig::default());
+    compiler
+        .compile(&Source::regex(re))
+        .unwrap()
+        .index()
+        .clone()
 }
 
 fn check_valid(out: &Generation, schema: &Value, what: &str) -> Value {
