@@ -320,6 +320,16 @@ impl Matcher {
         }
     }
 
+    /// Whether every allowed token fits `remaining` tokens
+    /// ([`Matcher::fits`]), known without looking at any: the index's largest
+    /// budget is below it. A generation loop then needs no copy of the
+    /// logits for a budget redraw.
+    pub fn always_fits(&self, remaining: usize) -> bool {
+        self.index
+            .max_tokens_to_accept()
+            .is_some_and(|m| (m as usize) < remaining)
+    }
+
     /// The bytes every continuation must start with (empty when there is a
     /// choice, including the choice to stop). Bounded by 64 KiB. XGrammar's
     /// `find_jump_forward_string`.

@@ -317,3 +317,30 @@ fn qwen_bitmask_walks_agree_with_the_regex_oracle() {
         }
     }
 }
+
+/// `always_fits(r)` promises that every allowed token fits `r` tokens, so a
+/// generation loop may skip its redraw copy: checked against `fits` for
+/// every allowed token along walks, and by hand on a small language.
+#[test]
+fn always_fits_implies_every_allowed_token_fits() {
+    let c = compiler();
+    let compiled = c.compile(&Source::regex("abc|abd|(yes){1,3}")).unwrap();
+    let m = compiled.matcher();
+    // The shortest completion is never more than two tokens (after `a`:
+    // `b`, `c`; after `y`: `e`, `s`), so the largest budget is 2.
+    assert_eq!(compiled.index().max_tokens_to_accept(), Some(2));
+    assert!(m.always_fits(3) && !m.always_fits(2));
+    let mut rng = StdRng::seed_from_u64(3);
+    for _ in 0..50 {
+        let mut m = compiled.matcher();
+        while !m.is_terminated() {
+            let allowed: Vec<TokenId> = m.allowed().iter().collect();
+            for r in 1..6 {
+                if m.always_fits(r) {
+                    assert!(allowed.iter().all(|&t| m.fits(t, r)), "r = {r}");
+                }
+            }
+            assert!(m.accept_token(allowed[rng.random_range(0..allowed.len())]));
+        }
+    }
+}

@@ -260,6 +260,9 @@ pub struct TokenIndex {
     masks: Vec<OnceLock<Arc<TokenSet>>>,
     /// Upper bound on tokens to acceptance, per state (`u32::MAX`: unknown).
     budget: Vec<u32>,
+    /// The largest known budget of any state (`None`: unknown, as for a
+    /// lazy index); see [`TokenIndex::max_tokens_to_accept`].
+    max_budget: Option<u32>,
     /// Token-level liveness, when the vocabulary lacks single bytes (see
     /// `enforce_token_liveness`); `None`: byte-live implies token-live.
     token_live: Option<Vec<bool>>,
@@ -308,6 +311,7 @@ impl TokenIndex {
             empty: TokenSet::new(vocab.logits_width()),
             masks: (0..n).map(|_| OnceLock::new()).collect(),
             budget: Vec::new(),
+            max_budget: None,
             plain_level: Vec::new(),
             token_live: None,
             lazy: None,
@@ -321,6 +325,12 @@ impl TokenIndex {
             table,
         };
         index.budget = index.compute_budget();
+        index.max_budget = index
+            .budget
+            .iter()
+            .copied()
+            .filter(|&b| b != u32::MAX)
+            .max();
         let reach = plain_reach(&index.table);
         index.plain_level = reach
             .iter()
@@ -378,6 +388,7 @@ impl TokenIndex {
             empty: TokenSet::new(vocab.logits_width()),
             masks: Vec::new(),
             budget: Vec::new(),
+            max_budget: None,
             plain_level: Vec::new(),
             token_live: None,
             lazy: Some(Box::new(lazy)),
@@ -526,6 +537,13 @@ impl TokenIndex {
             None => self.budget[s.0 as usize],
         };
         (b != u32::MAX).then_some(b)
+    }
+
+    /// An upper bound on [`TokenIndex::tokens_to_accept`] over every state
+    /// (`None` when not known, as for a lazy index). With more tokens left
+    /// than this, no token can break a `max_tokens` budget.
+    pub fn max_tokens_to_accept(&self) -> Option<u32> {
+        self.max_budget
     }
 
     /// Shortest completion of `s`, in bytes.

@@ -18,6 +18,9 @@
 //! the budget. That is exact: the second draw is from the same distribution as
 //! masking those tokens up front (it is rejection sampling). When the budget
 //! runs out the text is therefore in the language ([`Generation::accepted`]).
+//! The logits are kept for that redraw only on steps where it can happen:
+//! while more tokens remain than the index's largest budget
+//! ([`Matcher::always_fits`]), every token fits and nothing is copied.
 //!
 //! ## Jump-forward
 //!
@@ -186,36 +189,75 @@ pub enum GenerateError {
     Compile(#[from] CompileError),
 }
 
-/// Generates from `prompt` with `model`, under `guide` when given.
+/// Generates from `prompt` with `model`, under `matcher` when given.
 /// `tokenizer` enables jump-forward (it tokenizes forced bytes); `on_bytes`
 /// receives each output token's bytes as soon as it is taken.
 pub fn generate<M: LanguageModel + ?Sized>(
     model: &mut M,
     vocab: &Vocabulary,
     tokenizer: Option<&TextTokenizer>,
-    mut guide: Option<&mut Matcher>,
+    matcher: Option<&mut Matcher>,
     prompt: &[TokenId],
     config: &GenerateConfig,
     on_bytes: &mut dyn FnMut(&[u8]),
 ) -> Result<Generation, GenerateError> {
+    check_request(model, vocab, matcher.as_deref(), prompt, config)?;
+    let mut d = Decoder {
+        vocab,
+        tokenizer: tokenizer.filter(|_| config.jump_forward),
+        matcher,
+        sampler: Sampler::new(config.sampling.clone(), config.seed)?,
+        config,
+        on_bytes,
+        out: Generation {
+            tokens: Vec::new(),
+            bytes: Vec::new(),
+            stop: StopReason::MaxTokens,
+            accepted: false,
+            stats: GenerationStats {
+                prompt_tokens: prompt.len(),
+                ..Default::default()
+            },
+        },
+        pos: 0,
+        original: Vec::new(),
+    };
+    let t0 = Instant::now();
+    let mut logits = d.prefill(model, prompt)?;
+    d.out.stats.prefill_time = t0.elapsed();
+    let t1 = Instant::now();
+    while let Some(l) = logits {
+        logits = d.step(model, l)?;
+    }
+    d.out.stats.decode_time = t1.elapsed();
+    d.out.stats.generated_tokens = d.out.tokens.len();
+    d.out.accepted = d.matcher.as_deref().is_some_and(|m| m.is_accepting());
+    Ok(d.out)
+}
+
+/// Everything that can be refused before the model runs: an empty or too
+/// long prompt, widths that disagree, a budget below the constraint's
+/// minimum.
+fn check_request<M: LanguageModel + ?Sized>(
+    model: &M,
+    vocab: &Vocabulary,
+    matcher: Option<&Matcher>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+) -> Result<(), GenerateError> {
     let width = model.logits_width();
     if prompt.is_empty() {
         return Err(GenerateError::EmptyPrompt);
     }
-    if vocab.logits_width() != width {
+    let widths = [
+        Some(vocab.logits_width()),
+        matcher.map(|m| m.index().vocab().logits_width()),
+    ];
+    if let Some(w) = widths.into_iter().flatten().find(|&w| w != width) {
         return Err(GenerateError::WidthMismatch {
             model: width,
-            vocab: vocab.logits_width(),
+            vocab: w,
         });
-    }
-    if let Some(g) = guide.as_deref() {
-        let w = g.index().vocab().logits_width();
-        if w != width {
-            return Err(GenerateError::WidthMismatch {
-                model: width,
-                vocab: w,
-            });
-        }
     }
     let context = model.context_length();
     if prompt.len() >= context {
@@ -231,134 +273,152 @@ pub fn generate<M: LanguageModel + ?Sized>(
             context,
         });
     }
-    let max = config.max_tokens;
-    if let Some(g) = guide.as_deref() {
-        if let Some(needed) = g.tokens_to_accept() {
-            if needed as usize > max {
-                return Err(GenerateError::BudgetTooSmall {
-                    max_tokens: max,
-                    needed,
-                });
-            }
+    if let Some(needed) = matcher.and_then(|m| m.tokens_to_accept()) {
+        if needed as usize > config.max_tokens {
+            return Err(GenerateError::BudgetTooSmall {
+                max_tokens: config.max_tokens,
+                needed,
+            });
         }
     }
-    let mut sampler = Sampler::new(config.sampling.clone(), config.seed)?;
-    let jump = config.jump_forward && tokenizer.is_some();
+    Ok(())
+}
 
-    let mut out = Generation {
-        tokens: Vec::new(),
-        bytes: Vec::new(),
-        stop: StopReason::MaxTokens,
-        accepted: false,
-        stats: GenerationStats {
-            prompt_tokens: prompt.len(),
-            ..Default::default()
-        },
-    };
-    let emit = |out: &mut Generation, t: TokenId, on_bytes: &mut dyn FnMut(&[u8])| {
-        let b = vocab.decode(&[t]);
-        on_bytes(&b);
-        out.bytes.extend_from_slice(&b);
-        out.tokens.push(t);
-    };
+/// The state of one generation: the loop is `prefill`, then `step` until
+/// it returns no logits.
+struct Decoder<'a> {
+    vocab: &'a Vocabulary,
+    /// `Some` when jump-forward is on.
+    tokenizer: Option<&'a TextTokenizer>,
+    matcher: Option<&'a mut Matcher>,
+    sampler: Sampler,
+    config: &'a GenerateConfig,
+    on_bytes: &'a mut dyn FnMut(&[u8]),
+    out: Generation,
+    /// Tokens the model has read (prompt included).
+    pos: usize,
+    /// The logits before sampling, kept only on steps where a budget redraw
+    /// is possible.
+    original: Vec<f32>,
+}
 
-    // Prefill, with any forced start of the output.
-    let t0 = Instant::now();
-    let mut batch: Vec<TokenId> = prompt.to_vec();
-    if let (true, Some(g)) = (jump, guide.as_deref_mut()) {
-        for t in g.jump_forward(tokenizer.unwrap_or_else(|| unreachable!()), max)? {
-            emit(&mut out, t, on_bytes);
-            batch.push(t);
-            out.stats.forced_tokens += 1;
-        }
+impl Decoder<'_> {
+    /// Feeds the prompt and any forced start of the output in one pass;
+    /// `None` when the output is already done.
+    fn prefill<M: LanguageModel + ?Sized>(
+        &mut self,
+        model: &mut M,
+        prompt: &[TokenId],
+    ) -> Result<Option<Vec<f32>>, GenerateError> {
+        let mut batch = prompt.to_vec();
+        batch.extend(self.jump_forward()?);
+        self.forward(model, &batch)
     }
-    let mut pos = 0usize;
-    let mut logits = Vec::new();
-    let done_early = guide.as_deref().is_some_and(|g| g.is_finished());
-    if !done_early {
-        logits = model.forward(&batch, 0)?;
-        out.stats.model_calls += 1;
-        pos = batch.len();
-    }
-    out.stats.prefill_time = t0.elapsed();
-    let t1 = Instant::now();
 
-    let mut original = vec![0f32; width];
-    loop {
-        if let Some(g) = guide.as_deref() {
-            if g.is_finished() {
-                out.stop = StopReason::Complete;
-                break;
-            }
+    /// Picks and takes one token (plus any forced continuation) and runs
+    /// the model over them; `None` when the output is done.
+    fn step<M: LanguageModel + ?Sized>(
+        &mut self,
+        model: &mut M,
+        mut logits: Vec<f32>,
+    ) -> Result<Option<Vec<f32>>, GenerateError> {
+        let t = self.pick(&mut logits)?;
+        if let Some(m) = self.matcher.as_deref_mut() {
+            m.advance(t)?;
         }
-        let remaining = max - out.tokens.len();
-        if remaining == 0 {
-            out.stop = StopReason::MaxTokens;
-            break;
+        if self.vocab.is_eos(t) {
+            self.out.stop = StopReason::Complete;
+            return Ok(None);
         }
-        if config.ignore_eos && guide.is_none() {
-            for &e in vocab.eos() {
-                logits[e.as_usize()] = f32::NEG_INFINITY;
-            }
-        }
-        let t = match guide.as_deref() {
-            None => sampler.sample(&mut logits, None, &out.tokens)?,
-            Some(g) => {
-                original.copy_from_slice(&logits);
-                let t = sampler.sample(&mut logits, Some(g.allowed()), &out.tokens)?;
-                if !g.is_allowed(t) {
-                    return Err(GenerateError::MaskIgnored { token: t });
-                }
-                if g.fits(t, remaining) {
-                    t
-                } else {
-                    out.stats.budget_redraws += 1;
-                    let mut viable = TokenSet::new(width);
-                    for u in g.allowed().iter() {
-                        if g.fits(u, remaining) {
-                            viable.insert(u);
-                        }
-                    }
-                    if viable.is_empty() {
-                        return Err(GenerateError::NoViableToken { remaining });
-                    }
-                    logits.copy_from_slice(&original);
-                    sampler.sample(&mut logits, Some(&viable), &out.tokens)?
-                }
-            }
-        };
-        if vocab.is_eos(t) {
-            if let Some(g) = guide.as_deref_mut() {
-                g.advance(t)?;
-            }
-            out.stop = StopReason::Complete;
-            break;
-        }
+        self.emit(t);
         let mut batch = vec![t];
-        if let Some(g) = guide.as_deref_mut() {
-            g.advance(t)?;
-        }
-        emit(&mut out, t, on_bytes);
-        if let (true, Some(g)) = (jump, guide.as_deref_mut()) {
-            let room = max - out.tokens.len();
-            for f in g.jump_forward(tokenizer.unwrap_or_else(|| unreachable!()), room)? {
-                emit(&mut out, f, on_bytes);
-                batch.push(f);
-                out.stats.forced_tokens += 1;
-            }
-        }
-        let finished = guide.as_deref().is_some_and(|g| g.is_finished());
-        if finished || out.tokens.len() == max {
-            continue; // the next iteration stops; no need to run the model
-        }
-        logits = model.forward(&batch, pos)?;
-        out.stats.model_calls += 1;
-        pos += batch.len();
+        batch.extend(self.jump_forward()?);
+        self.forward(model, &batch)
     }
-    out.stats.decode_time = t1.elapsed();
-    out.stats.generated_tokens = out.tokens.len();
-    out.accepted = guide.as_deref().is_some_and(|g| g.is_accepting());
-    Ok(out)
+
+    /// Runs the model over `batch` unless the output is done (the matcher
+    /// is finished, or `max_tokens` are out), which sets the stop reason.
+    fn forward<M: LanguageModel + ?Sized>(
+        &mut self,
+        model: &mut M,
+        batch: &[TokenId],
+    ) -> Result<Option<Vec<f32>>, GenerateError> {
+        if self.matcher.as_deref().is_some_and(|m| m.is_finished()) {
+            self.out.stop = StopReason::Complete;
+            return Ok(None);
+        }
+        if self.out.tokens.len() == self.config.max_tokens {
+            self.out.stop = StopReason::MaxTokens;
+            return Ok(None);
+        }
+        let logits = model.forward(batch, self.pos)?;
+        self.out.stats.model_calls += 1;
+        self.pos += batch.len();
+        Ok(Some(logits))
+    }
+
+    /// Samples the next token. Under a matcher the token is allowed and
+    /// leaves room to finish within `max_tokens`: one that would not is
+    /// redrawn from the same logits restricted to the tokens that do
+    /// (rejection sampling, so exactly as if they had been masked up front).
+    fn pick(&mut self, logits: &mut [f32]) -> Result<TokenId, GenerateError> {
+        let remaining = self.config.max_tokens - self.out.tokens.len();
+        let history = &self.out.tokens;
+        let Some(m) = self.matcher.as_deref() else {
+            if self.config.ignore_eos {
+                for &e in self.vocab.eos() {
+                    logits[e.as_usize()] = f32::NEG_INFINITY;
+                }
+            }
+            return Ok(self.sampler.sample(logits, None, history)?);
+        };
+        // The sampler works in place: keep the logits only where a redraw
+        // can happen.
+        let redraw_possible = !m.always_fits(remaining);
+        if redraw_possible {
+            self.original.clear();
+            self.original.extend_from_slice(logits);
+        }
+        let t = self.sampler.sample(logits, Some(m.allowed()), history)?;
+        if !m.is_allowed(t) {
+            return Err(GenerateError::MaskIgnored { token: t });
+        }
+        if !redraw_possible || m.fits(t, remaining) {
+            return Ok(t);
+        }
+        self.out.stats.budget_redraws += 1;
+        let mut viable = TokenSet::new(logits.len());
+        for u in m.allowed().iter().filter(|&u| m.fits(u, remaining)) {
+            viable.insert(u);
+        }
+        if viable.is_empty() {
+            return Err(GenerateError::NoViableToken { remaining });
+        }
+        logits.copy_from_slice(&self.original);
+        Ok(self.sampler.sample(logits, Some(&viable), history)?)
+    }
+
+    /// Takes the forced continuation (jump-forward), within the budget.
+    fn jump_forward(&mut self) -> Result<Vec<TokenId>, GenerateError> {
+        let (Some(tok), Some(m)) = (self.tokenizer, self.matcher.as_deref_mut()) else {
+            return Ok(Vec::new());
+        };
+        let room = self.config.max_tokens - self.out.tokens.len();
+        let forced = m.jump_forward(tok, room)?;
+        for &t in &forced {
+            self.emit(t);
+        }
+        self.out.stats.forced_tokens += forced.len();
+        Ok(forced)
+    }
+
+    /// Appends a taken token to the output and hands its bytes on.
+    fn emit(&mut self, t: TokenId) {
+        let b = self.vocab.decode(&[t]);
+        (self.on_bytes)(&b);
+        self.out.bytes.extend_from_slice(&b);
+        self.out.tokens.push(t);
+    }
 }
 
 /// A model with its tokenizer and vocabulary: the library's one-stop entry.
