@@ -237,23 +237,6 @@ impl LiveTable {
         })
     }
 
-    /// A table with no states over `classes` (the placeholder of a lazy index).
-    pub(crate) fn empty(classes: [u8; 256]) -> LiveTable {
-        let (reps, _) = class_reps(&classes);
-        let stride = reps.len();
-        LiveTable {
-            classes,
-            reps,
-            stride,
-            trans: Vec::new(),
-            accepting: Vec::new(),
-            dist: Vec::new(),
-            next_byte: Vec::new(),
-            forced: Vec::new(),
-            start: 0,
-        }
-    }
-
     /// Number of live states.
     #[inline]
     pub fn len(&self) -> usize {

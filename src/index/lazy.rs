@@ -40,7 +40,7 @@ const NONE_BYTE: u16 = 256;
 /// Plain level not computed yet.
 const LEVEL_YET: u8 = u8::MAX - 1;
 /// The last (unlimited) plain level, and every plain character leads back
-/// to the state itself (a string body): walk [`VocabTries::body_suffixes`].
+/// to the state itself (a string body): walk [`BodyTries::body_suffixes`](trie::BodyTries).
 const LEVEL_LOOP: u8 = PLAIN_LEVELS.len() as u8;
 /// Most states the plain-reach search of one state visits; past it, the
 /// depth fully searched is a lower bound.
@@ -718,13 +718,13 @@ impl Lazy {
     /// the state after `k` plain characters does not depend on which they
     /// are, live for more than `PLAIN_LEVELS[CHAIN_LEVEL]` characters, and is
     /// not a string body's loop (that case has its cheaper walk): the plain
-    /// tokens that short, and a walk of [`VocabTries::chain_suffixes`]
+    /// tokens that short, and a walk of [`BodyTries::chain_suffixes`](trie::BodyTries)
     /// where each token's plain prefix (up to that many characters) is
     /// skipped to its chain state. A counted string's states are all new, one
     /// per character; without the chain each would need the plain-reach
     /// search and a walk of every plain prefix.
     fn chain_mask(&self, core: &mut Core, s: u32, tries: &VocabTries) -> Option<Building> {
-        let trie = &tries.chain_suffixes;
+        let trie = &tries.body().chain_suffixes;
         let limit = PLAIN_LEVELS[CHAIN_LEVEL] as usize;
         if trie.len() == 0 || core.uniform_successor(s)? == s {
             return None;
@@ -734,8 +734,8 @@ impl Lazy {
         if !core.plain_chain(s, limit + 1, &mut chain) || chain[limit] == DEAD {
             return None;
         }
-        let mut m = Building::from(&tries.plain_levels[CHAIN_LEVEL]);
-        m.add_set(&tries.chain_partial);
+        let mut m = Building::from(tries.plain_level(CHAIN_LEVEL));
+        m.add_set(&tries.body().chain_partial);
         walk_chain(core, trie, &chain, &mut m);
         Some(m)
     }
@@ -791,12 +791,12 @@ impl Lazy {
         // only the other tokens are walked.
         let level = core.plain_level(s);
         let (mut m, trie) = if level == LEVEL_LOOP {
-            let l = &tries.plain_levels[PLAIN_LEVELS.len() - 1];
+            let l = tries.plain_level(PLAIN_LEVELS.len() - 1);
             let mut m = Building::from(l);
-            m.add_set(&tries.body_partial);
-            (m, &tries.body_suffixes)
+            m.add_set(&tries.body().body_partial);
+            (m, &tries.body().body_suffixes)
         } else if level != NO_LEVEL {
-            let l = &tries.plain_levels[level as usize];
+            let l = tries.plain_level(level as usize);
             (Building::from(l), &l.rest)
         } else {
             let set = TokenSet::new(vocab.logits_width());
@@ -828,8 +828,8 @@ impl Lazy {
         vocab: &Vocabulary,
         set: &mut Building,
     ) {
-        let trie = &tries.plain_levels[PLAIN_LEVELS.len() - 1].rest;
-        let boundary = &tries.body_rest_boundary;
+        let trie = &tries.plain_level(PLAIN_LEVELS.len() - 1).rest;
+        let boundary = &tries.body().body_rest_boundary;
         let mut stack = vec![0u32; trie.max_depth + 1];
         stack[0] = s;
         let n = trie.len();
@@ -887,4 +887,54 @@ fn walk_chain(core: &mut Core, trie: &trie::TokenTrie, chain: &[u32], m: &mut Bu
         |t| m.insert(t),
     );
     m.add_dups(trie);
+}
+
+impl super::Backend for Lazy {
+    fn start(&self) -> u32 {
+        self.start
+    }
+
+    fn num_states(&self) -> usize {
+        self.core().state_count()
+    }
+
+    fn is_accepting(&self, s: u32) -> bool {
+        self.core().is_accepting(s)
+    }
+
+    fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet> {
+        Lazy::allowed(self, s, tries, vocab)
+    }
+
+    fn walk(&self, s: u32, bytes: &[u8]) -> u32 {
+        self.core().walk(s, bytes)
+    }
+
+    fn next_byte(&self, s: u32, b: u8) -> u32 {
+        self.core().next(s, b)
+    }
+
+    fn has_continuation(&self, s: u32) -> bool {
+        self.core().has_continuation(s)
+    }
+
+    fn budget(&self, s: u32, tries: &VocabTries) -> u32 {
+        self.core().budget(tries, s)
+    }
+
+    fn dist(&self, s: u32) -> u32 {
+        self.core().dist(s)
+    }
+
+    fn forced_byte(&self, s: u32) -> Option<u8> {
+        self.core().forced_byte(s)
+    }
+
+    fn memory_usage(&self) -> usize {
+        self.mask_memory().1
+    }
+
+    fn limit_error(&self) -> Option<String> {
+        self.core().limit_error()
+    }
 }

@@ -23,7 +23,12 @@ pub(crate) struct TokenTrie {
     pub root: Vec<u32>,
 }
 
-/// The tries the index walks, built once per vocabulary.
+/// The tries the index walks, built once per vocabulary. `full`, `short`
+/// and `long` are built up front (every index needs them: budgets walk
+/// `full`); each plain level and the string-body / chain tries are built on
+/// first use ([`VocabTries::plain_level`], [`VocabTries::body`]), so a process
+/// that compiles one small regex does not pay for what only string bodies
+/// and lazy indexes walk.
 #[derive(Debug)]
 pub(crate) struct VocabTries {
     /// Every text token.
@@ -33,8 +38,20 @@ pub(crate) struct VocabTries {
     /// Tokens longer than `horizon` bytes.
     pub long: TokenTrie,
     pub horizon: usize,
+    /// The logits width (the size of every set here).
+    width: usize,
+    /// Every text token's bytes, concatenated in sorted order, and per token
+    /// `(start, end, id)` into them: what the lazily built parts read.
+    bytes: Vec<u8>,
+    sorted: Vec<(u32, u32, u32)>,
     /// Plain-token levels, one per entry of [`PLAIN_LEVELS`]. See [`PlainLevel`].
-    pub plain_levels: Vec<PlainLevel>,
+    plain_levels: Vec<std::sync::OnceLock<PlainLevel>>,
+    body: std::sync::OnceLock<BodyTries>,
+}
+
+/// The tries of string bodies and chains (lazy indexes), built on first use.
+#[derive(Debug)]
+pub(crate) struct BodyTries {
     /// Every token that is not plain and whose bytes after its longest
     /// prefix of plain characters start with an ASCII byte, keyed by those
     /// bytes (the prefix removed; tokens with equal suffixes are `dups`). In
@@ -143,38 +160,69 @@ impl VocabTries {
         let full = TokenTrie::from_sorted(toks.iter().copied());
         let short = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() <= horizon));
         let long = TokenTrie::from_sorted(toks.iter().copied().filter(|t| t.0.len() > horizon));
-        let chars: Vec<Option<u32>> = toks.iter().map(|t| plain_chars(t.0)).collect();
-        let plain_levels: Vec<PlainLevel> = PLAIN_LEVELS
+        let mut bytes = Vec::with_capacity(toks.iter().map(|t| t.0.len()).sum());
+        let sorted = toks
             .iter()
-            .map(|&max_chars| {
-                let fits = |i: usize| chars[i].is_some_and(|c| c <= max_chars);
-                let mut set = super::TokenSet::new(vocab.logits_width());
-                for (i, &(_, id)) in toks.iter().enumerate() {
-                    if fits(i) {
-                        set.insert(TokenId(id));
-                    }
-                }
-                let rest_toks = || {
-                    toks.iter()
-                        .enumerate()
-                        .filter(move |&(i, _)| !fits(i))
-                        .map(|(_, &t)| t)
-                };
-                PlainLevel {
-                    fingerprint: set
-                        .iter()
-                        .fold(0u64, |f, t| f.wrapping_add(super::mix(t.0))),
-                    set,
-                    rest: TokenTrie::from_sorted(rest_toks()),
-                    rest_short: TokenTrie::from_sorted(
-                        rest_toks().filter(|t| t.0.len() <= horizon),
-                    ),
-                    rest_long: TokenTrie::from_sorted(rest_toks().filter(|t| t.0.len() > horizon)),
-                }
+            .map(|&(b, id)| {
+                let start = bytes.len() as u32;
+                bytes.extend_from_slice(b);
+                (start, bytes.len() as u32, id)
             })
             .collect();
+        VocabTries {
+            full,
+            short,
+            long,
+            horizon,
+            width: vocab.logits_width(),
+            bytes,
+            sorted,
+            plain_levels: PLAIN_LEVELS.iter().map(|_| Default::default()).collect(),
+            body: Default::default(),
+        }
+    }
+
+    /// The text tokens in byte order.
+    fn toks(&self) -> impl Iterator<Item = (&[u8], u32)> + Clone + '_ {
+        self.sorted
+            .iter()
+            .map(|&(a, b, id)| (&self.bytes[a as usize..b as usize], id))
+    }
+
+    /// Plain level `l` (an index into [`PLAIN_LEVELS`]), built on first use.
+    pub fn plain_level(&self, l: usize) -> &PlainLevel {
+        self.plain_levels[l].get_or_init(|| {
+            let max_chars = PLAIN_LEVELS[l];
+            let horizon = self.horizon;
+            let fits = |b: &[u8]| plain_chars(b).is_some_and(|c| c <= max_chars);
+            let mut set = super::TokenSet::new(self.width);
+            for (b, id) in self.toks() {
+                if fits(b) {
+                    set.insert(TokenId(id));
+                }
+            }
+            let rest_toks = || self.toks().filter(|t| !fits(t.0));
+            PlainLevel {
+                fingerprint: set
+                    .iter()
+                    .fold(0u64, |f, t| f.wrapping_add(super::mix(t.0))),
+                set,
+                rest: TokenTrie::from_sorted(rest_toks()),
+                rest_short: TokenTrie::from_sorted(rest_toks().filter(|t| t.0.len() <= horizon)),
+                rest_long: TokenTrie::from_sorted(rest_toks().filter(|t| t.0.len() > horizon)),
+            }
+        })
+    }
+
+    /// The string-body and chain tries, built on first use.
+    pub fn body(&self) -> &BodyTries {
+        self.body.get_or_init(|| self.build_body())
+    }
+
+    fn build_body(&self) -> BodyTries {
+        let toks: Vec<(&[u8], u32)> = self.toks().collect();
         let mut suffixes: Vec<(&[u8], u32)> = Vec::new();
-        let mut partial = super::TokenSet::new(vocab.logits_width());
+        let mut partial = super::TokenSet::new(self.width);
         let mut partial_fp = 0u64;
         for &(b, id) in toks.iter().filter(|t| !is_plain(t.0)) {
             let suffix = &b[plain_prefix_len(b)..];
@@ -192,7 +240,7 @@ impl VocabTries {
         // Keys of `chain_suffixes`: a prefix longer than the chain level is cut
         // there (its other plain characters are walked as bytes).
         let cap = PLAIN_LEVELS[CHAIN_LEVEL] as usize;
-        let mut chain_partial = (super::TokenSet::new(vocab.logits_width()), 0u64);
+        let mut chain_partial = (super::TokenSet::new(self.width), 0u64);
         let chain_keys: Vec<(Vec<u8>, u32)> = toks
             .iter()
             .filter_map(|&(b, id)| {
@@ -221,21 +269,15 @@ impl VocabTries {
             keys.sort_unstable();
             TokenTrie::from_sorted(keys.iter().map(|(k, id)| (k.as_slice(), *id)))
         };
-        let body_rest_boundary = plain_levels
-            .last()
-            .map(|l: &PlainLevel| l.rest.plain_boundaries())
-            .unwrap_or_default();
-        VocabTries {
-            body_rest_boundary,
+        BodyTries {
+            body_rest_boundary: self
+                .plain_level(PLAIN_LEVELS.len() - 1)
+                .rest
+                .plain_boundaries(),
             body_suffixes: TokenTrie::from_sorted(suffixes.into_iter()),
             body_partial: (partial, partial_fp),
             chain_partial,
             chain_suffixes,
-            plain_levels,
-            full,
-            short,
-            long,
-            horizon,
         }
     }
 }
