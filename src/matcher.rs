@@ -196,11 +196,16 @@ impl Matcher {
             });
         }
         let row = &mut row[..needed];
-        for (pair, &w) in row.chunks_mut(2).zip(self.allowed().words()) {
+        let words = self.allowed().words();
+        // Whole pairs first (a straight copy the compiler vectorizes), then
+        // an odd last word.
+        let mut pairs = row.chunks_exact_mut(2);
+        for (pair, &w) in (&mut pairs).zip(words) {
             pair[0] = w as u32;
-            if let Some(hi) = pair.get_mut(1) {
-                *hi = (w >> 32) as u32;
-            }
+            pair[1] = (w >> 32) as u32;
+        }
+        if let [last] = pairs.into_remainder() {
+            *last = words.get(needed / 2).map_or(0, |&w| w as u32);
         }
         if let Some(stop) = &self.stop {
             for &e in self.index.vocab().eos() {

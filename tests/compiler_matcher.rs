@@ -381,3 +381,21 @@ fn override_stop_tokens_replace_the_eos_set() {
         }
     );
 }
+
+#[test]
+fn bitmask_of_an_odd_number_of_words() {
+    // Logits width 257: nine words, the last holding only the EOS bit.
+    let tokens = (0..=255u8).map(|c| (TokenId(c as u32), vec![c]));
+    let vocab = Arc::new(Vocabulary::new(tokens, [TokenId(256)], 257).unwrap());
+    let compiled = Compiler::new(vocab, CompilerConfig::default())
+        .compile(&Source::regex("a"))
+        .unwrap();
+    let mut m = compiled.matcher();
+    let mut row = vec![u32::MAX; bitmask_words(257)];
+    assert_eq!(row.len(), 9);
+    m.fill_bitmask(&mut row).unwrap();
+    assert_eq!(bits(&row), vec![b'a' as u32]);
+    assert!(m.accept_token(b(b'a')));
+    m.fill_bitmask(&mut row).unwrap();
+    assert_eq!(bits(&row), vec![256]);
+}

@@ -7,9 +7,13 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
 /// A checked view of a caller's 2-D int32 buffer. `_keep` (the memoryview)
-/// holds the buffer export, so the memory stays put while it lives.
-pub struct Rows<'py> {
-    _keep: Bound<'py, PyAny>,
+/// holds the buffer export, so the memory stays put while it lives (a
+/// matcher keeps the last one it filled, with the object, to skip the
+/// buffer look-up when the same bitmask comes again: the export pins the
+/// memory, and the object held cannot be replaced by another at its address).
+pub struct Rows {
+    obj: Py<PyAny>,
+    _keep: Py<PyAny>,
     addr: usize,
     pub rows: usize,
     pub cols: usize,
@@ -17,15 +21,20 @@ pub struct Rows<'py> {
 
 static HELPER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-impl<'py> Rows<'py> {
+impl Rows {
+    /// Whether this is the buffer of `obj`.
+    pub fn is_of(&self, obj: &Bound<'_, PyAny>) -> bool {
+        self.obj.bind(obj.py()).is(obj)
+    }
+
     /// Reads `obj`'s buffer: C-contiguous, writable, int32, one or two
     /// dimensions (one dimension is one row), `cols` words per row.
-    pub fn of(obj: &Bound<'py, PyAny>, cols: usize) -> PyResult<Rows<'py>> {
+    pub fn of(obj: &Bound<'_, PyAny>, cols: usize) -> PyResult<Rows> {
         let py = obj.py();
         let helper = HELPER.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
             Ok(py.import("constrain._buffer")?.getattr("int32_rows")?.unbind())
         })?;
-        let (keep, addr, rows, got): (Bound<'py, PyAny>, usize, usize, usize) =
+        let (keep, addr, rows, got): (Py<PyAny>, usize, usize, usize) =
             helper.bind(py).call1((obj,))?.extract()?;
         if got != cols {
             return Err(PyValueError::new_err(format!(
@@ -37,6 +46,7 @@ impl<'py> Rows<'py> {
             return Err(PyValueError::new_err("bitmask memory is not 4-byte aligned"));
         }
         Ok(Rows {
+            obj: obj.clone().unbind(),
             _keep: keep,
             addr,
             rows,
