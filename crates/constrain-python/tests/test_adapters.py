@@ -151,3 +151,75 @@ def test_vllm_logits_processor(tiny_info, tiny_path):
     proc.apply(logits)
     allowed = np.flatnonzero(np.isfinite(logits[order.index(2)]))
     assert list(allowed) == [ord("n"), 256 + 1], "only 'n' and 'no' start the new request"
+
+
+class ServerArgs:  # SGLang's, as far as the registry reads it
+    grammar_backend = "constrain"
+
+
+def test_sglang_grammar_backend(tiny_info, tiny_path, tiny_tok):
+    from sglang.srt.constrained import base_grammar_backend as base
+
+    import constrain.sglang
+
+    constrain.sglang.register()
+    text = tiny_path.read_text()
+
+    class Backend:
+        def to_str(self):
+            return text
+
+    class HFTokenizer:
+        backend_tokenizer = Backend()
+        eos_token_id = TINY_EOS
+
+    backend = base.create_grammar_backend(ServerArgs(), HFTokenizer(), TINY_WIDTH, {TINY_EOS})
+    assert backend._init_value_dispatch(("ebnf", 'root ::= "a"')) is base.INVALID_GRAMMAR_OBJ
+    assert backend._init_value_dispatch(("json", '{"type": "nope"}')) is base.INVALID_GRAMMAR_OBJ
+    grammar = backend._init_value_dispatch(("json", json.dumps(SCHEMA)))
+    assert grammar is not base.INVALID_GRAMMAR_OBJ
+    assert backend._init_value_dispatch(("json", "$$ANY$$")) is not base.INVALID_GRAMMAR_OBJ
+
+    # The scheduler's loop: jump forward where the text is forced, else
+    # allocate / fill / move / apply the mask, sample, accept.
+    rng = np.random.default_rng(11)
+    out = []
+    mask = grammar.allocate_vocab_mask(TINY_WIDTH, 2, "cpu")
+    jumps = 0
+    for _ in range(80):
+        if grammar.is_terminated():
+            break
+        helper = grammar.try_jump_forward(None)
+        if helper is not None:
+            s, state = grammar.jump_forward_str_state(helper)
+            # SGLang re-tokenizes the decoded text plus the forced string.
+            old = list(out)
+            prefix = b"".join(tiny_info.token_bytes(t) for t in out)
+            new = tiny_tok.encode(prefix + s.encode())
+            grammar.jump_and_retokenize(old, new, state)
+            out = new
+            jumps += 1
+            continue
+        grammar.fill_vocab_mask(mask, 1)
+        dev_mask = grammar.move_vocab_mask(mask, "cpu")
+        logits = rng.normal(size=(2, TINY_WIDTH)).astype(np.float32)
+        logits[:, TINY_EOS] += 1.0
+        grammar.apply_vocab_mask(logits[1:], dev_mask[1:])
+        t = argmax_row(logits[1])
+        grammar.accept_token(t)
+        if t != TINY_EOS:
+            out.append(t)
+    assert grammar.is_terminated() and jumps > 0
+    doc = json.loads(text_of(tiny_info, out))
+    assert set(doc) == {"ok", "n"}
+
+    # Rollback (speculative decoding) and copy (a cached grammar, fresh state).
+    g2 = grammar.copy()
+    first = tiny_tok.encode('{"ok":true')
+    for t in first:
+        g2.accept_token(t)
+    g2.rollback(2)
+    g2.accept_token(first[-2])
+    g2.accept_token(first[-1])
+    with pytest.raises(ValueError, match="not allowed"):
+        g2.accept_token(ord("{"))
