@@ -211,6 +211,12 @@ def test_apply_token_bitmask_inplace(tiny_compiler):
     one = np.zeros(TINY_WIDTH, dtype=np.float64)
     constrain.apply_token_bitmask_inplace(one, bm[1])
     assert sorted(np.flatnonzero(np.isfinite(one))) == [ord("n"), ord("y"), YES, NO]
+    # Logits wider than the bitmask's ids: the extra columns are padding.
+    wide = np.zeros((1, ((TINY_WIDTH + 31) // 32) * 32 + 7), dtype=np.float32)
+    constrain.apply_token_bitmask_inplace(wide, bm[1])
+    assert sorted(np.flatnonzero(np.isfinite(wide[0]))) == [ord("n"), ord("y"), YES, NO]
+    with pytest.raises(ValueError, match="out of range"):
+        constrain.apply_token_bitmask_inplace(logits, bm, indices=[2])
     with pytest.raises(TypeError):
         constrain.apply_token_bitmask_inplace(logits, bm.astype(np.int64))
     with pytest.raises(TypeError):
@@ -242,6 +248,24 @@ def test_bad_bitmasks_raise(tiny_compiler):
         m.fill_next_token_bitmask(np.zeros((0, words), dtype=np.int32))
     with pytest.raises(TypeError, match="buffer protocol"):
         m.fill_next_token_bitmask([0] * words)
+
+    class Device:
+        def __init__(self, type):
+            self.type = type
+
+    class TensorDouble:  # torch.Tensor as far as the buffer helper reads it
+        def __init__(self, device):
+            self.device = Device(device)
+            self.array = np.zeros((1, words), dtype=np.int32)
+
+        def numpy(self):
+            return self.array
+
+    with pytest.raises(ValueError, match="on device cuda"):
+        m.fill_next_token_bitmask(TensorDouble("cuda"))
+    cpu = TensorDouble("cpu")
+    m.fill_next_token_bitmask(cpu)
+    assert allowed_ids(cpu.array[0], TINY_WIDTH) == [ord("n"), ord("y"), YES, NO]
     with pytest.raises(TypeError, match="int32"):
         m.fill_next_token_bitmask(bytearray(words * 4))
 

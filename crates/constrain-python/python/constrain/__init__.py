@@ -65,28 +65,29 @@ def reset_token_bitmask(bitmask):
 
 
 def unpack_bitmask(bitmask, vocab_size):
-    """The bitmask as a numpy bool array of shape (rows, vocab_size)."""
+    """The bitmask as a numpy bool array of shape (rows, vocab_size); ids
+    past the bitmask's words are disallowed."""
     import numpy as np
 
     bm = np.ascontiguousarray(bitmask, dtype=np.int32)
     if bm.ndim == 1:
         bm = bm[None, :]
-    bits = np.unpackbits(bm.view(np.uint8), axis=-1, bitorder="little")
+    bits = np.unpackbits(bm.view(np.uint8), axis=-1, bitorder="little").astype(bool)
     if bits.shape[-1] < vocab_size:
-        raise ValueError(
-            f"the bitmask covers {bits.shape[-1]} ids, fewer than vocab_size {vocab_size}"
-        )
-    return bits[:, :vocab_size].astype(bool)
+        pad = np.zeros((bits.shape[0], vocab_size - bits.shape[-1]), dtype=bool)
+        bits = np.concatenate([bits, pad], axis=-1)
+    return bits[:, :vocab_size]
 
 
 def apply_token_bitmask_inplace(logits, bitmask, vocab_size=None, indices=None):
     """Sets the logits of disallowed tokens to -inf, in place (numpy).
 
-    ``logits``: float array of shape (batch, vocab) or (vocab,); ``bitmask``:
-    int32 of shape (batch, ceil(vocab / 32)); ``indices``: the logits rows to
-    mask (row ``indices[i]`` with bitmask row ``indices[i]``), default all.
-    Columns of ``logits`` past ``vocab_size`` (default: the logits width) are
-    masked too. For torch tensors, see ``constrain.torch_ops``.
+    ``logits``: float array of shape (batch, V) or (V,); ``bitmask``: int32
+    of shape (batch, words) or (words,); ``indices``: the rows to mask (row
+    ``r`` of the logits with row ``r`` of the bitmask), default all. Columns
+    at or past ``vocab_size`` (default: V), and past the bitmask's
+    ``words * 32`` ids, are masked too. For torch tensors, see
+    ``constrain.torch_ops``.
     """
     import numpy as np
 
@@ -99,19 +100,16 @@ def apply_token_bitmask_inplace(logits, bitmask, vocab_size=None, indices=None):
     bm = np.asarray(bitmask)
     if bm.dtype != np.int32:
         raise TypeError(f"the bitmask must be int32, not {bm.dtype}")
-    one_row = logits.ndim == 1
-    lg = logits[None, :] if one_row else logits
+    lg = logits[None, :] if logits.ndim == 1 else logits
     bm = bm[None, :] if bm.ndim == 1 else bm
     if lg.ndim != 2 or bm.ndim != 2:
         raise ValueError("logits and bitmask must have one or two dimensions")
     width = lg.shape[-1]
     vocab_size = width if vocab_size is None else min(vocab_size, width)
-    if bm.shape[-1] * 32 < vocab_size:
-        raise ValueError(
-            f"bitmask rows have {bm.shape[-1]} words, too few for {vocab_size} logits"
-        )
     rows = range(lg.shape[0]) if indices is None else list(indices)
     for r in rows:
+        if not 0 <= r < bm.shape[0]:
+            raise ValueError(f"row {r} is out of range for a bitmask of {bm.shape[0]} rows")
         allowed = unpack_bitmask(bm[r], vocab_size)[0]
         row = lg[r]
         row[:vocab_size][~allowed] = -np.inf
