@@ -253,6 +253,9 @@ def test_bad_bitmasks_raise(tiny_compiler):
         def __init__(self, type):
             self.type = type
 
+        def __str__(self):
+            return self.type
+
     class TensorDouble:  # torch.Tensor as far as the buffer helper reads it
         def __init__(self, device):
             self.device = Device(device)
