@@ -266,6 +266,23 @@ def test_bad_bitmasks_raise(tiny_compiler):
 
     with pytest.raises(ValueError, match="on device cuda"):
         m.fill_next_token_bitmask(TensorDouble("cuda"))
+    class DLPackDouble:  # the DLPack protocol, over a numpy array
+        def __init__(self, kind):
+            self.kind = kind
+            self.array = np.zeros((2, words), dtype=np.int32)
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return (self.kind, 0)
+
+    with pytest.raises(ValueError, match="DLPack device type 2"):
+        m.fill_next_token_bitmask(DLPackDouble(2))
+    dl = DLPackDouble(1)
+    m.fill_next_token_bitmask(dl, 1)
+    assert (dl.array[0] == 0).all()
+    assert allowed_ids(dl.array[1], TINY_WIDTH) == [ord("n"), ord("y"), YES, NO]
     cpu = TensorDouble("cpu")
     m.fill_next_token_bitmask(cpu)
     assert allowed_ids(cpu.array[0], TINY_WIDTH) == [ord("n"), ord("y"), YES, NO]

@@ -17,7 +17,22 @@ def _as_buffer(obj, what):
         return memoryview(obj)
     except TypeError:
         pass
-    # A torch tensor: CPU only, shared with numpy without a copy.
+    # DLPack (torch, jax, cupy, ...): CPU memory only, opened by numpy
+    # without a copy.
+    dlpack_device = getattr(obj, "__dlpack_device__", None)
+    if dlpack_device is not None and hasattr(obj, "__dlpack__"):
+        kind = dlpack_device()[0]
+        if kind != 1:  # kDLCPU
+            raise ValueError(
+                f"the {what} is not in CPU memory (DLPack device type {kind}); fill a CPU "
+                "tensor and copy it to the device (non_blocking=True), as XGrammar does"
+            )
+        try:
+            import numpy as np
+        except ImportError:
+            raise TypeError(f"reading a DLPack {what} needs numpy") from None
+        return memoryview(np.from_dlpack(obj))
+    # A torch-like tensor without DLPack: CPU only, shared through .numpy().
     dev = getattr(obj, "device", None)
     if dev is not None and hasattr(obj, "numpy"):
         if getattr(dev, "type", "cpu") != "cpu":
