@@ -28,6 +28,12 @@
 //! * Stop tokens (EOS) are allowed exactly where the text is complete; once
 //!   one is taken the matcher is terminated and allows nothing (its bitmask
 //!   row is all zeros) until `rollback` or `reset`.
+//! * The stop tokens are the vocabulary's EOS set unless the matcher was
+//!   given its own ([`Matcher::with_stop_tokens`], XGrammar's
+//!   `override_stop_tokens`): then exactly those ids stop, the vocabulary's
+//!   EOS ids are refused, and [`Matcher::fill_bitmask`] and every step say
+//!   so. ([`Matcher::allowed`] is the index's shared set and still names the
+//!   vocabulary's EOS set.)
 
 use crate::index::{StateId, TokenIndex, TokenSet};
 use crate::vocab::{TextTokenizer, TokenId, VocabError};
@@ -50,6 +56,8 @@ pub enum MatcherError {
         "bitmask row has {got} words but the vocabulary needs {needed} (ceil(logits width / 32))"
     )]
     BitmaskSize { got: usize, needed: usize },
+    #[error("stop token {token} is past the logits width {width}")]
+    StopToken { token: TokenId, width: usize },
 }
 
 /// Words of one bitmask row for a logits width: `ceil(width / 32)`.
@@ -69,6 +77,9 @@ pub struct Matcher {
     dropped: usize,
     terminated: bool,
     max_rollback: Option<usize>,
+    /// Stop tokens replacing the vocabulary's EOS set (sorted, deduplicated,
+    /// each below the logits width).
+    stop: Option<Arc<[TokenId]>>,
 }
 
 impl Matcher {
@@ -82,6 +93,52 @@ impl Matcher {
             dropped: 0,
             terminated: false,
             max_rollback: None,
+            stop: None,
+        }
+    }
+
+    /// Stops on exactly `stop` instead of the vocabulary's EOS set
+    /// (XGrammar's `override_stop_tokens`): each is allowed where the text is
+    /// complete, the vocabulary's own EOS ids never. Ids at or past the
+    /// logits width are an error.
+    pub fn with_stop_tokens(
+        mut self,
+        stop: impl IntoIterator<Item = TokenId>,
+    ) -> Result<Matcher, MatcherError> {
+        let width = self.index.vocab().logits_width();
+        let mut ids: Vec<TokenId> = stop.into_iter().collect();
+        if let Some(&bad) = ids.iter().find(|t| t.as_usize() >= width) {
+            return Err(MatcherError::StopToken { token: bad, width });
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        self.stop = Some(ids.into());
+        Ok(self)
+    }
+
+    /// Whether `t` ends the output for this matcher.
+    #[inline]
+    pub fn is_stop_token(&self, t: TokenId) -> bool {
+        match &self.stop {
+            Some(s) => s.binary_search(&t).is_ok(),
+            None => self.index.vocab().is_eos(t),
+        }
+    }
+
+    /// The state after `t` from `s`, and whether `t` stops; `None` when `t`
+    /// is not allowed there.
+    #[inline]
+    fn step(&self, s: StateId, t: TokenId) -> Option<(StateId, bool)> {
+        match &self.stop {
+            None => self
+                .index
+                .next_state(s, t)
+                .map(|n| (n, self.index.vocab().is_eos(t))),
+            Some(stop) if stop.binary_search(&t).is_ok() => {
+                self.index.is_accepting(s).then_some((s, true))
+            }
+            Some(_) if self.index.vocab().is_eos(t) => None,
+            Some(_) => self.index.next_state(s, t).map(|n| (n, false)),
         }
     }
 
@@ -139,10 +196,25 @@ impl Matcher {
             });
         }
         let row = &mut row[..needed];
-        for (pair, &w) in row.chunks_mut(2).zip(self.allowed().words()) {
+        let words = self.allowed().words();
+        // Whole pairs first (a straight copy the compiler vectorizes), then
+        // an odd last word.
+        let mut pairs = row.chunks_exact_mut(2);
+        for (pair, &w) in (&mut pairs).zip(words) {
             pair[0] = w as u32;
-            if let Some(hi) = pair.get_mut(1) {
-                *hi = (w >> 32) as u32;
+            pair[1] = (w >> 32) as u32;
+        }
+        if let [last] = pairs.into_remainder() {
+            *last = words.get(needed / 2).map_or(0, |&w| w as u32);
+        }
+        if let Some(stop) = &self.stop {
+            for &e in self.index.vocab().eos() {
+                row[e.as_usize() / 32] &= !(1u32 << (e.0 % 32));
+            }
+            if !self.terminated && self.is_accepting() {
+                for &t in stop.iter() {
+                    row[t.as_usize() / 32] |= 1u32 << (t.0 % 32);
+                }
             }
         }
         Ok(())
@@ -151,7 +223,7 @@ impl Matcher {
     /// Whether `t` may be taken now.
     #[inline]
     pub fn is_allowed(&self, t: TokenId) -> bool {
-        !self.terminated && self.index.next_state(self.state(), t).is_some()
+        !self.terminated && self.step(self.state(), t).is_some()
     }
 
     /// Takes token `t`. A disallowed token is an error and changes nothing.
@@ -159,9 +231,9 @@ impl Matcher {
         if self.terminated {
             return Err(MatcherError::Finished);
         }
-        match self.index.next_state(self.state(), t) {
-            Some(next) => {
-                self.terminated = self.index.vocab().is_eos(t);
+        match self.step(self.state(), t) {
+            Some((next, stop)) => {
+                self.terminated = stop;
                 self.states.push(next);
                 self.tokens.push(t);
                 self.trim();
@@ -186,7 +258,7 @@ impl Matcher {
     pub fn accept_tokens(&mut self, tokens: &[TokenId]) -> Result<(), MatcherError> {
         let n = self.validate_tokens(tokens);
         if let Some(&t) = tokens.get(n) {
-            let after_stop = self.terminated || n > 0 && self.index.vocab().is_eos(tokens[n - 1]);
+            let after_stop = self.terminated || n > 0 && self.is_stop_token(tokens[n - 1]);
             return Err(if after_stop {
                 MatcherError::Finished
             } else {
@@ -207,12 +279,11 @@ impl Matcher {
         if self.terminated {
             return 0;
         }
-        let vocab = self.index.vocab();
         let mut s = self.state();
         for (i, &t) in tokens.iter().enumerate() {
-            match self.index.next_state(s, t) {
-                Some(_) if vocab.is_eos(t) => return i + 1,
-                Some(n) => s = n,
+            match self.step(s, t) {
+                Some((_, true)) => return i + 1,
+                Some((n, false)) => s = n,
                 None => return i,
             }
         }
@@ -299,8 +370,8 @@ impl Matcher {
         if self.terminated {
             return None;
         }
-        let next = self.index.next_state(self.state(), t)?;
-        if self.index.vocab().is_eos(t) {
+        let (next, stop) = self.step(self.state(), t)?;
+        if stop {
             return Some(0);
         }
         self.index.tokens_to_accept(next)
@@ -311,7 +382,7 @@ impl Matcher {
     /// `max_tokens` from cutting a structure in half. A stop token always
     /// fits; an unknown bound is given the benefit of the doubt.
     pub fn fits(&self, t: TokenId, remaining: usize) -> bool {
-        if self.index.vocab().is_eos(t) {
+        if self.is_stop_token(t) {
             return true;
         }
         match self.tokens_to_accept_after(t) {

@@ -344,3 +344,58 @@ fn always_fits_implies_every_allowed_token_fits() {
         }
     }
 }
+
+#[test]
+fn override_stop_tokens_replace_the_eos_set() {
+    // 299 has no bytes (past the tokenizer, inside the logits width): a
+    // stop token of the matcher's own, as XGrammar's override_stop_tokens.
+    let stop = TokenId(299);
+    let compiled = compiler().compile(&Source::regex("(yes|no)")).unwrap();
+    let mut m = compiled.matcher().with_stop_tokens([stop, stop]).unwrap();
+    let mut row = vec![0u32; bitmask_words(300)];
+    m.fill_bitmask(&mut row).unwrap();
+    assert_eq!(bits(&row), vec![b'n' as u32, b'y' as u32, 257]);
+    assert!(!m.is_allowed(stop), "no stop before the text is complete");
+    assert!(m.accept_token(TokenId(257)));
+    m.fill_bitmask(&mut row).unwrap();
+    assert_eq!(bits(&row), vec![299], "the override stops, the EOS does not");
+    assert!(!m.accept_token(EOS), "the vocabulary's EOS is refused");
+    assert_eq!(m.validate_tokens(&[EOS]), 0);
+    assert_eq!(m.validate_tokens(&[stop, stop]), 1);
+    assert!(m.fits(stop, 1));
+    assert!(m.accept_token(stop) && m.is_terminated());
+    m.fill_bitmask(&mut row).unwrap();
+    assert!(bits(&row).is_empty(), "nothing after the stop token");
+    assert_eq!(m.accept_tokens(&[b(b'x')]), Err(MatcherError::Finished));
+    m.rollback(1).unwrap();
+    assert!(!m.is_terminated() && m.is_allowed(stop));
+    // Without an override the vocabulary's EOS is the stop token.
+    let mut plain = compiled.matcher();
+    assert!(plain.accept_tokens(&[TokenId(257), EOS]).is_ok() && plain.is_terminated());
+    // A stop id past the logits width is an error naming it.
+    assert_eq!(
+        compiled.matcher().with_stop_tokens([TokenId(300)]).unwrap_err(),
+        MatcherError::StopToken {
+            token: TokenId(300),
+            width: 300
+        }
+    );
+}
+
+#[test]
+fn bitmask_of_an_odd_number_of_words() {
+    // Logits width 257: nine words, the last holding only the EOS bit.
+    let tokens = (0..=255u8).map(|c| (TokenId(c as u32), vec![c]));
+    let vocab = Arc::new(Vocabulary::new(tokens, [TokenId(256)], 257).unwrap());
+    let compiled = Compiler::new(vocab, CompilerConfig::default())
+        .compile(&Source::regex("a"))
+        .unwrap();
+    let mut m = compiled.matcher();
+    let mut row = vec![u32::MAX; bitmask_words(257)];
+    assert_eq!(row.len(), 9);
+    m.fill_bitmask(&mut row).unwrap();
+    assert_eq!(bits(&row), vec![b'a' as u32]);
+    assert!(m.accept_token(b(b'a')));
+    m.fill_bitmask(&mut row).unwrap();
+    assert_eq!(bits(&row), vec![256]);
+}

@@ -1,0 +1,106 @@
+"""Per-step cost from Python: ``fill_next_token_bitmask`` + ``accept_token``
+over MaskBench instances (Qwen vocabulary, logits width 151,936), and the
+batch fill of 64 rows against 64 single fills.
+
+    python bench/step_cost.py [--files N] [--corpus DIR] [--tokenizer PATH]
+
+Prints p50/p90/p99 of the per-step time (ns) over every token of every valid
+instance of the first N files (sorted by name) whose schema compiles with
+compliant semantics and flexible whitespace. Instances are tokenized by
+longest match over the vocabulary (tests/conftest.py's GreedyTokenizer).
+"""
+
+import argparse
+import glob
+import json
+import os
+import pathlib
+import sys
+import time
+
+import constrain
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+from conftest import QWEN_LOGITS, QWEN_TOKENIZER, SHARED, GreedyTokenizer  # noqa: E402
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=100)
+    ap.add_argument("--corpus", default=str(SHARED / "maskbench-dev"))
+    ap.add_argument("--tokenizer", default=str(QWEN_TOKENIZER))
+    a = ap.parse_args()
+    info = constrain.TokenizerInfo.from_tokenizer_json(a.tokenizer, vocab_size=QWEN_LOGITS)
+    compiler = constrain.Compiler(info)
+    tok = GreedyTokenizer(info)
+    bitmask = constrain.allocate_token_bitmask(1, QWEN_LOGITS)
+    steps, files, skipped = [], 0, 0
+    fill_only = []
+    for path in sorted(glob.glob(os.path.join(a.corpus, "*.json"))):
+        if files >= a.files:
+            break
+        doc = json.load(open(path))
+        valid = [t for t in doc["tests"] if t["valid"]]
+        if not valid:
+            continue
+        try:
+            compiled = compiler.compile_json_schema(doc["schema"], whitespace="flexible", strict=False)
+        except constrain.CompileError:
+            skipped += 1
+            continue
+        files += 1
+        for case in valid:
+            tokens = tok.encode(json.dumps(case["data"]))
+            m = constrain.Matcher(compiled)
+            fill, accept, clock = m.fill_next_token_bitmask, m.accept_token, time.perf_counter_ns
+            for t in tokens:
+                t0 = clock()
+                fill(bitmask)
+                t1 = clock()
+                ok = accept(t)
+                t2 = clock()
+                if not ok:
+                    break
+                steps.append(t2 - t0)
+                fill_only.append(t1 - t0)
+    print(f"files {files} (schemas not compiled: {skipped}), steps {len(steps)}")
+    print(
+        "fill+accept ns: p50 %d  p90 %d  p99 %d"
+        % (pct(steps, 50), pct(steps, 90), pct(steps, 99))
+    )
+    print("fill only ns:   p50 %d  p90 %d  p99 %d" % (pct(fill_only, 50), pct(fill_only, 90), pct(fill_only, 99)))
+
+    # Batch: 64 matchers at different points of one instance.
+    doc = json.load(open(os.path.join(a.corpus, "Github_easy---o10012.json")))
+    compiled = compiler.compile_json_schema(doc["schema"], whitespace="flexible", strict=False)
+    tokens = tok.encode(json.dumps(next(c for c in doc["tests"] if c["valid"])["data"]))
+    matchers = []
+    for i in range(64):
+        m = constrain.Matcher(compiled)
+        m.accept_tokens(tokens[: i % (len(tokens) + 1)])
+        matchers.append(m)
+    big = constrain.allocate_token_bitmask(64, QWEN_LOGITS)
+    singles, batches = [], []
+    for _ in range(200):
+        t0 = time.perf_counter_ns()
+        for i, m in enumerate(matchers):
+            m.fill_next_token_bitmask(big, i)
+        t1 = time.perf_counter_ns()
+        constrain.fill_next_token_bitmask_batch(matchers, big)
+        t2 = time.perf_counter_ns()
+        singles.append(t1 - t0)
+        batches.append(t2 - t1)
+    print(
+        "64 rows: single fills p50 %d ns, batch fill p50 %d ns (%d cores)"
+        % (pct(singles, 50), pct(batches, 50), os.cpu_count())
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""vLLM adapter: a V1 logits processor, registered through the
+``vllm.logits_processors`` entry point (installed with the wheel), taking
+the constraint per request from ``vllm_xargs``::
+
+    vllm serve Qwen/Qwen2.5-Coder-0.5B-Instruct \\
+        --logits-processors constrain.vllm:ConstrainLogitsProcessor
+    # per request (OpenAI API): extra_body={"vllm_xargs": {"constrain_json": "<schema>"}}
+    #   or {"constrain_regex": "<regex>"}
+
+It implements vLLM's ``vllm.v1.sample.logits_processor.LogitsProcessor``:
+``validate_params`` (rejects malformed ``constrain_*`` arguments),
+``update_state`` (the batch's removed, added and moved requests, in that
+order, then each tracked request's new output tokens from its live
+``output_tok_ids`` list) and ``apply`` (fills the rows of the constrained
+requests in parallel on the CPU, copies the bitmask to the logits' device
+and masks there).
+
+Limits of vLLM's custom logits processors: they see no rollback, and vLLM
+refuses them with speculative decoding; use the SGLang backend (rollback and
+jump-forward) where those matter. The tokenizer is read from the model's
+``tokenizer.json`` (a local model directory), or through
+``transformers.AutoTokenizer`` otherwise; ``CONSTRAIN_TOKENIZER_JSON`` names
+the file explicitly.
+"""
+
+import json
+import logging
+import os
+
+from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
+
+from . import Compiler, Matcher, TokenizerInfo, fill_next_token_bitmask_batch
+from ._apply import apply_bitmask
+
+logger = logging.getLogger(__name__)
+
+KEYS = ("constrain_json", "constrain_regex")
+
+
+def _source(params):
+    """(kind, text) of a request's constraint, or None; ValueError when malformed."""
+    xargs = getattr(params, "extra_args", None) or {}
+    found = [k for k in KEYS if xargs.get(k) is not None]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise ValueError(f"give one of {', '.join(KEYS)}, not {' and '.join(found)}")
+    key = found[0]
+    value = xargs[key]
+    if key == "constrain_json":
+        if isinstance(value, str):
+            try:
+                json.loads(value)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"constrain_json is not valid JSON: {e}") from None
+        elif isinstance(value, (dict, bool)):
+            value = json.dumps(value)
+        else:
+            raise ValueError(f"constrain_json must be a JSON Schema (text or object), not {type(value).__name__}")
+    elif not isinstance(value, str):
+        raise ValueError(f"constrain_regex must be a string, not {type(value).__name__}")
+    return key, value
+
+
+def _tokenizer_info(vllm_config):
+    model_config = vllm_config.model_config
+    vocab_size = model_config.get_vocab_size()
+    path = os.environ.get("CONSTRAIN_TOKENIZER_JSON")
+    if path is None:
+        tok = getattr(model_config, "tokenizer", None) or model_config.model
+        candidate = os.path.join(str(tok), "tokenizer.json")
+        if os.path.isfile(candidate):
+            path = candidate
+    if path is not None:
+        return TokenizerInfo.from_tokenizer_json(path, vocab_size=vocab_size)
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(tok)
+    return TokenizerInfo.from_huggingface(hf, vocab_size=vocab_size)
+
+
+class _Request:
+    __slots__ = ("matcher", "output", "seen", "failed")
+
+    def __init__(self, matcher, output):
+        self.matcher = matcher
+        self.output = output  # vLLM's live list of the request's output ids
+        self.seen = 0
+        self.failed = False
+
+
+class ConstrainLogitsProcessor(LogitsProcessor):
+    @classmethod
+    def validate_params(cls, sampling_params):
+        _source(sampling_params)
+
+    def __init__(self, vllm_config, device, is_pin_memory):
+        self.device = device
+        self.info = _tokenizer_info(vllm_config)
+        self.compiler = Compiler(self.info)
+        self.requests = {}
+        self.bitmask = None
+
+    def is_argmax_invariant(self):
+        return False
+
+    def _compile(self, kind, text):
+        if kind == "constrain_json":
+            return self.compiler.compile_json_schema(text)
+        return self.compiler.compile_regex(text)
+
+    def update_state(self, batch_update):
+        if batch_update is not None:
+            for index in batch_update.removed:
+                self.requests.pop(index, None)
+            for index, params, _prompt, output in batch_update.added:
+                src = _source(params)
+                if src is None:
+                    self.requests.pop(index, None)
+                    continue
+                self.requests[index] = _Request(Matcher(self._compile(*src)), output)
+            for a, b, direction in batch_update.moved:
+                ra = self.requests.pop(a, None)
+                rb = self.requests.pop(b, None)
+                if ra is not None:
+                    self.requests[b] = ra
+                if direction == MoveDirectionality.SWAP and rb is not None:
+                    self.requests[a] = rb
+        for index, r in self.requests.items():
+            while r.seen < len(r.output) and not r.failed:
+                t = r.output[r.seen]
+                r.seen += 1
+                if r.matcher.is_terminated():
+                    continue
+                if not r.matcher.accept_token(t):
+                    # Cannot happen when the mask was applied; the request
+                    # then goes on unconstrained rather than stalling the batch.
+                    logger.warning("constrain: row %d: token %d refused; unconstrained from here", index, t)
+                    r.failed = True
+
+    def apply(self, logits):
+        rows = [
+            i for i, r in self.requests.items()
+            if i < logits.shape[0] and not r.failed and not r.matcher.is_terminated()
+        ]
+        if not rows:
+            return logits
+        batch = int(logits.shape[0])
+        if self.bitmask is None or self.bitmask.shape[0] < batch:
+            from . import allocate_token_bitmask
+
+            self.bitmask = allocate_token_bitmask(max(batch, 8), self.info.vocab_size)
+        fill_next_token_bitmask_batch([self.requests[i].matcher for i in rows], self.bitmask, indices=rows)
+        apply_bitmask(logits, self.bitmask[:batch], indices=rows)
+        return logits

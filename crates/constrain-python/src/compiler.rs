@@ -1,0 +1,258 @@
+//! `Compiler` and `Compiled`: XGrammar's `GrammarCompiler` and
+//! `CompiledGrammar` over the core `constrain::Compiler` (one way in, one
+//! cache).
+
+use crate::errors;
+use crate::tokenizer::TokenizerInfo;
+use constrain::schema::{JsonMode, SchemaOptions, Whitespace};
+use constrain::{grammar::Grammar, CompilerConfig, Source};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+use std::sync::Arc;
+
+/// Compiles JSON Schemas, regexes, tool lists and grammar files over one
+/// vocabulary. Compiled objects are cached (by source and options) up to
+/// `cache_bytes` of index memory; compiling releases the GIL, so several
+/// threads may compile at once.
+#[pyclass(frozen, module = "constrain")]
+pub struct Compiler {
+    inner: Arc<constrain::Compiler>,
+    info: Py<TokenizerInfo>,
+}
+
+/// A compiled constraint: immutable, shareable across threads and matchers.
+#[pyclass(frozen, module = "constrain")]
+pub struct Compiled {
+    pub inner: Arc<constrain::Compiled>,
+    info: Py<TokenizerInfo>,
+}
+
+/// A schema given as `str`/`bytes` (JSON text) or as a Python value
+/// (`dict`, `bool`, `list`), serialized with `json.dumps`.
+fn json_value(py: Python<'_>, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<serde_json::Value> {
+    let text: String = if let Ok(s) = obj.cast::<PyString>() {
+        s.to_cow()?.into_owned()
+    } else if let Ok(b) = obj.cast::<PyBytes>() {
+        String::from_utf8_lossy(b.as_bytes()).into_owned()
+    } else {
+        let dumps = py.import("json")?.getattr("dumps")?;
+        dumps.call1((obj,)).map_err(|e| {
+            PyTypeError::new_err(format!(
+                "the {what} must be JSON text or a JSON-serializable value: {e}"
+            ))
+        })?
+        .extract()?
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        errors::compile_error(
+            py,
+            format!(
+                "the {what} is not valid JSON: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ),
+            "schema",
+            None,
+            None,
+        )
+    })
+}
+
+fn whitespace(name: &str, max: usize) -> PyResult<Whitespace> {
+    match name {
+        "compact" => Ok(Whitespace::Compact),
+        "flexible" => Ok(Whitespace::Flexible { max }),
+        "python" => Ok(Whitespace::Python),
+        other => Err(PyValueError::new_err(format!(
+            "whitespace must be \"compact\", \"flexible\" or \"python\", not {other:?}"
+        ))),
+    }
+}
+
+impl Compiler {
+    fn compile(&self, py: Python<'_>, source: Source) -> PyResult<Compiled> {
+        let inner = self.inner.clone();
+        let compiled = py
+            .detach(move || inner.compile(&source))
+            .map_err(|e| errors::from_compile(py, e))?;
+        Ok(Compiled {
+            inner: compiled,
+            info: self.info.clone_ref(py),
+        })
+    }
+}
+
+#[pymethods]
+impl Compiler {
+    /// `cache_bytes`: most index memory the cache keeps (default 2 GiB; 0
+    /// disables caching). `max_threads`: threads building an index (default
+    /// 0 = all cores).
+    #[new]
+    #[pyo3(signature = (tokenizer_info, cache_bytes=2usize << 30, max_threads=0))]
+    fn new(tokenizer_info: Py<TokenizerInfo>, cache_bytes: usize, max_threads: usize) -> Self {
+        let mut config = CompilerConfig {
+            cache_bytes,
+            ..CompilerConfig::default()
+        };
+        if cache_bytes == 0 {
+            config.cache_entries = 0;
+        }
+        config.index.threads = max_threads;
+        let vocab = tokenizer_info.get().vocab.clone();
+        Compiler {
+            inner: Arc::new(constrain::Compiler::new(vocab, config)),
+            info: tokenizer_info,
+        }
+    }
+
+    /// A JSON Schema (`str` or `dict`). `whitespace`: `"compact"` (none, the
+    /// default), `"flexible"` (any JSON whitespace, at most
+    /// `whitespace_max` bytes per slot, default 2) or `"python"`
+    /// (`json.dumps`' `", "` and `": "`). `strict=True`: generation
+    /// semantics (an absent `additionalProperties` means no extra keys);
+    /// `strict=False`: JSON Schema's own semantics.
+    #[pyo3(signature = (schema, *, whitespace="compact", strict=true, whitespace_max=2))]
+    fn compile_json_schema(
+        &self,
+        py: Python<'_>,
+        schema: &Bound<'_, PyAny>,
+        whitespace: &str,
+        strict: bool,
+        whitespace_max: usize,
+    ) -> PyResult<Compiled> {
+        let schema = json_value(py, schema, "schema")?;
+        let options = SchemaOptions {
+            whitespace: self::whitespace(whitespace, whitespace_max)?,
+            mode: if strict {
+                JsonMode::Strict
+            } else {
+                JsonMode::Compliant
+            },
+            ..SchemaOptions::default()
+        };
+        self.compile(py, Source::JsonSchema { schema, options })
+    }
+
+    /// A regex (the `regex` crate's syntax), matched in full.
+    fn compile_regex(&self, py: Python<'_>, pattern: &str) -> PyResult<Compiled> {
+        self.compile(py, Source::regex(pattern))
+    }
+
+    /// An OpenAI `tools` array (`list` or JSON text): the output is one call
+    /// `{"name": ..., "arguments": {...}}` to one of the tools.
+    #[pyo3(signature = (tools, *, whitespace="compact", strict=true, whitespace_max=2))]
+    fn compile_tools(
+        &self,
+        py: Python<'_>,
+        tools: &Bound<'_, PyAny>,
+        whitespace: &str,
+        strict: bool,
+        whitespace_max: usize,
+    ) -> PyResult<Compiled> {
+        let tools = json_value(py, tools, "tools array")?;
+        let options = SchemaOptions {
+            whitespace: self::whitespace(whitespace, whitespace_max)?,
+            mode: if strict {
+                JsonMode::Strict
+            } else {
+                JsonMode::Compliant
+            },
+            ..SchemaOptions::default()
+        };
+        self.compile(py, Source::Tools { tools, options })
+    }
+
+    /// A grammar in today's grammar-file format (`grammars/*.regex`: `# `
+    /// comment lines, then a regex that may be wrapped over lines). GBNF is
+    /// not read yet.
+    fn compile_grammar(&self, py: Python<'_>, grammar: &str) -> PyResult<Compiled> {
+        let g = Grammar::parse("grammar", grammar).ok_or_else(|| {
+            errors::compile_error(
+                py,
+                "the grammar holds no pattern after its comment header".into(),
+                "grammar",
+                None,
+                None,
+            )
+        })?;
+        self.compile(py, Source::Grammar(g))
+    }
+
+    /// Number of compiled objects in the cache.
+    fn cache_len(&self) -> usize {
+        self.inner.cache_len()
+    }
+
+    /// Empties the cache.
+    fn clear_cache(&self) {
+        self.inner.clear_cache()
+    }
+
+    #[getter]
+    fn tokenizer_info(&self, py: Python<'_>) -> Py<TokenizerInfo> {
+        self.info.clone_ref(py)
+    }
+}
+
+#[pymethods]
+impl Compiled {
+    #[getter]
+    fn tokenizer_info(&self, py: Python<'_>) -> Py<TokenizerInfo> {
+        self.info.clone_ref(py)
+    }
+
+    /// What the schema compiler narrowed or downgraded, as messages.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings().iter().map(|w| w.to_string()).collect()
+    }
+
+    /// Whether masks are computed as matchers visit states.
+    #[getter]
+    fn is_lazy(&self) -> bool {
+        self.inner.is_lazy()
+    }
+
+    /// Index memory, in bytes.
+    #[getter]
+    fn memory_size_bytes(&self) -> usize {
+        self.inner.index().stats().memory_bytes
+    }
+
+    /// Compile time, in seconds.
+    #[getter]
+    fn compile_seconds(&self) -> f64 {
+        self.inner.stats().total().as_secs_f64()
+    }
+
+    /// For tests: the token ids the core allows after taking `token_ids`
+    /// from the start (a fresh core matcher, its `TokenSet` iterated), with
+    /// the tokenizer's stop tokens; `None` when a token is refused. An
+    /// independent decoding of the core's masks to compare bitmasks with.
+    fn _core_allowed(&self, py: Python<'_>, token_ids: Vec<u32>) -> Option<Vec<u32>> {
+        let inner = self.inner.clone();
+        py.detach(move || {
+            let mut m = inner.matcher();
+            for t in token_ids {
+                if !m.accept_token(constrain::TokenId(t)) {
+                    return None;
+                }
+            }
+            Some(m.allowed().iter().map(|t| t.0).collect())
+        })
+    }
+
+    /// Whether two objects are the same compiled artefact (a cache hit).
+    fn same_as(&self, other: &Compiled) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Compiled(lazy={}, memory_size_bytes={})",
+            self.inner.is_lazy(),
+            self.inner.index().stats().memory_bytes
+        )
+    }
+}
