@@ -24,13 +24,26 @@
 //! | tools, `"auto"` | `T(C…)?`: text `T` without `<tool_call>`, then calls |
 //!
 //! where `C` is `<tool_call>\n` + the tools' call schema
-//! ([`constrain::schema::tools_schema`]) + `\n</tool_call>`. Under `auto` the
-//! model writes free text until it starts a `<tool_call>`, and from there its
-//! arguments are held to the tool's schema: the lazy trigger of vLLM and
-//! llguidance, but as one automaton, so it keeps budget safety (a call is
-//! never cut by `max_tokens`). With a response format *and* `auto`, the
-//! output is either that format or calls (`F|C…`); they differ in their first
-//! byte (`<` never starts JSON).
+//! ([`constrain::schema::tools_schema`]) + `\n</tool_call>`.
+//!
+//! Qwen opens a call with its own `<tool_call>` token, an added token that
+//! is not in the token index (its text is not spelled by the constraint), so
+//! the server never makes the model spell it byte by byte:
+//!
+//! * under `required` and a named tool, `<tool_call>\n` ends the *prompt*
+//!   (the tokenizer reads it as Qwen's token) and only the rest of the calls
+//!   is constrained ([`Plan::prefix`]);
+//! * under `auto` (no response format) generation has two phases, the lazy
+//!   trigger of vLLM and llguidance: free text, unconstrained, until the
+//!   model writes `<tool_call>` (the token or its text); then, from the
+//!   prompt + that text + `<tool_call>\n`, the rest of the calls under
+//!   [`Plan::trigger`] with the tokens left. When too few tokens are left
+//!   for a complete call, the answer is the text, with `finish_reason:
+//!   "length"`: a call is never cut by `max_tokens`.
+//!
+//! With a response format *and* `auto`, the output is either that format or
+//! calls (`F|C…`) in one automaton; they differ in their first byte (`<`
+//! never starts JSON).
 
 use crate::api::{content_text, ChatRequest};
 use crate::error::ApiError;
@@ -61,6 +74,12 @@ pub struct Plan {
     /// `stop` strings; applied to free text only (cutting a structured
     /// output would break it).
     pub stop: Vec<String>,
+    /// Output text already written by the prompt (`<tool_call>\n` under
+    /// `required` / a named tool): the answer is `prefix` + the generation.
+    pub prefix: String,
+    /// Under `auto`: the constraint of the calls once the model has written
+    /// `<tool_call>` (what follows `<tool_call>\n`).
+    pub trigger: Option<Source>,
 }
 
 /// Builds the prompt and the constraint of a request.
@@ -99,6 +118,15 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
             call(r)
         }
     };
+    // The calls after an opening `<tool_call>\n`.
+    let rest = |r: &str, many: bool| {
+        let first = format!("(?:{r})\\n{}", regex_escape(TOOL_CALL_CLOSE));
+        if many {
+            format!("{first}(?:\\n{})*", call(r))
+        } else {
+            first
+        }
+    };
     let format_regex = |f: &Source| -> Result<String, ApiError> {
         match f {
             Source::JsonSchema { schema, options } => schema::compile(schema, options)
@@ -117,6 +145,8 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
         tools_active: false,
         structured: false,
         stop,
+        prefix: String::new(),
+        trigger: None,
     };
     match (&choice, format) {
         (ToolChoice::NoTools, f) => {
@@ -131,27 +161,30 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
             p.tools_active = true;
             p.structured = true;
             p.source_param = "tools";
-            p.source = Some(Source::regex(calls(&tools_regex(None)?, parallel)));
+            p.source = Some(Source::regex(rest(&tools_regex(None)?, parallel)));
+            p.prefix = format!("{TOOL_CALL_OPEN}\n");
         }
         (ToolChoice::Named(n), _) => {
             p.tools_active = true;
             p.structured = true;
             p.source_param = "tools";
-            p.source = Some(Source::regex(calls(&tools_regex(Some(n))?, false)));
+            p.source = Some(Source::regex(rest(&tools_regex(Some(n))?, false)));
+            p.prefix = format!("{TOOL_CALL_OPEN}\n");
         }
         (ToolChoice::Auto, f) => {
             p.tools_active = true;
             p.source_param = "tools";
-            let c = calls(&tools_regex(None)?, parallel);
-            p.source = Some(Source::regex(match &f {
-                None => format!("(?:{})(?:{c})?", text_without(TOOL_CALL_OPEN)),
+            let r = tools_regex(None)?;
+            match &f {
+                None => p.trigger = Some(Source::regex(rest(&r, parallel))),
                 Some(f) => {
                     p.structured = true;
-                    format!("(?:{})|(?:{c})", format_regex(f)?)
+                    p.source = Some(Source::regex(format!("(?:{})|(?:{})", format_regex(f)?, calls(&r, parallel))));
                 }
-            }));
+            }
         }
     }
+    p.prompt.push_str(&p.prefix);
     Ok(p)
 }
 

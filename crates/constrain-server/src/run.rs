@@ -16,8 +16,14 @@ use std::sync::Arc;
 
 /// What a job needs besides the model.
 pub struct Job {
+    /// The prompt, as text (a trigger phase re-tokenizes it with the text so far).
+    pub prompt_text: String,
     pub prompt: Vec<TokenId>,
     pub compiled: Option<Arc<Compiled>>,
+    /// Under `tool_choice: "auto"`: the constraint after `<tool_call>\n`.
+    pub trigger: Option<Arc<Compiled>>,
+    /// Output text the prompt already holds (see [`crate::chat::Plan::prefix`]).
+    pub prefix: String,
     pub config: GenerateConfig,
     pub n: usize,
     /// Stop strings (free text only).
@@ -39,7 +45,8 @@ pub struct ChoiceOut {
 
 /// Receives output as it is generated (streaming).
 pub trait Sink {
-    /// New bytes of choice `index`; `false` when the receiver is gone.
+    /// The output of choice `index` so far, after new bytes; `false` when
+    /// the receiver is gone.
     fn bytes(&mut self, index: usize, all: &[u8]) -> bool;
 }
 
@@ -48,6 +55,68 @@ pub struct NoSink;
 impl Sink for NoSink {
     fn bytes(&mut self, _: usize, _: &[u8]) -> bool {
         true
+    }
+}
+
+/// How one generation phase ended.
+struct Phase {
+    /// `None`: a watched string appeared (stop string or tool-call trigger).
+    stop: Option<StopReason>,
+    accepted: bool,
+    tokens: usize,
+}
+
+/// Runs one phase of choice `index`: appends to `out`, stops early (through
+/// the interruptible model) when one of `watch` appears in `out[from..]`.
+#[allow(clippy::too_many_arguments)]
+fn phase(
+    slot: &mut Slot,
+    job: &Job,
+    index: usize,
+    compiled: Option<&Arc<Compiled>>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+    out: &mut Vec<u8>,
+    from: usize,
+    watch: &[&str],
+    vocab: &Vocabulary,
+    tokenizer: &TextTokenizer,
+    sink: &mut dyn Sink,
+) -> Result<Phase, ApiError> {
+    let hit = AtomicBool::new(false);
+    let mut tokens = 0usize;
+    let mut matcher = compiled.map(|c| c.matcher());
+    let longest = watch.iter().map(|w| w.len()).max().unwrap_or(0);
+    let result = {
+        let mut on_bytes = |b: &[u8]| {
+            tokens += 1;
+            out.extend_from_slice(b);
+            if longest > 0 {
+                let lo = out.len().saturating_sub(b.len() + longest).max(from);
+                if watch.iter().any(|w| find(&out[lo..], w.as_bytes()).is_some()) {
+                    hit.store(true, Ordering::SeqCst);
+                }
+            }
+            if !sink.bytes(index, out) {
+                job.cancel.store(true, Ordering::SeqCst);
+            }
+        };
+        let mut model = Interruptible {
+            inner: slot.model().as_mut(),
+            cancel: &job.cancel,
+            stop: &hit,
+        };
+        generate(&mut model, vocab, Some(tokenizer), matcher.as_mut(), prompt, config, &mut on_bytes)
+    };
+    match result {
+        Ok(g) => Ok(Phase { stop: Some(g.stop), accepted: g.accepted, tokens }),
+        Err(GenerateError::Model(ModelError::Interrupted(_))) if hit.load(Ordering::SeqCst) => {
+            Ok(Phase { stop: None, accepted: false, tokens })
+        }
+        Err(GenerateError::Model(ModelError::Interrupted(why))) => {
+            Err(ApiError::internal(format!("generation interrupted: {why}")))
+        }
+        Err(e) => Err(map_generate_error(e)),
     }
 }
 
@@ -60,64 +129,72 @@ pub fn run_job(
     sink: &mut dyn Sink,
 ) -> Result<Vec<ChoiceOut>, ApiError> {
     let mut choices = Vec::with_capacity(job.n);
+    let free_text = !job.structured;
+    let mut watch: Vec<&str> = Vec::new();
+    if free_text {
+        watch.extend(job.stop.iter().map(String::as_str));
+    }
+    if job.trigger.is_some() {
+        watch.push(TOOL_CALL_OPEN);
+    }
     for i in 0..job.n {
         let mut config = job.config.clone();
         config.seed = config.seed.wrapping_add(i as u64);
-        let stop_flag = AtomicBool::new(false);
-        let mut out: Vec<u8> = Vec::new();
-        let mut tokens = 0usize;
-        let mut matcher = job.compiled.as_ref().map(|c| c.matcher());
-        let free_text = !job.structured && !job.tools_active;
-        let result = {
-            let mut on_bytes = |b: &[u8]| {
-                tokens += 1;
-                out.extend_from_slice(b);
-                if free_text && !job.stop.is_empty() {
-                    let from = out.len().saturating_sub(b.len() + max_len(&job.stop));
-                    if job.stop.iter().any(|s| find(&out[from..], s.as_bytes()).is_some()) {
-                        stop_flag.store(true, Ordering::SeqCst);
-                    }
+        let mut out: Vec<u8> = job.prefix.as_bytes().to_vec();
+        let from = out.len();
+        let first = phase(
+            &mut slot, job, i, job.compiled.as_ref(), &job.prompt, &config, &mut out, from, &watch, vocab,
+            tokenizer, sink,
+        )?;
+        let mut tokens = first.tokens;
+        let mut stop = first.stop;
+        let mut accepted = first.accepted;
+        let mut trigger_cut = false;
+        // The model opened a tool call: constrain the rest of it.
+        if let (Some(trigger), Some(at)) = (&job.trigger, find(&out[from..], TOOL_CALL_OPEN.as_bytes())) {
+            let text_end = from + at;
+            let stop_before = job
+                .stop
+                .iter()
+                .filter_map(|s| find(&out[from..], s.as_bytes()))
+                .any(|p| p < at);
+            if !stop_before {
+                out.truncate(text_end);
+                let left = config.max_tokens.saturating_sub(tokens);
+                let head = format!("{}{TOOL_CALL_OPEN}\n", String::from_utf8_lossy(&out[from..]));
+                let prompt2 = tokenizer
+                    .encode(&format!("{}{head}", job.prompt_text))
+                    .map_err(|e| ApiError::internal(format!("tokenizing the tool call failed: {e}")))?;
+                let room = slot.model().context_length().saturating_sub(prompt2.len());
+                let budget = left.min(room);
+                let needed = trigger.matcher().tokens_to_accept().unwrap_or(u32::MAX) as usize;
+                if budget >= needed.max(1) {
+                    out.extend_from_slice(format!("{TOOL_CALL_OPEN}\n").as_bytes());
+                    let config2 = GenerateConfig { max_tokens: budget, ..config.clone() };
+                    let second = phase(
+                        &mut slot, job, i, Some(trigger), &prompt2, &config2, &mut out, from, &[], vocab, tokenizer,
+                        sink,
+                    )?;
+                    tokens += second.tokens;
+                    stop = second.stop;
+                    accepted = second.accepted;
+                } else {
+                    // No room for a complete call: the answer is the text.
+                    trigger_cut = true;
                 }
-                if !sink.bytes(i, &out) {
-                    job.cancel.store(true, Ordering::SeqCst);
-                }
-            };
-            let mut model = Interruptible {
-                inner: slot.model().as_mut(),
-                cancel: &job.cancel,
-                stop: &stop_flag,
-            };
-            generate(
-                &mut model,
-                vocab,
-                Some(tokenizer),
-                matcher.as_mut(),
-                &job.prompt,
-                &config,
-                &mut on_bytes,
-            )
-        };
-        let (stop, accepted) = match result {
-            Ok(g) => (Some(g.stop), g.accepted),
-            Err(GenerateError::Model(ModelError::Interrupted(_))) if stop_flag.load(Ordering::SeqCst) => (None, false),
-            Err(GenerateError::Model(ModelError::Interrupted(why))) => {
-                return Err(ApiError::internal(format!("generation interrupted: {why}")))
             }
-            Err(e) => return Err(map_generate_error(e)),
-        };
+        }
         let text = String::from_utf8_lossy(&out).into_owned();
-        let (mut content, calls) = if job.tools_active {
-            split_tool_calls(&text)
-        } else {
-            (text, Vec::new())
-        };
+        let (mut content, calls) = if job.tools_active { split_tool_calls(&text) } else { (text, Vec::new()) };
         let mut finish = match stop {
+            _ if trigger_cut => "length",
             None => "stop",
             Some(StopReason::Complete) => "stop",
             Some(StopReason::MaxTokens) if job.structured && accepted => "stop",
+            Some(StopReason::MaxTokens) if !calls.is_empty() && accepted => "stop",
             Some(StopReason::MaxTokens) => "length",
         };
-        if free_text {
+        if free_text && calls.is_empty() {
             if let Some(at) = job.stop.iter().filter_map(|s| content.find(s.as_str())).min() {
                 content.truncate(at);
                 finish = "stop";
@@ -126,18 +203,9 @@ pub fn run_job(
         if !calls.is_empty() {
             finish = "tool_calls";
         }
-        choices.push(ChoiceOut {
-            content,
-            calls,
-            finish_reason: finish,
-            completion_tokens: tokens,
-        });
+        choices.push(ChoiceOut { content, calls, finish_reason: finish, completion_tokens: tokens });
     }
     Ok(choices)
-}
-
-fn max_len(stop: &[String]) -> usize {
-    stop.iter().map(String::len).max().unwrap_or(0)
 }
 
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -188,7 +256,7 @@ pub fn content_markers(job: &Job) -> Vec<String> {
     if job.tools_active {
         m.push(TOOL_CALL_OPEN.to_string());
     }
-    if !job.structured && !job.tools_active {
+    if !job.structured {
         m.extend(job.stop.iter().cloned());
     }
     m

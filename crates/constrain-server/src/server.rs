@@ -174,16 +174,18 @@ fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> R
         .validate()
         .map_err(|e| ApiError::bad(None, format!("invalid sampling parameters: {e}")))?;
 
-    let Plan { prompt, source, source_param, tools_active, structured, stop } = plan(req)?;
-    let compiled = match &source {
-        None => None,
-        Some(s) => Some(state.compiler.compile(s).map_err(|e| {
-            ApiError::field(source_param, format!("the constraint does not compile: {e}"))
-        })?),
+    let Plan { prompt: prompt_text, source, source_param, tools_active, structured, stop, prefix, trigger } = plan(req)?;
+    let compile = |s: &constrain::Source| {
+        state
+            .compiler
+            .compile(s)
+            .map_err(|e| ApiError::field(source_param, format!("the constraint does not compile: {e}")))
     };
+    let compiled = source.as_ref().map(compile).transpose()?;
+    let trigger = trigger.as_ref().map(compile).transpose()?;
     let prompt = state
         .tokenizer
-        .encode(&prompt)
+        .encode(&prompt_text)
         .map_err(|e| ApiError::internal(format!("tokenizing the prompt failed: {e}")))?;
     let context = state.context_length;
     if prompt.len() >= context {
@@ -238,8 +240,11 @@ fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> R
         include_usage: req.stream_options.as_ref().and_then(|o| o.include_usage).unwrap_or(false),
         prompt_tokens: prompt.len(),
         job: Job {
+            prompt_text,
             prompt,
             compiled,
+            trigger,
+            prefix,
             config,
             n: n as usize,
             stop,

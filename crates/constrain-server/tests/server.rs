@@ -433,3 +433,53 @@ fn a_client_that_disconnects_frees_its_slot() {
         assert_eq!(r.status, 200);
     }
 }
+
+#[test]
+fn auto_streams_text_then_a_valid_call() {
+    let addr = start(ServerConfig::default(), Fake { prefer: Some("Ok.<tool_call>\n"), ..Fake::default() });
+    let tools = weather_tools();
+    for seed in 0..4 {
+        let r = post(addr, &json!({
+            "messages": user("Weather?"), "tools": tools, "max_tokens": 150, "seed": seed,
+            "stream": true,
+        }));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let mut content = String::new();
+        let mut calls = Vec::new();
+        let mut finish = None;
+        for e in r.events().iter().filter(|e| *e != "[DONE]") {
+            let c: Value = serde_json::from_str(e).unwrap();
+            let ch = &c["choices"][0];
+            if let Some(t) = ch["delta"]["content"].as_str() {
+                content.push_str(t);
+            }
+            for call in ch["delta"]["tool_calls"].as_array().into_iter().flatten() {
+                calls.push(call.clone());
+            }
+            if let Some(f) = ch["finish_reason"].as_str() {
+                finish = Some(f.to_string());
+            }
+        }
+        assert_eq!(content, "Ok.", "the text before the call streams as content, the call never does");
+        assert!(!calls.is_empty());
+        assert_eq!(finish.as_deref(), Some("tool_calls"));
+        for (k, call) in calls.iter().enumerate() {
+            assert_eq!(call["index"], k);
+            let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+            assert_valid(&tool_params(&tools, call["function"]["name"].as_str().unwrap()), &args);
+        }
+    }
+}
+
+#[test]
+fn auto_never_returns_a_call_cut_by_the_budget() {
+    // The model opens a call after 11 tokens; with 14 tokens in all, no
+    // complete call fits, so the answer is text, finish_reason "length".
+    let addr = start(ServerConfig::default(), Fake { prefer: Some("<tool_call>\n"), ..Fake::default() });
+    let r = post(addr, &json!({"messages": user("Weather?"), "tools": weather_tools(), "max_tokens": 14, "seed": 1}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let c = &r.json()["choices"][0];
+    assert!(c["message"]["tool_calls"].is_null(), "{c}");
+    assert_eq!(c["finish_reason"], "length");
+    assert!(!c["message"]["content"].as_str().unwrap().contains("<tool_call>"));
+}
