@@ -10,7 +10,9 @@
 //!   answered as `chat.completion` JSON or as server-sent
 //!   `chat.completion.chunk` events ending in `data: [DONE]`;
 //! * `GET /v1/models`: the one model served;
-//! * `GET /health`: liveness, slots in use, queue length.
+//! * `GET /health`: liveness, slots in use, queue length;
+//! * `GET /`: a self-contained playground page (prompt, schema or tools
+//!   editor with examples, sampling controls, the answer streaming in).
 //!
 //! ## A request's path
 //!

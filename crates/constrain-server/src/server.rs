@@ -27,8 +27,16 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/models", get(models))
         .route("/health", get(health))
-        .fallback(|| async { ApiError::not_found("no such route; the server answers POST /v1/chat/completions, GET /v1/models and GET /health") })
+        .route("/", get(playground))
+        .fallback(|| async { ApiError::not_found("no such route; the server answers POST /v1/chat/completions, GET /v1/models, GET /health and GET / (playground)") })
         .with_state(state)
+}
+
+/// The playground page: self-contained HTML (no external scripts or styles).
+const PLAYGROUND: &str = include_str!("playground.html");
+
+async fn playground() -> axum::response::Html<&'static str> {
+    axum::response::Html(PLAYGROUND)
 }
 
 fn check_auth(state: &ServerState, headers: &HeaderMap) -> Result<(), ApiError> {

@@ -46,6 +46,11 @@ fn health_and_models() {
     assert_eq!(m["object"], "list");
     assert_eq!(m["data"][0]["id"], "tiny-fake");
     assert_eq!(m["data"][0]["object"], "model");
+    let page = http(addr, "GET", "/", None, &[]);
+    assert_eq!(page.status, 200);
+    assert!(page.header("content-type").unwrap().starts_with("text/html"));
+    assert!(page.body.contains("<textarea") && page.body.contains("/v1/chat/completions"));
+    assert!(!page.body.contains("<script src") && !page.body.contains("<link"), "the page loads nothing from elsewhere");
     let missing = http(addr, "GET", "/nope", None, &[]);
     assert_eq!(missing.status, 404);
     assert!(missing.json()["error"]["message"].is_string());
