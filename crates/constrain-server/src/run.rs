@@ -31,6 +31,9 @@ pub struct Job {
     pub tools_active: bool,
     pub structured: bool,
     pub cancel: Arc<AtomicBool>,
+    /// `top_logprobs` when `logprobs` is asked for (jump-forward is then
+    /// off, so that every output token is sampled from a distribution).
+    pub logprobs: Option<usize>,
 }
 
 /// One finished choice.
@@ -41,6 +44,8 @@ pub struct ChoiceOut {
     pub calls: Vec<ParsedCall>,
     pub finish_reason: &'static str,
     pub completion_tokens: usize,
+    /// OpenAI's `logprobs.content` entries, when asked for.
+    pub logprobs: Option<Vec<serde_json::Value>>,
 }
 
 /// Receives output as it is generated (streaming).
@@ -82,14 +87,20 @@ fn phase(
     vocab: &Vocabulary,
     tokenizer: &TextTokenizer,
     sink: &mut dyn Sink,
+    lp: &mut Vec<serde_json::Value>,
 ) -> Result<Phase, ApiError> {
     let hit = AtomicBool::new(false);
     let mut tokens = 0usize;
     let mut matcher = compiled.map(|c| c.matcher());
+    let last = std::cell::RefCell::new(Vec::new());
+    let mut shadow = compiled.map(|c| c.matcher());
     let longest = watch.iter().map(|w| w.len()).max().unwrap_or(0);
     let result = {
         let mut on_bytes = |b: &[u8]| {
             tokens += 1;
+            if let Some(k) = job.logprobs {
+                lp.push(logprob_entry(&last.borrow(), b, k, shadow.as_mut(), vocab));
+            }
             out.extend_from_slice(b);
             if longest > 0 {
                 let lo = out.len().saturating_sub(b.len() + longest).max(from);
@@ -105,6 +116,7 @@ fn phase(
             inner: slot.model().as_mut(),
             cancel: &job.cancel,
             stop: &hit,
+            last: job.logprobs.map(|_| &last),
         };
         generate(&mut model, vocab, Some(tokenizer), matcher.as_mut(), prompt, config, &mut on_bytes)
     };
@@ -142,9 +154,10 @@ pub fn run_job(
         config.seed = config.seed.wrapping_add(i as u64);
         let mut out: Vec<u8> = job.prefix.as_bytes().to_vec();
         let from = out.len();
+        let mut lp = Vec::new();
         let first = phase(
             &mut slot, job, i, job.compiled.as_ref(), &job.prompt, &config, &mut out, from, &watch, vocab,
-            tokenizer, sink,
+            tokenizer, sink, &mut lp,
         )?;
         let mut tokens = first.tokens;
         let mut stop = first.stop;
@@ -173,7 +186,7 @@ pub fn run_job(
                     let config2 = GenerateConfig { max_tokens: budget, ..config.clone() };
                     let second = phase(
                         &mut slot, job, i, Some(trigger), &prompt2, &config2, &mut out, from, &[], vocab, tokenizer,
-                        sink,
+                        sink, &mut lp,
                     )?;
                     tokens += second.tokens;
                     stop = second.stop;
@@ -203,9 +216,65 @@ pub fn run_job(
         if !calls.is_empty() {
             finish = "tool_calls";
         }
-        choices.push(ChoiceOut { content, calls, finish_reason: finish, completion_tokens: tokens });
+        choices.push(ChoiceOut {
+            content,
+            calls,
+            finish_reason: finish,
+            completion_tokens: tokens,
+            logprobs: job.logprobs.map(|_| lp),
+        });
     }
     Ok(choices)
+}
+
+/// One `logprobs.content` entry: the sampled token (its bytes `b`), its log
+/// probability under the model's distribution `logits` (temperature 1, no
+/// mask), and the `k` most likely tokens, each with `allowed`: whether the
+/// constraint (`shadow`, the matcher at this step) let it through.
+fn logprob_entry(
+    logits: &[f32],
+    b: &[u8],
+    k: usize,
+    shadow: Option<&mut constrain::Matcher>,
+    vocab: &Vocabulary,
+) -> serde_json::Value {
+    use serde_json::json;
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let lse = max + logits.iter().map(|&x| (x - max).exp()).sum::<f32>().ln();
+    // The k best ids (a small sorted list; k <= 20).
+    let mut top: Vec<(f32, usize)> = Vec::with_capacity(k + 1);
+    for (i, &x) in logits.iter().enumerate() {
+        if top.len() < k || top.last().is_some_and(|&(y, _)| x > y) {
+            let at = top.partition_point(|&(y, _)| y >= x);
+            top.insert(at, (x, i));
+            top.truncate(k);
+        }
+    }
+    // The sampled id: the most likely id with these bytes.
+    let chosen = (0..logits.len())
+        .filter(|&i| vocab.token_bytes(TokenId(i as u32)).is_some_and(|t| t == b))
+        .max_by(|&x, &y| logits[x].total_cmp(&logits[y]));
+    let allowed = |i: usize| shadow.as_ref().is_none_or(|m| m.is_allowed(TokenId(i as u32)));
+    let entry = |i: usize| {
+        let bytes = vocab.decode(&[TokenId(i as u32)]);
+        json!({
+            "token": String::from_utf8_lossy(&bytes),
+            "logprob": logits[i] - lse,
+            "bytes": bytes,
+            "allowed": allowed(i),
+        })
+    };
+    let top_logprobs: Vec<_> = top.iter().map(|&(_, i)| entry(i)).collect();
+    let logprob = chosen.map_or(f32::NEG_INFINITY, |i| logits[i] - lse);
+    if let (Some(m), Some(i)) = (shadow, chosen) {
+        let _ = m.advance(TokenId(i as u32));
+    }
+    json!({
+        "token": String::from_utf8_lossy(b),
+        "logprob": if logprob.is_finite() { json!(logprob) } else { json!(-9999.0) },
+        "bytes": b,
+        "top_logprobs": top_logprobs,
+    })
 }
 
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

@@ -149,11 +149,14 @@ impl Drop for CancelOnDrop {
 }
 
 /// A model whose forward pass fails with [`ModelError::Interrupted`] once
-/// `cancel` (client gone) or `stop` (a stop string matched) is set.
+/// `cancel` (client gone) or `stop` (a stop string matched) is set, and
+/// that keeps a copy of the last logits in `last` when asked (logprobs: the
+/// model's own distribution, before any mask or sampling stage).
 pub struct Interruptible<'a, M: LanguageModel + ?Sized> {
     pub inner: &'a mut M,
     pub cancel: &'a AtomicBool,
     pub stop: &'a AtomicBool,
+    pub last: Option<&'a std::cell::RefCell<Vec<f32>>>,
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for Interruptible<'_, M> {
@@ -164,7 +167,13 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Interruptible<'_, M> {
         if self.stop.load(Ordering::SeqCst) {
             return Err(ModelError::Interrupted("a stop string matched".into()));
         }
-        self.inner.forward(tokens, pos)
+        let logits = self.inner.forward(tokens, pos)?;
+        if let Some(l) = self.last {
+            let mut l = l.borrow_mut();
+            l.clear();
+            l.extend_from_slice(&logits);
+        }
+        Ok(logits)
     }
     fn reset(&mut self) {
         self.inner.reset()

@@ -154,9 +154,14 @@ fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> R
             return Err(ApiError::field(name, format!("{name} must be between -2 and 2")));
         }
     }
-    if req.logprobs == Some(true) || req.top_logprobs.is_some() {
-        return Err(ApiError::field("logprobs", "logprobs are not supported by this server yet"));
-    }
+    let logprobs = match (req.logprobs.unwrap_or(false), req.top_logprobs) {
+        (_, Some(k)) if !(0..=20).contains(&k) => {
+            return Err(ApiError::field("top_logprobs", "top_logprobs must be between 0 and 20"))
+        }
+        (false, Some(_)) => return Err(ApiError::field("top_logprobs", "top_logprobs needs logprobs: true")),
+        (true, k) => Some(k.unwrap_or(0) as usize),
+        (false, None) => None,
+    };
     let width = state.vocab.logits_width();
     let mut logit_bias = Vec::new();
     for (k, &b) in req.logit_bias.iter().flatten() {
@@ -241,6 +246,8 @@ fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> R
         max_tokens,
         sampling,
         seed,
+        // With logprobs every token is sampled (none appended by jump-forward).
+        jump_forward: logprobs.is_none(),
         ..GenerateConfig::default()
     };
     Ok(Prepared {
@@ -259,6 +266,7 @@ fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> R
             tools_active,
             structured,
             cancel,
+            logprobs,
         },
     })
 }
@@ -274,6 +282,13 @@ fn tool_calls_json(c: &ChoiceOut) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+fn logprobs_json(c: &ChoiceOut) -> Value {
+    match &c.logprobs {
+        Some(entries) => json!({"content": entries, "refusal": null}),
+        None => Value::Null,
+    }
 }
 
 fn usage(prompt: usize, choices: &[ChoiceOut]) -> Value {
@@ -294,7 +309,7 @@ fn completion_body(state: &ServerState, choices: &[ChoiceOut], prompt_tokens: us
             if !c.calls.is_empty() {
                 message["tool_calls"] = Value::Array(tool_calls_json(c));
             }
-            json!({"index": i, "message": message, "logprobs": null, "finish_reason": c.finish_reason})
+            json!({"index": i, "message": message, "logprobs": logprobs_json(c), "finish_reason": c.finish_reason})
         })
         .collect();
     json!({
@@ -373,7 +388,11 @@ impl SseWriter {
                     .collect();
                 self.delta(i, json!({"tool_calls": calls}), None);
             }
-            self.delta(i, json!({}), Some(c.finish_reason));
+            let mut last = self.chunk(json!([{"index": i, "delta": {}, "logprobs": logprobs_json(c), "finish_reason": c.finish_reason}]));
+            if self.include_usage {
+                last["usage"] = Value::Null;
+            }
+            self.send(last);
         }
         if self.include_usage {
             let mut u = self.chunk(json!([]));

@@ -488,3 +488,53 @@ fn auto_never_returns_a_call_cut_by_the_budget() {
     assert_eq!(c["finish_reason"], "length");
     assert!(!c["message"]["content"].as_str().unwrap().contains("<tool_call>"));
 }
+
+#[test]
+fn logprobs_report_the_models_distribution_and_what_the_mask_allowed() {
+    let addr = start(ServerConfig::default(), Fake::default());
+    let schema = &schemas()[0];
+    for stream in [false, true] {
+        let r = post(addr, &json!({
+            "messages": user("x"), "max_tokens": 40, "seed": 2, "logprobs": true, "top_logprobs": 5, "stream": stream,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
+        }));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let (content, entries) = if stream {
+            let mut text = String::new();
+            let mut entries = Vec::new();
+            for e in r.events().iter().filter(|e| *e != "[DONE]") {
+                let c: Value = serde_json::from_str(e).unwrap();
+                text.push_str(c["choices"][0]["delta"]["content"].as_str().unwrap_or(""));
+                if let Some(l) = c["choices"][0]["logprobs"]["content"].as_array() {
+                    entries.extend(l.iter().cloned());
+                }
+            }
+            (text, entries)
+        } else {
+            let v = r.json();
+            let c = &v["choices"][0];
+            (c["message"]["content"].as_str().unwrap().to_string(), c["logprobs"]["content"].as_array().unwrap().clone())
+        };
+        assert!(!entries.is_empty());
+        let mut bytes = Vec::new();
+        for e in &entries {
+            bytes.extend(e["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8));
+            assert!(e["logprob"].as_f64().unwrap() <= 0.0);
+            let top = e["top_logprobs"].as_array().unwrap();
+            assert_eq!(top.len(), 5);
+            let lps: Vec<f64> = top.iter().map(|t| t["logprob"].as_f64().unwrap()).collect();
+            assert!(lps.windows(2).all(|w| w[0] >= w[1]), "sorted: {lps:?}");
+            assert!(lps.iter().map(|l| l.exp()).sum::<f64>() <= 1.0 + 1e-4);
+            for t in top {
+                assert!(t["allowed"].is_boolean());
+                if t["token"] == e["token"] {
+                    assert_eq!(t["allowed"], true, "the sampled token was allowed: {e}");
+                }
+            }
+        }
+        assert_eq!(String::from_utf8(bytes).unwrap(), content, "the entries spell the answer");
+    }
+    let r = post(addr, &json!({"messages": user("x"), "max_tokens": 3, "logprobs": true, "top_logprobs": 21}));
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["param"], "top_logprobs");
+}
