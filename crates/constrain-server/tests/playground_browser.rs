@@ -1,7 +1,8 @@
 //! The playground page in a real headless browser (Chromium from Debian's
 //! packages): `/?run` sends the example schema request, streams the answer
 //! in, and the DOM that Chromium dumps must hold a JSON document valid for
-//! the example schema. Skips with a message when no Chromium is installed.
+//! the example schema, and the step inspector shows the first token's top
+//! 16 alternatives with the masked ones marked. Skips with a message when no Chromium is installed.
 
 mod common;
 
@@ -45,4 +46,10 @@ fn the_playground_streams_a_valid_answer_in_a_headless_browser() {
         "temperature": {"type": "number", "minimum": -60, "maximum": 60}}, "required": ["city", "unit", "temperature"], "additionalProperties": false});
     assert_valid(&schema, &doc);
     assert!(dom.contains("finish_reason: stop"), "{dom}");
+    // The step inspector lists the tokens and the first step's top 16.
+    let steps = dom.split("<div id=\"steps\">").nth(1).and_then(|s| s.split("</div>").next()).expect("steps");
+    assert!(steps.matches("<span").count() >= 3, "{steps}");
+    let alts = dom.split("<table id=\"alts\">").nth(1).and_then(|s| s.split("</table>").next()).expect("alternatives");
+    assert_eq!(alts.matches("<tr").count(), 17, "a header and 16 alternatives: {alts}");
+    assert!(alts.contains("masked"), "random logits put masked tokens in the top 16: {alts}");
 }
