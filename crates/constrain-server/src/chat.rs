@@ -35,7 +35,9 @@
 //!   is constrained ([`Plan::prefix`]);
 //! * under `auto` (no response format) generation has two phases, the lazy
 //!   trigger of vLLM and llguidance: free text, unconstrained, until the
-//!   model writes `<tool_call>` (the token or its text); then, from the
+//!   model writes `<tool_call>` (the token or its text), or opens its answer
+//!   with a bare `{"name"` (what Qwen's small models often do instead, and
+//!   what llama.cpp's Hermes parser also takes as a call); then, from the
 //!   prompt + that text + `<tool_call>\n`, the rest of the calls under
 //!   [`Plan::trigger`] with the tokens left. When too few tokens are left
 //!   for a complete call, the answer is the text, with `finish_reason:
@@ -332,7 +334,7 @@ fn render(req: &ChatRequest, tools: &[Value], schema: Option<&Value>) -> Result<
         system.push_str("\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>");
         for t in tools {
             system.push('\n');
-            system.push_str(&t.to_string());
+            system.push_str(&py_json(t));
         }
         system.push_str("\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>");
     } else if let Some(s) = schema {
@@ -391,6 +393,30 @@ fn render(req: &ChatRequest, tools: &[Value], schema: Option<&Value>) -> Result<
         out.push(Message::user(t));
     }
     Ok(prompt::chatml(&out))
+}
+
+/// JSON as Python's `json.dumps` writes it (`", "` and `": "` separators,
+/// non-ASCII as is): how the Hugging Face template's `tojson` shows tools
+/// to Qwen.
+pub fn py_json(v: &Value) -> String {
+    struct Py;
+    impl serde_json::ser::Formatter for Py {
+        fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+            if first { Ok(()) } else { w.write_all(b", ") }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+            if first { Ok(()) } else { w.write_all(b", ") }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+            w.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Py);
+    match serde::Serialize::serialize(v, &mut ser) {
+        Ok(()) => String::from_utf8(out).unwrap_or_else(|_| v.to_string()),
+        Err(_) => v.to_string(),
+    }
 }
 
 /// A regex for the strings that never contain `word`, for a word whose first
@@ -482,6 +508,12 @@ mod tests {
         for bad in ["<tool_call>", "hi <tool_call>", "<<tool_call>x", "<tool_call>\n{}"] {
             assert!(!re.is_match(bad), "{bad:?} should not match");
         }
+    }
+
+    #[test]
+    fn tools_are_shown_as_python_json() {
+        let v = serde_json::json!({"type": "function", "function": {"name": "f", "parameters": {"enum": [1, 2]}, "d": "é"}});
+        assert_eq!(py_json(&v), r#"{"type": "function", "function": {"name": "f", "parameters": {"enum": [1, 2]}, "d": "é"}}"#);
     }
 
     #[test]

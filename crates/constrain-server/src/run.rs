@@ -108,6 +108,9 @@ fn phase(
                     hit.store(true, Ordering::SeqCst);
                 }
             }
+            if job.trigger.is_some() && bare_call_start(&out[from..]).is_some() {
+                hit.store(true, Ordering::SeqCst);
+            }
             if !sink.bytes(index, out) {
                 job.cancel.store(true, Ordering::SeqCst);
             }
@@ -164,7 +167,8 @@ pub fn run_job(
         let mut accepted = first.accepted;
         let mut trigger_cut = false;
         // The model opened a tool call: constrain the rest of it.
-        if let (Some(trigger), Some(at)) = (&job.trigger, find(&out[from..], TOOL_CALL_OPEN.as_bytes())) {
+        let opened = find(&out[from..], TOOL_CALL_OPEN.as_bytes()).or_else(|| bare_call_start(&out[from..]));
+        if let (Some(trigger), Some(at)) = (&job.trigger, opened) {
             let text_end = from + at;
             let stop_before = job
                 .stop
@@ -225,6 +229,25 @@ pub fn run_job(
         });
     }
     Ok(choices)
+}
+
+/// Where a bare call starts: the text, after leading whitespace, opens with
+/// `{"name"` (spaces allowed), as Qwen's small models often write a call
+/// without `<tool_call>`; llama.cpp's Hermes parser takes it as a call too.
+pub fn bare_call_start(text: &[u8]) -> Option<usize> {
+    let at = text.iter().position(|b| !b.is_ascii_whitespace())?;
+    let rest = &text[at..];
+    let rest = rest.strip_prefix(b"{")?;
+    let rest = &rest[rest.iter().position(|b| !b.is_ascii_whitespace())?..];
+    rest.starts_with(b"\"name\"").then_some(at)
+}
+
+/// Whether an answer so far may still be (or is) a bare call: it opens with
+/// `{` and has not yet shown enough to rule `{"name"` out.
+pub fn may_be_bare_call(text: &[u8]) -> bool {
+    let shown: Vec<u8> = text.iter().copied().filter(|b| !b.is_ascii_whitespace()).take(7).collect();
+    let want = b"{\"name\"";
+    bare_call_start(text).is_some() || (!shown.is_empty() && want.starts_with(&shown))
 }
 
 /// One `logprobs.content` entry: the sampled token (its bytes `b`), its log
@@ -358,5 +381,17 @@ mod tests {
         assert_eq!(safe_prefix(b"hi<tool_call>\n{", &m), (2, true));
         // A split UTF-8 character waits for its last byte.
         assert_eq!(safe_prefix(&[b'a', 0xC3], &m), (1, false));
+    }
+
+    #[test]
+    fn bare_calls_are_recognised_at_the_start_only() {
+        assert_eq!(bare_call_start(b"{\"name\": \"f\""), Some(0));
+        assert_eq!(bare_call_start(b"\n { \"name\""), Some(2));
+        assert_eq!(bare_call_start(b"{\"nam"), None);
+        assert_eq!(bare_call_start(b"{\"city\": 1}"), None);
+        assert_eq!(bare_call_start(b"Sure: {\"name\""), None);
+        assert!(may_be_bare_call(b" {\"na"));
+        assert!(!may_be_bare_call(b"{\"city\""));
+        assert!(!may_be_bare_call(b"Hello"));
     }
 }

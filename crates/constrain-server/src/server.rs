@@ -331,6 +331,8 @@ struct SseWriter {
     model: String,
     include_usage: bool,
     markers: Vec<String>,
+    /// Under `auto`: hold back an answer that may still open a bare call.
+    bare: bool,
     /// Per choice: content bytes already sent, whether the role chunk went.
     sent: Vec<(usize, bool, bool)>,
 }
@@ -409,7 +411,10 @@ impl Sink for SseWriter {
             return false;
         }
         let markers: Vec<&str> = self.markers.iter().map(String::as_str).collect();
-        let (end, _) = safe_prefix(all, &markers);
+        let (mut end, _) = safe_prefix(all, &markers);
+        if self.bare && crate::run::may_be_bare_call(all) {
+            end = 0;
+        }
         let sent = self.sent[index].0;
         if end > sent {
             let text = String::from_utf8_lossy(&all[sent..end]).into_owned();
@@ -434,6 +439,7 @@ fn stream_response(
         model: state.model_name.clone(),
         include_usage: prepared.include_usage,
         markers: content_markers(&prepared.job),
+        bare: prepared.job.trigger.is_some(),
         sent: Vec::new(),
     };
     let prompt_tokens = prepared.prompt_tokens;

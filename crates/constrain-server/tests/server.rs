@@ -477,6 +477,32 @@ fn auto_streams_text_then_a_valid_call() {
 }
 
 #[test]
+fn auto_takes_a_bare_name_object_as_a_call() {
+    // Small Qwen models often answer with a bare {"name": ...} object.
+    let addr = start(ServerConfig::default(), Fake { prefer: Some("{\"name\": "), ..Fake::default() });
+    let tools = weather_tools();
+    for seed in 0..4 {
+        let r = post(addr, &json!({"messages": user("Weather?"), "tools": tools, "max_tokens": 150, "seed": seed}));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let c = &r.json()["choices"][0];
+        assert_eq!(c["finish_reason"], "tool_calls", "{c}");
+        assert!(c["message"]["content"].is_null(), "{c}");
+        // Streamed, the bare object never shows as content.
+        let s = post(addr, &json!({"messages": user("Weather?"), "tools": tools, "max_tokens": 150, "seed": seed, "stream": true}));
+        for e in s.events().iter().filter(|e| *e != "[DONE]") {
+            let ch: Value = serde_json::from_str(e).unwrap();
+            let t = ch["choices"][0]["delta"]["content"].as_str().unwrap_or("");
+            assert!(t.is_empty(), "content {t:?} leaked from a call");
+        }
+        assert!(s.body.contains("\"tool_calls\""));
+        for call in c["message"]["tool_calls"].as_array().unwrap() {
+            let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+            assert_valid(&tool_params(&tools, call["function"]["name"].as_str().unwrap()), &args);
+        }
+    }
+}
+
+#[test]
 fn auto_never_returns_a_call_cut_by_the_budget() {
     // The model opens a call after 11 tokens; with 14 tokens in all, no
     // complete call fits, so the answer is text, finish_reason "length".
