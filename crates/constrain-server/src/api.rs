@@ -116,11 +116,17 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
         )
     })?;
     if !v.is_object() {
-        return Err(ApiError::bad(None, "the request body must be a JSON object"));
+        return Err(ApiError::bad(
+            None,
+            "the request body must be a JSON object",
+        ));
     }
     for key in ["messages"] {
         if v.get(key).is_none() {
-            return Err(ApiError::field(key, format!("missing required field \"{key}\"")));
+            return Err(ApiError::field(
+                key,
+                format!("missing required field \"{key}\""),
+            ));
         }
     }
     // Name the field whose type is wrong: deserialize field by field first.
@@ -133,7 +139,10 @@ pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ApiError> {
                 probe
             };
             if let Err(e) = serde_json::from_value::<ChatRequest>(probe) {
-                return Err(ApiError::field(k, format!("invalid value for \"{k}\": {e}")));
+                return Err(ApiError::field(
+                    k,
+                    format!("invalid value for \"{k}\": {e}"),
+                ));
             }
         }
     }

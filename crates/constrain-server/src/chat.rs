@@ -98,7 +98,10 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
         Some(crate::api::Stop::Many(v)) => v.clone(),
     };
     if stop.len() > 4 || stop.iter().any(String::is_empty) {
-        return Err(ApiError::field("stop", "stop takes at most 4 non-empty strings"));
+        return Err(ApiError::field(
+            "stop",
+            "stop takes at most 4 non-empty strings",
+        ));
     }
 
     let tools_regex = |only: Option<&str>| -> Result<String, ApiError> {
@@ -112,7 +115,12 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
             .map_err(|e| ApiError::field("tools", format!("the tools do not compile: {e}")))?;
         Ok(s.regex)
     };
-    let call = |r: &str| format!("{TOOL_CALL_OPEN}\\n(?:{r})\\n{}", regex_escape(TOOL_CALL_CLOSE));
+    let call = |r: &str| {
+        format!(
+            "{TOOL_CALL_OPEN}\\n(?:{r})\\n{}",
+            regex_escape(TOOL_CALL_CLOSE)
+        )
+    };
     let calls = |r: &str, many: bool| {
         if many {
             format!("{}(?:\\n{})*", call(r), call(r))
@@ -133,7 +141,9 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
         match f {
             Source::JsonSchema { schema, options } => schema::compile(schema, options)
                 .map(|c| c.regex)
-                .map_err(|e| ApiError::field(format_param, format!("the schema does not compile: {e}"))),
+                .map_err(|e| {
+                    ApiError::field(format_param, format!("the schema does not compile: {e}"))
+                }),
             Source::Regex(r) => Ok(r.clone()),
             Source::Grammar(g) => Ok(g.pattern.clone()),
             Source::Tools { .. } => Err(ApiError::internal("tools as a response format")),
@@ -181,7 +191,11 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
                 None => p.trigger = Some(Source::regex(rest(&r, parallel))),
                 Some(f) => {
                     p.structured = true;
-                    p.source = Some(Source::regex(format!("(?:{})|(?:{})", format_regex(f)?, calls(&r, parallel))));
+                    p.source = Some(Source::regex(format!(
+                        "(?:{})|(?:{})",
+                        format_regex(f)?,
+                        calls(&r, parallel)
+                    )));
                 }
             }
         }
@@ -199,16 +213,25 @@ enum ToolChoice {
 }
 
 fn tool_name(t: &Value) -> Option<&str> {
-    t.get("function").unwrap_or(t).get("name").and_then(Value::as_str)
+    t.get("function")
+        .unwrap_or(t)
+        .get("name")
+        .and_then(Value::as_str)
 }
 
 fn tool_choice(req: &ChatRequest, tools: &[Value]) -> Result<ToolChoice, ApiError> {
     for (i, t) in tools.iter().enumerate() {
         if t.get("type").and_then(Value::as_str) != Some("function") {
-            return Err(ApiError::field(&format!("tools[{i}].type"), "only tools of type \"function\" are supported"));
+            return Err(ApiError::field(
+                &format!("tools[{i}].type"),
+                "only tools of type \"function\" are supported",
+            ));
         }
         if tool_name(t).is_none() {
-            return Err(ApiError::field(&format!("tools[{i}].function.name"), "a tool needs a function name"));
+            return Err(ApiError::field(
+                &format!("tools[{i}].function.name"),
+                "a tool needs a function name",
+            ));
         }
     }
     let c = match &req.tool_choice {
@@ -242,22 +265,40 @@ fn tool_choice(req: &ChatRequest, tools: &[Value]) -> Result<ToolChoice, ApiErro
         },
     };
     if tools.is_empty() && !matches!(c, ToolChoice::None) {
-        return Err(ApiError::field("tool_choice", "tool_choice needs a non-empty tools array"));
+        return Err(ApiError::field(
+            "tool_choice",
+            "tool_choice needs a non-empty tools array",
+        ));
     }
-    Ok(if tools.is_empty() { ToolChoice::NoTools } else { c })
+    Ok(if tools.is_empty() {
+        ToolChoice::NoTools
+    } else {
+        c
+    })
 }
 
 /// The response format as a source, the field it came from, and a schema
 /// to show the model in the system prompt.
-fn response_format(req: &ChatRequest) -> Result<(Option<Source>, &'static str, Option<Value>), ApiError> {
+fn response_format(
+    req: &ChatRequest,
+) -> Result<(Option<Source>, &'static str, Option<Value>), ApiError> {
     if let (Some(_), Some(_)) = (&req.response_format, &req.structured_outputs) {
-        return Err(ApiError::field("structured_outputs", "give response_format or structured_outputs, not both"));
+        return Err(ApiError::field(
+            "structured_outputs",
+            "give response_format or structured_outputs, not both",
+        ));
     }
     if let Some(so) = &req.structured_outputs {
         let obj = so.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
-            ApiError::field("structured_outputs", "structured_outputs takes exactly one of json, regex, grammar, choice")
+            ApiError::field(
+                "structured_outputs",
+                "structured_outputs takes exactly one of json, regex, grammar, choice",
+            )
         })?;
-        let (k, v) = obj.iter().next().ok_or_else(|| ApiError::internal("empty object"))?;
+        let (k, v) = obj
+            .iter()
+            .next()
+            .ok_or_else(|| ApiError::internal("empty object"))?;
         let param = "structured_outputs";
         return Ok(match (k.as_str(), v) {
             ("json", Value::String(s)) => {
@@ -353,9 +394,18 @@ fn render(req: &ChatRequest, tools: &[Value], schema: Option<&Value>) -> Result<
         let text = content_text(&m.content, &at)?;
         match m.role.as_str() {
             "system" | "developer" | "user" => {
-                let text = text.ok_or_else(|| ApiError::field(&format!("{at}.content"), "content is required"))?;
-                let role = if m.role == "developer" { "system" } else { m.role.as_str() };
-                out.push(Message { role: role.into(), content: text });
+                let text = text.ok_or_else(|| {
+                    ApiError::field(&format!("{at}.content"), "content is required")
+                })?;
+                let role = if m.role == "developer" {
+                    "system"
+                } else {
+                    m.role.as_str()
+                };
+                out.push(Message {
+                    role: role.into(),
+                    content: text,
+                });
             }
             "assistant" => {
                 let mut c = text.unwrap_or_default();
@@ -375,18 +425,21 @@ fn render(req: &ChatRequest, tools: &[Value], schema: Option<&Value>) -> Result<
                 out.push(Message::assistant(c));
             }
             "tool" => {
-                let block = format!("<tool_response>\n{}\n</tool_response>", text.unwrap_or_default());
+                let block = format!(
+                    "<tool_response>\n{}\n</tool_response>",
+                    text.unwrap_or_default()
+                );
                 tool_turn = Some(match tool_turn.take() {
                     None => block,
                     Some(prev) => format!("{prev}\n{block}"),
                 });
             }
-            other => {
-                return Err(ApiError::field(
-                    &format!("{at}.role"),
-                    format!("unknown role {other:?}; expected system, developer, user, assistant or tool"),
-                ))
-            }
+            other => return Err(ApiError::field(
+                &format!("{at}.role"),
+                format!(
+                    "unknown role {other:?}; expected system, developer, user, assistant or tool"
+                ),
+            )),
         }
     }
     if let Some(t) = tool_turn.take() {
@@ -401,13 +454,32 @@ fn render(req: &ChatRequest, tools: &[Value], schema: Option<&Value>) -> Result<
 pub fn py_json(v: &Value) -> String {
     struct Py;
     impl serde_json::ser::Formatter for Py {
-        fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
-            if first { Ok(()) } else { w.write_all(b", ") }
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
         }
-        fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
-            if first { Ok(()) } else { w.write_all(b", ") }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
         }
-        fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+        ) -> std::io::Result<()> {
             w.write_all(b": ")
         }
     }
@@ -432,14 +504,22 @@ pub fn text_without(word: &str) -> String {
         let c = chars[0];
         let class = format!("[^{}{}]", class_escape(first), class_escape(c));
         let more = if chars.len() > 1 {
-            format!("|{}{}", regex_escape(&c.to_string()), rest(&chars[1..], first))
+            format!(
+                "|{}{}",
+                regex_escape(&c.to_string()),
+                rest(&chars[1..], first)
+            )
         } else {
             String::new()
         };
         format!("(?:|{class}[^{}]*{more})", class_escape(first))
     }
     let f = class_escape(first);
-    format!("[^{f}]*(?:{}{})*", regex_escape(&first.to_string()), rest(&chars[1..], first))
+    format!(
+        "[^{f}]*(?:{}{})*",
+        regex_escape(&first.to_string()),
+        rest(&chars[1..], first)
+    )
 }
 
 fn class_escape(c: char) -> String {
@@ -480,13 +560,21 @@ pub fn split_tool_calls(text: &str) -> (String, Vec<ParsedCall>) {
     let (content, mut rest) = text.split_at(at);
     let mut calls = Vec::new();
     while let Some(r) = rest.trim_start().strip_prefix(TOOL_CALL_OPEN) {
-        let Some(end) = r.find(TOOL_CALL_CLOSE) else { break };
-        let body = r[..end].trim();
-        let Ok(v) = serde_json::from_str::<Value>(body) else { break };
-        let (Some(name), Some(args)) = (v.get("name").and_then(Value::as_str), v.get("arguments")) else {
+        let Some(end) = r.find(TOOL_CALL_CLOSE) else {
             break;
         };
-        calls.push(ParsedCall { name: name.to_string(), arguments: args.to_string() });
+        let body = r[..end].trim();
+        let Ok(v) = serde_json::from_str::<Value>(body) else {
+            break;
+        };
+        let (Some(name), Some(args)) = (v.get("name").and_then(Value::as_str), v.get("arguments"))
+        else {
+            break;
+        };
+        calls.push(ParsedCall {
+            name: name.to_string(),
+            arguments: args.to_string(),
+        });
         rest = &r[end + TOOL_CALL_CLOSE.len()..];
     }
     if calls.is_empty() {
@@ -502,10 +590,25 @@ mod tests {
     #[test]
     fn text_without_rejects_the_word_anywhere() {
         let re = regex::Regex::new(&format!("^(?:{})$", text_without("<tool_call>"))).unwrap();
-        for ok in ["", "hello", "<", "<tool", "a <tool_call", "x<<tool_cal", "<tool_call", "<t<to<tool_callx>", "é<ü"] {
+        for ok in [
+            "",
+            "hello",
+            "<",
+            "<tool",
+            "a <tool_call",
+            "x<<tool_cal",
+            "<tool_call",
+            "<t<to<tool_callx>",
+            "é<ü",
+        ] {
             assert!(re.is_match(ok), "{ok:?} should match");
         }
-        for bad in ["<tool_call>", "hi <tool_call>", "<<tool_call>x", "<tool_call>\n{}"] {
+        for bad in [
+            "<tool_call>",
+            "hi <tool_call>",
+            "<<tool_call>x",
+            "<tool_call>\n{}",
+        ] {
             assert!(!re.is_match(bad), "{bad:?} should not match");
         }
     }
@@ -513,7 +616,10 @@ mod tests {
     #[test]
     fn tools_are_shown_as_python_json() {
         let v = serde_json::json!({"type": "function", "function": {"name": "f", "parameters": {"enum": [1, 2]}, "d": "é"}});
-        assert_eq!(py_json(&v), r#"{"type": "function", "function": {"name": "f", "parameters": {"enum": [1, 2]}, "d": "é"}}"#);
+        assert_eq!(
+            py_json(&v),
+            r#"{"type": "function", "function": {"name": "f", "parameters": {"enum": [1, 2]}, "d": "é"}}"#
+        );
     }
 
     #[test]

@@ -130,7 +130,12 @@ impl ServerState {
         let context_length = first.context_length();
         Ok(Arc::new(ServerState {
             compiler: Compiler::new(vocab.clone(), config.compiler.clone()),
-            scheduler: Arc::new(Scheduler::new(config.parallel, config.max_queue, factory, Some(first))),
+            scheduler: Arc::new(Scheduler::new(
+                config.parallel,
+                config.max_queue,
+                factory,
+                Some(first),
+            )),
             config,
             model_name: model_name.into(),
             tokenizer,
@@ -165,7 +170,10 @@ pub fn load_qwen(
 }
 
 /// Serves `state` on `listener` until the process ends.
-pub async fn serve(listener: tokio::net::TcpListener, state: Arc<ServerState>) -> std::io::Result<()> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<ServerState>,
+) -> std::io::Result<()> {
     axum::serve(listener, router(state)).await
 }
 
@@ -197,7 +205,9 @@ pub fn run_blocking(
     addr: &str,
     on_bound: impl FnOnce(std::net::SocketAddr),
 ) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         on_bound(listener.local_addr()?);

@@ -104,7 +104,10 @@ fn phase(
             out.extend_from_slice(b);
             if longest > 0 {
                 let lo = out.len().saturating_sub(b.len() + longest).max(from);
-                if watch.iter().any(|w| find(&out[lo..], w.as_bytes()).is_some()) {
+                if watch
+                    .iter()
+                    .any(|w| find(&out[lo..], w.as_bytes()).is_some())
+                {
                     hit.store(true, Ordering::SeqCst);
                 }
             }
@@ -121,12 +124,28 @@ fn phase(
             stop: &hit,
             last: job.logprobs.map(|_| &last),
         };
-        generate(&mut model, vocab, Some(tokenizer), matcher.as_mut(), prompt, config, &mut on_bytes)
+        generate(
+            &mut model,
+            vocab,
+            Some(tokenizer),
+            matcher.as_mut(),
+            prompt,
+            config,
+            &mut on_bytes,
+        )
     };
     match result {
-        Ok(g) => Ok(Phase { stop: Some(g.stop), accepted: g.accepted, tokens }),
+        Ok(g) => Ok(Phase {
+            stop: Some(g.stop),
+            accepted: g.accepted,
+            tokens,
+        }),
         Err(GenerateError::Model(ModelError::Interrupted(_))) if hit.load(Ordering::SeqCst) => {
-            Ok(Phase { stop: None, accepted: false, tokens })
+            Ok(Phase {
+                stop: None,
+                accepted: false,
+                tokens,
+            })
         }
         Err(GenerateError::Model(ModelError::Interrupted(why))) => {
             Err(ApiError::internal(format!("generation interrupted: {why}")))
@@ -159,15 +178,27 @@ pub fn run_job(
         let from = out.len();
         let mut lp = Vec::new();
         let first = phase(
-            &mut slot, job, i, job.compiled.as_ref(), &job.prompt, &config, &mut out, from, &watch, vocab,
-            tokenizer, sink, &mut lp,
+            &mut slot,
+            job,
+            i,
+            job.compiled.as_ref(),
+            &job.prompt,
+            &config,
+            &mut out,
+            from,
+            &watch,
+            vocab,
+            tokenizer,
+            sink,
+            &mut lp,
         )?;
         let mut tokens = first.tokens;
         let mut stop = first.stop;
         let mut accepted = first.accepted;
         let mut trigger_cut = false;
         // The model opened a tool call: constrain the rest of it.
-        let opened = find(&out[from..], TOOL_CALL_OPEN.as_bytes()).or_else(|| bare_call_start(&out[from..]));
+        let opened =
+            find(&out[from..], TOOL_CALL_OPEN.as_bytes()).or_else(|| bare_call_start(&out[from..]));
         if let (Some(trigger), Some(at)) = (&job.trigger, opened) {
             let text_end = from + at;
             let stop_before = job
@@ -178,19 +209,38 @@ pub fn run_job(
             if !stop_before {
                 out.truncate(text_end);
                 let left = config.max_tokens.saturating_sub(tokens);
-                let head = format!("{}{TOOL_CALL_OPEN}\n", String::from_utf8_lossy(&out[from..]));
+                let head = format!(
+                    "{}{TOOL_CALL_OPEN}\n",
+                    String::from_utf8_lossy(&out[from..])
+                );
                 let prompt2 = tokenizer
                     .encode(&format!("{}{head}", job.prompt_text))
-                    .map_err(|e| ApiError::internal(format!("tokenizing the tool call failed: {e}")))?;
+                    .map_err(|e| {
+                        ApiError::internal(format!("tokenizing the tool call failed: {e}"))
+                    })?;
                 let room = slot.model().context_length().saturating_sub(prompt2.len());
                 let budget = left.min(room);
                 let needed = trigger.matcher().tokens_to_accept().unwrap_or(u32::MAX) as usize;
                 if budget >= needed.max(1) {
                     out.extend_from_slice(format!("{TOOL_CALL_OPEN}\n").as_bytes());
-                    let config2 = GenerateConfig { max_tokens: budget, ..config.clone() };
+                    let config2 = GenerateConfig {
+                        max_tokens: budget,
+                        ..config.clone()
+                    };
                     let second = phase(
-                        &mut slot, job, i, Some(trigger), &prompt2, &config2, &mut out, from, &[], vocab, tokenizer,
-                        sink, &mut lp,
+                        &mut slot,
+                        job,
+                        i,
+                        Some(trigger),
+                        &prompt2,
+                        &config2,
+                        &mut out,
+                        from,
+                        &[],
+                        vocab,
+                        tokenizer,
+                        sink,
+                        &mut lp,
                     )?;
                     tokens += second.tokens;
                     stop = second.stop;
@@ -202,7 +252,11 @@ pub fn run_job(
             }
         }
         let text = String::from_utf8_lossy(&out).into_owned();
-        let (mut content, calls) = if job.tools_active { split_tool_calls(&text) } else { (text, Vec::new()) };
+        let (mut content, calls) = if job.tools_active {
+            split_tool_calls(&text)
+        } else {
+            (text, Vec::new())
+        };
         let mut finish = match stop {
             _ if trigger_cut => "length",
             None => "stop",
@@ -212,7 +266,12 @@ pub fn run_job(
             Some(StopReason::MaxTokens) => "length",
         };
         if free_text && calls.is_empty() {
-            if let Some(at) = job.stop.iter().filter_map(|s| content.find(s.as_str())).min() {
+            if let Some(at) = job
+                .stop
+                .iter()
+                .filter_map(|s| content.find(s.as_str()))
+                .min()
+            {
                 content.truncate(at);
                 finish = "stop";
             }
@@ -245,7 +304,12 @@ pub fn bare_call_start(text: &[u8]) -> Option<usize> {
 /// Whether an answer so far may still be (or is) a bare call: it opens with
 /// `{` and has not yet shown enough to rule `{"name"` out.
 pub fn may_be_bare_call(text: &[u8]) -> bool {
-    let shown: Vec<u8> = text.iter().copied().filter(|b| !b.is_ascii_whitespace()).take(7).collect();
+    let shown: Vec<u8> = text
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .take(7)
+        .collect();
     let want = b"{\"name\"";
     bare_call_start(text).is_some() || (!shown.is_empty() && want.starts_with(&shown))
 }
@@ -277,7 +341,11 @@ fn logprob_entry(
     let chosen = (0..logits.len())
         .filter(|&i| vocab.token_bytes(TokenId(i as u32)).is_some_and(|t| t == b))
         .max_by(|&x, &y| logits[x].total_cmp(&logits[y]));
-    let allowed = |i: usize| shadow.as_ref().is_none_or(|m| m.is_allowed(TokenId(i as u32)));
+    let allowed = |i: usize| {
+        shadow
+            .as_ref()
+            .is_none_or(|m| m.is_allowed(TokenId(i as u32)))
+    };
     let entry = |i: usize| {
         let bytes = vocab.decode(&[TokenId(i as u32)]);
         json!({

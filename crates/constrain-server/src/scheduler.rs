@@ -47,7 +47,12 @@ pub struct Scheduler {
 impl Scheduler {
     /// `parallel` slots, `max_queue` waiters at most; `first` is a model
     /// already made (kept in the pool).
-    pub fn new(parallel: usize, max_queue: usize, factory: ModelFactory, first: Option<SeqModel>) -> Self {
+    pub fn new(
+        parallel: usize,
+        max_queue: usize,
+        factory: ModelFactory,
+        first: Option<SeqModel>,
+    ) -> Self {
         Scheduler {
             permits: Arc::new(Semaphore::new(parallel.max(1))),
             parallel: parallel.max(1),
@@ -97,8 +102,12 @@ impl Scheduler {
                 let f = self.factory.clone();
                 tokio::task::spawn_blocking(move || f())
                     .await
-                    .map_err(|e| ApiError::internal(format!("loading a model instance failed: {e}")))?
-                    .map_err(|e| ApiError::internal(format!("loading a model instance failed: {e}")))?
+                    .map_err(|e| {
+                        ApiError::internal(format!("loading a model instance failed: {e}"))
+                    })?
+                    .map_err(|e| {
+                        ApiError::internal(format!("loading a model instance failed: {e}"))
+                    })?
             }
         };
         Ok(Slot {
@@ -126,7 +135,9 @@ pub struct Slot {
 
 impl Slot {
     pub fn model(&mut self) -> &mut SeqModel {
-        self.model.as_mut().expect("a slot holds its model until dropped")
+        self.model
+            .as_mut()
+            .expect("a slot holds its model until dropped")
     }
 }
 
@@ -134,7 +145,11 @@ impl Drop for Slot {
     fn drop(&mut self) {
         if let Some(mut m) = self.model.take() {
             m.reset();
-            self.sched.pool.lock().unwrap_or_else(|e| e.into_inner()).push(m);
+            self.sched
+                .pool
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(m);
         }
     }
 }

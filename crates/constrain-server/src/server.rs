@@ -4,7 +4,9 @@
 use crate::api::{parse_request, ChatRequest};
 use crate::chat::{plan, Plan};
 use crate::error::ApiError;
-use crate::run::{content_markers, map_generate_error, run_job, safe_prefix, ChoiceOut, Job, NoSink, Sink};
+use crate::run::{
+    content_markers, map_generate_error, run_job, safe_prefix, ChoiceOut, Job, NoSink, Sink,
+};
 use crate::scheduler::CancelOnDrop;
 use crate::ServerState;
 use axum::extract::{Request, State};
@@ -40,13 +42,17 @@ async fn playground() -> axum::response::Html<&'static str> {
 }
 
 fn check_auth(state: &ServerState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(key) = &state.config.api_key else { return Ok(()) };
+    let Some(key) = &state.config.api_key else {
+        return Ok(());
+    };
     let got = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     match got {
-        None => Err(ApiError::unauthorized("missing API key: send the header Authorization: Bearer <key>")),
+        None => Err(ApiError::unauthorized(
+            "missing API key: send the header Authorization: Bearer <key>",
+        )),
         Some(k) if k.trim() == key => Ok(()),
         Some(_) => Err(ApiError::unauthorized("incorrect API key")),
     }
@@ -62,7 +68,10 @@ async fn health(State(state): State<Arc<ServerState>>) -> Json<Value> {
     }))
 }
 
-async fn models(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+async fn models(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
     check_auth(&state, &headers)?;
     Ok(Json(json!({
         "object": "list",
@@ -77,11 +86,18 @@ async fn models(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Re
 }
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 fn random_id(prefix: &str) -> String {
-    format!("{prefix}{:016x}{:08x}", rand::random::<u64>(), rand::random::<u32>())
+    format!(
+        "{prefix}{:016x}{:08x}",
+        rand::random::<u64>(),
+        rand::random::<u32>()
+    )
 }
 
 /// A checked request, ready to run.
@@ -128,37 +144,63 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
     } else {
         let st = state.clone();
         let job = prepared.job;
-        let choices = tokio::task::spawn_blocking(move || run_job(slot, &job, &st.vocab, &st.tokenizer, &mut NoSink))
-            .await
-            .map_err(|e| ApiError::internal(format!("the generation worker failed: {e}")))??;
+        let choices = tokio::task::spawn_blocking(move || {
+            run_job(slot, &job, &st.vocab, &st.tokenizer, &mut NoSink)
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("the generation worker failed: {e}")))??;
         drop(guard);
         Ok(Json(completion_body(&state, &choices, prepared.prompt_tokens)).into_response())
     }
 }
 
-fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> Result<Prepared, ApiError> {
+fn prepare(
+    state: &ServerState,
+    req: &ChatRequest,
+    cancel: Arc<AtomicBool>,
+) -> Result<Prepared, ApiError> {
     let n = req.n.unwrap_or(1);
     if n < 1 || n as usize > state.config.max_n {
-        return Err(ApiError::field("n", format!("n must be between 1 and {}", state.config.max_n)));
+        return Err(ApiError::field(
+            "n",
+            format!("n must be between 1 and {}", state.config.max_n),
+        ));
     }
     let temperature = req.temperature.unwrap_or(1.0);
     if !(0.0..=2.0).contains(&temperature) {
-        return Err(ApiError::field("temperature", "temperature must be between 0 and 2"));
+        return Err(ApiError::field(
+            "temperature",
+            "temperature must be between 0 and 2",
+        ));
     }
     let top_p = req.top_p.unwrap_or(1.0);
     if !(top_p > 0.0 && top_p <= 1.0) {
         return Err(ApiError::field("top_p", "top_p must be in (0, 1]"));
     }
-    for (name, v) in [("frequency_penalty", req.frequency_penalty), ("presence_penalty", req.presence_penalty)] {
+    for (name, v) in [
+        ("frequency_penalty", req.frequency_penalty),
+        ("presence_penalty", req.presence_penalty),
+    ] {
         if v.is_some_and(|v| !(-2.0..=2.0).contains(&v)) {
-            return Err(ApiError::field(name, format!("{name} must be between -2 and 2")));
+            return Err(ApiError::field(
+                name,
+                format!("{name} must be between -2 and 2"),
+            ));
         }
     }
     let logprobs = match (req.logprobs.unwrap_or(false), req.top_logprobs) {
         (_, Some(k)) if !(0..=20).contains(&k) => {
-            return Err(ApiError::field("top_logprobs", "top_logprobs must be between 0 and 20"))
+            return Err(ApiError::field(
+                "top_logprobs",
+                "top_logprobs must be between 0 and 20",
+            ))
         }
-        (false, Some(_)) => return Err(ApiError::field("top_logprobs", "top_logprobs needs logprobs: true")),
+        (false, Some(_)) => {
+            return Err(ApiError::field(
+                "top_logprobs",
+                "top_logprobs needs logprobs: true",
+            ))
+        }
         (true, k) => Some(k.unwrap_or(0) as usize),
         (false, None) => None,
     };
@@ -169,9 +211,17 @@ fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> R
             .parse()
             .ok()
             .filter(|&i: &usize| i < width)
-            .ok_or_else(|| ApiError::field("logit_bias", format!("logit_bias key {k:?} is not a token id below {width}")))?;
+            .ok_or_else(|| {
+                ApiError::field(
+                    "logit_bias",
+                    format!("logit_bias key {k:?} is not a token id below {width}"),
+                )
+            })?;
         if !(-100.0..=100.0).contains(&b) {
-            return Err(ApiError::field("logit_bias", format!("logit_bias value {b} for token {k} is outside [-100, 100]")));
+            return Err(ApiError::field(
+                "logit_bias",
+                format!("logit_bias value {b} for token {k} is outside [-100, 100]"),
+            ));
         }
         logit_bias.push((TokenId(id as u32), b));
     }
@@ -187,12 +237,23 @@ fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> R
         .validate()
         .map_err(|e| ApiError::bad(None, format!("invalid sampling parameters: {e}")))?;
 
-    let Plan { prompt: prompt_text, source, source_param, tools_active, structured, stop, prefix, trigger } = plan(req)?;
+    let Plan {
+        prompt: prompt_text,
+        source,
+        source_param,
+        tools_active,
+        structured,
+        stop,
+        prefix,
+        trigger,
+    } = plan(req)?;
     let compile = |s: &constrain::Source| {
-        state
-            .compiler
-            .compile(s)
-            .map_err(|e| ApiError::field(source_param, format!("the constraint does not compile: {e}")))
+        state.compiler.compile(s).map_err(|e| {
+            ApiError::field(
+                source_param,
+                format!("the constraint does not compile: {e}"),
+            )
+        })
     };
     let compiled = source.as_ref().map(compile).transpose()?;
     let trigger = trigger.as_ref().map(compile).transpose()?;
@@ -204,20 +265,35 @@ fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> R
     if prompt.len() >= context {
         return Err(ApiError::field(
             "messages",
-            format!("the prompt has {} tokens but the model's context is {context} tokens", prompt.len()),
+            format!(
+                "the prompt has {} tokens but the model's context is {context} tokens",
+                prompt.len()
+            ),
         )
         .with_code("context_length_exceeded"));
     }
     let room = context - prompt.len();
-    let needed = compiled.as_ref().and_then(|c| c.matcher().tokens_to_accept()).unwrap_or(0) as usize;
+    let needed = compiled
+        .as_ref()
+        .and_then(|c| c.matcher().tokens_to_accept())
+        .unwrap_or(0) as usize;
     let (param, asked) = match (req.max_completion_tokens, req.max_tokens) {
         (Some(m), _) => ("max_completion_tokens", Some(m)),
         (None, m) => ("max_tokens", m),
     };
     let max_tokens = match asked {
-        Some(m) if m < 1 => return Err(ApiError::field(param, format!("{param} must be at least 1"))),
+        Some(m) if m < 1 => {
+            return Err(ApiError::field(
+                param,
+                format!("{param} must be at least 1"),
+            ))
+        }
         Some(m) => m as usize,
-        None => state.config.default_max_tokens.min(room).max(needed.min(room)),
+        None => state
+            .config
+            .default_max_tokens
+            .min(room)
+            .max(needed.min(room)),
     };
     if max_tokens > room {
         return Err(ApiError::field(
@@ -252,7 +328,11 @@ fn prepare(state: &ServerState, req: &ChatRequest, cancel: Arc<AtomicBool>) -> R
     };
     Ok(Prepared {
         stream: req.stream.unwrap_or(false),
-        include_usage: req.stream_options.as_ref().and_then(|o| o.include_usage).unwrap_or(false),
+        include_usage: req
+            .stream_options
+            .as_ref()
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false),
         prompt_tokens: prompt.len(),
         job: Job {
             prompt_text,
@@ -358,7 +438,9 @@ impl SseWriter {
     }
 
     fn delta(&self, index: usize, delta: Value, finish: Option<&str>) -> bool {
-        self.send(self.chunk(json!([{"index": index, "delta": delta, "logprobs": null, "finish_reason": finish}])))
+        self.send(self.chunk(
+            json!([{"index": index, "delta": delta, "logprobs": null, "finish_reason": finish}]),
+        ))
     }
 
     fn ensure_role(&mut self, index: usize) -> bool {
@@ -456,9 +538,14 @@ fn stream_response(
     });
     // The stream owns the cancel guard: dropped with the connection.
     let stream = futures_util::stream::unfold((rx, guard), |(mut rx, g)| async move {
-        rx.recv().await.map(|e| (Ok::<_, std::convert::Infallible>(e), (rx, g)))
+        rx.recv()
+            .await
+            .map(|e| (Ok::<_, std::convert::Infallible>(e), (rx, g)))
     });
     let mut r = Sse::new(stream).into_response();
-    r.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-cache"));
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
     r
 }

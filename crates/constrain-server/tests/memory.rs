@@ -19,14 +19,23 @@ fn memory_is_flat_over_a_thousand_requests() {
         eprintln!("skipping: /proc/self/statm is not available on this system");
         return;
     }
-    let addr = start(ServerConfig { parallel: 2, ..ServerConfig::default() }, Fake::default());
+    let addr = start(
+        ServerConfig {
+            parallel: 2,
+            ..ServerConfig::default()
+        },
+        Fake::default(),
+    );
     let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 5}}, "required": ["a", "b"]});
     let one = |i: usize| {
         let stream = i % 3 == 0;
-        let r = post(addr, &json!({
-            "messages": user("x"), "max_tokens": 30, "seed": i, "stream": stream,
-            "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
-        }));
+        let r = post(
+            addr,
+            &json!({
+                "messages": user("x"), "max_tokens": 30, "seed": i, "stream": stream,
+                "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}},
+            }),
+        );
         assert_eq!(r.status, 200, "{}", r.body);
     };
     for i in 0..200 {
@@ -38,6 +47,14 @@ fn memory_is_flat_over_a_thousand_requests() {
     }
     let after = rss_bytes().unwrap();
     let growth = after.saturating_sub(before);
-    eprintln!("rss after 200 requests: {} KiB, after 1,200: {} KiB", before / 1024, after / 1024);
-    assert!(growth < 8 << 20, "memory grew by {} KiB over 1,000 requests", growth / 1024);
+    eprintln!(
+        "rss after 200 requests: {} KiB, after 1,200: {} KiB",
+        before / 1024,
+        after / 1024
+    );
+    assert!(
+        growth < 8 << 20,
+        "memory grew by {} KiB over 1,000 requests",
+        growth / 1024
+    );
 }

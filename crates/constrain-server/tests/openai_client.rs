@@ -30,13 +30,26 @@ fn the_openai_python_client_works_end_to_end() {
     }
     let has_client = |py: &PathBuf| ok(Command::new(py).args(["-c", "import openai, pydantic"]));
     if !has_client(&py) {
-        let installed = ok(Command::new(&py).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "openai"]));
+        let installed = ok(Command::new(&py).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "openai",
+        ]));
         if !installed || !has_client(&py) {
             eprintln!("skipping: pip could not install the openai client (offline?)");
             return;
         }
     }
-    let addr = start(ServerConfig { parallel: 4, ..ServerConfig::default() }, Fake::default());
+    let addr = start(
+        ServerConfig {
+            parallel: 4,
+            ..ServerConfig::default()
+        },
+        Fake::default(),
+    );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openai_client.py");
     let out = Command::new(&py)
         .arg(script)
@@ -46,6 +59,9 @@ fn the_openai_python_client_works_end_to_end() {
         .expect("run python");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the openai client checks failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "the openai client checks failed:\n{stdout}\n{stderr}"
+    );
     assert!(stdout.contains("all checks passed"), "{stdout}");
 }

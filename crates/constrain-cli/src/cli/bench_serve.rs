@@ -35,7 +35,10 @@ pub struct BenchServeArgs {
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
     /// The user message.
-    #[arg(long, default_value = "What is the weather like in Paris right now, in celsius?")]
+    #[arg(
+        long,
+        default_value = "What is the weather like in Paris right now, in celsius?"
+    )]
     prompt: String,
     /// Bearer token.
     #[arg(long)]
@@ -53,7 +56,8 @@ struct Outcome {
 }
 
 fn read_json(path: &PathBuf) -> anyhow::Result<Value> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
 }
 
@@ -64,14 +68,27 @@ pub fn run(a: BenchServeArgs) -> anyhow::Result<ExitCode> {
     let schema = a.schema.as_ref().map(read_json).transpose()?;
     let tools = a.tools.as_ref().map(read_json).transpose()?;
     let validator = match &schema {
-        Some(s) => Some(jsonschema::validator_for(s).map_err(|e| anyhow::anyhow!("the oracle cannot compile the schema: {e}"))?),
+        Some(s) => Some(
+            jsonschema::validator_for(s)
+                .map_err(|e| anyhow::anyhow!("the oracle cannot compile the schema: {e}"))?,
+        ),
         None => None,
     };
     let mut tool_validators = Vec::new();
-    for t in tools.iter().flat_map(|t| t.as_array().cloned().unwrap_or_default()) {
-        let name = t["function"]["name"].as_str().unwrap_or_default().to_string();
-        let params = t["function"].get("parameters").cloned().unwrap_or(json!({"type": "object"}));
-        let v = jsonschema::validator_for(&params).map_err(|e| anyhow::anyhow!("tool {name}: {e}"))?;
+    for t in tools
+        .iter()
+        .flat_map(|t| t.as_array().cloned().unwrap_or_default())
+    {
+        let name = t["function"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let params = t["function"]
+            .get("parameters")
+            .cloned()
+            .unwrap_or(json!({"type": "object"}));
+        let v =
+            jsonschema::validator_for(&params).map_err(|e| anyhow::anyhow!("tool {name}: {e}"))?;
         tool_validators.push((name, v));
     }
     let next = Arc::new(Mutex::new(0usize));
@@ -110,28 +127,64 @@ pub fn run(a: BenchServeArgs) -> anyhow::Result<ExitCode> {
     });
     let wall = t0.elapsed();
     let outcomes = std::mem::take(&mut *outcomes.lock().unwrap_or_else(|e| e.into_inner()));
-    let mut lat: Vec<f64> = outcomes.iter().filter(|o| o.error.is_none()).map(|o| o.latency.as_secs_f64() * 1e3).collect();
-    let mut ttft: Vec<f64> = outcomes.iter().filter_map(|o| o.ttft).map(|d| d.as_secs_f64() * 1e3).collect();
+    let mut lat: Vec<f64> = outcomes
+        .iter()
+        .filter(|o| o.error.is_none())
+        .map(|o| o.latency.as_secs_f64() * 1e3)
+        .collect();
+    let mut ttft: Vec<f64> = outcomes
+        .iter()
+        .filter_map(|o| o.ttft)
+        .map(|d| d.as_secs_f64() * 1e3)
+        .collect();
     lat.sort_by(f64::total_cmp);
     ttft.sort_by(f64::total_cmp);
     let tokens: u64 = outcomes.iter().map(|o| o.tokens).sum();
     let errors: Vec<&String> = outcomes.iter().filter_map(|o| o.error.as_ref()).collect();
     let invalid: Vec<&String> = outcomes.iter().filter_map(|o| o.invalid.as_ref()).collect();
-    let pct = |v: &[f64], p: f64| if v.is_empty() { f64::NAN } else { v[((v.len() - 1) as f64 * p).round() as usize] };
-    println!("requests            {} ({} at a time)", a.requests, a.concurrency);
+    let pct = |v: &[f64], p: f64| {
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            v[((v.len() - 1) as f64 * p).round() as usize]
+        }
+    };
+    println!(
+        "requests            {} ({} at a time)",
+        a.requests, a.concurrency
+    );
     println!("wall time           {:.2} s", wall.as_secs_f64());
-    println!("latency p50 / p99   {:.0} / {:.0} ms", pct(&lat, 0.5), pct(&lat, 0.99));
-    println!("TTFT p50 / p99      {:.0} / {:.0} ms", pct(&ttft, 0.5), pct(&ttft, 0.99));
-    println!("completion tokens   {tokens} ({:.1} tokens/s aggregate)", tokens as f64 / wall.as_secs_f64());
+    println!(
+        "latency p50 / p99   {:.0} / {:.0} ms",
+        pct(&lat, 0.5),
+        pct(&lat, 0.99)
+    );
+    println!(
+        "TTFT p50 / p99      {:.0} / {:.0} ms",
+        pct(&ttft, 0.5),
+        pct(&ttft, 0.99)
+    );
+    println!(
+        "completion tokens   {tokens} ({:.1} tokens/s aggregate)",
+        tokens as f64 / wall.as_secs_f64()
+    );
     println!("errors              {}", errors.len());
     println!("invalid answers     {}", invalid.len());
     for e in errors.iter().chain(invalid.iter()).take(5) {
         println!("  {e}");
     }
-    Ok(if errors.is_empty() && invalid.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if errors.is_empty() && invalid.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
-fn check(o: &Outcome, schema: Option<&jsonschema::Validator>, tools: &[(String, jsonschema::Validator)]) -> Option<String> {
+fn check(
+    o: &Outcome,
+    schema: Option<&jsonschema::Validator>,
+    tools: &[(String, jsonschema::Validator)],
+) -> Option<String> {
     let (finish, content, calls) = o.answer.as_ref()?;
     if let Some(v) = schema {
         if finish != "stop" {
@@ -147,7 +200,10 @@ fn check(o: &Outcome, schema: Option<&jsonschema::Validator>, tools: &[(String, 
     }
     if !tools.is_empty() {
         if finish != "tool_calls" || calls.is_empty() {
-            return Some(format!("finish_reason {finish:?} with {} calls under tool_choice required", calls.len()));
+            return Some(format!(
+                "finish_reason {finish:?} with {} calls under tool_choice required",
+                calls.len()
+            ));
         }
         for (name, args) in calls {
             let Some((_, v)) = tools.iter().find(|(n, _)| n == name) else {
@@ -168,11 +224,21 @@ fn check(o: &Outcome, schema: Option<&jsonschema::Validator>, tools: &[(String, 
 /// One streamed request: reads SSE events, times the first content, counts usage.
 fn one(addr: &str, key: Option<&str>, body: &Value) -> Outcome {
     let start = Instant::now();
-    let mut o = Outcome { latency: Duration::ZERO, ttft: None, tokens: 0, error: None, invalid: None, answer: None };
+    let mut o = Outcome {
+        latency: Duration::ZERO,
+        ttft: None,
+        tokens: 0,
+        error: None,
+        invalid: None,
+        answer: None,
+    };
     let res = (|| -> anyhow::Result<(String, Vec<(String, String)>, String)> {
-        let mut s = TcpStream::connect(addr).with_context(|| format!("cannot connect to {addr}"))?;
+        let mut s =
+            TcpStream::connect(addr).with_context(|| format!("cannot connect to {addr}"))?;
         let b = body.to_string();
-        let auth = key.map(|k| format!("Authorization: Bearer {k}\r\n")).unwrap_or_default();
+        let auth = key
+            .map(|k| format!("Authorization: Bearer {k}\r\n"))
+            .unwrap_or_default();
         write!(s, "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n{b}", b.len())?;
         let mut r = BufReader::new(s);
         let mut status = String::new();
@@ -180,7 +246,11 @@ fn one(addr: &str, key: Option<&str>, body: &Value) -> Outcome {
         if !status.contains(" 200 ") {
             let mut rest = String::new();
             let _ = std::io::Read::read_to_string(&mut r, &mut rest);
-            bail!("{} {}", status.trim(), rest.lines().last().unwrap_or_default());
+            bail!(
+                "{} {}",
+                status.trim(),
+                rest.lines().last().unwrap_or_default()
+            );
         }
         let mut content = String::new();
         let mut calls: Vec<(String, String)> = Vec::new();
@@ -191,18 +261,27 @@ fn one(addr: &str, key: Option<&str>, body: &Value) -> Outcome {
             if r.read_line(&mut line)? == 0 {
                 break;
             }
-            let Some(data) = line.trim_end().strip_prefix("data: ") else { continue };
+            let Some(data) = line.trim_end().strip_prefix("data: ") else {
+                continue;
+            };
             if data == "[DONE]" {
                 break;
             }
-            let c: Value = serde_json::from_str(data).with_context(|| format!("bad event {data:?}"))?;
+            let c: Value =
+                serde_json::from_str(data).with_context(|| format!("bad event {data:?}"))?;
             if let Some(e) = c.get("error") {
                 bail!("{e}");
             }
-            if let Some(u) = c.get("usage").and_then(|u| u.get("completion_tokens")).and_then(Value::as_u64) {
+            if let Some(u) = c
+                .get("usage")
+                .and_then(|u| u.get("completion_tokens"))
+                .and_then(Value::as_u64)
+            {
                 o.tokens = u;
             }
-            let Some(ch) = c["choices"].as_array().and_then(|a| a.first()) else { continue };
+            let Some(ch) = c["choices"].as_array().and_then(|a| a.first()) else {
+                continue;
+            };
             if let Some(t) = ch["delta"]["content"].as_str() {
                 if !t.is_empty() && o.ttft.is_none() {
                     o.ttft = Some(start.elapsed());
@@ -214,8 +293,14 @@ fn one(addr: &str, key: Option<&str>, body: &Value) -> Outcome {
                     o.ttft = Some(start.elapsed());
                 }
                 calls.push((
-                    call["function"]["name"].as_str().unwrap_or_default().to_string(),
-                    call["function"]["arguments"].as_str().unwrap_or_default().to_string(),
+                    call["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    call["function"]["arguments"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
                 ));
             }
             if let Some(f) = ch["finish_reason"].as_str() {

@@ -40,7 +40,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = a.threads {
         model::set_threads(n)?;
     }
-    let model_path = a.model.clone().unwrap_or_else(|| constrain_home().join(DEFAULT_MODEL));
+    let model_path = a
+        .model
+        .clone()
+        .unwrap_or_else(|| constrain_home().join(DEFAULT_MODEL));
     let tok_src = match &a.tokenizer {
         Some(p) => TokenizerSource::Json(p.clone()),
         None => TokenizerSource::Gguf,

@@ -3,7 +3,7 @@
 //! bytes on the wire).
 #![allow(dead_code)]
 
-use constrain_server::{ServerConfig, ServerState, SeqModel, ModelFactory};
+use constrain_server::{ModelFactory, SeqModel, ServerConfig, ServerState};
 use constrain_testkit::{tiny, FakeModel};
 use rand::{Rng, SeedableRng};
 use std::io::{Read, Write};
@@ -26,7 +26,11 @@ pub struct Fake {
 
 impl Default for Fake {
     fn default() -> Self {
-        Fake { delay_ms: 0, context: 1 << 16, prefer: None }
+        Fake {
+            delay_ms: 0,
+            context: 1 << 16,
+            prefer: None,
+        }
     }
 }
 
@@ -50,7 +54,10 @@ pub fn start(config: ServerConfig, fake: Fake) -> SocketAddr {
             if let Some(p) = fake.prefer {
                 let text = vocab.decode(seq);
                 let open = b"<|im_start|>assistant\n";
-                let start = text.windows(open.len()).rposition(|w| w == open).map(|i| i + open.len());
+                let start = text
+                    .windows(open.len())
+                    .rposition(|w| w == open)
+                    .map(|i| i + open.len());
                 if let Some(out) = start.map(|s| &text[s..]) {
                     if out.len() < p.len() && p.as_bytes().starts_with(out) {
                         let next = p.as_bytes()[out.len()];
@@ -65,8 +72,14 @@ pub fn start(config: ServerConfig, fake: Fake) -> SocketAddr {
         .with_context_length(fake.context);
         Ok(Box::new(m) as SeqModel)
     });
-    let state = ServerState::new(config, "tiny-fake", tok.tokenizer, Arc::new(tok.vocab), factory)
-        .expect("server state");
+    let state = ServerState::new(
+        config,
+        "tiny-fake",
+        tok.tokenizer,
+        Arc::new(tok.vocab),
+        factory,
+    )
+    .expect("server state");
     constrain_server::spawn(state, "127.0.0.1:0").expect("bind loopback")
 }
 
@@ -78,10 +91,14 @@ pub struct Reply {
 
 impl Reply {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.body))
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.body))
     }
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
     /// The `data:` payloads of an SSE body.
     pub fn events(&self) -> Vec<String> {
@@ -104,7 +121,13 @@ pub fn no_eos() -> serde_json::Value {
 }
 
 /// Sends one request (`Connection: close`) and reads the whole answer.
-pub fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&str>, headers: &[(&str, &str)]) -> Reply {
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Reply {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(120))).ok();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
@@ -112,7 +135,10 @@ pub fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&str>, head
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     if let Some(b) = body {
-        req.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", b.len()));
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            b.len()
+        ));
     }
     req.push_str("\r\n");
     s.write_all(req.as_bytes()).expect("write head");
@@ -126,12 +152,20 @@ pub fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&str>, head
 }
 
 pub fn post(addr: SocketAddr, body: &serde_json::Value) -> Reply {
-    http(addr, "POST", "/v1/chat/completions", Some(&body.to_string()), &[])
+    http(
+        addr,
+        "POST",
+        "/v1/chat/completions",
+        Some(&body.to_string()),
+        &[],
+    )
 }
 
 pub fn parse_reply(raw: &[u8]) -> Reply {
     let text = String::from_utf8_lossy(raw).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP head in {text:?}"));
+    let (head, rest) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP head in {text:?}"));
     let mut lines = head.lines();
     let status: u16 = lines
         .next()
@@ -145,8 +179,16 @@ pub fn parse_reply(raw: &[u8]) -> Reply {
     let chunked = headers
         .iter()
         .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let body = if chunked { dechunk(rest) } else { rest.to_string() };
-    Reply { status, headers, body }
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    Reply {
+        status,
+        headers,
+        body,
+    }
 }
 
 fn dechunk(mut s: &str) -> String {
