@@ -179,6 +179,10 @@ pub enum ModelError {
     ThreadsFixed,
     #[error("invalid thread count 0")]
     ZeroThreads,
+    /// The caller stopped the sequence (a server whose client went away, a
+    /// stop string that matched); returned by wrappers around a model.
+    #[error("generation interrupted: {0}")]
+    Interrupted(String),
     #[error(transparent)]
     Vocab(#[from] constrain::vocab::VocabError),
 }

@@ -4,12 +4,14 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod bench_serve;
 mod common;
 mod compile;
 mod distribution;
 mod generate;
 mod maskbench;
 mod schema_args;
+mod serve;
 mod soak;
 
 #[derive(Parser)]
@@ -39,6 +41,10 @@ enum Command {
     Distribution(Box<distribution::DistributionArgs>),
     /// Generate from random logits over many schemas and check every output validates: exit 1 if any fails.
     Soak(Box<soak::SoakArgs>),
+    /// Serve the OpenAI chat completions API (JSON Schema, tools, streaming) over HTTP.
+    Serve(serve::ServeArgs),
+    /// Send a bounded load of streamed requests to a running server; print latency, TTFT, tokens/s, errors.
+    BenchServe(bench_serve::BenchServeArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -71,6 +77,8 @@ pub fn main() -> ExitCode {
         Some(Command::Maskbench(a)) => maskbench::run(a),
         Some(Command::Distribution(a)) => distribution::run(*a),
         Some(Command::Soak(a)) => soak::run(*a),
+        Some(Command::Serve(a)) => serve::run(a),
+        Some(Command::BenchServe(a)) => bench_serve::run(a),
         None => generate::run(cli.generate),
     };
     match result {

@@ -1,0 +1,73 @@
+//! `constrain serve`: the OpenAI-compatible server of `constrain-server`,
+//! over the default model in `$CONSTRAIN_HOME` unless `--model` says
+//! otherwise. Startup problems (a missing model, a port in use) are one
+//! `error:` line and exit 2.
+
+use super::common::constrain_home;
+use super::generate::DEFAULT_MODEL;
+use anyhow::Context;
+use constrain_model::{self as model, TokenizerSource};
+use constrain_server::{ServerConfig, ServerState};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (loopback by default).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to listen on.
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// GGUF model (default: $CONSTRAIN_HOME/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// tokenizer.json (default: the tokenizer stored in the GGUF file).
+    #[arg(long, value_name = "FILE")]
+    tokenizer: Option<PathBuf>,
+    /// CPU threads for the model (default: physical cores).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Sequences decoded at once (each holds its own model instance and KV cache).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    parallel: u16,
+    /// Require `Authorization: Bearer KEY` on /v1/* requests.
+    #[arg(long, value_name = "KEY")]
+    api_key: Option<String>,
+}
+
+pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(n) = a.threads {
+        model::set_threads(n)?;
+    }
+    let model_path = a
+        .model
+        .clone()
+        .unwrap_or_else(|| constrain_home().join(DEFAULT_MODEL));
+    let tok_src = match &a.tokenizer {
+        Some(p) => TokenizerSource::Json(p.clone()),
+        None => TokenizerSource::Gguf,
+    };
+    eprintln!("loading model {} ...", model_path.display());
+    let (tokenizer, vocab, factory) = constrain_server::load_qwen(&model_path, &tok_src)?;
+    let name = model_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "constrain".into());
+    let config = ServerConfig {
+        parallel: a.parallel as usize,
+        api_key: a.api_key.clone(),
+        ..ServerConfig::default()
+    };
+    let state = ServerState::new(config, name, tokenizer, vocab, factory)?;
+    let addr = format!("{}:{}", a.host, a.port);
+    constrain_server::run_blocking(state, &addr, |bound| {
+        eprintln!(
+            "constrain serve: listening on http://{bound} (OpenAI API at http://{bound}/v1, {} slot(s){})",
+            a.parallel,
+            if a.api_key.is_some() { ", API key required" } else { "" }
+        );
+    })
+    .with_context(|| format!("cannot serve on {addr}"))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,635 @@
+//! # From a chat request to a prompt and a constraint
+//!
+//! **The prompt** is Qwen2.5's chat template, rendered through
+//! [`constrain_model::prompt::chatml`]: the system turn (the request's first
+//! `system`/`developer` message, or Qwen's default persona) carries the
+//! tools, one JSON per line inside `<tools></tools>` with Qwen's
+//! instructions, or, for a `json_schema` response format, the schema; a
+//! replayed assistant turn renders its `tool_calls` as
+//! `<tool_call>\n{"name": .., "arguments": ..}\n</tool_call>` (its content
+//! may be `null`); consecutive `tool` messages become one `user` turn of
+//! `<tool_response>` blocks, exactly as the template does.
+//!
+//! **The constraint** is one [`Source`] compiled through the server's shared
+//! [`constrain::Compiler`] (so a repeated schema is a cache hit):
+//!
+//! | request | language of the output |
+//! |---|---|
+//! | `response_format` `text`, no tools | none (free text) |
+//! | `json_schema` / `json_object` | the schema / any JSON object |
+//! | `structured_outputs` `json` / `regex` / `grammar` / `choice` | that |
+//! | tools, `tool_choice: "none"` | text that never contains `<tool_call>` |
+//! | tools, `"required"` | `C` (or `C(\nC)*` with `parallel_tool_calls`) |
+//! | tools, `{"type":"function",..}` | one `C` over that tool alone |
+//! | tools, `"auto"` | `T(C…)?`: text `T` without `<tool_call>`, then calls |
+//!
+//! where `C` is `<tool_call>\n` + the tools' call schema
+//! ([`constrain::schema::tools_schema`]) + `\n</tool_call>`.
+//!
+//! Qwen opens a call with its own `<tool_call>` token, an added token that
+//! is not in the token index (its text is not spelled by the constraint), so
+//! the server never makes the model spell it byte by byte:
+//!
+//! * under `required` and a named tool, `<tool_call>\n` ends the *prompt*
+//!   (the tokenizer reads it as Qwen's token) and only the rest of the calls
+//!   is constrained ([`Plan::prefix`]);
+//! * under `auto` (no response format) generation has two phases, the lazy
+//!   trigger of vLLM and llguidance: free text, unconstrained, until the
+//!   model writes `<tool_call>` (the token or its text), or opens its answer
+//!   with a bare `{"name"` (what Qwen's small models often do instead, and
+//!   what llama.cpp's Hermes parser also takes as a call); then, from the
+//!   prompt + that text + `<tool_call>\n`, the rest of the calls under
+//!   [`Plan::trigger`] with the tokens left. When too few tokens are left
+//!   for a complete call, the answer is the text, with `finish_reason:
+//!   "length"`: a call is never cut by `max_tokens`.
+//!
+//! With a response format *and* `auto`, the output is either that format or
+//! calls (`F|C…`) in one automaton; they differ in their first byte (`<`
+//! never starts JSON).
+
+use crate::api::{content_text, ChatRequest};
+use crate::error::ApiError;
+use constrain::schema::{self, SchemaOptions};
+use constrain::Source;
+use constrain_model::prompt::{self, Message};
+use serde_json::{json, Value};
+
+/// The text that opens a tool call in Qwen's format.
+pub const TOOL_CALL_OPEN: &str = "<tool_call>";
+const TOOL_CALL_CLOSE: &str = "</tool_call>";
+
+/// What a request asks the server to do, before any model runs.
+#[derive(Debug)]
+pub struct Plan {
+    /// The rendered prompt (ChatML, assistant turn open).
+    pub prompt: String,
+    /// The constraint; `None` for free text.
+    pub source: Option<Source>,
+    /// Where in the request the constraint came from (`param` of a compile error).
+    pub source_param: &'static str,
+    /// Tool calls may appear in the output (parse them out).
+    pub tools_active: bool,
+    /// The constraint describes a document (schema, calls): output that the
+    /// constraint accepts is complete, so `finish_reason` is `stop` even at
+    /// exactly the budget. False for free text (cut by the budget = `length`).
+    pub structured: bool,
+    /// `stop` strings; applied to free text only (cutting a structured
+    /// output would break it).
+    pub stop: Vec<String>,
+    /// Output text already written by the prompt (`<tool_call>\n` under
+    /// `required` / a named tool): the answer is `prefix` + the generation.
+    pub prefix: String,
+    /// Under `auto`: the constraint of the calls once the model has written
+    /// `<tool_call>` (what follows `<tool_call>\n`).
+    pub trigger: Option<Source>,
+}
+
+/// Builds the prompt and the constraint of a request.
+pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
+    let tools = req.tools.clone().unwrap_or_default();
+    let (format, format_param, format_schema) = response_format(req)?;
+    let choice = tool_choice(req, &tools)?;
+    let parallel = req.parallel_tool_calls.unwrap_or(true);
+
+    let prompt = render(req, &tools, format_schema.as_ref())?;
+    let stop = match &req.stop {
+        None => Vec::new(),
+        Some(crate::api::Stop::One(s)) => vec![s.clone()],
+        Some(crate::api::Stop::Many(v)) => v.clone(),
+    };
+    if stop.len() > 4 || stop.iter().any(String::is_empty) {
+        return Err(ApiError::field(
+            "stop",
+            "stop takes at most 4 non-empty strings",
+        ));
+    }
+
+    let tools_regex = |only: Option<&str>| -> Result<String, ApiError> {
+        let selected: Vec<Value> = tools
+            .iter()
+            .filter(|t| only.is_none_or(|n| tool_name(t) == Some(n)))
+            .cloned()
+            .collect();
+        let s = schema::tools_schema(&Value::Array(selected))
+            .and_then(|s| schema::compile(&s, &SchemaOptions::default()))
+            .map_err(|e| ApiError::field("tools", format!("the tools do not compile: {e}")))?;
+        Ok(s.regex)
+    };
+    let call = |r: &str| {
+        format!(
+            "{TOOL_CALL_OPEN}\\n(?:{r})\\n{}",
+            regex_escape(TOOL_CALL_CLOSE)
+        )
+    };
+    let calls = |r: &str, many: bool| {
+        if many {
+            format!("{}(?:\\n{})*", call(r), call(r))
+        } else {
+            call(r)
+        }
+    };
+    // The calls after an opening `<tool_call>\n`.
+    let rest = |r: &str, many: bool| {
+        let first = format!("(?:{r})\\n{}", regex_escape(TOOL_CALL_CLOSE));
+        if many {
+            format!("{first}(?:\\n{})*", call(r))
+        } else {
+            first
+        }
+    };
+    let format_regex = |f: &Source| -> Result<String, ApiError> {
+        match f {
+            Source::JsonSchema { schema, options } => schema::compile(schema, options)
+                .map(|c| c.regex)
+                .map_err(|e| {
+                    ApiError::field(format_param, format!("the schema does not compile: {e}"))
+                }),
+            Source::Regex(r) => Ok(r.clone()),
+            Source::Grammar(g) => Ok(g.pattern.clone()),
+            Source::Tools { .. } => Err(ApiError::internal("tools as a response format")),
+        }
+    };
+
+    let mut p = Plan {
+        prompt,
+        source: None,
+        source_param: format_param,
+        tools_active: false,
+        structured: false,
+        stop,
+        prefix: String::new(),
+        trigger: None,
+    };
+    match (&choice, format) {
+        (ToolChoice::NoTools, f) => {
+            p.structured = f.is_some();
+            p.source = f;
+        }
+        (ToolChoice::None, f) => {
+            p.structured = f.is_some();
+            p.source = Some(f.unwrap_or_else(|| Source::regex(text_without(TOOL_CALL_OPEN))));
+        }
+        (ToolChoice::Required, _) => {
+            p.tools_active = true;
+            p.structured = true;
+            p.source_param = "tools";
+            p.source = Some(Source::regex(rest(&tools_regex(None)?, parallel)));
+            p.prefix = format!("{TOOL_CALL_OPEN}\n");
+        }
+        (ToolChoice::Named(n), _) => {
+            p.tools_active = true;
+            p.structured = true;
+            p.source_param = "tools";
+            p.source = Some(Source::regex(rest(&tools_regex(Some(n))?, false)));
+            p.prefix = format!("{TOOL_CALL_OPEN}\n");
+        }
+        (ToolChoice::Auto, f) => {
+            p.tools_active = true;
+            p.source_param = "tools";
+            let r = tools_regex(None)?;
+            match &f {
+                None => p.trigger = Some(Source::regex(rest(&r, parallel))),
+                Some(f) => {
+                    p.structured = true;
+                    p.source = Some(Source::regex(format!(
+                        "(?:{})|(?:{})",
+                        format_regex(f)?,
+                        calls(&r, parallel)
+                    )));
+                }
+            }
+        }
+    }
+    p.prompt.push_str(&p.prefix);
+    Ok(p)
+}
+
+enum ToolChoice {
+    NoTools,
+    None,
+    Auto,
+    Required,
+    Named(String),
+}
+
+fn tool_name(t: &Value) -> Option<&str> {
+    t.get("function")
+        .unwrap_or(t)
+        .get("name")
+        .and_then(Value::as_str)
+}
+
+fn tool_choice(req: &ChatRequest, tools: &[Value]) -> Result<ToolChoice, ApiError> {
+    for (i, t) in tools.iter().enumerate() {
+        if t.get("type").and_then(Value::as_str) != Some("function") {
+            return Err(ApiError::field(
+                &format!("tools[{i}].type"),
+                "only tools of type \"function\" are supported",
+            ));
+        }
+        if tool_name(t).is_none() {
+            return Err(ApiError::field(
+                &format!("tools[{i}].function.name"),
+                "a tool needs a function name",
+            ));
+        }
+    }
+    let c = match &req.tool_choice {
+        None | Some(Value::Null) => {
+            return Ok(if tools.is_empty() { ToolChoice::NoTools } else { ToolChoice::Auto })
+        }
+        Some(Value::String(s)) => match s.as_str() {
+            "none" => ToolChoice::None,
+            "auto" => ToolChoice::Auto,
+            "required" => ToolChoice::Required,
+            other => {
+                return Err(ApiError::field(
+                    "tool_choice",
+                    format!("unknown tool_choice {other:?}; expected \"none\", \"auto\", \"required\" or {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}"),
+                ))
+            }
+        },
+        Some(v) => match v.pointer("/function/name").and_then(Value::as_str) {
+            Some(n) if v.get("type").and_then(Value::as_str) == Some("function") => {
+                if !tools.iter().any(|t| tool_name(t) == Some(n)) {
+                    return Err(ApiError::field("tool_choice", format!("tool_choice names {n:?}, which is not among the tools")));
+                }
+                ToolChoice::Named(n.to_string())
+            }
+            _ => {
+                return Err(ApiError::field(
+                    "tool_choice",
+                    "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                ))
+            }
+        },
+    };
+    if tools.is_empty() && !matches!(c, ToolChoice::None) {
+        return Err(ApiError::field(
+            "tool_choice",
+            "tool_choice needs a non-empty tools array",
+        ));
+    }
+    Ok(if tools.is_empty() {
+        ToolChoice::NoTools
+    } else {
+        c
+    })
+}
+
+/// The response format as a source, the field it came from, and a schema
+/// to show the model in the system prompt.
+fn response_format(
+    req: &ChatRequest,
+) -> Result<(Option<Source>, &'static str, Option<Value>), ApiError> {
+    if let (Some(_), Some(_)) = (&req.response_format, &req.structured_outputs) {
+        return Err(ApiError::field(
+            "structured_outputs",
+            "give response_format or structured_outputs, not both",
+        ));
+    }
+    if let Some(so) = &req.structured_outputs {
+        let obj = so.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
+            ApiError::field(
+                "structured_outputs",
+                "structured_outputs takes exactly one of json, regex, grammar, choice",
+            )
+        })?;
+        let (k, v) = obj
+            .iter()
+            .next()
+            .ok_or_else(|| ApiError::internal("empty object"))?;
+        let param = "structured_outputs";
+        return Ok(match (k.as_str(), v) {
+            ("json", Value::String(s)) => {
+                let schema: Value = serde_json::from_str(s)
+                    .map_err(|e| ApiError::field("structured_outputs.json", format!("not a JSON schema: {e}")))?;
+                (Some(Source::json_schema(schema.clone())), param, Some(schema))
+            }
+            ("json", schema) => (Some(Source::json_schema(schema.clone())), param, Some(schema.clone())),
+            ("regex", Value::String(r)) => (Some(Source::regex(r.clone())), param, None),
+            ("grammar", Value::String(g)) => {
+                let g = constrain::grammar::Grammar::parse("request", g).ok_or_else(|| {
+                    ApiError::field("structured_outputs.grammar", "the grammar holds no pattern (a comment header, then a regex)")
+                })?;
+                (Some(Source::Grammar(g)), param, None)
+            }
+            ("choice", Value::Array(cs)) if !cs.is_empty() => {
+                let alts: Option<Vec<String>> = cs.iter().map(|c| c.as_str().map(regex_escape)).collect();
+                let alts = alts.ok_or_else(|| ApiError::field("structured_outputs.choice", "choice must be an array of strings"))?;
+                (Some(Source::regex(format!("(?:{})", alts.join("|")))), param, None)
+            }
+            _ => {
+                return Err(ApiError::field(
+                    "structured_outputs",
+                    format!("structured_outputs.{k}: expected json (schema), regex (string), grammar (string) or choice (non-empty array of strings)"),
+                ))
+            }
+        });
+    }
+    let Some(rf) = &req.response_format else {
+        return Ok((None, "response_format", None));
+    };
+    let param = "response_format.json_schema.schema";
+    match rf.get("type").and_then(Value::as_str) {
+        Some("text") => Ok((None, "response_format", None)),
+        Some("json_object") => {
+            let s = json!({"type": "object"});
+            Ok((Some(Source::json_schema(s)), "response_format", None))
+        }
+        Some("json_schema") => {
+            let js = rf.get("json_schema").ok_or_else(|| {
+                ApiError::field("response_format.json_schema", "response_format of type json_schema needs a json_schema object")
+            })?;
+            if js.get("name").is_some_and(|n| !n.is_string()) {
+                return Err(ApiError::field("response_format.json_schema.name", "name must be a string"));
+            }
+            let schema = js.get("schema").cloned().unwrap_or_else(|| json!({}));
+            if !(schema.is_object() || schema.is_boolean()) {
+                return Err(ApiError::field(param, "the schema must be a JSON object"));
+            }
+            Ok((Some(Source::json_schema(schema.clone())), param, Some(schema)))
+        }
+        other => Err(ApiError::field(
+            "response_format.type",
+            format!("unknown response_format type {other:?}; expected \"text\", \"json_object\" or \"json_schema\""),
+        )),
+    }
+}
+
+/// Renders the conversation with Qwen2.5's chat template.
+fn render(req: &ChatRequest, tools: &[Value], schema: Option<&Value>) -> Result<String, ApiError> {
+    if req.messages.is_empty() {
+        return Err(ApiError::field("messages", "messages must not be empty"));
+    }
+    let mut msgs = req.messages.iter().enumerate().peekable();
+    let first_system = match msgs.peek() {
+        Some((_, m)) if m.role == "system" || m.role == "developer" => {
+            let (_, m) = msgs.next().ok_or_else(|| ApiError::internal("peeked"))?;
+            Some(content_text(&m.content, "messages[0]")?.unwrap_or_default())
+        }
+        _ => None,
+    };
+    let mut system = first_system.unwrap_or_else(|| prompt::QWEN_DEFAULT_SYSTEM.to_string());
+    if !tools.is_empty() {
+        system.push_str("\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+        for t in tools {
+            system.push('\n');
+            system.push_str(&py_json(t));
+        }
+        system.push_str("\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>");
+    } else if let Some(s) = schema {
+        system.push_str("\nRespond only with a JSON value that conforms to this JSON Schema:\n");
+        system.push_str(&s.to_string());
+    }
+    let mut out = vec![Message::system(system)];
+    let mut tool_turn: Option<String> = None;
+    for (i, m) in msgs {
+        let at = format!("messages[{i}]");
+        if m.role != "tool" {
+            if let Some(t) = tool_turn.take() {
+                out.push(Message::user(t));
+            }
+        }
+        let text = content_text(&m.content, &at)?;
+        match m.role.as_str() {
+            "system" | "developer" | "user" => {
+                let text = text.ok_or_else(|| {
+                    ApiError::field(&format!("{at}.content"), "content is required")
+                })?;
+                let role = if m.role == "developer" {
+                    "system"
+                } else {
+                    m.role.as_str()
+                };
+                out.push(Message {
+                    role: role.into(),
+                    content: text,
+                });
+            }
+            "assistant" => {
+                let mut c = text.unwrap_or_default();
+                for (j, call) in m.tool_calls.iter().flatten().enumerate() {
+                    if j > 0 || !c.is_empty() {
+                        c.push('\n');
+                    }
+                    let args = match &call.function.arguments {
+                        Value::String(s) => s.clone(),
+                        v => v.to_string(),
+                    };
+                    c.push_str(&format!(
+                        "{TOOL_CALL_OPEN}\n{{\"name\": {}, \"arguments\": {args}}}\n{TOOL_CALL_CLOSE}",
+                        Value::String(call.function.name.clone())
+                    ));
+                }
+                out.push(Message::assistant(c));
+            }
+            "tool" => {
+                let block = format!(
+                    "<tool_response>\n{}\n</tool_response>",
+                    text.unwrap_or_default()
+                );
+                tool_turn = Some(match tool_turn.take() {
+                    None => block,
+                    Some(prev) => format!("{prev}\n{block}"),
+                });
+            }
+            other => return Err(ApiError::field(
+                &format!("{at}.role"),
+                format!(
+                    "unknown role {other:?}; expected system, developer, user, assistant or tool"
+                ),
+            )),
+        }
+    }
+    if let Some(t) = tool_turn.take() {
+        out.push(Message::user(t));
+    }
+    Ok(prompt::chatml(&out))
+}
+
+/// JSON as Python's `json.dumps` writes it (`", "` and `": "` separators,
+/// non-ASCII as is): how the Hugging Face template's `tojson` shows tools
+/// to Qwen.
+pub fn py_json(v: &Value) -> String {
+    struct Py;
+    impl serde_json::ser::Formatter for Py {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+        ) -> std::io::Result<()> {
+            w.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Py);
+    match serde::Serialize::serialize(v, &mut ser) {
+        Ok(()) => String::from_utf8(out).unwrap_or_else(|_| v.to_string()),
+        Err(_) => v.to_string(),
+    }
+}
+
+/// A regex for the strings that never contain `word`, for a word whose first
+/// byte occurs nowhere else in it (true of `<tool_call>`): text without
+/// that byte, then blocks that start with it and do not go on to spell the
+/// rest of the word.
+pub fn text_without(word: &str) -> String {
+    let chars: Vec<char> = word.chars().collect();
+    let first = chars[0];
+    debug_assert!(!chars[1..].contains(&first));
+    // Block content (no `first`) that does not start with chars[k..].
+    fn rest(chars: &[char], first: char) -> String {
+        let c = chars[0];
+        let class = format!("[^{}{}]", class_escape(first), class_escape(c));
+        let more = if chars.len() > 1 {
+            format!(
+                "|{}{}",
+                regex_escape(&c.to_string()),
+                rest(&chars[1..], first)
+            )
+        } else {
+            String::new()
+        };
+        format!("(?:|{class}[^{}]*{more})", class_escape(first))
+    }
+    let f = class_escape(first);
+    format!(
+        "[^{f}]*(?:{}{})*",
+        regex_escape(&first.to_string()),
+        rest(&chars[1..], first)
+    )
+}
+
+fn class_escape(c: char) -> String {
+    if c.is_alphanumeric() || c == '_' || c == '<' || c == '>' {
+        c.to_string()
+    } else {
+        format!("\\x{{{:x}}}", c as u32)
+    }
+}
+
+/// Escapes every regex metacharacter of `s`.
+pub fn regex_escape(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A tool call parsed out of the output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedCall {
+    pub name: String,
+    /// The arguments, as the JSON text of an object.
+    pub arguments: String,
+}
+
+/// Splits an output into its text and its tool calls (`<tool_call>\n{json}\n</tool_call>`
+/// blocks after the first `<tool_call>`). The constraint makes the calls well
+/// formed; anything that does not parse is returned as text.
+pub fn split_tool_calls(text: &str) -> (String, Vec<ParsedCall>) {
+    let Some(at) = text.find(TOOL_CALL_OPEN) else {
+        return (text.to_string(), Vec::new());
+    };
+    let (content, mut rest) = text.split_at(at);
+    let mut calls = Vec::new();
+    while let Some(r) = rest.trim_start().strip_prefix(TOOL_CALL_OPEN) {
+        let Some(end) = r.find(TOOL_CALL_CLOSE) else {
+            break;
+        };
+        let body = r[..end].trim();
+        let Ok(v) = serde_json::from_str::<Value>(body) else {
+            break;
+        };
+        let (Some(name), Some(args)) = (v.get("name").and_then(Value::as_str), v.get("arguments"))
+        else {
+            break;
+        };
+        calls.push(ParsedCall {
+            name: name.to_string(),
+            arguments: args.to_string(),
+        });
+        rest = &r[end + TOOL_CALL_CLOSE.len()..];
+    }
+    if calls.is_empty() {
+        return (text.to_string(), Vec::new());
+    }
+    (content.trim_end().to_string(), calls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_without_rejects_the_word_anywhere() {
+        let re = regex::Regex::new(&format!("^(?:{})$", text_without("<tool_call>"))).unwrap();
+        for ok in [
+            "",
+            "hello",
+            "<",
+            "<tool",
+            "a <tool_call",
+            "x<<tool_cal",
+            "<tool_call",
+            "<t<to<tool_callx>",
+            "é<ü",
+        ] {
+            assert!(re.is_match(ok), "{ok:?} should match");
+        }
+        for bad in [
+            "<tool_call>",
+            "hi <tool_call>",
+            "<<tool_call>x",
+            "<tool_call>\n{}",
+        ] {
+            assert!(!re.is_match(bad), "{bad:?} should not match");
+        }
+    }
+
+    #[test]
+    fn tools_are_shown_as_python_json() {
+        let v = serde_json::json!({"type": "function", "function": {"name": "f", "parameters": {"enum": [1, 2]}, "d": "é"}});
+        assert_eq!(
+            py_json(&v),
+            r#"{"type": "function", "function": {"name": "f", "parameters": {"enum": [1, 2]}, "d": "é"}}"#
+        );
+    }
+
+    #[test]
+    fn split_finds_calls_after_text() {
+        let t = "Sure.\n<tool_call>\n{\"name\":\"f\",\"arguments\":{\"a\":1}}\n</tool_call>\n<tool_call>\n{\"name\":\"g\",\"arguments\":{}}\n</tool_call>";
+        let (c, calls) = split_tool_calls(t);
+        assert_eq!(c, "Sure.");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].name, "f");
+        assert_eq!(calls[0].arguments, "{\"a\":1}");
+        assert_eq!(calls[1].name, "g");
+    }
+}

@@ -1,0 +1,216 @@
+//! # constrain-server: an OpenAI-compatible chat completions server
+//!
+//! `constrain serve` in a library, so that tests start it on an ephemeral
+//! loopback port with a fake or tiny model. The HTTP stack is tokio + axum.
+//!
+//! ## Routes
+//!
+//! * `POST /v1/chat/completions`: the OpenAI request (`messages`,
+//!   `response_format`, `tools` / `tool_choice`, `stream`, sampling knobs),
+//!   answered as `chat.completion` JSON or as server-sent
+//!   `chat.completion.chunk` events ending in `data: [DONE]`;
+//! * `GET /v1/models`: the one model served;
+//! * `GET /health`: liveness, slots in use, queue length;
+//! * `GET /`: a self-contained playground page (prompt, schema or tools
+//!   editor with examples, sampling controls, the answer streaming in).
+//!
+//! ## A request's path
+//!
+//! 1. **Read and check** ([`api`]): the body (413 past
+//!    [`ServerConfig::max_body_bytes`]), its JSON (400 with line and column),
+//!    every field the server uses (400 naming the field as `param`); the
+//!    bearer token when the server has an API key (401).
+//! 2. **Plan** ([`chat`]): render the conversation with Qwen's chat template
+//!    and choose the constraint (a JSON Schema, any object, tool calls,
+//!    text that is not a tool call...).
+//! 3. **Compile** through the one shared [`constrain::Compiler`] (its LRU
+//!    cache makes a repeated schema free) on tokio's blocking pool, never on
+//!    a decode thread; a schema that does not compile is a 400 whose
+//!    message names the keyword and JSON Pointer. The budget is checked
+//!    here too: `max_tokens` below what the constraint needs to finish is a
+//!    400 that says the minimum (budget-safe completion, see
+//!    `constrain_model::generate`).
+//! 4. **Admit** ([`scheduler`]): wait for one of `--parallel` slots in a
+//!    bounded queue (503 + `Retry-After` past it).
+//! 5. **Decode** ([`run`]): the generation loop of `constrain-model`, over
+//!    the slot's own model instance; bytes stream out as they are taken. A
+//!    client that goes away cancels its sequence before the next forward
+//!    pass.
+//!
+//! ## Errors
+//!
+//! Every failure is an [`ApiError`], answered in OpenAI's shape
+//! `{"error": {"message", "type", "param", "code"}}`. Handlers return
+//! `Result`; nothing in a request's path panics on client input, and one
+//! request's failure touches no other (each has its own matcher, sampler and
+//! model instance).
+
+pub mod api;
+pub mod chat;
+pub mod error;
+pub mod run;
+pub mod scheduler;
+mod server;
+
+pub use error::ApiError;
+pub use scheduler::{ModelFactory, Scheduler, SeqModel};
+pub use server::router;
+
+use constrain::vocab::{TextTokenizer, Vocabulary};
+use constrain::{Compiler, CompilerConfig};
+use constrain_model::ModelError;
+use std::sync::Arc;
+
+/// Server settings (the CLI flags and limits).
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Sequences decoded at once (`--parallel`, default 1).
+    pub parallel: usize,
+    /// Requests that may wait for a slot; past it, 503 (default 64).
+    pub max_queue: usize,
+    /// Bearer token required on `/v1/*` (`--api-key`; default none).
+    pub api_key: Option<String>,
+    /// Largest request body (default 8 MiB); past it, 413.
+    pub max_body_bytes: usize,
+    /// `max_tokens` when a request gives none (default 1024; raised to what
+    /// a constraint needs, lowered to the context left).
+    pub default_max_tokens: usize,
+    /// Largest `n` (default 8).
+    pub max_n: usize,
+    /// Compile limits and cache size.
+    pub compiler: CompilerConfig,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            parallel: 1,
+            max_queue: 64,
+            api_key: None,
+            max_body_bytes: 8 << 20,
+            default_max_tokens: 1024,
+            max_n: 8,
+            compiler: CompilerConfig::default(),
+        }
+    }
+}
+
+/// Everything the handlers share.
+pub struct ServerState {
+    pub config: ServerConfig,
+    /// The id the server answers with (`model` in responses, `/v1/models`).
+    pub model_name: String,
+    pub tokenizer: TextTokenizer,
+    pub vocab: Arc<Vocabulary>,
+    pub compiler: Compiler,
+    pub scheduler: Arc<Scheduler>,
+    pub context_length: usize,
+    /// Unix time the server started.
+    pub started: u64,
+}
+
+impl ServerState {
+    /// Builds the state: makes one model instance through `factory` (to
+    /// learn the logits width and context, and to check the vocabulary
+    /// against it); the other slots get theirs on first use.
+    pub fn new(
+        config: ServerConfig,
+        model_name: impl Into<String>,
+        tokenizer: TextTokenizer,
+        vocab: Arc<Vocabulary>,
+        factory: ModelFactory,
+    ) -> Result<Arc<ServerState>, ModelError> {
+        let first = factory()?;
+        let width = first.logits_width();
+        let vocab = if vocab.logits_width() == width {
+            vocab
+        } else {
+            Arc::new(constrain_model::check_compatible((*vocab).clone(), width)?)
+        };
+        let context_length = first.context_length();
+        Ok(Arc::new(ServerState {
+            compiler: Compiler::new(vocab.clone(), config.compiler.clone()),
+            scheduler: Arc::new(Scheduler::new(
+                config.parallel,
+                config.max_queue,
+                factory,
+                Some(first),
+            )),
+            config,
+            model_name: model_name.into(),
+            tokenizer,
+            vocab,
+            context_length,
+            started: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        }))
+    }
+}
+
+/// Loads a GGUF model for serving: the tokenizer and vocabulary once, and a
+/// factory that loads one more instance of the weights per slot (candle's
+/// quantized Qwen2 keeps its KV cache inside the weights struct, which
+/// cannot be cloned, so each slot holds its own copy).
+pub fn load_qwen(
+    path: &std::path::Path,
+    tokenizer: &constrain_model::TokenizerSource,
+) -> Result<(TextTokenizer, Arc<Vocabulary>, ModelFactory), ModelError> {
+    let loaded = constrain_model::load(path, tokenizer)?;
+    let first = std::sync::Mutex::new(Some(loaded.model));
+    let path = path.to_path_buf();
+    let factory: ModelFactory = Arc::new(move || {
+        if let Some(m) = first.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return Ok(Box::new(m) as SeqModel);
+        }
+        Ok(Box::new(constrain_model::QwenModel::load(&path)?) as SeqModel)
+    });
+    Ok((loaded.tokenizer, loaded.vocab, factory))
+}
+
+/// Serves `state` on `listener` until the process ends.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<ServerState>,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).await
+}
+
+/// Starts a server on a background thread with its own tokio runtime, on
+/// `addr` (`127.0.0.1:0` for an ephemeral port); returns the bound address.
+/// For tests and benches.
+pub fn spawn(state: Arc<ServerState>, addr: &str) -> std::io::Result<std::net::SocketAddr> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
+                let _ = serve(l, state).await;
+            }
+        })
+    });
+    Ok(local)
+}
+
+/// Binds `addr` and serves `state` on the calling thread until the process
+/// ends (the CLI's `constrain serve`); `on_bound` hears the bound address.
+pub fn run_blocking(
+    state: Arc<ServerState>,
+    addr: &str,
+    on_bound: impl FnOnce(std::net::SocketAddr),
+) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        on_bound(listener.local_addr()?);
+        serve(listener, state).await
+    })
+}

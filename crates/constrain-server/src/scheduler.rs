@@ -1,0 +1,202 @@
+//! # Sequence slots, the queue, and cancellation
+//!
+//! The server runs at most `parallel` sequences at once. Each running
+//! sequence holds a [`Slot`]: a permit of the slot semaphore and a model
+//! instance of its own (its own KV cache and position), taken from a pool
+//! that the [`ModelFactory`] fills on demand and that a finished sequence
+//! refills. A request that finds every slot busy waits in a bounded queue
+//! (admission is continuous: a slot freed by any sequence goes to the next
+//! waiter at once); past `max_queue` waiters it is refused with 503 and
+//! `Retry-After`, without touching the running sequences.
+//!
+//! Sequences decode on tokio's blocking pool, each through the unchanged
+//! `constrain_model::generate` loop (budget safety, jump-forward and EOS
+//! rules included) over an [`Interruptible`] model: a wrapper whose
+//! `forward` fails with [`ModelError::Interrupted`] once the request's
+//! cancel flag is set. The flag is set when the client goes away (the
+//! handler's future or the SSE stream is dropped, see [`CancelOnDrop`]), so
+//! the sequence stops before its next forward pass and its slot is free.
+//!
+//! What is not here yet: one *batched* forward pass over all active
+//! sequences. Each sequence runs its own passes, so the slots share the CPU
+//! rather than a matmul.
+
+use crate::error::ApiError;
+use constrain::TokenId;
+use constrain_model::{LanguageModel, ModelError};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// A model instance per sequence.
+pub type SeqModel = Box<dyn LanguageModel + Send>;
+
+/// Makes a fresh model instance (own KV cache) for a new slot.
+pub type ModelFactory = Arc<dyn Fn() -> Result<SeqModel, ModelError> + Send + Sync>;
+
+/// The slots and the queue.
+pub struct Scheduler {
+    permits: Arc<Semaphore>,
+    parallel: usize,
+    max_queue: usize,
+    waiting: AtomicUsize,
+    pool: Mutex<Vec<SeqModel>>,
+    factory: ModelFactory,
+}
+
+impl Scheduler {
+    /// `parallel` slots, `max_queue` waiters at most; `first` is a model
+    /// already made (kept in the pool).
+    pub fn new(
+        parallel: usize,
+        max_queue: usize,
+        factory: ModelFactory,
+        first: Option<SeqModel>,
+    ) -> Self {
+        Scheduler {
+            permits: Arc::new(Semaphore::new(parallel.max(1))),
+            parallel: parallel.max(1),
+            max_queue,
+            waiting: AtomicUsize::new(0),
+            pool: Mutex::new(first.into_iter().collect()),
+            factory,
+        }
+    }
+
+    /// Sequences running now.
+    pub fn active(&self) -> usize {
+        self.parallel - self.permits.available_permits()
+    }
+
+    /// Requests waiting for a slot.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
+    }
+
+    /// The slot count.
+    pub fn parallel(&self) -> usize {
+        self.parallel
+    }
+
+    /// Waits for a free slot (503 when the queue is full).
+    pub async fn acquire(self: &Arc<Self>) -> Result<Slot, ApiError> {
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.max_queue {
+                    self.waiting.fetch_sub(1, Ordering::SeqCst);
+                    return Err(ApiError::overloaded(self.max_queue, 1));
+                }
+                let _w = Waiting(&self.waiting);
+                self.permits
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| ApiError::internal("the scheduler is shut down"))?
+            }
+        };
+        let pooled = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let model = match pooled {
+            Some(m) => m,
+            None => {
+                let f = self.factory.clone();
+                tokio::task::spawn_blocking(move || f())
+                    .await
+                    .map_err(|e| {
+                        ApiError::internal(format!("loading a model instance failed: {e}"))
+                    })?
+                    .map_err(|e| {
+                        ApiError::internal(format!("loading a model instance failed: {e}"))
+                    })?
+            }
+        };
+        Ok(Slot {
+            model: Some(model),
+            sched: self.clone(),
+            _permit: permit,
+        })
+    }
+}
+
+struct Waiting<'a>(&'a AtomicUsize);
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A running sequence's slot: its model; dropping it frees the slot and
+/// returns the model to the pool.
+pub struct Slot {
+    model: Option<SeqModel>,
+    sched: Arc<Scheduler>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Slot {
+    pub fn model(&mut self) -> &mut SeqModel {
+        self.model
+            .as_mut()
+            .expect("a slot holds its model until dropped")
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(mut m) = self.model.take() {
+            m.reset();
+            self.sched
+                .pool
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(m);
+        }
+    }
+}
+
+/// Sets a cancel flag when dropped: held by a request's handler future and
+/// by its SSE stream, which the HTTP server drops when the client goes away.
+pub struct CancelOnDrop(pub Arc<AtomicBool>);
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A model whose forward pass fails with [`ModelError::Interrupted`] once
+/// `cancel` (client gone) or `stop` (a stop string matched) is set, and
+/// that keeps a copy of the last logits in `last` when asked (logprobs: the
+/// model's own distribution, before any mask or sampling stage).
+pub struct Interruptible<'a, M: LanguageModel + ?Sized> {
+    pub inner: &'a mut M,
+    pub cancel: &'a AtomicBool,
+    pub stop: &'a AtomicBool,
+    pub last: Option<&'a std::cell::RefCell<Vec<f32>>>,
+}
+
+impl<M: LanguageModel + ?Sized> LanguageModel for Interruptible<'_, M> {
+    fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
+        if self.cancel.load(Ordering::SeqCst) {
+            return Err(ModelError::Interrupted("the client went away".into()));
+        }
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(ModelError::Interrupted("a stop string matched".into()));
+        }
+        let logits = self.inner.forward(tokens, pos)?;
+        if let Some(l) = self.last {
+            let mut l = l.borrow_mut();
+            l.clear();
+            l.extend_from_slice(&logits);
+        }
+        Ok(logits)
+    }
+    fn reset(&mut self) {
+        self.inner.reset()
+    }
+    fn logits_width(&self) -> usize {
+        self.inner.logits_width()
+    }
+    fn context_length(&self) -> usize {
+        self.inner.context_length()
+    }
+}

@@ -1,0 +1,551 @@
+//! The HTTP routes: `POST /v1/chat/completions`, `GET /v1/models`,
+//! `GET /health`, and the JSON / SSE answers.
+
+use crate::api::{parse_request, ChatRequest};
+use crate::chat::{plan, Plan};
+use crate::error::ApiError;
+use crate::run::{
+    content_markers, map_generate_error, run_job, safe_prefix, ChoiceOut, Job, NoSink, Sink,
+};
+use crate::scheduler::CancelOnDrop;
+use crate::ServerState;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use constrain::sampling::SamplingConfig;
+use constrain::TokenId;
+use constrain_model::generate::GenerateConfig;
+use serde_json::{json, Value};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The router over a server state.
+pub fn router(state: Arc<ServerState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models", get(models))
+        .route("/health", get(health))
+        .route("/", get(playground))
+        .fallback(|| async { ApiError::not_found("no such route; the server answers POST /v1/chat/completions, GET /v1/models, GET /health and GET / (playground)") })
+        .with_state(state)
+}
+
+/// The playground page: self-contained HTML (no external scripts or styles).
+const PLAYGROUND: &str = include_str!("playground.html");
+
+async fn playground() -> axum::response::Html<&'static str> {
+    axum::response::Html(PLAYGROUND)
+}
+
+fn check_auth(state: &ServerState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(key) = &state.config.api_key else {
+        return Ok(());
+    };
+    let got = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match got {
+        None => Err(ApiError::unauthorized(
+            "missing API key: send the header Authorization: Bearer <key>",
+        )),
+        Some(k) if k.trim() == key => Ok(()),
+        Some(_) => Err(ApiError::unauthorized("incorrect API key")),
+    }
+}
+
+async fn health(State(state): State<Arc<ServerState>>) -> Json<Value> {
+    Json(json!({
+        "status": "ok",
+        "model": state.model_name,
+        "slots": state.scheduler.parallel(),
+        "active": state.scheduler.active(),
+        "waiting": state.scheduler.waiting(),
+    }))
+}
+
+async fn models(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    check_auth(&state, &headers)?;
+    Ok(Json(json!({
+        "object": "list",
+        "data": [{
+            "id": state.model_name,
+            "object": "model",
+            "created": state.started,
+            "owned_by": "constrain",
+            "max_model_len": state.context_length,
+        }],
+    })))
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn random_id(prefix: &str) -> String {
+    format!(
+        "{prefix}{:016x}{:08x}",
+        rand::random::<u64>(),
+        rand::random::<u32>()
+    )
+}
+
+/// A checked request, ready to run.
+struct Prepared {
+    job: Job,
+    stream: bool,
+    include_usage: bool,
+    prompt_tokens: usize,
+}
+
+async fn chat_completions(State(state): State<Arc<ServerState>>, req: Request) -> Response {
+    match handle(state, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiError> {
+    check_auth(&state, req.headers())?;
+    let limit = state.config.max_body_bytes;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(ApiError::too_large(limit));
+    }
+    let body = axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| ApiError::too_large(limit))?;
+    let request = parse_request(&body)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let guard = CancelOnDrop(cancel.clone());
+    // Compile and tokenize off the async threads (and off any decode).
+    let st = state.clone();
+    let c = cancel.clone();
+    let prepared = tokio::task::spawn_blocking(move || prepare(&st, &request, c))
+        .await
+        .map_err(|e| ApiError::internal(format!("request preparation failed: {e}")))??;
+    let slot = state.scheduler.acquire().await?;
+    if prepared.stream {
+        Ok(stream_response(state, prepared, slot, guard))
+    } else {
+        let st = state.clone();
+        let job = prepared.job;
+        let choices = tokio::task::spawn_blocking(move || {
+            run_job(slot, &job, &st.vocab, &st.tokenizer, &mut NoSink)
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("the generation worker failed: {e}")))??;
+        drop(guard);
+        Ok(Json(completion_body(&state, &choices, prepared.prompt_tokens)).into_response())
+    }
+}
+
+fn prepare(
+    state: &ServerState,
+    req: &ChatRequest,
+    cancel: Arc<AtomicBool>,
+) -> Result<Prepared, ApiError> {
+    let n = req.n.unwrap_or(1);
+    if n < 1 || n as usize > state.config.max_n {
+        return Err(ApiError::field(
+            "n",
+            format!("n must be between 1 and {}", state.config.max_n),
+        ));
+    }
+    let temperature = req.temperature.unwrap_or(1.0);
+    if !(0.0..=2.0).contains(&temperature) {
+        return Err(ApiError::field(
+            "temperature",
+            "temperature must be between 0 and 2",
+        ));
+    }
+    let top_p = req.top_p.unwrap_or(1.0);
+    if !(top_p > 0.0 && top_p <= 1.0) {
+        return Err(ApiError::field("top_p", "top_p must be in (0, 1]"));
+    }
+    for (name, v) in [
+        ("frequency_penalty", req.frequency_penalty),
+        ("presence_penalty", req.presence_penalty),
+    ] {
+        if v.is_some_and(|v| !(-2.0..=2.0).contains(&v)) {
+            return Err(ApiError::field(
+                name,
+                format!("{name} must be between -2 and 2"),
+            ));
+        }
+    }
+    let logprobs = match (req.logprobs.unwrap_or(false), req.top_logprobs) {
+        (_, Some(k)) if !(0..=20).contains(&k) => {
+            return Err(ApiError::field(
+                "top_logprobs",
+                "top_logprobs must be between 0 and 20",
+            ))
+        }
+        (false, Some(_)) => {
+            return Err(ApiError::field(
+                "top_logprobs",
+                "top_logprobs needs logprobs: true",
+            ))
+        }
+        (true, k) => Some(k.unwrap_or(0) as usize),
+        (false, None) => None,
+    };
+    let width = state.vocab.logits_width();
+    let mut logit_bias = Vec::new();
+    for (k, &b) in req.logit_bias.iter().flatten() {
+        let id: usize = k
+            .parse()
+            .ok()
+            .filter(|&i: &usize| i < width)
+            .ok_or_else(|| {
+                ApiError::field(
+                    "logit_bias",
+                    format!("logit_bias key {k:?} is not a token id below {width}"),
+                )
+            })?;
+        if !(-100.0..=100.0).contains(&b) {
+            return Err(ApiError::field(
+                "logit_bias",
+                format!("logit_bias value {b} for token {k} is outside [-100, 100]"),
+            ));
+        }
+        logit_bias.push((TokenId(id as u32), b));
+    }
+    let sampling = SamplingConfig {
+        temperature,
+        top_p,
+        frequency_penalty: req.frequency_penalty.unwrap_or(0.0),
+        presence_penalty: req.presence_penalty.unwrap_or(0.0),
+        logit_bias,
+        ..SamplingConfig::default()
+    };
+    sampling
+        .validate()
+        .map_err(|e| ApiError::bad(None, format!("invalid sampling parameters: {e}")))?;
+
+    let Plan {
+        prompt: prompt_text,
+        source,
+        source_param,
+        tools_active,
+        structured,
+        stop,
+        prefix,
+        trigger,
+    } = plan(req)?;
+    let compile = |s: &constrain::Source| {
+        state.compiler.compile(s).map_err(|e| {
+            ApiError::field(
+                source_param,
+                format!("the constraint does not compile: {e}"),
+            )
+        })
+    };
+    let compiled = source.as_ref().map(compile).transpose()?;
+    let trigger = trigger.as_ref().map(compile).transpose()?;
+    let prompt = state
+        .tokenizer
+        .encode(&prompt_text)
+        .map_err(|e| ApiError::internal(format!("tokenizing the prompt failed: {e}")))?;
+    let context = state.context_length;
+    if prompt.len() >= context {
+        return Err(ApiError::field(
+            "messages",
+            format!(
+                "the prompt has {} tokens but the model's context is {context} tokens",
+                prompt.len()
+            ),
+        )
+        .with_code("context_length_exceeded"));
+    }
+    let room = context - prompt.len();
+    let needed = compiled
+        .as_ref()
+        .and_then(|c| c.matcher().tokens_to_accept())
+        .unwrap_or(0) as usize;
+    let (param, asked) = match (req.max_completion_tokens, req.max_tokens) {
+        (Some(m), _) => ("max_completion_tokens", Some(m)),
+        (None, m) => ("max_tokens", m),
+    };
+    let max_tokens = match asked {
+        Some(m) if m < 1 => {
+            return Err(ApiError::field(
+                param,
+                format!("{param} must be at least 1"),
+            ))
+        }
+        Some(m) => m as usize,
+        None => state
+            .config
+            .default_max_tokens
+            .min(room)
+            .max(needed.min(room)),
+    };
+    if max_tokens > room {
+        return Err(ApiError::field(
+            param,
+            format!(
+                "the prompt ({} tokens) + {param} ({max_tokens}) exceeds the model's context of {context} tokens; lower {param} to at most {room}",
+                prompt.len()
+            ),
+        )
+        .with_code("context_length_exceeded"));
+    }
+    if needed > max_tokens {
+        let mut e = map_generate_error(constrain_model::generate::GenerateError::BudgetTooSmall {
+            max_tokens,
+            needed: needed as u32,
+        });
+        e.param = Some(param.into());
+        e.message = e.message.replacen("max_tokens", param, 1);
+        return Err(e);
+    }
+    let seed = match req.seed {
+        Some(s) => s as u64,
+        None => rand::random(),
+    };
+    let config = GenerateConfig {
+        max_tokens,
+        sampling,
+        seed,
+        // With logprobs every token is sampled (none appended by jump-forward).
+        jump_forward: logprobs.is_none(),
+        ..GenerateConfig::default()
+    };
+    Ok(Prepared {
+        stream: req.stream.unwrap_or(false),
+        include_usage: req
+            .stream_options
+            .as_ref()
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false),
+        prompt_tokens: prompt.len(),
+        job: Job {
+            prompt_text,
+            prompt,
+            compiled,
+            trigger,
+            prefix,
+            config,
+            n: n as usize,
+            stop,
+            tools_active,
+            structured,
+            cancel,
+            logprobs,
+        },
+    })
+}
+
+fn tool_calls_json(c: &ChoiceOut) -> Vec<Value> {
+    c.calls
+        .iter()
+        .map(|call| {
+            json!({
+                "id": random_id("call_"),
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            })
+        })
+        .collect()
+}
+
+fn logprobs_json(c: &ChoiceOut) -> Value {
+    match &c.logprobs {
+        Some(entries) => json!({"content": entries, "refusal": null}),
+        None => Value::Null,
+    }
+}
+
+fn usage(prompt: usize, choices: &[ChoiceOut]) -> Value {
+    let completion: usize = choices.iter().map(|c| c.completion_tokens).sum();
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+}
+
+fn completion_body(state: &ServerState, choices: &[ChoiceOut], prompt_tokens: usize) -> Value {
+    let cs: Vec<Value> = choices
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut message = json!({
+                "role": "assistant",
+                "content": if c.content.is_empty() && !c.calls.is_empty() { Value::Null } else { Value::String(c.content.clone()) },
+                "refusal": null,
+            });
+            if !c.calls.is_empty() {
+                message["tool_calls"] = Value::Array(tool_calls_json(c));
+            }
+            json!({"index": i, "message": message, "logprobs": logprobs_json(c), "finish_reason": c.finish_reason})
+        })
+        .collect();
+    json!({
+        "id": random_id("chatcmpl-"),
+        "object": "chat.completion",
+        "created": now(),
+        "model": state.model_name,
+        "system_fingerprint": null,
+        "choices": cs,
+        "usage": usage(prompt_tokens, choices),
+    })
+}
+
+/// Writes `chat.completion.chunk` events as a job runs.
+struct SseWriter {
+    tx: tokio::sync::mpsc::UnboundedSender<Event>,
+    id: String,
+    created: u64,
+    model: String,
+    include_usage: bool,
+    markers: Vec<String>,
+    /// Under `auto`: hold back an answer that may still open a bare call.
+    bare: bool,
+    /// Per choice: content bytes already sent, whether the role chunk went.
+    sent: Vec<(usize, bool, bool)>,
+}
+
+impl SseWriter {
+    fn chunk(&self, choices: Value) -> Value {
+        let mut c = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+            "choices": choices,
+        });
+        if self.include_usage {
+            c["usage"] = Value::Null;
+        }
+        c
+    }
+
+    fn send(&self, v: Value) -> bool {
+        self.tx.send(Event::default().data(v.to_string())).is_ok()
+    }
+
+    fn delta(&self, index: usize, delta: Value, finish: Option<&str>) -> bool {
+        self.send(self.chunk(
+            json!([{"index": index, "delta": delta, "logprobs": null, "finish_reason": finish}]),
+        ))
+    }
+
+    fn ensure_role(&mut self, index: usize) -> bool {
+        if self.sent.len() <= index {
+            self.sent.resize(index + 1, (0, false, false));
+        }
+        if !self.sent[index].1 {
+            self.sent[index].1 = true;
+            return self.delta(index, json!({"role": "assistant", "content": ""}), None);
+        }
+        true
+    }
+
+    fn finish(&mut self, choices: &[ChoiceOut], prompt_tokens: usize) {
+        for (i, c) in choices.iter().enumerate() {
+            self.ensure_role(i);
+            let sent = self.sent[i].0;
+            if c.content.len() > sent && c.content.is_char_boundary(sent) {
+                self.delta(i, json!({"content": &c.content[sent..]}), None);
+            }
+            if !c.calls.is_empty() {
+                let calls: Vec<Value> = tool_calls_json(c)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, mut v)| {
+                        v["index"] = json!(k);
+                        v
+                    })
+                    .collect();
+                self.delta(i, json!({"tool_calls": calls}), None);
+            }
+            let mut last = self.chunk(json!([{"index": i, "delta": {}, "logprobs": logprobs_json(c), "finish_reason": c.finish_reason}]));
+            if self.include_usage {
+                last["usage"] = Value::Null;
+            }
+            self.send(last);
+        }
+        if self.include_usage {
+            let mut u = self.chunk(json!([]));
+            u["usage"] = usage(prompt_tokens, choices);
+            self.send(u);
+        }
+        let _ = self.tx.send(Event::default().data("[DONE]"));
+    }
+}
+
+impl Sink for SseWriter {
+    fn bytes(&mut self, index: usize, all: &[u8]) -> bool {
+        if !self.ensure_role(index) {
+            return false;
+        }
+        let markers: Vec<&str> = self.markers.iter().map(String::as_str).collect();
+        let (mut end, _) = safe_prefix(all, &markers);
+        if self.bare && crate::run::may_be_bare_call(all) {
+            end = 0;
+        }
+        let sent = self.sent[index].0;
+        if end > sent {
+            let text = String::from_utf8_lossy(&all[sent..end]).into_owned();
+            self.sent[index].0 = end;
+            return self.delta(index, json!({"content": text}), None);
+        }
+        !self.tx.is_closed()
+    }
+}
+
+fn stream_response(
+    state: Arc<ServerState>,
+    prepared: Prepared,
+    slot: crate::scheduler::Slot,
+    guard: CancelOnDrop,
+) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let mut writer = SseWriter {
+        tx,
+        id: random_id("chatcmpl-"),
+        created: now(),
+        model: state.model_name.clone(),
+        include_usage: prepared.include_usage,
+        markers: content_markers(&prepared.job),
+        bare: prepared.job.trigger.is_some(),
+        sent: Vec::new(),
+    };
+    let prompt_tokens = prepared.prompt_tokens;
+    let job = prepared.job;
+    let st = state.clone();
+    tokio::task::spawn_blocking(move || {
+        match run_job(slot, &job, &st.vocab, &st.tokenizer, &mut writer) {
+            Ok(choices) => writer.finish(&choices, prompt_tokens),
+            Err(e) => {
+                writer.send(e.body());
+                let _ = writer.tx.send(Event::default().data("[DONE]"));
+            }
+        }
+    });
+    // The stream owns the cancel guard: dropped with the connection.
+    let stream = futures_util::stream::unfold((rx, guard), |(mut rx, g)| async move {
+        rx.recv()
+            .await
+            .map(|e| (Ok::<_, std::convert::Infallible>(e), (rx, g)))
+    });
+    let mut r = Sse::new(stream).into_response();
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    r
+}

@@ -1,0 +1,91 @@
+//! The playground page in a real headless browser (Chromium from Debian's
+//! packages): `/?run` sends the example schema request, streams the answer
+//! in, and the DOM that Chromium dumps must hold a JSON document valid for
+//! the example schema, and the step inspector shows the first token's top
+//! 16 alternatives with the masked ones marked. Skips with a message when no Chromium is installed.
+
+mod common;
+
+use common::*;
+use constrain_server::ServerConfig;
+use std::process::Command;
+
+fn browser() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        })
+}
+
+#[test]
+fn the_playground_streams_a_valid_answer_in_a_headless_browser() {
+    let Some(b) = browser() else {
+        eprintln!("skipping: no chromium / google-chrome installed (apt-get install chromium)");
+        return;
+    };
+    let addr = start(ServerConfig::default(), Fake::default());
+    let profile = std::env::temp_dir().join(format!("constrain-chromium-{}", std::process::id()));
+    let out = Command::new(b)
+        .args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--virtual-time-budget=15000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("http://{addr}/?run"))
+        .output()
+        .expect("run chromium");
+    let _ = std::fs::remove_dir_all(&profile);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer = dom
+        .split("<pre id=\"answer\"")
+        .nth(1)
+        .and_then(|s| s.split_once('>'))
+        .and_then(|(_, s)| s.split("</pre>").next())
+        .expect("the answer box");
+    let text = answer
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{text:?} is not JSON ({e}); DOM: {dom}"));
+    let schema = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]},
+        "temperature": {"type": "number", "minimum": -60, "maximum": 60}}, "required": ["city", "unit", "temperature"], "additionalProperties": false});
+    assert_valid(&schema, &doc);
+    assert!(dom.contains("finish_reason: stop"), "{dom}");
+    // The step inspector lists the tokens and the first step's top 16.
+    let steps = dom
+        .split("<div id=\"steps\">")
+        .nth(1)
+        .and_then(|s| s.split("</div>").next())
+        .expect("steps");
+    assert!(steps.matches("<span").count() >= 3, "{steps}");
+    let alts = dom
+        .split("<table id=\"alts\">")
+        .nth(1)
+        .and_then(|s| s.split("</table>").next())
+        .expect("alternatives");
+    assert_eq!(
+        alts.matches("<tr").count(),
+        17,
+        "a header and 16 alternatives: {alts}"
+    );
+    assert!(
+        alts.contains("masked"),
+        "random logits put masked tokens in the top 16: {alts}"
+    );
+}
