@@ -57,11 +57,14 @@
 //! assistant turns) and the default system message that shows the model the
 //! schema it must follow.
 
+pub mod beam;
 pub mod generate;
 pub mod gguf;
 mod gguf_tokenizer;
+pub mod inspector;
 pub mod prompt;
 mod qwen;
+pub mod trace;
 
 pub use gguf_tokenizer::{gguf_tokenizer, GgufTokenizer};
 pub use qwen::{load, Architecture, LoadedModel, QwenModel, TokenizerSource};
@@ -85,6 +88,16 @@ pub trait LanguageModel {
 
     /// Longest sequence (prompt + output) the model accepts.
     fn context_length(&self) -> usize;
+
+    /// Rewinds the sequence to its first `len` tokens (`0 < len <=` tokens
+    /// fed), so the next `forward` continues at position `len`; returns
+    /// whether the model did it. The default cannot (returns `false`): the
+    /// caller then restarts at position 0 with the whole sequence. Beam
+    /// search uses it to move between hypotheses that share a prefix.
+    fn truncate(&mut self, len: usize) -> bool {
+        let _ = len;
+        false
+    }
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
@@ -100,6 +113,9 @@ impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
     fn context_length(&self) -> usize {
         (**self).context_length()
     }
+    fn truncate(&mut self, len: usize) -> bool {
+        (**self).truncate(len)
+    }
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
@@ -114,6 +130,9 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
     }
     fn context_length(&self) -> usize {
         (**self).context_length()
+    }
+    fn truncate(&mut self, len: usize) -> bool {
+        (**self).truncate(len)
     }
 }
 

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod beam;
 mod common;
 mod compile;
 mod distribution;
@@ -11,6 +12,7 @@ mod generate;
 mod maskbench;
 mod schema_args;
 mod soak;
+mod view;
 
 #[derive(Parser)]
 #[command(
@@ -37,6 +39,10 @@ enum Command {
     Maskbench(maskbench::MaskbenchArgs),
     /// Show how each sampling stage shifts a small distribution.
     Distribution(Box<distribution::DistributionArgs>),
+    /// Render a step trace (`--trace FILE`) as a self-contained HTML page.
+    View(view::ViewArgs),
+    /// Explain beam search against greedy on a toy tree of next-token probabilities.
+    Beam(beam::BeamArgs),
     /// Generate from random logits over many schemas and check every output validates: exit 1 if any fails.
     Soak(Box<soak::SoakArgs>),
 }
@@ -71,6 +77,8 @@ pub fn main() -> ExitCode {
         Some(Command::Maskbench(a)) => maskbench::run(a),
         Some(Command::Distribution(a)) => distribution::run(*a),
         Some(Command::Soak(a)) => soak::run(*a),
+        Some(Command::Beam(a)) => beam::run(a),
+        Some(Command::View(a)) => view::run(a),
         None => generate::run(cli.generate),
     };
     match result {
