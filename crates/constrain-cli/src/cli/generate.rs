@@ -105,7 +105,7 @@ pub struct GenerateArgs {
     trace: Option<PathBuf>,
     /// Constrained beam search with N beams (1 = greedy): the likeliest
     /// complete output, scored by summed log-probability / length^A.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     beam: Option<usize>,
     /// Length penalty A for --beam (default 1, as Hugging Face).
     #[arg(long = "length-penalty", value_name = "A", requires = "beam", allow_hyphen_values = true)]
