@@ -129,25 +129,6 @@ pub enum BeamError {
     LengthPenalty(f32),
 }
 
-impl From<BeamError> for GenerateError {
-    fn from(e: BeamError) -> Self {
-        GenerateError::Sampling(constrain::sampling::SamplingError::InvalidParameter {
-            name: match e {
-                BeamError::ZeroBeams => "beam",
-                BeamError::LengthPenalty(_) => "length_penalty",
-            },
-            value: match e {
-                BeamError::ZeroBeams => "0".into(),
-                BeamError::LengthPenalty(a) => a.to_string(),
-            },
-            allowed: match e {
-                BeamError::ZeroBeams => "an integer >= 1",
-                BeamError::LengthPenalty(_) => "a finite number",
-            },
-        })
-    }
-}
-
 /// Feeds sequences to a model, reusing its KV cache where the new sequence
 /// shares a prefix with the last one.
 struct Feeder<'m, M: LanguageModel + ?Sized> {

@@ -34,6 +34,13 @@
 //! is the model's, not an artefact of tokenizing the forced bytes alone.
 //! Forced tokens count against `max_tokens` and pass the same budget check.
 //!
+//! ## Tracing
+//!
+//! [`generate_traced`] runs the same loop and also records, per output token,
+//! what the model wanted and what the constraint allowed ([`crate::trace`]):
+//! it copies the raw logits before the sampler works on them in place and
+//! draws nothing from the random source, so the output is the same.
+//!
 //! ## What the sampler sees
 //!
 //! Penalties (`repetition_penalty`...) look at the generated tokens only, not
@@ -188,6 +195,8 @@ pub enum GenerateError {
     Index(#[from] constrain::Error),
     #[error(transparent)]
     Compile(#[from] CompileError),
+    #[error(transparent)]
+    Beam(#[from] crate::beam::BeamError),
 }
 
 /// Generates from `prompt` with `model`, under `matcher` when given.

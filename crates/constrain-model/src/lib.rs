@@ -18,7 +18,10 @@
 //!
 //! * `forward(tokens, 0)` starts a new sequence (the KV cache is cleared);
 //! * `forward(tokens, pos)` with `pos > 0` continues it, and `pos` must equal the
-//!   number of tokens fed so far (there is no rollback of the KV cache);
+//!   number of tokens fed so far, or the length [`LanguageModel::truncate`]
+//!   rewound it to (a model that can rewind its KV cache says so by returning
+//!   `true`; the default cannot, and callers such as beam search then restart
+//!   at position 0);
 //! * the result is the logits for the token that follows `tokens`, a
 //!   `Vec<f32>` of exactly [`LanguageModel::logits_width`] values;
 //! * a batch of several tokens is one forward pass (prefill, jump-forward).

@@ -119,13 +119,20 @@ pub fn token_text(vocab: &Vocabulary, id: TokenId) -> String {
     format!("#{id}")
 }
 
-fn logsumexp(xs: impl Iterator<Item = f32>) -> f64 {
-    let v: Vec<f64> = xs.filter(|x| !x.is_nan()).map(f64::from).collect();
-    let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+fn logsumexp<I: Iterator<Item = f32> + Clone>(xs: I) -> f64 {
+    // Two passes, no allocation: the max, then the shifted sum.
+    let m = xs
+        .clone()
+        .filter(|x| !x.is_nan())
+        .fold(f32::NEG_INFINITY, f32::max);
     if !m.is_finite() {
-        return m;
+        return m as f64;
     }
-    m + v.iter().map(|&x| (x - m).exp()).sum::<f64>().ln()
+    let sum: f64 = xs
+        .filter(|x| !x.is_nan())
+        .map(|x| ((x - m) as f64).exp())
+        .sum();
+    m as f64 + sum.ln()
 }
 
 /// The `k` highest finite logits, best first, lowest id on ties.
@@ -160,7 +167,12 @@ pub fn sampled_step(
     let (kept, allowed_count) = match allowed {
         None => (all, logits.len()),
         Some(m) => (
-            logsumexp(m.iter().filter_map(|t| logits.get(t.as_usize()).copied())),
+            logsumexp(
+                m.iter()
+                    .filter_map(|t| logits.get(t.as_usize()).copied())
+                    .collect::<Vec<f32>>()
+                    .into_iter(),
+            ),
             m.len(),
         ),
     };

@@ -169,7 +169,7 @@ fn bad_requests_are_errors() {
     let run = |cfg: BeamConfig| {
         beam_search(&mut random_model(width, 0), &vocab, None, &m, &prompt, &cfg)
     };
-    assert!(matches!(run(BeamConfig { beams: 0, ..Default::default() }), Err(GenerateError::Sampling(_))));
+    assert!(matches!(run(BeamConfig { beams: 0, ..Default::default() }), Err(GenerateError::Beam(_))));
     assert!(run(BeamConfig { length_penalty: f32::NAN, ..Default::default() }).is_err());
     assert!(matches!(
         run(BeamConfig { max_tokens: 3, ..Default::default() }),
