@@ -34,7 +34,10 @@ fn chi_square(target: &[f32], draft: &[f32], n: usize, seed: u64) -> (f64, usize
     for (i, &c) in counts.iter().enumerate() {
         let expected = target[i] as f64 * n as f64;
         if expected == 0.0 {
-            assert_eq!(c, 0, "token {i} has target probability 0 but was drawn {c} times");
+            assert_eq!(
+                c, 0,
+                "token {i} has target probability 0 but was drawn {c} times"
+            );
             continue;
         }
         cells += 1;
@@ -58,8 +61,8 @@ fn softmax_masked(logits: &[f32], mask: Option<&TokenSet>) -> Vec<f32> {
 fn output_distribution_is_the_targets() {
     let target_logits = [2.0, 1.5, 0.3, -0.5, 1.0, -2.0];
     let drafts: [[f32; 6]; 3] = [
-        [0.5, 2.5, 0.3, 1.0, -1.0, 0.0],   // disagrees
-        [2.0, 1.5, 0.3, -0.5, 1.0, -2.0],  // identical: never rejects
+        [0.5, 2.5, 0.3, 1.0, -1.0, 0.0],    // disagrees
+        [2.0, 1.5, 0.3, -0.5, 1.0, -2.0],   // identical: never rejects
         [-3.0, -3.0, 4.0, -3.0, -3.0, 3.0], // very different
     ];
     let n = 200_000;

@@ -261,13 +261,10 @@ pub fn beam_search_tree(
     // Greedy: the likeliest next token until a leaf (first key wins ties).
     let mut greedy = empty();
     let mut level = &tree.roots;
-    while let Some(best) = level
-        .iter()
-        .fold(None::<&TreeNode>, |b, n| match b {
-            Some(b) if b.p >= n.p => Some(b),
-            _ => Some(n),
-        })
-    {
+    while let Some(best) = level.iter().fold(None::<&TreeNode>, |b, n| match b {
+        Some(b) if b.p >= n.p => Some(b),
+        _ => Some(n),
+    }) {
         greedy = extend(&greedy, best, length_penalty);
         level = &best.next;
     }
@@ -417,8 +414,8 @@ mod tests {
 
     #[test]
     fn bad_trees_name_the_place() {
-        let e = BeamTree::from_json(&json!({"A": {"p": 0.4, "next": {"x": {"p": 1.5}}}}))
-            .unwrap_err();
+        let e =
+            BeamTree::from_json(&json!({"A": {"p": 0.4, "next": {"x": {"p": 1.5}}}})).unwrap_err();
         assert_eq!(
             e,
             TreeError::BadP {

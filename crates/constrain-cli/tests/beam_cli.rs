@@ -72,7 +72,15 @@ fn length_penalty_flag_changes_the_winner() {
         r#"{"A": {"p": 0.5, "next": {"y": {"p": 0.95, "next": {"z": {"p": 0.95}}}}}, "B": {"p": 0.5}}"#,
     );
     let t = tree.to_str().unwrap();
-    let (code, out, _) = run(&["--tree", t, "--beam", "2", "--length-penalty", "0", "--json"]);
+    let (code, out, _) = run(&[
+        "--tree",
+        t,
+        "--beam",
+        "2",
+        "--length-penalty",
+        "0",
+        "--json",
+    ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["beam"]["tokens"], serde_json::json!(["B"]));
@@ -90,7 +98,10 @@ fn text_explains_the_steps() {
     assert!(out.contains("step 1"), "{out}");
     assert!(out.contains("pruned"), "{out}");
     let greedy = out.lines().find(|l| l.starts_with("greedy")).unwrap();
-    assert!(greedy.contains("A x") && greedy.contains("p = 0.2000"), "{out}");
+    assert!(
+        greedy.contains("A x") && greedy.contains("p = 0.2000"),
+        "{out}"
+    );
     let beam = out.lines().find(|l| l.starts_with("beam (")).unwrap();
     assert!(beam.contains("B x") && beam.contains("p = 0.3150"), "{out}");
 }
@@ -114,7 +125,10 @@ fn bad_values_exit_2_with_one_error_line() {
     assert_one_error_line(c, &o, &e, "--beam");
     let (c, o, e) = run(&["--tree", t, "--beam", "2", "--length-penalty", "nan"]);
     assert_one_error_line(c, &o, &e, "--length-penalty");
-    let bad = file("bad_p.json", r#"{"A": {"p": 0.4, "next": {"x": {"p": 1.5}}}}"#);
+    let bad = file(
+        "bad_p.json",
+        r#"{"A": {"p": 0.4, "next": {"x": {"p": 1.5}}}}"#,
+    );
     let (c, o, e) = run(&["--tree", bad.to_str().unwrap(), "--beam", "2"]);
     assert_one_error_line(c, &o, &e, "/A/next/x/p");
     let bad = file("not_json.json", "{\"A\": {\"p\": 0.4,,}}");

@@ -57,8 +57,20 @@ const RE: &str = r#"\{"n":[0-9]{1,3},"ok":(true|false)\}"#;
 fn trace_leaves_stdout_unchanged_and_has_the_fields() {
     let m = tiny();
     let m = m.to_str().unwrap();
-    for extra in [&["--greedy"][..], &["--temperature", "0.8", "--seed", "5"][..]] {
-        let mut args = vec!["--model", m, "--regex", RE, "--prompt", "hi", "--max-tokens", "30"];
+    for extra in [
+        &["--greedy"][..],
+        &["--temperature", "0.8", "--seed", "5"][..],
+    ] {
+        let mut args = vec![
+            "--model",
+            m,
+            "--regex",
+            RE,
+            "--prompt",
+            "hi",
+            "--max-tokens",
+            "30",
+        ];
         args.extend_from_slice(extra);
         let plain = ok_stdout(&constrain(&args), "plain");
         let trace = tmp("trace.json");
@@ -70,7 +82,10 @@ fn trace_leaves_stdout_unchanged_and_has_the_fields() {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["model", "prompt", "settings", "steps", "sequence_logprob"]);
+        assert_eq!(
+            keys,
+            ["model", "prompt", "settings", "steps", "sequence_logprob"]
+        );
         assert_eq!(v["model"], m);
         assert_eq!(v["prompt"], "hi");
         assert_eq!(v["settings"]["max_tokens"], 30);
@@ -104,7 +119,11 @@ fn trace_leaves_stdout_unchanged_and_has_the_fields() {
             .unwrap();
         assert!(out.status.success());
         let html = std::fs::read_to_string(&page).unwrap();
-        assert_eq!(html.matches("<section class=\"ci-step\" data-step=").count(), steps.len());
+        assert_eq!(
+            html.matches("<section class=\"ci-step\" data-step=")
+                .count(),
+            steps.len()
+        );
     }
 }
 
@@ -112,12 +131,27 @@ fn trace_leaves_stdout_unchanged_and_has_the_fields() {
 fn beam_one_equals_greedy_and_beams_match_the_constraint() {
     let m = tiny();
     let m = m.to_str().unwrap();
-    let base = ["--model", m, "--regex", RE, "--prompt", "hi", "--max-tokens", "20"];
+    let base = [
+        "--model",
+        m,
+        "--regex",
+        RE,
+        "--prompt",
+        "hi",
+        "--max-tokens",
+        "20",
+    ];
     let greedy = ok_stdout(&constrain(&[&base[..], &["--greedy"]].concat()), "greedy");
-    let beam1 = ok_stdout(&constrain(&[&base[..], &["--beam", "1"]].concat()), "beam 1");
+    let beam1 = ok_stdout(
+        &constrain(&[&base[..], &["--beam", "1"]].concat()),
+        "beam 1",
+    );
     assert_eq!(greedy, beam1);
     let re = regex::Regex::new(&format!("^(?:{RE})\n$")).unwrap();
-    for extra in [&["--beam", "3"][..], &["--beam", "2", "--length-penalty", "0"][..]] {
+    for extra in [
+        &["--beam", "3"][..],
+        &["--beam", "2", "--length-penalty", "0"][..],
+    ] {
         let out = constrain(&[&base[..], extra].concat());
         let text = ok_stdout(&out, "beam");
         assert!(re.is_match(&text), "{extra:?}: {text:?}");
@@ -126,7 +160,18 @@ fn beam_one_equals_greedy_and_beams_match_the_constraint() {
     }
     // Tight budget (14 is the least this constraint needs): still complete.
     let text = ok_stdout(
-        &constrain(&["--model", m, "--regex", RE, "--prompt", "hi", "--max-tokens", "14", "--beam", "3"]),
+        &constrain(&[
+            "--model",
+            m,
+            "--regex",
+            RE,
+            "--prompt",
+            "hi",
+            "--max-tokens",
+            "14",
+            "--beam",
+            "3",
+        ]),
         "tight",
     );
     assert!(re.is_match(&text), "{text:?}");
@@ -137,10 +182,22 @@ fn bad_decoding_values_exit_2() {
     let m = tiny();
     let m = m.to_str().unwrap();
     let base = ["--model", m, "--regex", RE, "--prompt", "hi"];
-    bad_input(&constrain(&[&base[..], &["--beam", "0"]].concat()), "--beam");
-    bad_input(&constrain(&[&base[..], &["--beam", "-2"]].concat()), "--beam");
-    bad_input(&constrain(&[&base[..], &["--beam", "2", "--length-penalty", "x"]].concat()), "--length-penalty");
-    bad_input(&constrain(&[&base[..], &["--length-penalty", "2"]].concat()), "--beam");
+    bad_input(
+        &constrain(&[&base[..], &["--beam", "0"]].concat()),
+        "--beam",
+    );
+    bad_input(
+        &constrain(&[&base[..], &["--beam", "-2"]].concat()),
+        "--beam",
+    );
+    bad_input(
+        &constrain(&[&base[..], &["--beam", "2", "--length-penalty", "x"]].concat()),
+        "--length-penalty",
+    );
+    bad_input(
+        &constrain(&[&base[..], &["--length-penalty", "2"]].concat()),
+        "--beam",
+    );
     bad_input(
         &constrain(&[&base[..], &["--trace", "/nonexistent-dir/t.json"]].concat()),
         "/nonexistent-dir/t.json",

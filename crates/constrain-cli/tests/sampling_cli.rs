@@ -126,13 +126,7 @@ fn bad_values_exit_2_with_one_error_line() {
 
 #[test]
 fn draft_logits_show_acceptance_and_residual() {
-    let (code, out, err) = run(&[
-        "--logits",
-        "2,1,0",
-        "--draft-logits",
-        "0,1,2",
-        "--json",
-    ]);
+    let (code, out, err) = run(&["--logits", "2,1,0", "--draft-logits", "0,1,2", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let s = &v["speculative"];
@@ -158,7 +152,10 @@ fn draft_logits_show_acceptance_and_residual() {
     // Text mode has the table.
     let (code, out, _) = run(&["--logits", "2,1,0", "--draft-logits", "0,1,2"]);
     assert_eq!(code, 0);
-    assert!(out.contains("acceptance") && out.contains("residual"), "{out}");
+    assert!(
+        out.contains("acceptance") && out.contains("residual"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -186,14 +183,25 @@ fn guidance_scale_shows_the_guided_distribution() {
     // G = 1 is the plain distribution.
     let (_, plain, _) = run(&["--logits", "2,1,0", "--json"]);
     let (_, g1, _) = run(&[
-        "--logits", "2,1,0", "--uncond-logits", "5,-3,0", "--guidance-scale", "1", "--json",
+        "--logits",
+        "2,1,0",
+        "--uncond-logits",
+        "5,-3,0",
+        "--guidance-scale",
+        "1",
+        "--json",
     ]);
     let plain: serde_json::Value = serde_json::from_str(&plain).unwrap();
     let g1: serde_json::Value = serde_json::from_str(&g1).unwrap();
     assert_eq!(plain["final"], g1["final"]);
     // Text mode says what it did.
     let (code, out, _) = run(&[
-        "--logits", "2,1,0", "--uncond-logits", "1,1,1", "--guidance-scale", "3",
+        "--logits",
+        "2,1,0",
+        "--uncond-logits",
+        "1,1,1",
+        "--guidance-scale",
+        "3",
     ]);
     assert_eq!(code, 0);
     assert!(out.contains("guidance: classifier-free"), "{out}");
@@ -204,10 +212,31 @@ fn bad_draft_and_guidance_values_exit_2() {
     for args in [
         &["--logits", "2,1,0", "--draft-logits", "0,1"][..],
         &["--logits", "2,1,0", "--draft-logits", "a,b,c"][..],
-        &["--logits", "2,1,0", "--uncond-logits", "1,1,1", "--guidance-scale", "x"][..],
-        &["--logits", "2,1,0", "--uncond-logits", "1,1", "--guidance-scale", "2"][..],
+        &[
+            "--logits",
+            "2,1,0",
+            "--uncond-logits",
+            "1,1,1",
+            "--guidance-scale",
+            "x",
+        ][..],
+        &[
+            "--logits",
+            "2,1,0",
+            "--uncond-logits",
+            "1,1",
+            "--guidance-scale",
+            "2",
+        ][..],
         &["--logits", "2,1,0", "--guidance-scale", "2"][..],
-        &["--logits", "2,1,0", "--uncond-logits", "1,1,1", "--guidance-scale", "inf"][..],
+        &[
+            "--logits",
+            "2,1,0",
+            "--uncond-logits",
+            "1,1,1",
+            "--guidance-scale",
+            "inf",
+        ][..],
     ] {
         let (code, out, err) = run(args);
         assert_eq!(code, 2, "{args:?}: {err}");

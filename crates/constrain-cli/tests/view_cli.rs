@@ -68,7 +68,9 @@ fn view_writes_the_marked_up_page() {
     let chosen = html.find("data-chosen=").unwrap();
     let bar = html[..chosen].rfind("data-token-id=").unwrap();
     assert!(html[bar..].starts_with("data-token-id=\"5\""));
-    assert!(html.contains("data-control=\"temperature\"") && html.contains("data-control=\"top-p\""));
+    assert!(
+        html.contains("data-control=\"temperature\"") && html.contains("data-control=\"top-p\"")
+    );
     // Token text cannot close the script or inject markup.
     assert!(!html.contains("</script>\""));
     assert!(html.contains("&lt;/script&gt;"));
@@ -85,7 +87,10 @@ fn bad_traces_exit_2_with_one_error_line() {
         assert_eq!(code, 2, "{err}");
         assert!(out.is_empty());
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.starts_with("error: ") && err.contains(input.to_str().unwrap()), "{err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(input.to_str().unwrap()),
+            "{err}"
+        );
     }
 }
 
@@ -108,13 +113,19 @@ fn chromium_runs_the_script() {
         .output()
         .expect("run chromium");
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let prob = |id: u32| -> f64 {
         let at = dom.find(&format!("data-token-id=\"{id}\"")).unwrap();
         let rest = &dom[at..];
         let p = rest.find("data-prob=\"").unwrap() + "data-prob=\"".len();
         let end = rest[p..].find('"').unwrap();
-        rest[p..p + end].parse().unwrap_or_else(|_| panic!("data-prob of {id} not filled: {}", &rest[..200]))
+        rest[p..p + end]
+            .parse()
+            .unwrap_or_else(|_| panic!("data-prob of {id} not filled: {}", &rest[..200]))
     };
     assert_eq!(prob(9), 0.0);
     assert!((prob(5) - 0.731059).abs() < 1e-5, "{}", prob(5));

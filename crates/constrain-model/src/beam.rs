@@ -174,7 +174,10 @@ fn masked_logprobs(logits: &[f32], m: &Matcher) -> Vec<(TokenId, f64)> {
             (!x.is_nan() && x > f32::NEG_INFINITY).then_some((t, x as f64))
         })
         .collect();
-    let max = allowed.iter().map(|a| a.1).fold(f64::NEG_INFINITY, f64::max);
+    let max = allowed
+        .iter()
+        .map(|a| a.1)
+        .fold(f64::NEG_INFINITY, f64::max);
     let lse = max + allowed.iter().map(|a| (a.1 - max).exp()).sum::<f64>().ln();
     allowed.into_iter().map(|(t, x)| (t, x - lse)).collect()
 }
@@ -209,7 +212,15 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
         ..GenerateConfig::greedy(config.max_tokens)
     };
     let mut gm = matcher.clone();
-    let g = generate(&mut *model, vocab, tokenizer, Some(&mut gm), prompt, &gcfg, &mut |_| {})?;
+    let g = generate(
+        &mut *model,
+        vocab,
+        tokenizer,
+        Some(&mut gm),
+        prompt,
+        &gcfg,
+        &mut |_| {},
+    )?;
     let mut stats = g.stats.clone();
     let mut feeder = Feeder {
         model: &mut *model,

@@ -211,7 +211,10 @@ pub fn generate<M: LanguageModel + ?Sized>(
     config: &GenerateConfig,
     on_bytes: &mut dyn FnMut(&[u8]),
 ) -> Result<Generation, GenerateError> {
-    run(model, vocab, tokenizer, matcher, prompt, config, on_bytes, false).map(|(g, _)| g)
+    run(
+        model, vocab, tokenizer, matcher, prompt, config, on_bytes, false,
+    )
+    .map(|(g, _)| g)
 }
 
 /// [`generate`], also recording one [`TraceStep`] per output token (see
@@ -226,7 +229,9 @@ pub fn generate_traced<M: LanguageModel + ?Sized>(
     config: &GenerateConfig,
     on_bytes: &mut dyn FnMut(&[u8]),
 ) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
-    run(model, vocab, tokenizer, matcher, prompt, config, on_bytes, true)
+    run(
+        model, vocab, tokenizer, matcher, prompt, config, on_bytes, true,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -369,7 +374,13 @@ impl Decoder<'_> {
         let t = self.pick(&mut logits)?;
         if let (Some(raw), Some(steps)) = (raw, self.trace.as_mut()) {
             let allowed = self.matcher.as_deref().map(|m| m.allowed());
-            steps.push(trace::sampled_step(steps.len(), &raw, allowed, t, self.vocab));
+            steps.push(trace::sampled_step(
+                steps.len(),
+                &raw,
+                allowed,
+                t,
+                self.vocab,
+            ));
         }
         if let Some(m) = self.matcher.as_deref_mut() {
             m.advance(t)?;

@@ -233,10 +233,7 @@ mod tests {
     fn top_logits_order_and_ties() {
         let l = [1.0, 3.0, 3.0, f32::NAN, -1.0, 2.0, f32::NEG_INFINITY];
         let t = top_logits(&l, 3);
-        assert_eq!(
-            t,
-            [(TokenId(1), 3.0), (TokenId(2), 3.0), (TokenId(5), 2.0)]
-        );
+        assert_eq!(t, [(TokenId(1), 3.0), (TokenId(2), 3.0), (TokenId(5), 2.0)]);
         assert_eq!(top_logits(&l, 10).len(), 5);
         assert!(top_logits(&l, 0).is_empty());
     }
@@ -246,6 +243,9 @@ mod tests {
         let x = [0.5f32, -1.0, 2.0];
         let want = x.iter().map(|&v| (v as f64).exp()).sum::<f64>().ln();
         assert!((logsumexp(x.iter().copied()) - want).abs() < 1e-12);
-        assert_eq!(logsumexp([f32::NEG_INFINITY].into_iter()), f64::NEG_INFINITY);
+        assert_eq!(
+            logsumexp([f32::NEG_INFINITY].into_iter()),
+            f64::NEG_INFINITY
+        );
     }
 }

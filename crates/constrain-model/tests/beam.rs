@@ -37,7 +37,8 @@ fn id(vocab: &Vocabulary, bytes: &[u8]) -> TokenId {
         .unwrap()
 }
 
-const RE: &str = r#"\{"name":"(alpha|beta|gamma)","tags":\[("[a-z]{1,4}"(,"[a-z]{1,4}"){0,3})?\]\}"#;
+const RE: &str =
+    r#"\{"name":"(alpha|beta|gamma)","tags":\[("[a-z]{1,4}"(,"[a-z]{1,4}"){0,3})?\]\}"#;
 
 #[test]
 fn outputs_are_in_the_language_and_never_worse_than_greedy() {
@@ -52,10 +53,19 @@ fn outputs_are_in_the_language_and_never_worse_than_greedy() {
         for beams in [2, 3, 4] {
             for max_tokens in [needed, needed + 3, 60] {
                 for penalty in [0.0, 1.0, 2.0] {
-                    let cfg = BeamConfig { beams, length_penalty: penalty, max_tokens, jump_forward: true };
+                    let cfg = BeamConfig {
+                        beams,
+                        length_penalty: penalty,
+                        max_tokens,
+                        jump_forward: true,
+                    };
                     let out = beam_search(
-                        &mut random_model(width, salt), &vocab, Some(&t.tokenizer),
-                        &Matcher::from_index(idx.clone()), &prompt, &cfg,
+                        &mut random_model(width, salt),
+                        &vocab,
+                        Some(&t.tokenizer),
+                        &Matcher::from_index(idx.clone()),
+                        &prompt,
+                        &cfg,
                     )
                     .unwrap();
                     let what = format!("salt {salt} beams {beams} max {max_tokens} A {penalty}");
@@ -63,7 +73,12 @@ fn outputs_are_in_the_language_and_never_worse_than_greedy() {
                     assert!(out.tokens.len() <= max_tokens, "{what}");
                     let text = out.text();
                     assert!(oracle.is_match(&text), "{what}: {text:?}");
-                    assert!(out.score >= out.greedy.score, "{what}: {} < greedy {}", out.score, out.greedy.score);
+                    assert!(
+                        out.score >= out.greedy.score,
+                        "{what}: {} < greedy {}",
+                        out.score,
+                        out.greedy.score
+                    );
                     for c in &out.candidates {
                         let s = String::from_utf8(vocab.decode(&c.tokens)).unwrap();
                         assert!(oracle.is_match(&s), "{what}: candidate {s:?}");
@@ -87,15 +102,31 @@ fn one_beam_is_greedy() {
         for jump in [true, false] {
             let mut m = Matcher::from_index(idx.clone());
             let g = generate(
-                &mut random_model(width, salt), &vocab, Some(&t.tokenizer), Some(&mut m), &prompt,
-                &GenerateConfig { jump_forward: jump, ..GenerateConfig::greedy(50) },
+                &mut random_model(width, salt),
+                &vocab,
+                Some(&t.tokenizer),
+                Some(&mut m),
+                &prompt,
+                &GenerateConfig {
+                    jump_forward: jump,
+                    ..GenerateConfig::greedy(50)
+                },
                 &mut |_| {},
             )
             .unwrap();
-            let cfg = BeamConfig { beams: 1, length_penalty: 1.0, max_tokens: 50, jump_forward: jump };
+            let cfg = BeamConfig {
+                beams: 1,
+                length_penalty: 1.0,
+                max_tokens: 50,
+                jump_forward: jump,
+            };
             let b = beam_search(
-                &mut random_model(width, salt), &vocab, Some(&t.tokenizer),
-                &Matcher::from_index(idx.clone()), &prompt, &cfg,
+                &mut random_model(width, salt),
+                &vocab,
+                Some(&t.tokenizer),
+                &Matcher::from_index(idx.clone()),
+                &prompt,
+                &cfg,
             )
             .unwrap();
             assert_eq!(b.tokens, g.tokens);
@@ -115,7 +146,11 @@ fn beam_finds_the_likelier_sequence() {
     let width = vocab.logits_width();
     let idx = index("[ac][xyz]", &vocab);
     let (a, c, x, y, z) = (
-        id(&vocab, b"a"), id(&vocab, b"c"), id(&vocab, b"x"), id(&vocab, b"y"), id(&vocab, b"z"),
+        id(&vocab, b"a"),
+        id(&vocab, b"c"),
+        id(&vocab, b"x"),
+        id(&vocab, b"y"),
+        id(&vocab, b"z"),
     );
     let prompt = t.tokenizer.encode("go").unwrap();
     let plen = prompt.len();
@@ -139,20 +174,39 @@ fn beam_finds_the_likelier_sequence() {
             l
         })
     };
-    let cfg = BeamConfig { beams: 2, length_penalty: 1.0, max_tokens: 5, jump_forward: true };
+    let cfg = BeamConfig {
+        beams: 2,
+        length_penalty: 1.0,
+        max_tokens: 5,
+        jump_forward: true,
+    };
     let out = beam_search(
-        &mut model(), &vocab, Some(&t.tokenizer), &Matcher::from_index(idx.clone()), &prompt, &cfg,
+        &mut model(),
+        &vocab,
+        Some(&t.tokenizer),
+        &Matcher::from_index(idx.clone()),
+        &prompt,
+        &cfg,
     )
     .unwrap();
     assert_eq!(out.greedy.tokens, [a, x]);
-    assert!((out.greedy.logprob - (0.55f64 / 3.0).ln()).abs() < 1e-4, "{}", out.greedy.logprob);
+    assert!(
+        (out.greedy.logprob - (0.55f64 / 3.0).ln()).abs() < 1e-4,
+        "{}",
+        out.greedy.logprob
+    );
     assert_eq!(out.text(), "cx");
     assert!(!out.from_greedy);
     assert!((out.logprob - 0.45f64.ln()).abs() < 1e-3, "{}", out.logprob);
     // Width 1 is greedy's answer.
     let cfg1 = BeamConfig { beams: 1, ..cfg };
     let g = beam_search(
-        &mut model(), &vocab, Some(&t.tokenizer), &Matcher::from_index(idx), &prompt, &cfg1,
+        &mut model(),
+        &vocab,
+        Some(&t.tokenizer),
+        &Matcher::from_index(idx),
+        &prompt,
+        &cfg1,
     )
     .unwrap();
     assert_eq!(g.text(), "ax");
@@ -166,13 +220,25 @@ fn bad_requests_are_errors() {
     let idx = index(RE, &vocab);
     let prompt = t.tokenizer.encode("x").unwrap();
     let m = Matcher::from_index(idx);
-    let run = |cfg: BeamConfig| {
-        beam_search(&mut random_model(width, 0), &vocab, None, &m, &prompt, &cfg)
-    };
-    assert!(matches!(run(BeamConfig { beams: 0, ..Default::default() }), Err(GenerateError::Beam(_))));
-    assert!(run(BeamConfig { length_penalty: f32::NAN, ..Default::default() }).is_err());
+    let run =
+        |cfg: BeamConfig| beam_search(&mut random_model(width, 0), &vocab, None, &m, &prompt, &cfg);
     assert!(matches!(
-        run(BeamConfig { max_tokens: 3, ..Default::default() }),
+        run(BeamConfig {
+            beams: 0,
+            ..Default::default()
+        }),
+        Err(GenerateError::Beam(_))
+    ));
+    assert!(run(BeamConfig {
+        length_penalty: f32::NAN,
+        ..Default::default()
+    })
+    .is_err());
+    assert!(matches!(
+        run(BeamConfig {
+            max_tokens: 3,
+            ..Default::default()
+        }),
         Err(GenerateError::BudgetTooSmall { .. })
     ));
 }

@@ -24,9 +24,9 @@ fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
 /// sequence always gets the same logits, as a real model would).
 fn random_model(width: usize) -> FakeModel {
     FakeModel::new(width, move |seq| {
-        let seed = seq
-            .iter()
-            .fold(1469598103934665603u64, |h, t| (h ^ t.0 as u64).wrapping_mul(1099511628211));
+        let seed = seq.iter().fold(1469598103934665603u64, |h, t| {
+            (h ^ t.0 as u64).wrapping_mul(1099511628211)
+        });
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         (0..width).map(|_| rng.random_range(-4.0f32..4.0)).collect()
     })
@@ -54,7 +54,14 @@ fn trace_does_not_change_the_output_and_fields_are_right() {
     for (seed, sampling) in [
         (1, SamplingConfig::default()),
         (2, SamplingConfig::greedy()),
-        (3, SamplingConfig { temperature: 0.7, top_p: 0.9, ..SamplingConfig::default() }),
+        (
+            3,
+            SamplingConfig {
+                temperature: 0.7,
+                top_p: 0.9,
+                ..SamplingConfig::default()
+            },
+        ),
     ] {
         for jump in [true, false] {
             let cfg = GenerateConfig {
@@ -67,15 +74,25 @@ fn trace_does_not_change_the_output_and_fields_are_right() {
             let mut plain_bytes = Vec::new();
             let mut m = Matcher::from_index(idx.clone());
             let plain = generate(
-                &mut random_model(width), &vocab, Some(&t.tokenizer), Some(&mut m),
-                &prompt, &cfg, &mut |b| plain_bytes.extend_from_slice(b),
+                &mut random_model(width),
+                &vocab,
+                Some(&t.tokenizer),
+                Some(&mut m),
+                &prompt,
+                &cfg,
+                &mut |b| plain_bytes.extend_from_slice(b),
             )
             .unwrap();
             let mut traced_bytes = Vec::new();
             let mut m = Matcher::from_index(idx.clone());
             let (traced, steps) = generate_traced(
-                &mut random_model(width), &vocab, Some(&t.tokenizer), Some(&mut m),
-                &prompt, &cfg, &mut |b| traced_bytes.extend_from_slice(b),
+                &mut random_model(width),
+                &vocab,
+                Some(&t.tokenizer),
+                Some(&mut m),
+                &prompt,
+                &cfg,
+                &mut |b| traced_bytes.extend_from_slice(b),
             )
             .unwrap();
             // Same output, same stream.
@@ -92,7 +109,10 @@ fn trace_does_not_change_the_output_and_fields_are_right() {
                 assert!(vocab.is_eos(*ids.last().unwrap()));
             }
             if jump {
-                assert!(steps.iter().any(|s| s.forced), "the regex forces `{{\"name\":\"`");
+                assert!(
+                    steps.iter().any(|s| s.forced),
+                    "the regex forces `{{\"name\":\"`"
+                );
             } else {
                 assert!(steps.iter().all(|s| !s.forced));
             }
@@ -120,7 +140,11 @@ fn trace_does_not_change_the_output_and_fields_are_right() {
                     let kept = lse(allowed.iter().map(|t| l[t.as_usize()]));
                     let all = lse(l.iter().copied());
                     let want_lp = l[id.as_usize()] as f64 - kept;
-                    assert!((s.logprob - want_lp).abs() < 1e-6, "{} vs {want_lp}", s.logprob);
+                    assert!(
+                        (s.logprob - want_lp).abs() < 1e-6,
+                        "{} vs {want_lp}",
+                        s.logprob
+                    );
                     let removed = 1.0 - (kept - all).exp();
                     assert!((s.allowed_mass.unwrap() - removed).abs() < 1e-6);
                     // Top 16 raw logits, best first, with the mask's verdict.
@@ -155,16 +179,42 @@ fn trace_json_field_names() {
     let prompt = t.tokenizer.encode("x").unwrap();
     let mut m = Matcher::from_index(idx);
     let (_, steps) = generate_traced(
-        &mut random_model(width), &vocab, Some(&t.tokenizer), Some(&mut m),
-        &prompt, &GenerateConfig::greedy(40), &mut |_| {},
+        &mut random_model(width),
+        &vocab,
+        Some(&t.tokenizer),
+        Some(&mut m),
+        &prompt,
+        &GenerateConfig::greedy(40),
+        &mut |_| {},
     )
     .unwrap();
-    let v = serde_json::to_value(Trace::new("m.gguf", "x", serde_json::json!({"max_tokens": 40}), steps)).unwrap();
-    let keys = |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
-    assert_eq!(keys(&v), ["model", "prompt", "settings", "steps", "sequence_logprob"]);
+    let v = serde_json::to_value(Trace::new(
+        "m.gguf",
+        "x",
+        serde_json::json!({"max_tokens": 40}),
+        steps,
+    ))
+    .unwrap();
+    let keys =
+        |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        keys(&v),
+        ["model", "prompt", "settings", "steps", "sequence_logprob"]
+    );
     let steps = v["steps"].as_array().unwrap();
     let sampled = steps.iter().find(|s| s["forced"] == false).unwrap();
-    assert_eq!(keys(sampled), ["step", "token", "forced", "logprob", "allowed_count", "allowed_mass", "top"]);
+    assert_eq!(
+        keys(sampled),
+        [
+            "step",
+            "token",
+            "forced",
+            "logprob",
+            "allowed_count",
+            "allowed_mass",
+            "top"
+        ]
+    );
     assert_eq!(keys(&sampled["token"]), ["id", "text", "bytes", "logit"]);
     assert_eq!(keys(&sampled["top"][0]), ["id", "text", "logit", "allowed"]);
     let forced = steps.iter().find(|s| s["forced"] == true).unwrap();
@@ -186,11 +236,21 @@ fn inspector_page_structure() {
     let prompt = t.tokenizer.encode("x").unwrap();
     let mut m = Matcher::from_index(idx);
     let (_, steps) = generate_traced(
-        &mut random_model(width), &vocab, Some(&t.tokenizer), Some(&mut m),
-        &prompt, &GenerateConfig::greedy(40), &mut |_| {},
+        &mut random_model(width),
+        &vocab,
+        Some(&t.tokenizer),
+        Some(&mut m),
+        &prompt,
+        &GenerateConfig::greedy(40),
+        &mut |_| {},
     )
     .unwrap();
-    let trace = Trace::new("m.gguf", "<script>alert(1)</script>", serde_json::json!({}), steps.clone());
+    let trace = Trace::new(
+        "m.gguf",
+        "<script>alert(1)</script>",
+        serde_json::json!({}),
+        steps.clone(),
+    );
     let html = inspector::page(&trace);
     assert!(html.starts_with("<!DOCTYPE html>"));
     for s in &steps {
@@ -200,7 +260,11 @@ fn inspector_page_structure() {
     let want: usize = steps.iter().map(|s| s.top.len()).sum();
     assert_eq!(bars, want);
     assert_eq!(html.matches("data-prob=\"\"").count(), want);
-    let masked: usize = steps.iter().flat_map(|s| &s.top).filter(|e| !e.allowed).count();
+    let masked: usize = steps
+        .iter()
+        .flat_map(|s| &s.top)
+        .filter(|e| !e.allowed)
+        .count();
     assert!(masked > 0, "random logits put masked tokens in the top 16");
     // (with the leading space: the style sheet has `[data-allowed="false"]`)
     assert_eq!(html.matches(" data-allowed=\"false\"").count(), masked);
@@ -209,7 +273,12 @@ fn inspector_page_structure() {
         .iter()
         .filter(|s| s.top.iter().any(|e| e.id == s.token.id))
         .count();
-    assert_eq!(html.matches("data-chosen=\"true\"").count(), chosen, "{}", html.matches("[data-chosen]").count());
+    assert_eq!(
+        html.matches("data-chosen=\"true\"").count(),
+        chosen,
+        "{}",
+        html.matches("[data-chosen]").count()
+    );
     assert_eq!(html.matches("data-control=\"temperature\"").count(), 2); // input + script selector
     assert_eq!(html.matches("data-control=\"top-p\"").count(), 2);
     // Escaped: the prompt cannot open a script.

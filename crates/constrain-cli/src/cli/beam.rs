@@ -53,7 +53,8 @@ pub fn run(a: BeamArgs) -> anyhow::Result<ExitCode> {
             })?,
     };
     let v = read_json(&a.tree, "tree")?;
-    let tree = BeamTree::from_json(&v).with_context(|| format!("invalid tree {}", a.tree.display()))?;
+    let tree =
+        BeamTree::from_json(&v).with_context(|| format!("invalid tree {}", a.tree.display()))?;
     let out = beam_search_tree(&tree, beam, length_penalty)?;
 
     if a.json {
@@ -93,7 +94,10 @@ pub fn run(a: BeamArgs) -> anyhow::Result<ExitCode> {
         "\ngreedy (likeliest token each step): {}\n",
         line(&out.greedy)
     ));
-    s.push_str(&format!("beam (best complete sequence):      {}\n", line(&out.beam)));
+    s.push_str(&format!(
+        "beam (best complete sequence):      {}\n",
+        line(&out.beam)
+    ));
     if out.kept_greedy {
         s.push_str(
             "beam search pruned greedy's path and found only worse sequences: greedy's completion is kept\n",

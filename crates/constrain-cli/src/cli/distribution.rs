@@ -66,14 +66,28 @@ pub struct DistributionArgs {
     /// Speculative sampling: the draft model's logits (same width). Shows each
     /// token's acceptance probability min(1, p_target/p_draft) and the
     /// residual max(0, p_target − p_draft) a rejection draws from.
-    #[arg(long = "draft-logits", value_name = "L,...", allow_hyphen_values = true)]
+    #[arg(
+        long = "draft-logits",
+        value_name = "L,...",
+        allow_hyphen_values = true
+    )]
     draft_logits: Option<String>,
     /// Classifier-free guidance: the unconditional (negative-prompt) logits;
     /// the pipeline runs on uncond + G·(logits − uncond).
-    #[arg(long = "uncond-logits", value_name = "L,...", allow_hyphen_values = true, requires = "guidance_scale")]
+    #[arg(
+        long = "uncond-logits",
+        value_name = "L,...",
+        allow_hyphen_values = true,
+        requires = "guidance_scale"
+    )]
     uncond_logits: Option<String>,
     /// Guidance scale G (1 = plain decoding).
-    #[arg(long = "guidance-scale", value_name = "G", allow_hyphen_values = true, requires = "uncond_logits")]
+    #[arg(
+        long = "guidance-scale",
+        value_name = "G",
+        allow_hyphen_values = true,
+        requires = "uncond_logits"
+    )]
     guidance_scale: Option<String>,
     /// Print JSON instead of tables.
     #[arg(long)]
@@ -200,7 +214,8 @@ pub fn run(a: DistributionArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|s| serde_json::json!({"stage": s.stage.name(), "probs": s.probs}))
             .collect();
-        let mut out = serde_json::json!({"tokens": labels, "stages": stages, "final": e.final_probs});
+        let mut out =
+            serde_json::json!({"tokens": labels, "stages": stages, "final": e.final_probs});
         if let Some((uncond, scale, guided)) = &guidance {
             let p = |l: &[f32]| constrain::sampling::probabilities(l).ok();
             out["guidance"] = serde_json::json!({
@@ -236,11 +251,29 @@ pub fn run(a: DistributionArgs) -> anyhow::Result<ExitCode> {
             "guidance: classifier-free, uncond + G·(cond − uncond) with G = {scale}\n"
         ));
         out.push_str("  cond (the logits as given)\n");
-        table(&mut out, &labels, width, Some(&cond), &constrain::sampling::probabilities(&cond)?);
+        table(
+            &mut out,
+            &labels,
+            width,
+            Some(&cond),
+            &constrain::sampling::probabilities(&cond)?,
+        );
         out.push_str("  uncond (the negative prompt's logits)\n");
-        table(&mut out, &labels, width, Some(uncond), &constrain::sampling::probabilities(uncond)?);
+        table(
+            &mut out,
+            &labels,
+            width,
+            Some(uncond),
+            &constrain::sampling::probabilities(uncond)?,
+        );
         out.push_str("  guided: what the pipeline below starts from\n");
-        table(&mut out, &labels, width, Some(guided), &constrain::sampling::probabilities(guided)?);
+        table(
+            &mut out,
+            &labels,
+            width,
+            Some(guided),
+            &constrain::sampling::probabilities(guided)?,
+        );
         out.push('\n');
     }
     for s in &e.stages {

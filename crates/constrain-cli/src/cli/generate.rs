@@ -108,7 +108,12 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     beam: Option<usize>,
     /// Length penalty A for --beam (default 1, as Hugging Face).
-    #[arg(long = "length-penalty", value_name = "A", requires = "beam", allow_hyphen_values = true)]
+    #[arg(
+        long = "length-penalty",
+        value_name = "A",
+        requires = "beam",
+        allow_hyphen_values = true
+    )]
     length_penalty: Option<f32>,
     #[command(flatten)]
     schema_opts: super::schema_args::SchemaArgs,

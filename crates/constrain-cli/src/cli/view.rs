@@ -31,10 +31,6 @@ pub fn run(a: ViewArgs) -> anyhow::Result<ExitCode> {
     })?;
     std::fs::write(&a.output, inspector::page(&trace))
         .with_context(|| format!("cannot write {}", a.output.display()))?;
-    eprintln!(
-        "wrote {} ({} steps)",
-        a.output.display(),
-        trace.steps.len()
-    );
+    eprintln!("wrote {} ({} steps)", a.output.display(), trace.steps.len());
     Ok(ExitCode::SUCCESS)
 }
