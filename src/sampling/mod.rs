@@ -65,14 +65,23 @@
 //! # Ok::<(), constrain::sampling::SamplingError>(())
 //! ```
 
+mod beam_tree;
 mod candidates;
 mod config;
 mod explain;
 mod fastexp;
+mod guidance;
+mod speculative;
 mod stages;
 
+pub use beam_tree::{
+    beam_search_tree, length_normalised, BeamOutcome, BeamStep, BeamTree, Hypothesis, TreeError,
+    TreeNode,
+};
 pub use config::{Penalties, SamplingConfig};
 pub use explain::{explain, Explanation, Stage, StageProbabilities};
+pub use guidance::{classifier_free_guidance, contrastive};
+pub use speculative::{residual, speculation, speculative_sample, verify, Speculation, Verdict};
 pub use stages::{
     apply_logit_bias, apply_mask, apply_penalties, apply_temperature, draw, greedy, min_p,
     penalise, probabilities, top_k, top_p,

@@ -123,3 +123,125 @@ fn bad_values_exit_2_with_one_error_line() {
     let (_, _, err) = run(&["--logits", "6,5", "--top-p", "1.5"]);
     assert!(err.contains("top_p") && err.contains("1.5"), "{err}");
 }
+
+#[test]
+fn draft_logits_show_acceptance_and_residual() {
+    let (code, out, err) = run(&["--logits", "2,1,0", "--draft-logits", "0,1,2", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let s = &v["speculative"];
+    let pt = probs(&s["target"]);
+    let pd = probs(&s["draft"]);
+    let acc = probs(&s["acceptance"]);
+    let res = probs(&s["residual"]);
+    // Independent computation: softmax, min(1, pt/pd), max(0, pt - pd) normalised.
+    let sm = |l: [f64; 3]| {
+        let z: f64 = l.iter().map(|x| x.exp()).sum();
+        l.map(|x| x.exp() / z)
+    };
+    let (wt, wd) = (sm([2.0, 1.0, 0.0]), sm([0.0, 1.0, 2.0]));
+    let raw: Vec<f64> = (0..3).map(|i| (wt[i] - wd[i]).max(0.0)).collect();
+    let z: f64 = raw.iter().sum();
+    for i in 0..3 {
+        assert!((pt[i] - wt[i]).abs() < 1e-5 && (pd[i] - wd[i]).abs() < 1e-5);
+        assert!((acc[i] - (wt[i] / wd[i]).min(1.0)).abs() < 1e-5, "{acc:?}");
+        assert!((res[i] - raw[i] / z).abs() < 1e-5, "{res:?}");
+    }
+    let rate: f64 = (0..3).map(|i| wt[i].min(wd[i])).sum();
+    assert!((s["acceptance_rate"].as_f64().unwrap() - rate).abs() < 1e-5);
+    // Text mode has the table.
+    let (code, out, _) = run(&["--logits", "2,1,0", "--draft-logits", "0,1,2"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("acceptance") && out.contains("residual"),
+        "{out}"
+    );
+}
+
+#[test]
+fn guidance_scale_shows_the_guided_distribution() {
+    let (code, out, err) = run(&[
+        "--logits",
+        "2,1,0",
+        "--uncond-logits",
+        "1,1,1",
+        "--guidance-scale",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // uncond + 3 (cond - uncond) = [4, 1, -2].
+    let z: f64 = [4.0f64, 1.0, -2.0].iter().map(|x| x.exp()).sum();
+    let want = [4.0f64.exp() / z, 1.0f64.exp() / z, (-2.0f64).exp() / z];
+    let fin = probs(&v["final"]);
+    let guided = probs(&v["guidance"]["guided"]);
+    for i in 0..3 {
+        assert!((fin[i] - want[i]).abs() < 1e-5, "{fin:?}");
+        assert!((guided[i] - want[i]).abs() < 1e-5, "{guided:?}");
+    }
+    // G = 1 is the plain distribution.
+    let (_, plain, _) = run(&["--logits", "2,1,0", "--json"]);
+    let (_, g1, _) = run(&[
+        "--logits",
+        "2,1,0",
+        "--uncond-logits",
+        "5,-3,0",
+        "--guidance-scale",
+        "1",
+        "--json",
+    ]);
+    let plain: serde_json::Value = serde_json::from_str(&plain).unwrap();
+    let g1: serde_json::Value = serde_json::from_str(&g1).unwrap();
+    assert_eq!(plain["final"], g1["final"]);
+    // Text mode says what it did.
+    let (code, out, _) = run(&[
+        "--logits",
+        "2,1,0",
+        "--uncond-logits",
+        "1,1,1",
+        "--guidance-scale",
+        "3",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("guidance: classifier-free"), "{out}");
+}
+
+#[test]
+fn bad_draft_and_guidance_values_exit_2() {
+    for args in [
+        &["--logits", "2,1,0", "--draft-logits", "0,1"][..],
+        &["--logits", "2,1,0", "--draft-logits", "a,b,c"][..],
+        &[
+            "--logits",
+            "2,1,0",
+            "--uncond-logits",
+            "1,1,1",
+            "--guidance-scale",
+            "x",
+        ][..],
+        &[
+            "--logits",
+            "2,1,0",
+            "--uncond-logits",
+            "1,1",
+            "--guidance-scale",
+            "2",
+        ][..],
+        &["--logits", "2,1,0", "--guidance-scale", "2"][..],
+        &[
+            "--logits",
+            "2,1,0",
+            "--uncond-logits",
+            "1,1,1",
+            "--guidance-scale",
+            "inf",
+        ][..],
+    ] {
+        let (code, out, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("error: "), "{err}");
+    }
+}

@@ -34,11 +34,19 @@
 //! is the model's, not an artefact of tokenizing the forced bytes alone.
 //! Forced tokens count against `max_tokens` and pass the same budget check.
 //!
+//! ## Tracing
+//!
+//! [`generate_traced`] runs the same loop and also records, per output token,
+//! what the model wanted and what the constraint allowed ([`crate::trace`]):
+//! it copies the raw logits before the sampler works on them in place and
+//! draws nothing from the random source, so the output is the same.
+//!
 //! ## What the sampler sees
 //!
 //! Penalties (`repetition_penalty`...) look at the generated tokens only, not
 //! the prompt: the prompt holds the schema, whose keys the output must repeat.
 
+use crate::trace::{self, TraceStep};
 use crate::{prompt, LanguageModel, ModelError};
 use constrain::index::{TokenIndex, TokenSet};
 use constrain::matcher::{Matcher, MatcherError};
@@ -187,6 +195,8 @@ pub enum GenerateError {
     Index(#[from] constrain::Error),
     #[error(transparent)]
     Compile(#[from] CompileError),
+    #[error(transparent)]
+    Beam(#[from] crate::beam::BeamError),
 }
 
 /// Generates from `prompt` with `model`, under `matcher` when given.
@@ -201,6 +211,40 @@ pub fn generate<M: LanguageModel + ?Sized>(
     config: &GenerateConfig,
     on_bytes: &mut dyn FnMut(&[u8]),
 ) -> Result<Generation, GenerateError> {
+    run(
+        model, vocab, tokenizer, matcher, prompt, config, on_bytes, false,
+    )
+    .map(|(g, _)| g)
+}
+
+/// [`generate`], also recording one [`TraceStep`] per output token (see
+/// [`crate::trace`]). The generation is the same as without the trace: same
+/// tokens, same bytes handed to `on_bytes`, same random draws.
+pub fn generate_traced<M: LanguageModel + ?Sized>(
+    model: &mut M,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+    on_bytes: &mut dyn FnMut(&[u8]),
+) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
+    run(
+        model, vocab, tokenizer, matcher, prompt, config, on_bytes, true,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<M: LanguageModel + ?Sized>(
+    model: &mut M,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+    on_bytes: &mut dyn FnMut(&[u8]),
+    trace: bool,
+) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
     check_request(model, vocab, matcher.as_deref(), prompt, config)?;
     let mut d = Decoder {
         vocab,
@@ -221,6 +265,7 @@ pub fn generate<M: LanguageModel + ?Sized>(
         },
         pos: 0,
         original: Vec::new(),
+        trace: trace.then(Vec::new),
     };
     let t0 = Instant::now();
     let mut logits = d.prefill(model, prompt)?;
@@ -232,7 +277,7 @@ pub fn generate<M: LanguageModel + ?Sized>(
     d.out.stats.decode_time = t1.elapsed();
     d.out.stats.generated_tokens = d.out.tokens.len();
     d.out.accepted = d.matcher.as_deref().is_some_and(|m| m.is_accepting());
-    Ok(d.out)
+    Ok((d.out, d.trace.unwrap_or_default()))
 }
 
 /// Everything that can be refused before the model runs: an empty or too
@@ -300,6 +345,8 @@ struct Decoder<'a> {
     /// The logits before sampling, kept only on steps where a budget redraw
     /// is possible.
     original: Vec<f32>,
+    /// The steps so far when tracing.
+    trace: Option<Vec<TraceStep>>,
 }
 
 impl Decoder<'_> {
@@ -322,7 +369,19 @@ impl Decoder<'_> {
         model: &mut M,
         mut logits: Vec<f32>,
     ) -> Result<Option<Vec<f32>>, GenerateError> {
+        // The sampler works in place: the trace reads a copy of the raw logits.
+        let raw = self.trace.as_ref().map(|_| logits.clone());
         let t = self.pick(&mut logits)?;
+        if let (Some(raw), Some(steps)) = (raw, self.trace.as_mut()) {
+            let allowed = self.matcher.as_deref().map(|m| m.allowed());
+            steps.push(trace::sampled_step(
+                steps.len(),
+                &raw,
+                allowed,
+                t,
+                self.vocab,
+            ));
+        }
         if let Some(m) = self.matcher.as_deref_mut() {
             m.advance(t)?;
         }
@@ -406,6 +465,9 @@ impl Decoder<'_> {
         let room = self.config.max_tokens - self.out.tokens.len();
         let forced = m.jump_forward(tok, room)?;
         for &t in &forced {
+            if let Some(steps) = self.trace.as_mut() {
+                steps.push(trace::forced_step(steps.len(), t, self.vocab));
+            }
             self.emit(t);
         }
         self.out.stats.forced_tokens += forced.len();
@@ -567,6 +629,46 @@ impl<M: LanguageModel> Engine<M> {
             prompt,
             config,
             on_bytes,
+        )
+    }
+
+    /// [`Engine::generate`], also recording the step trace (see
+    /// [`crate::trace`]); the output is the same as without it.
+    pub fn generate_traced(
+        &mut self,
+        prompt: &[TokenId],
+        index: Option<Arc<TokenIndex>>,
+        config: &GenerateConfig,
+        on_bytes: &mut dyn FnMut(&[u8]),
+    ) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
+        let mut guide = index.map(Matcher::from_index);
+        generate_traced(
+            &mut self.model,
+            &self.vocab,
+            Some(&self.tokenizer),
+            guide.as_mut(),
+            prompt,
+            config,
+            on_bytes,
+        )
+    }
+
+    /// Constrained beam search from prompt tokens under `index` (see
+    /// [`crate::beam`]).
+    pub fn beam_search(
+        &mut self,
+        prompt: &[TokenId],
+        index: Arc<TokenIndex>,
+        config: &crate::beam::BeamConfig,
+    ) -> Result<crate::beam::BeamGeneration, GenerateError> {
+        let guide = Matcher::from_index(index);
+        crate::beam::beam_search(
+            &mut self.model,
+            &self.vocab,
+            Some(&self.tokenizer),
+            &guide,
+            prompt,
+            config,
         )
     }
 

@@ -18,7 +18,10 @@
 //!
 //! * `forward(tokens, 0)` starts a new sequence (the KV cache is cleared);
 //! * `forward(tokens, pos)` with `pos > 0` continues it, and `pos` must equal the
-//!   number of tokens fed so far (there is no rollback of the KV cache);
+//!   number of tokens fed so far, or the length [`LanguageModel::truncate`]
+//!   rewound it to (a model that can rewind its KV cache says so by returning
+//!   `true`; the default cannot, and callers such as beam search then restart
+//!   at position 0);
 //! * the result is the logits for the token that follows `tokens`, a
 //!   `Vec<f32>` of exactly [`LanguageModel::logits_width`] values;
 //! * a batch of several tokens is one forward pass (prefill, jump-forward).
@@ -57,11 +60,14 @@
 //! assistant turns) and the default system message that shows the model the
 //! schema it must follow.
 
+pub mod beam;
 pub mod generate;
 pub mod gguf;
 mod gguf_tokenizer;
+pub mod inspector;
 pub mod prompt;
 mod qwen;
+pub mod trace;
 
 pub use gguf_tokenizer::{gguf_tokenizer, GgufTokenizer};
 pub use qwen::{load, Architecture, LoadedModel, QwenModel, TokenizerSource};
@@ -85,6 +91,16 @@ pub trait LanguageModel {
 
     /// Longest sequence (prompt + output) the model accepts.
     fn context_length(&self) -> usize;
+
+    /// Rewinds the sequence to its first `len` tokens (`0 < len <=` tokens
+    /// fed), so the next `forward` continues at position `len`; returns
+    /// whether the model did it. The default cannot (returns `false`): the
+    /// caller then restarts at position 0 with the whole sequence. Beam
+    /// search uses it to move between hypotheses that share a prefix.
+    fn truncate(&mut self, len: usize) -> bool {
+        let _ = len;
+        false
+    }
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
@@ -100,6 +116,9 @@ impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
     fn context_length(&self) -> usize {
         (**self).context_length()
     }
+    fn truncate(&mut self, len: usize) -> bool {
+        (**self).truncate(len)
+    }
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
@@ -114,6 +133,9 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
     }
     fn context_length(&self) -> usize {
         (**self).context_length()
+    }
+    fn truncate(&mut self, len: usize) -> bool {
+        (**self).truncate(len)
     }
 }
 

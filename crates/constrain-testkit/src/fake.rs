@@ -111,4 +111,14 @@ impl LanguageModel for FakeModel {
     fn context_length(&self) -> usize {
         self.context
     }
+
+    /// Rewinds to the first `len` tokens (the logits closure sees the
+    /// sequence, so this is exact).
+    fn truncate(&mut self, len: usize) -> bool {
+        if len == 0 || len > self.seq.len() {
+            return false;
+        }
+        self.seq.truncate(len);
+        true
+    }
 }

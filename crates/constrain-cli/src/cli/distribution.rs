@@ -6,7 +6,9 @@
 //! Exit 0; a bad value is one `error:` line on stderr and exit 2.
 
 use anyhow::{anyhow, bail, Context};
-use constrain::sampling::{explain, greedy, SamplingConfig, Stage};
+use constrain::sampling::{
+    classifier_free_guidance, explain, greedy, speculation, SamplingConfig, Speculation, Stage,
+};
 use constrain::TokenId;
 use std::process::ExitCode;
 
@@ -61,6 +63,32 @@ pub struct DistributionArgs {
         allow_hyphen_values = true
     )]
     logit_bias: Option<String>,
+    /// Speculative sampling: the draft model's logits (same width). Shows each
+    /// token's acceptance probability min(1, p_target/p_draft) and the
+    /// residual max(0, p_target − p_draft) a rejection draws from.
+    #[arg(
+        long = "draft-logits",
+        value_name = "L,...",
+        allow_hyphen_values = true
+    )]
+    draft_logits: Option<String>,
+    /// Classifier-free guidance: the unconditional (negative-prompt) logits;
+    /// the pipeline runs on uncond + G·(logits − uncond).
+    #[arg(
+        long = "uncond-logits",
+        value_name = "L,...",
+        allow_hyphen_values = true,
+        requires = "guidance_scale"
+    )]
+    uncond_logits: Option<String>,
+    /// Guidance scale G (1 = plain decoding).
+    #[arg(
+        long = "guidance-scale",
+        value_name = "G",
+        allow_hyphen_values = true,
+        requires = "uncond_logits"
+    )]
+    guidance_scale: Option<String>,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -140,7 +168,45 @@ pub fn run(a: DistributionArgs) -> anyhow::Result<ExitCode> {
         _ => Vec::new(),
     };
     config.validate()?;
+    let same_width = |flag: &str, v: &[f32]| -> anyhow::Result<()> {
+        if v.len() != n {
+            bail!(
+                "--{flag} has {} values but --logits has {n}; give one per token",
+                v.len()
+            );
+        }
+        Ok(())
+    };
+    // Guidance first: it combines two passes into the logits the pipeline sees.
+    let guidance = match (&a.uncond_logits, &a.guidance_scale) {
+        (Some(u), Some(g)) => {
+            let uncond: Vec<f32> = list("uncond-logits", u, "a comma-separated list of numbers")?;
+            same_width("uncond-logits", &uncond)?;
+            let scale: f32 = number("guidance-scale", g, "a finite number (1 = no guidance)")?;
+            if !scale.is_finite() {
+                bail!("invalid value '{g}' for --guidance-scale: expected a finite number (1 = no guidance)");
+            }
+            let guided = classifier_free_guidance(&logits, &uncond, scale)?;
+            Some((uncond, scale, guided))
+        }
+        _ => None,
+    };
+    let cond = logits.clone();
+    let logits = guidance.as_ref().map_or(logits, |g| g.2.clone());
     let e = explain(&logits, None, &history, &config).context("cannot build the distribution")?;
+    // Speculative: the draft runs through the same pipeline (same config,
+    // history, guidance not applied to it).
+    let spec = match &a.draft_logits {
+        Some(d) => {
+            let draft: Vec<f32> = list("draft-logits", d, "a comma-separated list of numbers")?;
+            same_width("draft-logits", &draft)?;
+            let ed = explain(&draft, None, &history, &config)
+                .context("cannot build the draft distribution")?;
+            let s = speculation(&e.final_probs, &ed.final_probs)?;
+            Some((ed.final_probs, s))
+        }
+        None => None,
+    };
 
     if a.json {
         let stages: Vec<serde_json::Value> = e
@@ -148,7 +214,27 @@ pub fn run(a: DistributionArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|s| serde_json::json!({"stage": s.stage.name(), "probs": s.probs}))
             .collect();
-        let out = serde_json::json!({"tokens": labels, "stages": stages, "final": e.final_probs});
+        let mut out =
+            serde_json::json!({"tokens": labels, "stages": stages, "final": e.final_probs});
+        if let Some((uncond, scale, guided)) = &guidance {
+            let p = |l: &[f32]| constrain::sampling::probabilities(l).ok();
+            out["guidance"] = serde_json::json!({
+                "scale": scale,
+                "cond": p(&cond),
+                "uncond": p(uncond),
+                "guided_logits": guided.iter().map(|&x| if x.is_finite() { Some(x) } else { None }).collect::<Vec<_>>(),
+                "guided": p(guided),
+            });
+        }
+        if let Some((draft, s)) = &spec {
+            out["speculative"] = serde_json::json!({
+                "target": e.final_probs,
+                "draft": draft,
+                "acceptance": s.acceptance,
+                "residual": s.residual,
+                "acceptance_rate": s.acceptance_rate,
+            });
+        }
         println!("{out}");
         return Ok(ExitCode::SUCCESS);
     }
@@ -160,6 +246,36 @@ pub fn run(a: DistributionArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or(1)
         .max(5);
     let mut out = String::new();
+    if let Some((uncond, scale, guided)) = &guidance {
+        out.push_str(&format!(
+            "guidance: classifier-free, uncond + G·(cond − uncond) with G = {scale}\n"
+        ));
+        out.push_str("  cond (the logits as given)\n");
+        table(
+            &mut out,
+            &labels,
+            width,
+            Some(&cond),
+            &constrain::sampling::probabilities(&cond)?,
+        );
+        out.push_str("  uncond (the negative prompt's logits)\n");
+        table(
+            &mut out,
+            &labels,
+            width,
+            Some(uncond),
+            &constrain::sampling::probabilities(uncond)?,
+        );
+        out.push_str("  guided: what the pipeline below starts from\n");
+        table(
+            &mut out,
+            &labels,
+            width,
+            Some(guided),
+            &constrain::sampling::probabilities(guided)?,
+        );
+        out.push('\n');
+    }
     for s in &e.stages {
         out.push_str(&format!("{}\n", describe(s.stage, &config)));
         table(&mut out, &labels, width, Some(&s.logits), &s.probs);
@@ -173,8 +289,43 @@ pub fn run(a: DistributionArgs) -> anyhow::Result<ExitCode> {
             out.push_str(&format!("greedy pick: {}\n", labels[t.as_usize()]));
         }
     }
+    if let Some((draft, s)) = &spec {
+        speculative_tables(&mut out, &labels, width, &e.final_probs, draft, s);
+    }
     print!("{out}");
     Ok(ExitCode::SUCCESS)
+}
+
+fn speculative_tables(
+    out: &mut String,
+    labels: &[String],
+    width: usize,
+    target: &[f32],
+    draft: &[f32],
+    s: &Speculation,
+) {
+    out.push_str("\nspeculative sampling: the draft proposes x ~ p_draft, the target accepts it with min(1, p_target/p_draft)\n");
+    out.push_str(&format!(
+        "  {:<width$}  {:>8}  {:>8}  {:>10}  {:>8}\n",
+        "token", "p_target", "p_draft", "acceptance", "residual"
+    ));
+    for (i, l) in labels.iter().enumerate() {
+        let acc = if draft[i] > 0.0 {
+            format!("{:.2}%", s.acceptance[i] * 100.0)
+        } else {
+            "never".to_string()
+        };
+        out.push_str(&format!(
+            "  {l:<width$}  {:>7.2}%  {:>7.2}%  {acc:>10}  {:>7.2}%\n",
+            target[i] * 100.0,
+            draft[i] * 100.0,
+            s.residual[i] * 100.0
+        ));
+    }
+    out.push_str(&format!(
+        "a draft is accepted with probability Σ min(p_target, p_draft) = {:.2}%; on rejection the token is drawn from the residual max(0, p_target − p_draft), normalised, so the output follows p_target exactly\n",
+        s.acceptance_rate * 100.0
+    ));
 }
 
 fn describe(stage: Stage, c: &SamplingConfig) -> String {

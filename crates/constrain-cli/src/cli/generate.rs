@@ -13,6 +13,7 @@ use constrain::sampling::SamplingConfig;
 use constrain::vocab::TokenId;
 use constrain::{CompileError, Source};
 use constrain_model::generate::{Engine, GenerateConfig, GenerateError, StopReason};
+use constrain_model::trace::Trace;
 use constrain_model::{self as model, prompt, TokenizerSource};
 use std::io::Write;
 use std::path::PathBuf;
@@ -97,6 +98,23 @@ pub struct GenerateArgs {
     /// Do not append forced continuations without sampling.
     #[arg(long)]
     no_jump_forward: bool,
+    /// Write the step trace (JSON: model, prompt, settings, steps,
+    /// sequence_logprob) to FILE; stdout is unchanged. `constrain view FILE`
+    /// renders it.
+    #[arg(long, value_name = "FILE", conflicts_with = "beam")]
+    trace: Option<PathBuf>,
+    /// Constrained beam search with N beams (1 = greedy): the likeliest
+    /// complete output, scored by summed log-probability / length^A.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    beam: Option<usize>,
+    /// Length penalty A for --beam (default 1, as Hugging Face).
+    #[arg(
+        long = "length-penalty",
+        value_name = "A",
+        requires = "beam",
+        allow_hyphen_values = true
+    )]
+    length_penalty: Option<f32>,
     #[command(flatten)]
     schema_opts: super::schema_args::SchemaArgs,
 }
@@ -214,9 +232,23 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     )?;
     let c = constraint(&a)?;
     let sampling = sampling(&a)?;
+    if a.beam == Some(0) {
+        bail!("invalid value '0' for --beam: the beam width must be at least 1");
+    }
+    if let Some(x) = a.length_penalty.filter(|x| !x.is_finite()) {
+        bail!("invalid value '{x}' for --length-penalty: expected a finite number");
+    }
     if let Some(n) = a.threads {
         model::set_threads(n)?;
     }
+    // Open the trace file now, so a bad path fails before the model loads.
+    let mut trace_file = match &a.trace {
+        Some(p) => Some(
+            std::fs::File::create(p)
+                .with_context(|| format!("cannot write --trace file {}", p.display()))?,
+        ),
+        None => None,
+    };
     let model_path = a
         .model
         .clone()
@@ -267,17 +299,37 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         jump_forward: !a.no_jump_forward,
         ignore_eos: false,
     };
+    if let Some(beams) = a.beam {
+        return run_beam(&mut engine, &prompt, index, beams, &a, &config);
+    }
     let stdout = std::io::stdout();
     let mut sink = stdout.lock();
     let mut stream_err = None;
     let stream = a.stream;
-    let out = engine.generate(&prompt, Some(index), &config, &mut |b| {
+    let mut on_bytes = |b: &[u8]| {
         if stream && stream_err.is_none() {
             if let Err(e) = sink.write_all(b).and_then(|_| sink.flush()) {
                 stream_err = Some(e);
             }
         }
-    })?;
+    };
+    let out = if let Some(f) = trace_file.as_mut() {
+        let (out, steps) = engine.generate_traced(&prompt, Some(index), &config, &mut on_bytes)?;
+        let trace = Trace::new(
+            model_path.display().to_string(),
+            user.clone(),
+            settings_json(&a, &config),
+            steps,
+        );
+        let path = a.trace.as_ref().expect("trace file comes from --trace");
+        serde_json::to_writer_pretty(&mut *f, &trace)
+            .map_err(anyhow::Error::from)
+            .and_then(|_| f.write_all(b"\n").map_err(anyhow::Error::from))
+            .with_context(|| format!("cannot write --trace file {}", path.display()))?;
+        out
+    } else {
+        engine.generate(&prompt, Some(index), &config, &mut on_bytes)?
+    };
     if let Some(e) = stream_err {
         return Err(e).context("cannot write to stdout");
     }
@@ -307,4 +359,79 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         s.decode_tokens_per_sec()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--beam N`: the search, the output on stdout, a summary on stderr.
+fn run_beam<M: model::LanguageModel>(
+    engine: &mut Engine<M>,
+    prompt: &[TokenId],
+    index: std::sync::Arc<constrain::TokenIndex>,
+    beams: usize,
+    a: &GenerateArgs,
+    config: &GenerateConfig,
+) -> anyhow::Result<ExitCode> {
+    let bc = model::beam::BeamConfig {
+        beams,
+        length_penalty: a.length_penalty.unwrap_or(1.0),
+        max_tokens: config.max_tokens,
+        jump_forward: config.jump_forward,
+    };
+    let out = engine.beam_search(prompt, index, &bc)?;
+    if !out.accepted {
+        bail!(
+            "the output is incomplete after {} tokens: {:?}",
+            out.tokens.len(),
+            out.text()
+        );
+    }
+    let stdout = std::io::stdout();
+    let mut sink = stdout.lock();
+    sink.write_all(&out.bytes)?;
+    sink.write_all(b"\n")?;
+    sink.flush()?;
+    let s = &out.stats;
+    eprintln!(
+        "beam {beams}: {} tokens, log p {:.4}, score {:.4} (greedy's {:.4}{}), {} model calls, {:.2} s",
+        out.tokens.len(),
+        out.logprob,
+        out.score,
+        out.greedy.score,
+        if out.from_greedy { ", kept" } else { "" },
+        s.model_calls,
+        (s.prefill_time + s.decode_time).as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The settings a trace records: what shaped the distribution and the budget.
+fn settings_json(a: &GenerateArgs, c: &GenerateConfig) -> serde_json::Value {
+    let s = &c.sampling;
+    let constraint = if let Some(p) = &a.schema {
+        serde_json::json!({"schema": p.display().to_string()})
+    } else if let Some(p) = &a.tools {
+        serde_json::json!({"tools": p.display().to_string()})
+    } else if let Some(re) = &a.regex {
+        serde_json::json!({"regex": re})
+    } else if let Some(p) = &a.grammar {
+        serde_json::json!({"grammar": p.display().to_string()})
+    } else {
+        serde_json::Value::Null
+    };
+    serde_json::json!({
+        "constraint": constraint,
+        "max_tokens": c.max_tokens,
+        "greedy": s.is_greedy(),
+        "temperature": s.temperature,
+        "top_k": s.top_k,
+        "top_p": s.top_p,
+        "min_p": s.min_p,
+        "repetition_penalty": s.repetition_penalty,
+        "frequency_penalty": s.frequency_penalty,
+        "presence_penalty": s.presence_penalty,
+        "penalty_last_n": s.penalty_last_n,
+        "logit_bias": s.logit_bias.iter().map(|(t, v)| serde_json::json!([t.0, v])).collect::<Vec<_>>(),
+        "seed": c.seed,
+        "jump_forward": c.jump_forward,
+        "raw": a.raw,
+    })
 }

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod beam;
 mod bench_serve;
 mod common;
 mod compile;
@@ -13,6 +14,7 @@ mod maskbench;
 mod schema_args;
 mod serve;
 mod soak;
+mod view;
 
 #[derive(Parser)]
 #[command(
@@ -39,6 +41,10 @@ enum Command {
     Maskbench(maskbench::MaskbenchArgs),
     /// Show how each sampling stage shifts a small distribution.
     Distribution(Box<distribution::DistributionArgs>),
+    /// Render a step trace (`--trace FILE`) as a self-contained HTML page.
+    View(view::ViewArgs),
+    /// Explain beam search against greedy on a toy tree of next-token probabilities.
+    Beam(beam::BeamArgs),
     /// Generate from random logits over many schemas and check every output validates: exit 1 if any fails.
     Soak(Box<soak::SoakArgs>),
     /// Serve the OpenAI chat completions API (JSON Schema, tools, streaming) over HTTP.
@@ -79,6 +85,8 @@ pub fn main() -> ExitCode {
         Some(Command::Soak(a)) => soak::run(*a),
         Some(Command::Serve(a)) => serve::run(a),
         Some(Command::BenchServe(a)) => bench_serve::run(a),
+        Some(Command::Beam(a)) => beam::run(a),
+        Some(Command::View(a)) => view::run(a),
         None => generate::run(cli.generate),
     };
     match result {

@@ -1,0 +1,251 @@
+//! # Step trace: what the model wanted, what the constraint allowed
+//!
+//! [`generate_traced`](crate::generate::generate_traced) records one
+//! [`TraceStep`] per output token, without changing what is generated (the
+//! trace reads the logits before the sampler touches them and draws nothing
+//! from the random source). `constrain --trace FILE` writes the steps inside
+//! a [`Trace`] (`model`, `prompt`, `settings`, `steps`, `sequence_logprob`);
+//! `constrain view` turns that file into a page ([`crate::inspector`]).
+//!
+//! Per step:
+//!
+//! * `step`: the position in the output, from 0 (an EOS pick is a step too);
+//! * `token`: `{id, text, bytes, logit}`, the raw logit of the chosen token
+//!   (`null` for a forced token, which no logits were computed for);
+//! * `forced`: taken by jump-forward without sampling: `top` is empty and
+//!   `logprob` is 0 (the constraint left no choice);
+//! * `logprob`: the chosen token's natural log-probability under the *masked*
+//!   distribution at temperature 1 (`logit − logsumexp(allowed logits)`),
+//!   whatever the sampling settings were: the model's own belief once the
+//!   constraint is applied;
+//! * `allowed_count`: how many tokens the constraint allowed (the whole
+//!   vocabulary when unconstrained; 1 for a forced token);
+//! * `allowed_mass`: as the issue defines it, **the probability the
+//!   constraint removed**, `1 − Σ_{allowed} softmax(raw logits)`: 0 when the
+//!   model already put all its mass on allowed tokens, near 1 when the
+//!   constraint overrode it (`null` for a forced token);
+//! * `top`: the [`TOP_LOGITS`] highest raw logits, best first (lowest id on
+//!   ties), each `{id, text, logit, allowed}`.
+//!
+//! `sequence_logprob` is the sum of the steps' `logprob`s.
+//!
+//! The cost is one pass over the logits per step (top-16 selection and two
+//! log-sum-exps) plus a copy of them: small next to a forward pass.
+
+use constrain::index::TokenSet;
+use constrain::vocab::{TokenId, Vocabulary};
+use serde::{Deserialize, Serialize};
+
+/// How many raw logits each step keeps.
+pub const TOP_LOGITS: usize = 16;
+
+/// The chosen token of a step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceToken {
+    pub id: u32,
+    /// The token's text (lossy UTF-8 of its bytes; a special token's name).
+    pub text: String,
+    /// The bytes it adds to the output (empty for EOS).
+    pub bytes: Vec<u8>,
+    /// Its raw logit; `None` for a forced token.
+    pub logit: Option<f32>,
+}
+
+/// One of the highest raw logits of a step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TopLogit {
+    pub id: u32,
+    pub text: String,
+    pub logit: f32,
+    /// Whether the constraint allowed it.
+    pub allowed: bool,
+}
+
+/// One output token and what the model saw when it was picked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceStep {
+    pub step: usize,
+    pub token: TraceToken,
+    pub forced: bool,
+    pub logprob: f64,
+    pub allowed_count: usize,
+    /// The probability the constraint removed (`1 − mass kept`).
+    pub allowed_mass: Option<f64>,
+    pub top: Vec<TopLogit>,
+}
+
+/// A whole traced generation, as `--trace FILE` writes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    /// The model (its file).
+    pub model: String,
+    /// The prompt (the user message).
+    pub prompt: String,
+    /// The generation settings (sampling, budget, seed...).
+    pub settings: serde_json::Value,
+    pub steps: Vec<TraceStep>,
+    /// Sum of the steps' `logprob`s.
+    pub sequence_logprob: f64,
+}
+
+impl Trace {
+    /// A trace over `steps`; `sequence_logprob` is their sum.
+    pub fn new(
+        model: impl Into<String>,
+        prompt: impl Into<String>,
+        settings: serde_json::Value,
+        steps: Vec<TraceStep>,
+    ) -> Trace {
+        let sequence_logprob = steps.iter().map(|s| s.logprob).sum();
+        Trace {
+            model: model.into(),
+            prompt: prompt.into(),
+            settings,
+            steps,
+            sequence_logprob,
+        }
+    }
+}
+
+/// A token's text for people: its bytes (lossy UTF-8), else an added or
+/// special token's name, else `#id`.
+pub fn token_text(vocab: &Vocabulary, id: TokenId) -> String {
+    if let Some(b) = vocab.token_bytes(id) {
+        return String::from_utf8_lossy(b).into_owned();
+    }
+    if let Some(a) = vocab.added_tokens().iter().find(|a| a.0 == id) {
+        return a.1.clone();
+    }
+    format!("#{id}")
+}
+
+fn logsumexp<I: Iterator<Item = f32> + Clone>(xs: I) -> f64 {
+    // Two passes, no allocation: the max, then the shifted sum.
+    let m = xs
+        .clone()
+        .filter(|x| !x.is_nan())
+        .fold(f32::NEG_INFINITY, f32::max);
+    if !m.is_finite() {
+        return m as f64;
+    }
+    let sum: f64 = xs
+        .filter(|x| !x.is_nan())
+        .map(|x| ((x - m) as f64).exp())
+        .sum();
+    m as f64 + sum.ln()
+}
+
+/// The `k` highest finite logits, best first, lowest id on ties.
+pub fn top_logits(logits: &[f32], k: usize) -> Vec<(TokenId, f32)> {
+    let mut top: Vec<(TokenId, f32)> = Vec::with_capacity(k + 1);
+    for (i, &x) in logits.iter().enumerate() {
+        if !x.is_finite() || k == 0 {
+            continue;
+        }
+        if top.len() == k && x <= top[k - 1].1 {
+            continue;
+        }
+        // Insert after every entry >= x (keeps lower ids first on ties).
+        let at = top.partition_point(|&(_, y)| y >= x);
+        top.insert(at, (TokenId(i as u32), x));
+        top.truncate(k);
+    }
+    top
+}
+
+/// The step of a sampled token: `logits` are the raw logits it was picked
+/// from, `allowed` the constraint's mask (`None`: unconstrained).
+pub fn sampled_step(
+    step: usize,
+    logits: &[f32],
+    allowed: Option<&TokenSet>,
+    chosen: TokenId,
+    vocab: &Vocabulary,
+) -> TraceStep {
+    let is_allowed = |t: TokenId| allowed.is_none_or(|m| m.contains(t));
+    let all = logsumexp(logits.iter().copied());
+    let (kept, allowed_count) = match allowed {
+        None => (all, logits.len()),
+        Some(m) => (
+            logsumexp(
+                m.iter()
+                    .filter_map(|t| logits.get(t.as_usize()).copied())
+                    .collect::<Vec<f32>>()
+                    .into_iter(),
+            ),
+            m.len(),
+        ),
+    };
+    let logit = logits.get(chosen.as_usize()).copied();
+    let logprob = logit.map_or(f64::NEG_INFINITY, |l| f64::from(l) - kept);
+    let removed = if all.is_finite() && kept.is_finite() {
+        (1.0 - (kept - all).exp()).max(0.0)
+    } else {
+        1.0
+    };
+    TraceStep {
+        step,
+        token: TraceToken {
+            id: chosen.0,
+            text: token_text(vocab, chosen),
+            bytes: vocab.decode(&[chosen]),
+            logit,
+        },
+        forced: false,
+        logprob,
+        allowed_count,
+        allowed_mass: Some(removed),
+        top: top_logits(logits, TOP_LOGITS)
+            .into_iter()
+            .map(|(t, l)| TopLogit {
+                id: t.0,
+                text: token_text(vocab, t),
+                logit: l,
+                allowed: is_allowed(t),
+            })
+            .collect(),
+    }
+}
+
+/// The step of a token appended by jump-forward: no logits, log-probability 0.
+pub fn forced_step(step: usize, token: TokenId, vocab: &Vocabulary) -> TraceStep {
+    TraceStep {
+        step,
+        token: TraceToken {
+            id: token.0,
+            text: token_text(vocab, token),
+            bytes: vocab.decode(&[token]),
+            logit: None,
+        },
+        forced: true,
+        logprob: 0.0,
+        allowed_count: 1,
+        allowed_mass: None,
+        top: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_logits_order_and_ties() {
+        let l = [1.0, 3.0, 3.0, f32::NAN, -1.0, 2.0, f32::NEG_INFINITY];
+        let t = top_logits(&l, 3);
+        assert_eq!(t, [(TokenId(1), 3.0), (TokenId(2), 3.0), (TokenId(5), 2.0)]);
+        assert_eq!(top_logits(&l, 10).len(), 5);
+        assert!(top_logits(&l, 0).is_empty());
+    }
+
+    #[test]
+    fn logsumexp_matches_the_definition() {
+        let x = [0.5f32, -1.0, 2.0];
+        let want = x.iter().map(|&v| (v as f64).exp()).sum::<f64>().ln();
+        assert!((logsumexp(x.iter().copied()) - want).abs() < 1e-12);
+        assert_eq!(
+            logsumexp([f32::NEG_INFINITY].into_iter()),
+            f64::NEG_INFINITY
+        );
+    }
+}
