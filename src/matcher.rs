@@ -208,7 +208,9 @@ impl Matcher {
             *last = words.get(needed / 2).map_or(0, |&w| w as u32);
         }
         if let Some(stop) = &self.stop {
-            for &e in self.index.vocab().eos() {
+            // A stop id is a stop and nothing else (as `step` takes it),
+            // even where the index would allow it as text.
+            for &e in self.index.vocab().eos().iter().chain(stop.iter()) {
                 row[e.as_usize() / 32] &= !(1u32 << (e.0 % 32));
             }
             if !self.terminated && self.is_accepting() {

@@ -382,6 +382,30 @@ fn override_stop_tokens_replace_the_eos_set() {
     );
 }
 
+/// A stop id that is also an ordinary text token (e.g. a newline) is a stop
+/// and nothing else: the bitmask must agree with `accept_token` on it, in
+/// incomplete states too (regression: the row used to keep its text bit).
+#[test]
+fn override_stop_token_that_is_also_text_is_only_a_stop() {
+    let compiled = compiler().compile(&Source::regex("a(a|b)*")).unwrap();
+    let stop = b(b'b');
+    let mut m = compiled.matcher().with_stop_tokens([stop]).unwrap();
+    let mut row = vec![0u32; bitmask_words(300)];
+    for step in 0..4 {
+        m.fill_bitmask(&mut row).unwrap();
+        for t in bits(&row) {
+            assert!(m.is_allowed(TokenId(t)), "step {step}: bit {t} set but refused");
+        }
+        assert_eq!(
+            bits(&row).contains(&(b'b' as u32)),
+            m.is_accepting(),
+            "step {step}: the stop id is allowed exactly where the text is complete"
+        );
+        assert!(m.accept_token(b(b'a')));
+    }
+    assert!(m.accept_token(stop) && m.is_terminated());
+}
+
 #[test]
 fn bitmask_of_an_odd_number_of_words() {
     // Logits width 257: nine words, the last holding only the EOS bit.

@@ -17,14 +17,20 @@ pub struct Rows {
     addr: usize,
     pub rows: usize,
     pub cols: usize,
+    /// The object exports the buffer itself (numpy, `array.array`), so the
+    /// export held in `_keep` pins its memory. A tensor reached through
+    /// DLPack or `.numpy()` can still move its data (`resize_`, `set_`):
+    /// such a view is never reused.
+    pinned: bool,
 }
 
 static HELPER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 impl Rows {
-    /// Whether this is the buffer of `obj`.
+    /// Whether this view may be reused for `obj`: the same object, whose
+    /// memory the held export pins.
     pub fn is_of(&self, obj: &Bound<'_, PyAny>) -> bool {
-        self.obj.bind(obj.py()).is(obj)
+        self.pinned && self.obj.bind(obj.py()).is(obj)
     }
 
     /// Reads `obj`'s buffer: C-contiguous, writable, int32, one or two
@@ -34,7 +40,7 @@ impl Rows {
         let helper = HELPER.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
             Ok(py.import("constrain._buffer")?.getattr("int32_rows")?.unbind())
         })?;
-        let (keep, addr, rows, got): (Py<PyAny>, usize, usize, usize) =
+        let (keep, addr, rows, got, pinned): (Py<PyAny>, usize, usize, usize, bool) =
             helper.bind(py).call1((obj,))?.extract()?;
         if got != cols {
             return Err(PyValueError::new_err(format!(
@@ -51,6 +57,7 @@ impl Rows {
             addr,
             rows,
             cols,
+            pinned,
         })
     }
 

@@ -151,6 +151,19 @@ def test_vllm_logits_processor(tiny_info, tiny_path):
     proc.apply(logits)
     allowed = np.flatnonzero(np.isfinite(logits[order.index(2)]))
     assert list(allowed) == [ord("n"), 256 + 1], "only 'n' and 'no' start the new request"
+    # A constraint that does not compile (found only here: validate_params has
+    # no tokenizer) ends its request at once and leaves the others alone.
+    bad = []
+    row = order.index(0)
+    proc.update_state(
+        BatchUpdate(3, removed=[row], added=[(row, SamplingParams({"constrain_regex": "(unclosed"}), [], bad)], moved=[])
+    )
+    logits = np.zeros((3, TINY_WIDTH), dtype=np.float32)
+    proc.apply(logits)
+    allowed = np.flatnonzero(np.isfinite(logits[row]))
+    assert list(allowed) == sorted(tiny_info.stop_token_ids), "only the stop tokens"
+    assert np.isfinite(logits[order.index(1)]).all(), "the unconstrained row is untouched"
+    assert list(np.flatnonzero(np.isfinite(logits[order.index(2)]))) == [ord("n"), 256 + 1]
 
 
 class ServerArgs:  # SGLang's, as far as the registry reads it

@@ -56,6 +56,9 @@ use serde_json::{json, Value};
 
 /// The text that opens a tool call in Qwen's format.
 pub const TOOL_CALL_OPEN: &str = "<tool_call>";
+/// Longest `stop` string: the streaming hold-back compares every suffix of
+/// the output with each stop string on every token.
+pub const MAX_STOP_BYTES: usize = 256;
 const TOOL_CALL_CLOSE: &str = "</tool_call>";
 
 /// What a request asks the server to do, before any model runs.
@@ -97,10 +100,10 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
         Some(crate::api::Stop::One(s)) => vec![s.clone()],
         Some(crate::api::Stop::Many(v)) => v.clone(),
     };
-    if stop.len() > 4 || stop.iter().any(String::is_empty) {
+    if stop.len() > 4 || stop.iter().any(|s| s.is_empty() || s.len() > MAX_STOP_BYTES) {
         return Err(ApiError::field(
             "stop",
-            "stop takes at most 4 non-empty strings",
+            format!("stop takes at most 4 non-empty strings of at most {MAX_STOP_BYTES} bytes"),
         ));
     }
 
@@ -560,11 +563,14 @@ pub fn split_tool_calls(text: &str) -> (String, Vec<ParsedCall>) {
     let (content, mut rest) = text.split_at(at);
     let mut calls = Vec::new();
     while let Some(r) = rest.trim_start().strip_prefix(TOOL_CALL_OPEN) {
-        let Some(end) = r.find(TOOL_CALL_CLOSE) else {
+        // Read one JSON value and only then look for the closing tag: an
+        // argument string may itself contain `</tool_call>`.
+        let mut values = serde_json::Deserializer::from_str(r).into_iter::<Value>();
+        let Some(Ok(v)) = values.next() else {
             break;
         };
-        let body = r[..end].trim();
-        let Ok(v) = serde_json::from_str::<Value>(body) else {
+        let Some(after) = r[values.byte_offset()..].trim_start().strip_prefix(TOOL_CALL_CLOSE)
+        else {
             break;
         };
         let (Some(name), Some(args)) = (v.get("name").and_then(Value::as_str), v.get("arguments"))
@@ -575,7 +581,7 @@ pub fn split_tool_calls(text: &str) -> (String, Vec<ParsedCall>) {
             name: name.to_string(),
             arguments: args.to_string(),
         });
-        rest = &r[end + TOOL_CALL_CLOSE.len()..];
+        rest = after;
     }
     if calls.is_empty() {
         return (text.to_string(), Vec::new());
@@ -631,5 +637,21 @@ mod tests {
         assert_eq!(calls[0].name, "f");
         assert_eq!(calls[0].arguments, "{\"a\":1}");
         assert_eq!(calls[1].name, "g");
+    }
+
+    /// An argument string may hold the closing tag as text (the tools'
+    /// schema allows it): the call still parses, and the calls after it too.
+    #[test]
+    fn split_reads_a_closing_tag_inside_an_argument() {
+        let t = "<tool_call>\n{\"name\":\"echo\",\"arguments\":{\"s\":\"a</tool_call>b\"}}\n</tool_call>\n<tool_call>\n{\"name\":\"g\",\"arguments\":{}}\n</tool_call>";
+        let (c, calls) = split_tool_calls(t);
+        assert_eq!(c, "");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].arguments, r#"{"s":"a</tool_call>b"}"#);
+        assert_eq!(calls[1].name, "g");
+        // A body that is not one JSON value followed by the tag is no call.
+        let (c, calls) = split_tool_calls("<tool_call>\n{\"name\":\"f\"} x </tool_call>");
+        assert!(calls.is_empty());
+        assert!(c.starts_with("<tool_call>"));
     }
 }

@@ -471,6 +471,13 @@ fn errors_have_openai_shape_and_status() {
         400,
         Some("messages[0].role"),
     );
+    // A stop string past the length bound (the streaming hold-back compares
+    // every suffix with it on each token).
+    check(
+        &post(addr, &json!({"messages": user("x"), "stop": "s".repeat(257)})),
+        400,
+        Some("stop"),
+    );
     // A schema that does not compile: the message names keyword and pointer.
     let r = post(
         addr,

@@ -13,8 +13,12 @@ _INT32 = frozenset(("i", "@i", "=i", "<i", "l", "@l", "=l", "<l"))
 
 
 def _as_buffer(obj, what):
+    """(memoryview, pinned): pinned when the object itself exports the buffer,
+    so that holding the export keeps its memory where it is. A view reached
+    through DLPack or ``.numpy()`` does not stop the tensor from moving its
+    data (``resize_``, ``set_``), so it must be looked up again every time."""
     try:
-        return memoryview(obj)
+        return memoryview(obj), True
     except TypeError:
         pass
     # DLPack (torch, jax, cupy, ...): CPU memory only, opened by numpy
@@ -31,7 +35,7 @@ def _as_buffer(obj, what):
             import numpy as np
         except ImportError:
             raise TypeError(f"reading a DLPack {what} needs numpy") from None
-        return memoryview(np.from_dlpack(obj))
+        return memoryview(np.from_dlpack(obj)), False
     # A torch-like tensor without DLPack: CPU only, shared through .numpy().
     dev = getattr(obj, "device", None)
     if dev is not None and hasattr(obj, "numpy"):
@@ -40,7 +44,7 @@ def _as_buffer(obj, what):
                 f"the {what} is on device {dev}; fill a CPU tensor and copy it to the "
                 "device (non_blocking=True), as XGrammar does"
             )
-        return memoryview(obj.numpy())
+        return memoryview(obj.numpy()), False
     raise TypeError(
         f"the {what} must support the buffer protocol (a numpy int32 array, a CPU "
         f"torch tensor, array.array('i')), not {type(obj).__name__}"
@@ -48,9 +52,9 @@ def _as_buffer(obj, what):
 
 
 def int32_rows(obj, what="bitmask"):
-    """(memoryview, address, rows, words per row) of a C-contiguous, writable
-    int32 buffer of one or two dimensions."""
-    mv = _as_buffer(obj, what)
+    """(memoryview, address, rows, words per row, pinned) of a C-contiguous,
+    writable int32 buffer of one or two dimensions; pinned as in _as_buffer."""
+    mv, pinned = _as_buffer(obj, what)
     if mv.itemsize != 4 or mv.format not in _INT32:
         raise TypeError(
             f"the {what} must hold int32 (format 'i'), not format {mv.format!r} of "
@@ -71,4 +75,4 @@ def int32_rows(obj, what="bitmask"):
     if rows == 0 or words == 0:
         raise ValueError(f"the {what} is empty: shape {tuple(mv.shape)}")
     addr = ctypes.addressof(ctypes.c_char.from_buffer(mv))
-    return mv, addr, rows, words
+    return mv, addr, rows, words, pinned

@@ -83,6 +83,8 @@ class _Request:
     __slots__ = ("matcher", "output", "seen", "failed")
 
     def __init__(self, matcher, output):
+        # None: the constraint did not compile; the row then allows only the
+        # stop tokens, so the request ends at once (never unconstrained).
         self.matcher = matcher
         self.output = output  # vLLM's live list of the request's output ids
         self.seen = 0
@@ -118,7 +120,15 @@ class ConstrainLogitsProcessor(LogitsProcessor):
                 if src is None:
                     self.requests.pop(index, None)
                     continue
-                self.requests[index] = _Request(Matcher(self._compile(*src)), output)
+                try:
+                    matcher = Matcher(self._compile(*src))
+                except (ValueError, OSError) as e:
+                    # validate_params has no tokenizer, so a schema or regex
+                    # that does not compile is found here, inside the engine's
+                    # step: raising would take every request down with it.
+                    logger.error("constrain: row %d: %s; the request is ended", index, e)
+                    matcher = None
+                self.requests[index] = _Request(matcher, output)
             for a, b, direction in batch_update.moved:
                 ra = self.requests.pop(a, None)
                 rb = self.requests.pop(b, None)
@@ -130,7 +140,7 @@ class ConstrainLogitsProcessor(LogitsProcessor):
             while r.seen < len(r.output) and not r.failed:
                 t = r.output[r.seen]
                 r.seen += 1
-                if r.matcher.is_terminated():
+                if r.matcher is None or r.matcher.is_terminated():
                     continue
                 if not r.matcher.accept_token(t):
                     # Cannot happen when the mask was applied; the request
@@ -139,17 +149,29 @@ class ConstrainLogitsProcessor(LogitsProcessor):
                     r.failed = True
 
     def apply(self, logits):
-        rows = [
+        live = [
             i for i, r in self.requests.items()
-            if i < logits.shape[0] and not r.failed and not r.matcher.is_terminated()
+            if i < logits.shape[0] and not r.failed
         ]
-        if not rows:
+        rows = [i for i in live if self.requests[i].matcher is not None and not self.requests[i].matcher.is_terminated()]
+        ended = [i for i in live if self.requests[i].matcher is None]
+        if not rows and not ended:
             return logits
         batch = int(logits.shape[0])
         if self.bitmask is None or self.bitmask.shape[0] < batch:
             from . import allocate_token_bitmask
 
             self.bitmask = allocate_token_bitmask(max(batch, 8), self.info.vocab_size)
-        fill_next_token_bitmask_batch([self.requests[i].matcher for i in rows], self.bitmask, indices=rows)
-        apply_bitmask(logits, self.bitmask[:batch], indices=rows)
+        if rows:
+            fill_next_token_bitmask_batch([self.requests[i].matcher for i in rows], self.bitmask, indices=rows)
+        for i in ended:
+            self._stop_only(i)
+        apply_bitmask(logits, self.bitmask[:batch], indices=rows + ended)
         return logits
+
+    def _stop_only(self, i):
+        """Row i of the bitmask allows the stop tokens and nothing else."""
+        words = self.bitmask[i].view("uint32")
+        words[:] = 0
+        for t in self.info.stop_token_ids:
+            words[t // 32] |= 1 << (t % 32)
