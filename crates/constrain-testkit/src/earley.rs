@@ -227,7 +227,7 @@ impl Builder<'_> {
 }
 
 /// A random text of `g` (a random derivation from `root`; `None` when it
-/// runs past `depth` nested rule references or 64 characters). Characters of
+/// runs past `depth` nested rule references or 160 characters). Characters of
 /// classes and `.` are drawn from the class's own ranges, or from `pool`
 /// for negated classes.
 pub fn sample(g: &Gbnf, rng: &mut impl Rng, depth: usize, pool: &[char]) -> Option<String> {
@@ -245,7 +245,7 @@ fn gen(
     pool: &[char],
     out: &mut String,
 ) -> Option<()> {
-    if out.chars().count() > 64 {
+    if out.len() > 160 {
         return None;
     }
     match e {
