@@ -253,3 +253,23 @@ fn random_grammars_are_mostly_checked() {
     assert!(checked > 75, "{checked} of 150 checked");
     assert!(recursive > 5, "{recursive} recursive grammars checked");
 }
+
+#[test]
+fn cache_key_holds_text_and_options() {
+    let compiler = byte_compiler();
+    let text = "root ::= \"(\" root \")\" | \"x\"";
+    let a = compiler.compile(&Source::gbnf(text).unwrap()).unwrap();
+    let b = compiler.compile(&Source::gbnf(text).unwrap()).unwrap();
+    assert!(Arc::ptr_eq(&a, &b), "the same grammar comes from the cache");
+    let deeper = Source::gbnf(text)
+        .unwrap()
+        .with_schema_options(constrain::schema::SchemaOptions {
+            max_depth: 5,
+            ..Default::default()
+        });
+    let c = compiler.compile(&deeper).unwrap();
+    assert!(!Arc::ptr_eq(&a, &c), "another depth is another artefact");
+    assert!(!matcher_accepts(&a, "(((((x)))))") && matcher_accepts(&c, "(((((x)))))"));
+    let other = compiler.compile(&Source::gbnf("root ::= \"x\"").unwrap()).unwrap();
+    assert!(!Arc::ptr_eq(&a, &other));
+}
