@@ -93,10 +93,7 @@ pub enum Source {
     Grammar(Grammar),
     /// A GBNF grammar (llama.cpp's format), compiled with `options`
     /// ([`Source::gbnf`], or [`Source::grammar_file`] of a `.gbnf` file).
-    Gbnf {
-        grammar: Gbnf,
-        options: GbnfOptions,
-    },
+    Gbnf { grammar: Gbnf, options: GbnfOptions },
 }
 
 impl Source {

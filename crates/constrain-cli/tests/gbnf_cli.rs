@@ -25,7 +25,10 @@ fn grammar(file: &str) -> String {
 fn check(file: &str, text: &str) -> i32 {
     let g = grammar(file);
     let (code, out, err) = constrain(&["check", "--grammar", &g, "--text", text]);
-    assert!(code == 0 || code == 1, "{file} {text:?}: exit {code}: {out} {err}");
+    assert!(
+        code == 0 || code == 1,
+        "{file} {text:?}: exit {code}: {out} {err}"
+    );
     code
 }
 
@@ -45,14 +48,26 @@ fn check_gbnf_grammars() {
     let (code, out, _) = constrain(&["check", "--grammar", &g, "--text=-"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.starts_with("rejected"), "{out}");
-    assert_eq!(check("json.gbnf", r#"{"a": [1, 2.5e3, "x\n", {"b": null}], "c": true}"#), 0);
+    assert_eq!(
+        check(
+            "json.gbnf",
+            r#"{"a": [1, 2.5e3, "x\n", {"b": null}], "c": true}"#
+        ),
+        0
+    );
     assert_eq!(check("json.gbnf", r#"{"a": [1, 2,]}"#), 1);
     assert_eq!(check("chess-san.gbnf", "Nbxd7+"), 0);
     assert_eq!(check("chess-san.gbnf", "exd8=Q#"), 0);
     assert_eq!(check("chess-san.gbnf", "e8"), 1);
     assert_eq!(check("comma-list.gbnf", "apples, \"pears\",plums"), 0);
     assert_eq!(check("comma-list.gbnf", "apples,"), 1);
-    assert_eq!(check("mini-lang.gbnf", "let x = 1\nwhile x < 10 {\n  x += 1\n}\nprint(x)\n"), 0);
+    assert_eq!(
+        check(
+            "mini-lang.gbnf",
+            "let x = 1\nwhile x < 10 {\n  x += 1\n}\nprint(x)\n"
+        ),
+        0
+    );
     assert_eq!(check("mini-lang.gbnf", "let x = \n"), 1);
 }
 
@@ -70,10 +85,17 @@ fn compile_gbnf_and_regex_files() {
     let deep = "[[[[[1]]]]]";
     let (code, _, _) = constrain(&["check", "--grammar", &g, "--text", deep]);
     assert_eq!(code, 1, "5 levels are past the default depth 3");
-    let (code, out, err) = constrain(&["check", "--grammar", &g, "--max-depth", "5", "--text", deep]);
+    let (code, out, err) =
+        constrain(&["check", "--grammar", &g, "--max-depth", "5", "--text", deep]);
     assert_eq!(code, 0, "{out} {err}");
     // A regex grammar file works as before.
-    let (code, _, err) = constrain(&["check", "--grammar", &grammar("uuid.regex"), "--text", "123e4567-e89b-12d3-a456-426614174000"]);
+    let (code, _, err) = constrain(&[
+        "check",
+        "--grammar",
+        &grammar("uuid.regex"),
+        "--text",
+        "123e4567-e89b-12d3-a456-426614174000",
+    ]);
     assert_eq!(code, 0, "{err}");
 }
 

@@ -67,11 +67,7 @@ impl Earley {
         loop {
             let mut changed = false;
             for (l, rhs) in &prods {
-                if !nullable[*l]
-                    && rhs
-                        .iter()
-                        .all(|s| matches!(s, Sym::N(m) if nullable[*m]))
-                {
+                if !nullable[*l] && rhs.iter().all(|s| matches!(s, Sym::N(m) if nullable[*m])) {
                     nullable[*l] = true;
                     changed = true;
                 }

@@ -32,7 +32,10 @@ fn recognizer_by_hand() {
     let e = earley("root ::= [^a-c] . \"x\"{2,}");
     assert!(e.accepts("d中xx".as_bytes()) && e.accepts("zzxxxx".as_bytes()));
     assert!(!e.accepts("azxx".as_bytes()) && !e.accepts("dzx".as_bytes()));
-    assert!(!e.accepts(b"d\xffxx"), "invalid UTF-8 is never in the language");
+    assert!(
+        !e.accepts(b"d\xffxx"),
+        "invalid UTF-8 is never in the language"
+    );
 }
 
 /// A compiler over the 256 single bytes and one EOS.
@@ -78,12 +81,18 @@ fn check_example(name: &str, accept: &[&str], reject: &[&str]) {
     for _ in 0..200 {
         if let Some(t) = sample(&g, &mut rng, 12, &pool) {
             sampled += 1;
-            assert!(e.accepts(t.as_bytes()), "{name}: sampled {t:?} not recognized");
+            assert!(
+                e.accepts(t.as_bytes()),
+                "{name}: sampled {t:?} not recognized"
+            );
             accepted += matcher_accepts(&c, &t) as usize;
         }
     }
     assert!(sampled >= 50, "{name}: only {sampled} samples");
-    assert!(accepted * 2 >= sampled, "{name}: matcher accepts {accepted} of {sampled} samples");
+    assert!(
+        accepted * 2 >= sampled,
+        "{name}: matcher accepts {accepted} of {sampled} samples"
+    );
 }
 
 #[test]
@@ -96,7 +105,14 @@ fn example_json() {
             // Containers three deep: `value` entered four times.
             r#"{"a": {"b": [false, "c"]}, "e": -12}"#,
         ],
-        &["{,}", "[1,]", "01", "\"\u{1}\"", "{\"a\" 1}", "[[[[[1]]]]]x"],
+        &[
+            "{,}",
+            "[1,]",
+            "01",
+            "\"\u{1}\"",
+            "{\"a\" 1}",
+            "[[[[[1]]]]]x",
+        ],
     );
 }
 
@@ -135,7 +151,9 @@ fn example_mini_lang() {
 fn example_chess_san() {
     check_example(
         "chess-san",
-        &["e4", "Nf3", "exd5", "O-O-O+", "Qh4#", "e8=Q", "fxg1=N+", "R1a3", "Nbd7", "Qa1xb2"],
+        &[
+            "e4", "Nf3", "exd5", "O-O-O+", "Qh4#", "e8=Q", "fxg1=N+", "R1a3", "Nbd7", "Qa1xb2",
+        ],
         &["e9", "e8", "Pe4", "O-O-O-O", "Nf3++", "K", "exd"],
     );
 }
@@ -261,15 +279,18 @@ fn cache_key_holds_text_and_options() {
     let a = compiler.compile(&Source::gbnf(text).unwrap()).unwrap();
     let b = compiler.compile(&Source::gbnf(text).unwrap()).unwrap();
     assert!(Arc::ptr_eq(&a, &b), "the same grammar comes from the cache");
-    let deeper = Source::gbnf(text)
-        .unwrap()
-        .with_schema_options(constrain::schema::SchemaOptions {
-            max_depth: 5,
-            ..Default::default()
-        });
+    let deeper =
+        Source::gbnf(text)
+            .unwrap()
+            .with_schema_options(constrain::schema::SchemaOptions {
+                max_depth: 5,
+                ..Default::default()
+            });
     let c = compiler.compile(&deeper).unwrap();
     assert!(!Arc::ptr_eq(&a, &c), "another depth is another artefact");
     assert!(!matcher_accepts(&a, "(((((x)))))") && matcher_accepts(&c, "(((((x)))))"));
-    let other = compiler.compile(&Source::gbnf("root ::= \"x\"").unwrap()).unwrap();
+    let other = compiler
+        .compile(&Source::gbnf("root ::= \"x\"").unwrap())
+        .unwrap();
     assert!(!Arc::ptr_eq(&a, &other));
 }

@@ -186,9 +186,7 @@ fn nullable(e: &Expr, n: &[bool], ids: &HashMap<&str, usize>) -> bool {
         Expr::Seq(v) => v.iter().all(|c| nullable(c, n, ids)),
         Expr::Literal(_) | Expr::Class { .. } | Expr::Any => false,
         Expr::Ref { name, .. } => n[ids[name.as_str()]],
-        Expr::Repeat { expr, min, max } => {
-            *min == 0 || *max == Some(0) || nullable(expr, n, ids)
-        }
+        Expr::Repeat { expr, min, max } => *min == 0 || *max == Some(0) || nullable(expr, n, ids),
     }
 }
 

@@ -100,7 +100,9 @@ pub enum GbnfError {
         column: usize,
     },
     /// A rule is defined twice.
-    #[error("line {line}, column {column}: rule `{name}` is defined twice (first at line {first_line})")]
+    #[error(
+        "line {line}, column {column}: rule `{name}` is defined twice (first at line {first_line})"
+    )]
     DuplicateRule {
         name: String,
         line: usize,

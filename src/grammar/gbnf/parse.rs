@@ -198,9 +198,9 @@ impl Parser {
                 '(' => {
                     let open = self.here();
                     if self.nesting >= MAX_NESTING {
-                        return Err(self.err(format!(
-                            "groups nested deeper than {MAX_NESTING} levels"
-                        )));
+                        return Err(
+                            self.err(format!("groups nested deeper than {MAX_NESTING} levels"))
+                        );
                     }
                     self.i += 1;
                     self.space(true);
@@ -271,7 +271,9 @@ impl Parser {
                         if m < min {
                             return Err(self.err_at(
                                 at,
-                                format!("repetition {{{min},{m}}}: the maximum is below the minimum"),
+                                format!(
+                                    "repetition {{{min},{m}}}: the maximum is below the minimum"
+                                ),
                             ));
                         }
                     }
@@ -407,7 +409,9 @@ impl Parser {
     /// One character of a literal or class, escapes decoded.
     fn char(&mut self) -> Result<char, GbnfError> {
         let at = self.here();
-        let c = self.peek().ok_or_else(|| self.err("unexpected end of the grammar"))?;
+        let c = self
+            .peek()
+            .ok_or_else(|| self.err("unexpected end of the grammar"))?;
         self.i += 1;
         if c != '\\' {
             return Ok(c);
@@ -437,7 +441,10 @@ impl Parser {
         let mut v: u32 = 0;
         for _ in 0..digits {
             let d = self.peek().and_then(|c| c.to_digit(16)).ok_or_else(|| {
-                self.err_at(at, format!("escape `\\{e}` needs exactly {digits} hex digits"))
+                self.err_at(
+                    at,
+                    format!("escape `\\{e}` needs exactly {digits} hex digits"),
+                )
             })?;
             v = v * 16 + d;
             self.i += 1;

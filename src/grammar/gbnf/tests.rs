@@ -99,10 +99,16 @@ fn repetitions() {
     let (_, col, msg) = syntax_at("root ::= \"a\"{2001}");
     assert_eq!(col, 13, "{msg}");
     assert!(msg.contains("2000"), "{msg}");
-    assert!(syntax_at("root ::= \"a\"{3,2}").2.contains("below the minimum"));
+    assert!(syntax_at("root ::= \"a\"{3,2}")
+        .2
+        .contains("below the minimum"));
     assert!(syntax_at("root ::= *").2.contains("no item before it"));
-    assert!(syntax_at("root ::= \"a\"{x}").2.contains("expecting a number"));
-    assert!(syntax_at("root ::= \"a\"{1;2}").2.contains("expecting `,` or `}`"));
+    assert!(syntax_at("root ::= \"a\"{x}")
+        .2
+        .contains("expecting a number"));
+    assert!(syntax_at("root ::= \"a\"{1;2}")
+        .2
+        .contains("expecting `,` or `}`"));
 }
 
 #[test]
@@ -118,7 +124,11 @@ fn grammar_level_errors_name_the_place() {
     );
     assert!(matches!(
         parse("root ::= \"a\"\nroot ::= \"b\"\n"),
-        Err(GbnfError::DuplicateRule { line: 2, first_line: 1, .. })
+        Err(GbnfError::DuplicateRule {
+            line: 2,
+            first_line: 1,
+            ..
+        })
     ));
     let (line, col, msg) = syntax_at("root ::= \"a\"\nnext = \"b\"\n");
     assert_eq!((line, col), (2, 6), "{msg}");
@@ -181,7 +191,10 @@ fn general_recursion_is_unrolled_to_max_depth() {
     let d = dfa(g);
     // root is entered max_depth + 1 = 4 times: 3 levels of parentheses.
     assert!(d.matches(nest(3).as_bytes()));
-    assert!(!d.matches(nest(4).as_bytes()), "beyond the depth: a sound subset");
+    assert!(
+        !d.matches(nest(4).as_bytes()),
+        "beyond the depth: a sound subset"
+    );
     let d = dfa_with(
         g,
         &GbnfOptions {

@@ -109,7 +109,11 @@ fn lit_char(r: &mut Bytes, out: &mut String) {
 }
 
 fn expr(r: &mut Bytes, names: &[&str], depth: usize, out: &mut String) {
-    let k = if depth >= 3 { r.next() % 4 } else { r.next() % 10 };
+    let k = if depth >= 3 {
+        r.next() % 4
+    } else {
+        r.next() % 10
+    };
     match k {
         0 => {
             out.push('"');
@@ -206,9 +210,8 @@ pub fn check_gbnf_case(case: &GbnfCase) -> Result<GbnfOutcome, Violation> {
         max_depth: case.max_depth.min(4),
         max_nodes: 1 << 14,
     };
-    let mut toks: Vec<(TokenId, Vec<u8>)> = (0..=255u8)
-        .map(|b| (TokenId(b as u32), vec![b]))
-        .collect();
+    let mut toks: Vec<(TokenId, Vec<u8>)> =
+        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
     for t in case.tokens.iter().take(32) {
         if !t.is_empty() && t.len() <= 6 {
             toks.push((TokenId(toks.len() as u32), t.clone()));
