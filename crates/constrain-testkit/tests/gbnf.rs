@@ -229,7 +229,7 @@ fn case_from(bytes: &[u8], text_bytes: &[u8], depth: usize, seed: u64) -> GbnfCa
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    // 256 cases (PROPTEST_CASES=N for a longer sweep).
 
     /// The compiled matcher against the Earley recognizer on random small
     /// grammars: accepted ⇒ recognized; ⇔ without recursion; every allowed
