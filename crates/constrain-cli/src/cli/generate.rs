@@ -261,7 +261,9 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let t = Instant::now();
     eprintln!("building token index ...");
     let compiled = engine.compile(&c.source).map_err(|e| match e {
-        GenerateError::Compile(CompileError::Schema(_)) => anyhow::Error::new(e).context(c.what),
+        GenerateError::Compile(CompileError::Schema(_) | CompileError::Gbnf(_)) => {
+            anyhow::Error::new(e).context(c.what)
+        }
         e => e.into(),
     })?;
     for w in compiled.warnings() {
