@@ -154,6 +154,7 @@ fn main() {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "regex"))
         .collect();
     files.sort();
     for f in files {

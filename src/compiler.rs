@@ -11,6 +11,7 @@
 //! Source::Regex ─────────────────┼─▶ regex ─▶ dfa::ByteDfa::build ─▶ index::TokenIndex ─▶ Arc<Compiled>
 //! Source::Grammar ─ grammar file ┘            (eager, or lazy past      (eager over an eager DFA,
 //!                                              DfaConfig::lazy_states)   lazy over a lazy one)
+//! Source::Gbnf ─ grammar::gbnf::lower ─▶ Hir ─▶ dfa::ByteDfa::build_hir ─┘ (no regex text)
 //! ```
 //!
 //! ## What the compiler decides
@@ -59,7 +60,8 @@
 //! ```
 
 use crate::dfa::{ByteDfa, Dfa, DfaConfig, DfaError};
-use crate::grammar::{Grammar, GrammarError};
+use crate::grammar::gbnf::{self, Gbnf, GbnfError, GbnfOptions};
+use crate::grammar::{Grammar, GrammarError, GrammarFile};
 use crate::index::{IndexConfig, IndexError, TokenIndex};
 use crate::matcher::Matcher;
 use crate::schema::{self, SchemaError, SchemaOptions, SchemaWarning};
@@ -89,6 +91,9 @@ pub enum Source {
     /// A named grammar file (`grammars/*.regex`: a comment header, then a
     /// regex), already read ([`Source::grammar_file`]).
     Grammar(Grammar),
+    /// A GBNF grammar (llama.cpp's format), compiled with `options`
+    /// ([`Source::gbnf`], or [`Source::grammar_file`] of a `.gbnf` file).
+    Gbnf { grammar: Gbnf, options: GbnfOptions },
 }
 
 impl Source {
@@ -114,16 +119,33 @@ impl Source {
         Source::Regex(pattern.into())
     }
 
-    /// Reads a grammar file.
+    /// Reads a grammar file: GBNF when its extension is `.gbnf`, a regex
+    /// grammar file (`grammars/*.regex`) otherwise.
     pub fn grammar_file(path: impl AsRef<Path>) -> Result<Source, CompileError> {
-        Ok(Source::Grammar(Grammar::load(path)?))
+        Ok(match crate::grammar::load(path)? {
+            GrammarFile::Regex(g) => Source::Grammar(g),
+            GrammarFile::Gbnf(grammar) => Source::Gbnf {
+                grammar,
+                options: GbnfOptions::default(),
+            },
+        })
+    }
+
+    /// A GBNF grammar given as text, with the default options.
+    pub fn gbnf(text: &str) -> Result<Source, CompileError> {
+        Ok(Source::Gbnf {
+            grammar: Gbnf::parse("gbnf", text)?,
+            options: GbnfOptions::default(),
+        })
     }
 
     /// The same source with other schema options (no effect on a regex or a
-    /// grammar).
+    /// regex grammar file; a GBNF grammar takes their `max_depth`, the one
+    /// recursion-depth knob of both front ends).
     pub fn with_schema_options(mut self, opts: SchemaOptions) -> Source {
         match &mut self {
             Source::JsonSchema { options, .. } | Source::Tools { options, .. } => *options = opts,
+            Source::Gbnf { options, .. } => options.max_depth = opts.max_depth,
             Source::Regex(_) | Source::Grammar(_) => {}
         }
         self
@@ -137,6 +159,7 @@ impl Source {
             Source::Tools { tools, options } => format!("tools\0{options:?}\0{tools}"),
             Source::Regex(p) => format!("regex\0{p}"),
             Source::Grammar(g) => format!("grammar\0{}", g.pattern),
+            Source::Gbnf { grammar, options } => format!("gbnf\0{options:?}\0{}", grammar.text),
         }
     }
 }
@@ -178,6 +201,10 @@ pub enum CompileError {
     /// A grammar file could not be read or holds no pattern.
     #[error(transparent)]
     Grammar(#[from] GrammarError),
+    /// A GBNF grammar does not parse (line and column), is left-recursive
+    /// in a form that cannot be rewritten (the rule), or passes a limit.
+    #[error(transparent)]
+    Gbnf(#[from] GbnfError),
     /// The regex does not parse, or its automaton passes a size limit.
     #[error(transparent)]
     Dfa(#[from] DfaError),
@@ -322,12 +349,33 @@ impl Compiler {
             }
             Source::Regex(p) => (p.clone(), Vec::new()),
             Source::Grammar(g) => (g.pattern.clone(), Vec::new()),
+            Source::Gbnf { grammar, options } => {
+                // Lowered straight to a syntax tree: no regex text.
+                let hir = gbnf::lower(grammar, options)?;
+                stats.schema_time = t.elapsed();
+                let t = Instant::now();
+                let dfa = ByteDfa::build_hir(&hir, grammar.text.len(), &self.config.dfa)?;
+                drop(hir);
+                return self.finish(dfa, Vec::new(), stats, t);
+            }
         };
         stats.schema_time = t.elapsed();
         stats.regex_len = regex.len();
         let t = Instant::now();
         let dfa = ByteDfa::build(&regex, &self.config.dfa)?;
         drop(regex);
+        self.finish(dfa, warnings, stats, t)
+    }
+
+    /// DFA → token index: the common end of every compile (`t`: when the
+    /// DFA build started).
+    fn finish(
+        &self,
+        dfa: Dfa,
+        warnings: Vec<SchemaWarning>,
+        mut stats: CompileStats,
+        t: Instant,
+    ) -> Result<Compiled, CompileError> {
         stats.dfa_time = t.elapsed();
         (stats.dfa_states, stats.dfa_memory) = match &dfa {
             Dfa::Eager(d) => (d.state_count(), d.memory_usage()),

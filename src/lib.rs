@@ -2,7 +2,7 @@
 //!
 //! Structured-output decoding that always parses. A [`Compiler`] over one
 //! vocabulary ([`vocab::Vocabulary`]) turns a [`Source`] — a JSON Schema, an
-//! OpenAI `tools` array, a regex or a grammar file — into a byte-level DFA
+//! OpenAI `tools` array, a regex, a regex grammar file or a GBNF grammar — into a byte-level DFA
 //! ([`dfa::ByteDfa`]) and lifts it to the token level: an immutable,
 //! shareable [`Compiled`] artefact (cached by source and options). Each request
 //! walks it with a cheap [`Matcher`] that says, at every step, which tokens
@@ -48,6 +48,8 @@ pub enum Error {
     Schema(#[from] schema::SchemaError),
     #[error(transparent)]
     Grammar(#[from] grammar::GrammarError),
+    #[error(transparent)]
+    Gbnf(#[from] grammar::gbnf::GbnfError),
 }
 
 pub use compiler::{CompileError, CompileStats, Compiled, Compiler, CompilerConfig, Source};

@@ -183,6 +183,7 @@ fn hard_regexes() -> Vec<String> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "regex"))
         .collect();
     files.sort();
     assert!(

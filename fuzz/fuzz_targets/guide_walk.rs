@@ -55,6 +55,7 @@ fn fixtures() -> &'static [Fixture] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .expect("grammars/")
             .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "regex"))
             .collect();
         files.sort();
         for f in files {

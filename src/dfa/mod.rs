@@ -154,6 +154,87 @@ impl ByteDfa {
         )))
     }
 
+    /// Builds the DFA of a syntax tree made by a front end (GBNF) without a
+    /// regex text: like [`ByteDfa::build`], eager up to
+    /// [`DfaConfig::lazy_states`] states and lazy past them. `size` stands
+    /// for the pattern length in statistics.
+    pub fn build_hir(
+        hir: &regex_syntax::hir::Hir,
+        size: usize,
+        config: &DfaConfig,
+    ) -> Result<Dfa, DfaError> {
+        let nfa = thompson::Compiler::new()
+            .configure(thompson_config(config))
+            .build_from_hir(hir)
+            .map_err(|e| nfa_error(&e, config))?;
+        if config.minimize || !nfa.look_set_any().is_empty() {
+            return Ok(Dfa::Eager(Self::from_nfa_reference(&nfa, size, config)?));
+        }
+        let lazy_states = config.lazy_states.unwrap_or(usize::MAX);
+        let mut det = determinize::Determinizer::new(
+            nfa,
+            config.dfa_size_limit,
+            config.determinize_size_limit,
+        );
+        let mut i = 1;
+        while i < det.len() {
+            if det.len() > lazy_states {
+                return Ok(Dfa::Lazy(Box::new(LazyDfa {
+                    explored: vec![true; i],
+                    det,
+                    failed: None,
+                    config: config.clone(),
+                    max_states: usize::MAX,
+                    pattern_len: size,
+                    loop_thread: Vec::new(),
+                })));
+            }
+            det.explore(i).map_err(|l| limit_error(l, config))?;
+            i += 1;
+        }
+        Ok(Dfa::Eager(Self::from_table(det.into_table(), size)))
+    }
+
+    /// The whole DFA of a syntax tree (see [`ByteDfa::build_hir`]), never lazy.
+    pub fn from_hir(
+        hir: &regex_syntax::hir::Hir,
+        size: usize,
+        config: &DfaConfig,
+    ) -> Result<ByteDfa, DfaError> {
+        let config = DfaConfig {
+            lazy_states: None,
+            ..config.clone()
+        };
+        match Self::build_hir(hir, size, &config)? {
+            Dfa::Eager(d) => Ok(d),
+            Dfa::Lazy(d) => d.into_eager(),
+        }
+    }
+
+    /// regex-automata's dense determinizer over an NFA (minimization, or an
+    /// NFA with look-around), copied into our layout.
+    fn from_nfa_reference(
+        nfa: &thompson::NFA,
+        size: usize,
+        config: &DfaConfig,
+    ) -> Result<ByteDfa, DfaError> {
+        let dfa = dense::Builder::new()
+            .configure(Self::dense_config(config))
+            .build_from_nfa(nfa)
+            .map_err(|e| build_error(&e, config))?;
+        Self::copy_dense(&dfa, size)
+    }
+
+    fn dense_config(config: &DfaConfig) -> dense::Config {
+        dense::Config::new()
+            .start_kind(StartKind::Anchored)
+            .match_kind(MatchKind::All)
+            .minimize(config.minimize)
+            .byte_classes(true)
+            .dfa_size_limit(Some(config.dfa_size_limit))
+            .determinize_size_limit(Some(config.determinize_size_limit))
+    }
+
     /// The syntax tree of `pattern` from the subset parser, `None` outside
     /// the subset (for tests that compare it with regex-syntax).
     #[doc(hidden)]
@@ -206,19 +287,15 @@ impl ByteDfa {
     #[doc(hidden)]
     pub fn new_reference(pattern: &str, config: &DfaConfig) -> Result<ByteDfa, DfaError> {
         let dfa = dense::Builder::new()
-            .configure(
-                dense::Config::new()
-                    .start_kind(StartKind::Anchored)
-                    .match_kind(MatchKind::All)
-                    .minimize(config.minimize)
-                    .byte_classes(true)
-                    .dfa_size_limit(Some(config.dfa_size_limit))
-                    .determinize_size_limit(Some(config.determinize_size_limit)),
-            )
+            .configure(Self::dense_config(config))
             .syntax(syntax_config())
             .thompson(thompson_config(config))
             .build(pattern)
             .map_err(|e| build_error(&e, config))?;
+        Self::copy_dense(&dfa, pattern.len())
+    }
+
+    fn copy_dense(dfa: &dense::DFA<Vec<u32>>, pattern_len: usize) -> Result<ByteDfa, DfaError> {
         let start = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
             .map_err(|e| DfaError::Build(e.to_string()))?;
@@ -265,7 +342,7 @@ impl ByteDfa {
             trans,
             accepting,
             start,
-            pattern_len: pattern.len(),
+            pattern_len,
         })
     }
 

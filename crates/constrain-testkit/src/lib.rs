@@ -7,6 +7,8 @@
 //! * [`check`]: invariants of the index and the matcher, each checked against
 //!   an independent oracle and reported as a [`check::Violation`]; the fuzz
 //!   targets and the replay of their regressions call the same functions;
+//! * [`earley`]: an Earley recognizer over GBNF grammars, the oracle of
+//!   the GBNF compiler;
 //! * [`maskbench`]: the MaskBench runner (compliant semantics, `json.dumps`
 //!   instances, TTFM / TBM);
 //! * [`FakeModel`] (scripted logits) and [`tiny`] (tiny random-weight GGUF
@@ -17,6 +19,7 @@
 
 pub mod assets;
 pub mod check;
+pub mod earley;
 mod fake;
 pub mod maskbench;
 pub mod process;

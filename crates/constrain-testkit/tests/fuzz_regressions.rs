@@ -204,6 +204,7 @@ fn qwen_grammar_walks_pass_the_checks() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "regex"))
         .collect();
     files.sort();
     let mut rng = StdRng::seed_from_u64(5);
@@ -446,4 +447,21 @@ fn integers_stay_parseable_and_valid() {
         !dfa.matches(huge.as_bytes()) || serde_json::from_str::<serde_json::Value>(&huge).is_ok(),
         "the schema allows a 401-digit integer, which serde_json cannot parse"
     );
+}
+
+#[test]
+fn gbnf_compile_regressions_replay() {
+    use constrain_testkit::check::{check_gbnf_case, GbnfCase};
+    let cases = regressions("gbnf_compile");
+    assert!(
+        !cases.is_empty(),
+        "fuzz/regressions/gbnf_compile/ holds cases"
+    );
+    for (path, text) in cases {
+        let case: GbnfCase =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if let Err(v) = check_gbnf_case(&case) {
+            panic!("{}: {v}", path.display());
+        }
+    }
 }

@@ -41,7 +41,9 @@ pub struct SourceArgs {
     /// A regex (full-match semantics: the whole output must match).
     #[arg(long)]
     pub regex: Option<String>,
-    /// A grammar file (`grammars/*.regex`: a comment header, then a regex).
+    /// A grammar file: GBNF (`*.gbnf`, llama.cpp's format; recursion
+    /// unrolled to --max-depth) or a regex file (`grammars/*.regex`: a
+    /// comment header, then a regex).
     #[arg(long)]
     pub grammar: Option<PathBuf>,
     /// A JSON Schema file.
@@ -160,7 +162,7 @@ pub fn source(src: &SourceArgs, schema: &SchemaArgs) -> anyhow::Result<(Source, 
     }
     if let Some(path) = &src.grammar {
         return Ok((
-            Source::grammar_file(path)?,
+            Source::grammar_file(path)?.with_schema_options(schema.options()),
             format!("grammar {}", path.display()),
         ));
     }
@@ -184,7 +186,9 @@ pub fn compile(
 ) -> anyhow::Result<Arc<Compiled>> {
     let compiler = Compiler::new(vocab, args.compiler_config());
     let compiled = compiler.compile(source).map_err(|e| match e {
-        CompileError::Schema(_) => anyhow::Error::new(e).context(what.to_string()),
+        CompileError::Schema(_) | CompileError::Gbnf(_) => {
+            anyhow::Error::new(e).context(what.to_string())
+        }
         e => e.into(),
     })?;
     for w in compiled.warnings() {

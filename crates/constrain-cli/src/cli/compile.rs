@@ -30,8 +30,8 @@ pub struct CheckArgs {
     index: IndexArgs,
     #[command(flatten)]
     schema: SchemaArgs,
-    /// The text to check.
-    #[arg(long)]
+    /// The text to check (may begin with `-`: `--text -5` or `--text=-5`).
+    #[arg(long, allow_hyphen_values = true)]
     text: String,
 }
 
@@ -132,6 +132,11 @@ fn regex_text(src: &Source) -> anyhow::Result<String> {
     Ok(match src {
         Source::Regex(p) => p.clone(),
         Source::Grammar(g) => g.pattern.clone(),
+        // The lowered syntax tree, printed as a regex (compiling never
+        // goes through this text).
+        Source::Gbnf { grammar, options } => {
+            constrain::grammar::gbnf::lower(grammar, options)?.to_string()
+        }
         Source::JsonSchema { schema, options } => {
             constrain::schema::compile(schema, options)?.regex
         }

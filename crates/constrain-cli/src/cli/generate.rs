@@ -31,7 +31,8 @@ pub struct GenerateArgs {
     /// Regex the whole output must match.
     #[arg(long, value_name = "RE", conflicts_with_all = ["grammar", "tools"])]
     regex: Option<String>,
-    /// Grammar file (`grammars/*.regex`).
+    /// Grammar file: GBNF (`*.gbnf`, llama.cpp's format) or a regex file
+    /// (`grammars/*.regex`).
     #[arg(long, value_name = "FILE", conflicts_with = "tools")]
     grammar: Option<PathBuf>,
     /// OpenAI-style `tools` array (JSON file): the output is
@@ -153,11 +154,25 @@ fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
         });
     }
     if let Some(p) = &a.grammar {
-        let g = constrain::grammar::Grammar::load(p)?;
-        return Ok(Constraint {
-            system: prompt::regex_system_message(&g.pattern),
-            source: Source::Grammar(g),
-            what: format!("grammar {}", p.display()),
+        return Ok(match constrain::grammar::load(p)? {
+            constrain::grammar::GrammarFile::Regex(g) => Constraint {
+                system: prompt::regex_system_message(&g.pattern),
+                source: Source::Grammar(g),
+                what: format!("grammar {}", p.display()),
+            },
+            constrain::grammar::GrammarFile::Gbnf(grammar) => Constraint {
+                system: format!(
+                    "{}\nRespond only with text that this grammar (GBNF, rule `root`) accepts:\n{}",
+                    prompt::QWEN_DEFAULT_SYSTEM,
+                    grammar.text.trim_end()
+                ),
+                source: Source::Gbnf {
+                    grammar,
+                    options: Default::default(),
+                }
+                .with_schema_options(opts),
+                what: format!("grammar {}", p.display()),
+            },
         });
     }
     bail!(
@@ -278,7 +293,9 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let t = Instant::now();
     eprintln!("building token index ...");
     let compiled = engine.compile(&c.source).map_err(|e| match e {
-        GenerateError::Compile(CompileError::Schema(_)) => anyhow::Error::new(e).context(c.what),
+        GenerateError::Compile(CompileError::Schema(_) | CompileError::Gbnf(_)) => {
+            anyhow::Error::new(e).context(c.what)
+        }
         e => e.into(),
     })?;
     for w in compiled.warnings() {

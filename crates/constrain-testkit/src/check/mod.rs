@@ -44,7 +44,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 mod cases;
+mod gbnf;
 pub use cases::*;
+pub use gbnf::*;
 
 /// A broken invariant: what broke, and the text that leads there.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -1,4 +1,4 @@
-//! # Named grammars (`grammars/*.regex`)
+//! # Regex grammar files (`grammars/*.regex`)
 //!
 //! A grammar file is a regex with a comment header: the leading lines that are
 //! `#` alone or start with `# ` describe what it matches; every following line
@@ -29,6 +29,13 @@ pub enum GrammarError {
     },
     #[error("grammar {path} holds no pattern after its comment header")]
     Empty { path: PathBuf },
+    /// A GBNF file that does not parse (the error names line and column).
+    #[error("grammar {path}: {source}")]
+    Gbnf {
+        path: PathBuf,
+        #[source]
+        source: super::gbnf::GbnfError,
+    },
 }
 
 impl Grammar {

@@ -1,0 +1,208 @@
+//! # GBNF: llama.cpp's grammar format
+//!
+//! A GBNF grammar is a set of named rules; the language is that of the rule
+//! `root`:
+//!
+//! ```text
+//! # A comma-separated list of small numbers.
+//! root ::= item ("," ws item)*
+//! item ::= [1-9] [0-9]? | "0"
+//! ws   ::= " "?
+//! ```
+//!
+//! [`Gbnf::parse`] reads the text ([`parse`], following llama.cpp's
+//! `llama-grammar.cpp`) into rules of [`ast::Expr`] and checks what the
+//! whole grammar needs: no rule defined twice, every referenced rule
+//! defined, a `root`. [`lower`] turns it into the automaton input.
+//!
+//! ## Compilation (first step: regular)
+//!
+//! [`lower::lower`] inlines the rules into one `regex_syntax` `Hir` (built
+//! from the AST, never through regex text): characters become their UTF-8
+//! byte sequences, `.` and negated classes any valid code point except those
+//! excluded. Recursion is handled in three ways:
+//!
+//! * **Immediate left recursion** `a ::= a x | y` is rewritten to `y x*`,
+//!   **immediate right recursion** `a ::= x a | y` to `x* y` (both exact,
+//!   found through groups and optional tails: `list ::= item ("," list)?`
+//!   is exact). Any other left recursion is a [`GbnfError::LeftRecursion`]
+//!   naming the rule (llama.cpp rejects every left recursion).
+//! * **Other recursion** (`value ::= "[" value "]" | "x"`) is unrolled: a
+//!   rule may be entered at most [`GbnfOptions::max_depth`] `+ 1` times
+//!   inside itself, past which the deeper branch is dropped. The language
+//!   is then a **sound subset** of the grammar's: never a text outside it,
+//!   but not the deepest texts either. (The JSON Schema front end unrolls
+//!   recursive `$ref` the same way, with the same knob.) Exact recursion
+//!   needs the pushdown engine of issue 16 (fragments called through a
+//!   return stack in the matcher).
+//!
+//! Every bound on the untrusted grammar is a named limit: repetition counts
+//! ([`parse::MAX_REPETITION`]), group nesting ([`parse::MAX_NESTING`]), the
+//! size of the unrolled grammar ([`GbnfOptions::max_nodes`]).
+
+pub mod ast;
+pub mod lower;
+pub mod parse;
+
+pub use ast::{Expr, Pos, Rule};
+pub use lower::lower;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A parsed GBNF grammar: rules in file order, every reference defined, a
+/// `root` present.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gbnf {
+    /// File stem or another label (`json`).
+    pub name: String,
+    /// The rules in the order they are written.
+    pub rules: Vec<Rule>,
+    /// The grammar text (the cache key of the compiled grammar).
+    pub text: String,
+}
+
+/// How a GBNF grammar is compiled. `Config is a value`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GbnfOptions {
+    /// How many times a (non-tail) recursive rule may be entered inside
+    /// itself (default 3, the JSON Schema front end's `max_depth`). Deeper
+    /// nesting is not offered.
+    pub max_depth: usize,
+    /// Largest unrolled grammar, in syntax-tree nodes (default 262,144).
+    pub max_nodes: usize,
+}
+
+impl Default for GbnfOptions {
+    fn default() -> Self {
+        GbnfOptions {
+            max_depth: 3,
+            max_nodes: 1 << 18,
+        }
+    }
+}
+
+/// Why a GBNF grammar was refused. Each variant says where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GbnfError {
+    /// The text does not parse.
+    #[error("line {line}, column {column}: {message}")]
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// A rule refers to a rule that is not defined.
+    #[error("line {line}, column {column}: undefined rule `{name}`")]
+    UndefinedRule {
+        name: String,
+        line: usize,
+        column: usize,
+    },
+    /// A rule is defined twice.
+    #[error(
+        "line {line}, column {column}: rule `{name}` is defined twice (first at line {first_line})"
+    )]
+    DuplicateRule {
+        name: String,
+        line: usize,
+        column: usize,
+        first_line: usize,
+    },
+    /// No rule is named `root`.
+    #[error("line 1, column 1: the grammar has no `root` rule")]
+    NoRoot,
+    /// Left recursion other than the immediate form `a ::= a x | y`.
+    #[error(
+        "line {line}, column {column}: rule `{rule}` is left-recursive in a form that cannot be \
+         rewritten (only the immediate form `a ::= a x | y`, rewritten to `y x*`, is supported)"
+    )]
+    LeftRecursion {
+        rule: String,
+        line: usize,
+        column: usize,
+    },
+    /// The unrolled grammar passes [`GbnfOptions::max_nodes`].
+    #[error(
+        "grammar too big: unrolled to more than {limit} nodes (the limit GbnfOptions::max_nodes; \
+         a lower max_depth also shrinks it)"
+    )]
+    TooBig { limit: usize },
+    /// The inlined grammar nests deeper than the automaton builders allow.
+    #[error(
+        "grammar too deep: rules inlined more than {limit} levels deep (lower max_depth, \
+         or split long chains of rules)"
+    )]
+    TooDeep { limit: usize },
+    /// The language is empty (no rule derives a finite text within
+    /// `max_depth`).
+    #[error("the grammar's language is empty (within a recursion depth of {max_depth})")]
+    EmptyLanguage { max_depth: usize },
+}
+
+impl Gbnf {
+    /// Parses GBNF text and checks its rules (see the module docs).
+    pub fn parse(name: &str, text: &str) -> Result<Gbnf, GbnfError> {
+        let rules = parse::parse(text)?;
+        let mut first: HashMap<&str, Pos> = HashMap::new();
+        for r in &rules {
+            if let Some(p) = first.get(r.name.as_str()) {
+                return Err(GbnfError::DuplicateRule {
+                    name: r.name.clone(),
+                    line: r.pos.line,
+                    column: r.pos.column,
+                    first_line: p.line,
+                });
+            }
+            first.insert(&r.name, r.pos);
+        }
+        let mut undefined = None;
+        for r in &rules {
+            r.body.for_each_ref(&mut |n, p| {
+                if undefined.is_none() && !first.contains_key(n) {
+                    undefined = Some(GbnfError::UndefinedRule {
+                        name: n.to_string(),
+                        line: p.line,
+                        column: p.column,
+                    });
+                }
+            });
+        }
+        if let Some(e) = undefined {
+            return Err(e);
+        }
+        if !first.contains_key("root") {
+            return Err(GbnfError::NoRoot);
+        }
+        Ok(Gbnf {
+            name: name.to_string(),
+            rules,
+            text: text.to_string(),
+        })
+    }
+
+    /// Reads and parses a GBNF file (errors name the file).
+    pub fn load(path: impl AsRef<Path>) -> Result<Gbnf, super::GrammarError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| super::GrammarError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Gbnf::parse(&name, &text).map_err(|source| super::GrammarError::Gbnf {
+            path: PathBuf::from(path),
+            source,
+        })
+    }
+
+    /// The rule named `name`.
+    pub fn rule(&self, name: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| r.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

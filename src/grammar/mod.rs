@@ -1,0 +1,44 @@
+//! # Grammar files: regex files and GBNF
+//!
+//! Two file formats describe a language by name:
+//!
+//! * **Regex files** (`grammars/*.regex`, [`Grammar`]): a comment header,
+//!   then one regex in the `regex` crate's syntax ([`regex_file`]).
+//! * **GBNF** (`grammars/*.gbnf`, [`gbnf::Gbnf`]): llama.cpp's grammar
+//!   format — named rules, alternation, grouping, literals, character
+//!   classes, `.` and repetition — parsed into an AST ([`gbnf::ast`]) and
+//!   lowered straight into the automaton input (a `regex_syntax` `Hir`,
+//!   never regex text) by [`gbnf::lower`].
+//!
+//! [`load`] dispatches on the file extension: `.gbnf` is GBNF, anything
+//! else is a regex file, exactly as before GBNF existed.
+
+pub mod gbnf;
+mod regex_file;
+
+pub use regex_file::{Grammar, GrammarError};
+
+/// A grammar file of either format, as read by [`load`].
+#[derive(Clone, Debug)]
+pub enum GrammarFile {
+    /// A `*.regex` file (or any extension other than `.gbnf`).
+    Regex(Grammar),
+    /// A `*.gbnf` file.
+    Gbnf(gbnf::Gbnf),
+}
+
+/// Whether `path` names a GBNF file (extension `.gbnf`, any case).
+pub fn is_gbnf_path(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gbnf"))
+}
+
+/// Reads a grammar file, choosing the format by its extension.
+pub fn load(path: impl AsRef<std::path::Path>) -> Result<GrammarFile, GrammarError> {
+    let path = path.as_ref();
+    if is_gbnf_path(path) {
+        Ok(GrammarFile::Gbnf(gbnf::Gbnf::load(path)?))
+    } else {
+        Ok(GrammarFile::Regex(Grammar::load(path)?))
+    }
+}
