@@ -260,8 +260,7 @@ fn not_is_the_complement() {
     );
     check(
         json!({"not": {"oneOf": [{"type": "integer"}, {"minimum": 2}]}}),
-        // (1.5 is valid too, but non-integers with bounds are a narrowing)
-        &[json!(3), json!(7)],
+        &[json!(1.5), json!(-0.5), json!(3), json!(7)],
         &[json!(1), json!(2.5), json!("s")],
     );
     // Through a $ref.
@@ -325,7 +324,7 @@ fn contains_counts_matching_items() {
 #[test]
 fn limits_and_unsupported_complements_name_not_and_pointer() {
     let e = schema::compile(
-        &json!({"properties": {"a": {"not": {"pattern": "^x"}}}}),
+        &json!({"properties": {"a": {"not": {"format": "email"}}}}),
         &SchemaOptions::default(),
     )
     .unwrap_err();
@@ -360,9 +359,7 @@ fn property_names_filter_declared_and_extra_keys() {
     check_in(
         json!({"type": "object", "properties": {"ab": {"type": "integer"}, "abcd": {"type": "integer"}},
                "propertyNames": {"maxLength": 3}}),
-        // (extra keys are a narrowing here: "ab" is a declared name within
-        // the name language, and the two cannot be intersected)
-        &[json!({}), json!({"ab": 1})],
+        &[json!({}), json!({"ab": 1}), json!({"x": [1]}), json!({"ab": 1, "abc": null})],
         &[json!({"abcd": 1}), json!({"long": 1})],
         &[JsonMode::Compliant],
     );
@@ -386,4 +383,44 @@ fn property_names_filter_declared_and_extra_keys() {
         &[json!({})],
         &[json!({"a": 1})],
     );
+}
+
+#[test]
+fn pattern_algebra_through_product_automata() {
+    // not: {pattern}: the complement among strings.
+    check(
+        json!({"type": "string", "not": {"pattern": "a1"}}),
+        &[json!(""), json!("a"), json!("1a"), json!("é1")],
+        &[json!("a1"), json!("xa1y"), json!(3)],
+    );
+    // Two patterns on one string: their intersection.
+    check(
+        json!({"type": "string", "pattern": "^a", "allOf": [{"pattern": "b$"}]}),
+        &[json!("ab"), json!("axb")],
+        &[json!("a"), json!("b"), json!("ba")],
+    );
+    // propertyNames: {not: {pattern}}.
+    check_in(
+        json!({"type": "object", "propertyNames": {"not": {"pattern": "a1"}}}),
+        &[json!({}), json!({"b": 1}), json!({"a": 1, "1": 2})],
+        &[json!({"a1": 1}), json!({"xa1": 1})],
+        &[JsonMode::Compliant],
+    );
+    // Non-integers within bounds (oneOf over integer/number).
+    check(
+        json!({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0, "maximum": 10}]}),
+        &[json!(1.5), json!(9.75), json!(0.001), json!(-4), json!(12)],
+        &[json!(1), json!(10), json!(11.5), json!(-0.5)],
+    );
+    // A bounded product: the error names the knob and the pointer.
+    let e = schema::compile(
+        &json!({"properties": {"s": {"type": "string", "not": {"pattern": "^[a-z]{3,9}[0-9]{2}$"}}}}),
+        &SchemaOptions {
+            max_product_states: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, SchemaError::TooBig { knob: "max_product_states", .. }), "{e}");
+    assert!(e.pointer().as_str().starts_with("/properties/s"), "{e}");
 }

@@ -193,6 +193,8 @@ pub struct Node {
     pub dependent_schemas: Vec<(String, Schema)>,
     /// Values excluded (the complement of an `enum`/`const`).
     pub not_values: Vec<Value>,
+    /// Patterns the string must *not* match (the complement of `pattern`).
+    pub not_patterns: Vec<Located<String>>,
     /// Numbers only with a fractional part (the complement of `integer`
     /// among numbers).
     pub fractional: bool,
@@ -213,6 +215,7 @@ impl Node {
             || self.max_length.is_some()
             || !self.patterns.is_empty()
             || !self.formats.is_empty()
+            || !self.not_patterns.is_empty()
     }
     pub fn has_number_keywords(&self) -> bool {
         self.minimum.is_some()
@@ -1339,6 +1342,7 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
         .extend(b.dependent_schemas.iter().cloned());
     n.not_values.extend(b.not_values.iter().cloned());
     n.fractional = a.fractional || b.fractional;
+    n.not_patterns.extend(b.not_patterns.iter().cloned());
     n.contains.extend(b.contains.iter().cloned());
     n.property_names.extend(b.property_names.iter().cloned());
     n.properties = props;

@@ -155,6 +155,14 @@ pub struct SchemaOptions {
     /// Largest number of values an integer `multipleOf` with bounds may be
     /// enumerated into (default 4,096).
     pub max_enumerated_multiples: u64,
+    /// Most states of a product automaton built to intersect or subtract
+    /// two scalar languages (`not: {pattern}`, several patterns on one
+    /// string, non-integers within bounds, `propertyNames` beside declared
+    /// names); default 4,096.
+    pub max_product_states: usize,
+    /// Longest regex text such a product is turned back into (default
+    /// 256 KiB; state elimination can grow it exponentially).
+    pub max_product_len: usize,
 }
 
 impl Default for SchemaOptions {
@@ -175,6 +183,8 @@ impl Default for SchemaOptions {
             max_regex_len: 16 << 20,
             max_branches: 256,
             max_enumerated_multiples: 4096,
+            max_product_states: 4096,
+            max_product_len: 256 << 10,
         }
     }
 }

@@ -993,7 +993,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             parts.extend(self.number(n, types)?);
         }
         if types.has(Types::STRING) {
-            parts.extend(self.string(n)?);
+            parts.extend(self.string_with_algebra(n)?);
         }
         if types.has(Types::ARRAY) {
             parts.extend(self.array(n)?);
@@ -1040,7 +1040,7 @@ impl<'d, 'a> Gen<'d, 'a> {
     fn number(&mut self, n: &Node, types: Types) -> Result<Lang, SchemaError> {
         let integer_only = !types.has(Types::NUMBER);
         if n.fractional {
-            return Ok(self.fractional_number(n, types));
+            return self.fractional_number(n, types);
         }
         let lo = n.minimum.as_ref();
         let hi = n.maximum.as_ref();
@@ -1800,6 +1800,13 @@ pub(crate) fn satisfies(n: &Node, v: &Value) -> Option<bool> {
                 match ok {
                     Some(false) => return Some(false),
                     Some(true) => {}
+                    None => unknown = true,
+                }
+            }
+            for p in &n.not_patterns {
+                match ir::pattern_matches(&p.value, s) {
+                    Some(true) => return Some(false),
+                    Some(false) => {}
                     None => unknown = true,
                 }
             }

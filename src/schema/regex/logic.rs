@@ -49,6 +49,7 @@
 
 use super::*;
 use crate::schema::ir::{Conditional, Contains};
+use crate::dfa::algebra::{self, AlgebraError, Op};
 use crate::schema::numeric::Bound;
 
 /// A node with only `at` set.
@@ -366,8 +367,23 @@ impl<'d, 'a> Gen<'d, 'a> {
             ));
         }
         if t.has(Types::STRING) {
-            if let Some(p) = n.patterns.first() {
-                return Err(self.not_error(&p.at, "\"pattern\""));
+            for p in &n.patterns {
+                out.extend(typed(
+                    Types::STRING,
+                    Node {
+                        not_patterns: vec![p.clone()],
+                        ..blank(at)
+                    },
+                ));
+            }
+            for p in &n.not_patterns {
+                out.extend(typed(
+                    Types::STRING,
+                    Node {
+                        patterns: vec![p.clone()],
+                        ..blank(at)
+                    },
+                ));
             }
             if let Some(f) = n.formats.first() {
                 return Err(self.not_error(&f.at, "\"format\""));
@@ -761,23 +777,33 @@ impl<'d, 'a> Gen<'d, 'a> {
 
 impl<'d, 'a> Gen<'d, 'a> {
     /// Numbers with a fractional part (never integral), written without an
-    /// exponent, at most 6 + 9 digits; with bounds or `multipleOf` none are offered (a sound
-    /// narrowing, with a warning).
-    pub(super) fn fractional_number(&mut self, n: &Node, types: Types) -> Lang {
+    /// exponent, at most 6 + 9 digits; within bounds through a product
+    /// automaton; with `multipleOf` none are offered (a sound narrowing,
+    /// with a warning).
+    pub(super) fn fractional_number(&mut self, n: &Node, types: Types) -> Result<Lang, SchemaError> {
         if !types.has(Types::NUMBER) {
-            return None;
+            return Ok(None);
         }
+        // At most 6 integer and 9 fraction digits: the nearest `f64` is
+        // then never an integer (its spacing below 10^6 is ~1.2e-10), so
+        // validators reading floats agree that it is not one.
+        let frac = "-?(?:0|[1-9][0-9]{0,5})\\.[0-9]{0,8}[1-9]";
         if n.minimum.is_none() && n.maximum.is_none() && n.multiple_of.is_none() {
-            // At most 6 integer and 9 fraction digits: the nearest `f64` is
-            // then never an integer (its spacing below 10^6 is ~1.2e-10),
-            // so validators reading floats agree that it is not one.
-            return Some("-?(?:0|[1-9][0-9]{0,5})\\.[0-9]{0,8}[1-9]".into());
+            return Ok(Some(frac.into()));
+        }
+        if n.multiple_of.is_none() {
+            // Within bounds: the product with the decimal range.
+            if let Some(range) = numeric::decimal_range(n.minimum.as_ref(), n.maximum.as_ref()) {
+                return self.combine(&range, frac, Op::And, "non-integer numbers in range", &n.at);
+            }
+            return Ok(None);
         }
         self.doc.warn(
             &n.at,
-            "non-integer numbers with bounds are not offered (complement of \"integer\")".into(),
+            "non-integer numbers with multipleOf are not offered (complement of \"integer\")"
+                .into(),
         );
-        None
+        Ok(None)
     }
 
     /// A leaf whose values must differ from `n.not_values` (the complement
@@ -873,7 +899,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                             .into(),
                     );
                 } else {
-                    parts.extend(self.string(&base)?);
+                    parts.extend(self.string_with_algebra(&base)?);
                 }
             }
         }
@@ -983,9 +1009,24 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }
             }
         }
-        let name = names
+        let mut name = names
             .into_iter()
             .try_fold(blank(&n.at), |a, b| ir::merge(&a, &b))?;
+        // `not` (and the rest of the algebra) in the name schema: groups of
+        // one branch are conjuncts.
+        self.lower_logic(&mut name)?;
+        let groups = std::mem::take(&mut name.any_of);
+        for g in groups {
+            if let [one] = &g[..] {
+                let mut entered = Vec::new();
+                match self.schema_node(one, &mut entered)? {
+                    Some(x) => name = ir::merge(&name, &x)?,
+                    None => name.never = true,
+                }
+            } else {
+                name.any_of.push(g);
+            }
+        }
         let unsupported = |detail: &str| SchemaError::UnsupportedValue {
             what: "propertyNames".into(),
             pointer: name.at.clone(),
@@ -1048,10 +1089,24 @@ impl<'d, 'a> Gen<'d, 'a> {
             .chain(m.required.iter())
             .chain(forbid.iter())
             .all(|k| as_name(k) == Some(false));
-        if string_only && name.not_values.is_empty() && declared_ok {
+        if string_only && name.not_values.is_empty() {
             let mut sn = name.clone();
             sn.types = Some(Types::STRING);
-            let key = self.string(&sn)?;
+            let mut key = self.string_with_algebra(&sn)?;
+            if !declared_ok {
+                // Names in the language but declared: the product with the
+                // complement of the declared names (one spelling per key).
+                let taken: Vec<String> = m
+                    .properties
+                    .iter()
+                    .map(|(k, _)| k.clone())
+                    .chain(m.required.iter().cloned())
+                    .chain(forbid.iter().cloned())
+                    .collect();
+                if let Some(k) = key {
+                    key = self.combine(&k, &extra_key(&taken), Op::And, "propertyNames", &name.at)?;
+                }
+            }
             let Some(key) = key else {
                 m.additional = Some(Schema::Bool(false));
                 return self.object(&m, forbid);
@@ -1068,5 +1123,133 @@ impl<'d, 'a> Gen<'d, 'a> {
         );
         m.additional = Some(Schema::Bool(false));
         self.object(&m, forbid)
+    }
+}
+
+/// Every JSON string in its one canonical spelling (no `\u` escapes; the
+/// control characters without a short escape are left out).
+const CANONICAL_STRING: &str = r#""(?:[^"\\\x00-\x1F]|\\["\\bfnrt])*""#;
+
+impl<'d, 'a> Gen<'d, 'a> {
+    /// `a op b` through a product automaton, bounded by
+    /// `max_product_states` / `max_product_len` (errors name `what` and `at`).
+    pub(super) fn combine(
+        &self,
+        a: &str,
+        b: &str,
+        op: Op,
+        what: &str,
+        at: &Pointer,
+    ) -> Result<Lang, SchemaError> {
+        match algebra::combine(
+            a,
+            b,
+            op,
+            self.opts.max_product_states,
+            self.opts.max_product_len,
+        ) {
+            Ok(r) => Ok(r),
+            Err(AlgebraError::TooManyStates { limit }) => Err(SchemaError::TooBig {
+                what: format!("{what}: product automaton states"),
+                pointer: at.clone(),
+                size: limit as u64 + 1,
+                limit: limit as u64,
+                knob: "max_product_states",
+            }),
+            Err(AlgebraError::TooLong { limit }) => Err(SchemaError::TooBig {
+                what: format!("{what}: regex of the product automaton"),
+                pointer: at.clone(),
+                size: limit as u64 + 1,
+                limit: limit as u64,
+                knob: "max_product_len",
+            }),
+            Err(AlgebraError::Dfa(e)) => Err(SchemaError::UnsupportedValue {
+                what: what.into(),
+                pointer: at.clone(),
+                detail: e.to_string(),
+            }),
+        }
+    }
+
+    /// [`Gen::string`], through [`Gen::string_algebra`] when the node has
+    /// several patterns/formats or excluded patterns.
+    pub(super) fn string_with_algebra(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        if n.not_patterns.is_empty() && n.patterns.len() + n.formats.len() <= 1 {
+            self.string(n)
+        } else {
+            self.string_algebra(n)
+        }
+    }
+
+    /// The quoted spelled language of one pattern, exactly (`None`: the
+    /// pattern cannot be compiled exactly).
+    fn pattern_language(&self, p: &ir::Located<String>) -> Result<Lang, SchemaError> {
+        match pattern::compile_pattern(&p.value, 0, None) {
+            Ok(c) if c.narrowed.is_none() => Ok(c.regex.map(|r| format!("\"{r}\""))),
+            Ok(_) => Err(SchemaError::Pattern {
+                pointer: p.at.clone(),
+                detail: format!("{:?} is narrowed and cannot be intersected", p.value),
+            }),
+            Err(e) => Err(SchemaError::Pattern {
+                pointer: p.at.clone(),
+                detail: format!("{:?}: {e}", p.value),
+            }),
+        }
+    }
+
+    /// Strings with several patterns/formats, or with patterns they must
+    /// not match: the first constraint through [`Gen::string`], the others
+    /// intersected (`pattern`, `format`) or subtracted (`not: {pattern}`)
+    /// by product automata.
+    #[inline(never)]
+    pub(super) fn string_algebra(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        let mut first = n.clone();
+        first.not_patterns.clear();
+        let mut rest: Vec<String> = Vec::new();
+        let mut rest_at: Vec<Pointer> = Vec::new();
+        if first.patterns.len() + first.formats.len() > 1 {
+            let keep_format = !first.formats.is_empty();
+            for p in first.patterns.drain(if keep_format { 0.. } else { 1.. }) {
+                let Some(l) = self.pattern_language(&p)? else {
+                    return Ok(None);
+                };
+                rest.push(l);
+                rest_at.push(p.at);
+            }
+            let extra_formats: Vec<_> = first.formats.drain(first.formats.len().min(1)..).collect();
+            for f in extra_formats {
+                let re = formats::format_regex(&f.value).expect("supported format");
+                rest.push(format!("\"{re}\""));
+                rest_at.push(f.at);
+            }
+        }
+        let Some(mut lang) = self.string(&first)? else {
+            return Ok(None);
+        };
+        for (l, at) in rest.iter().zip(&rest_at) {
+            match self.combine(&lang, l, Op::And, "several patterns/formats", at)? {
+                Some(r) => lang = r,
+                None => return Ok(None),
+            }
+        }
+        if !n.not_patterns.is_empty() {
+            // One spelling per string, so that subtracting spellings
+            // subtracts strings.
+            let at = &n.not_patterns[0].at;
+            match self.combine(&lang, CANONICAL_STRING, Op::And, "not: pattern", at)? {
+                Some(r) => lang = r,
+                None => return Ok(None),
+            }
+            for p in &n.not_patterns {
+                let Some(l) = self.pattern_language(p)? else {
+                    continue;
+                };
+                match self.combine(&lang, &l, Op::AndNot, "not: pattern", &p.at)? {
+                    Some(r) => lang = r,
+                    None => return Ok(None),
+                }
+            }
+        }
+        Ok(Some(lang))
     }
 }
