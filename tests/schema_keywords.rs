@@ -533,7 +533,7 @@ fn fail_closed_errors_name_keyword_and_pointer() {
          is not supported (at /properties/age/not)"
     );
     assert_eq!(e.pointer().as_str(), "/properties/age");
-    let e = err(json!({"type": "object", "if": {"pattern": "^a"}, "then": {"required": ["b"]}}));
+    let e = err(json!({"type": "string", "if": {"format": "email"}, "then": {"minLength": 3}}));
     assert!(
         e.to_string().starts_with("unsupported keyword \"if\" at (root)"),
         "{e}"
@@ -541,7 +541,7 @@ fn fail_closed_errors_name_keyword_and_pointer() {
     let e = err(json!({"type": "array", "uniqueItems": true}));
     assert_eq!(
         e.to_string(),
-        "unsupported keyword \"uniqueItems\" at (root)"
+        "unsupported uniqueItems at (root): the items have no small finite set of values"
     );
     let e = err(json!({"type": "string", "maxlength": 3}));
     assert!(matches!(e, SchemaError::Unknown { .. }), "{e}");
@@ -558,8 +558,8 @@ fn fail_closed_errors_name_keyword_and_pointer() {
     assert!(matches!(e, SchemaError::Contradiction { .. }), "{e}");
     let e = err(json!({"$ref": "http://example.com/other.json"}));
     assert!(matches!(e, SchemaError::Ref { .. }), "{e}");
-    // Overlapping branches whose complement cannot be written (a pattern).
-    let e = err(json!({"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]}));
+    // Overlapping branches whose complement cannot be written (a format).
+    let e = err(json!({"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "minLength": 3}]}));
     assert!(matches!(e, SchemaError::OneOfOverlap { .. }), "{e}");
 }
 

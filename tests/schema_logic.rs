@@ -424,3 +424,29 @@ fn pattern_algebra_through_product_automata() {
     assert!(matches!(e, SchemaError::TooBig { knob: "max_product_states", .. }), "{e}");
     assert!(e.pointer().as_str().starts_with("/properties/s"), "{e}");
 }
+
+#[test]
+fn unique_items_over_finite_item_languages() {
+    check(
+        json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}),
+        &[json!([]), json!(["a"]), json!(["c", "a"]), json!(["b", "c", "a"])],
+        &[json!(["a", "a"]), json!(["a", "b", "a"]), json!(["d"])],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true, "minItems": 1}),
+        &[json!([true]), json!([false, true])],
+        &[json!([]), json!([true, true])],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4}, "uniqueItems": true, "maxItems": 2}),
+        &[json!([1, 4]), json!([3])],
+        &[json!([2, 2]), json!([1, 2, 3]), json!([5])],
+    );
+    // Too many values: an error naming the knob.
+    let e = schema::compile(
+        &json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "uniqueItems": true}),
+        &SchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, SchemaError::TooBig { knob: "max_unique_values", .. }), "{e}");
+}

@@ -202,6 +202,8 @@ pub struct Node {
     pub contains: Vec<Contains>,
     /// `propertyNames`.
     pub property_names: Vec<Schema>,
+    /// `uniqueItems: true` (see `Gen::array_unique`).
+    pub unique_items: bool,
     // applicators
     pub all_of: Vec<Schema>,
     pub any_of: Vec<Vec<Schema>>,
@@ -229,6 +231,7 @@ impl Node {
             || self.min_items.is_some()
             || self.max_items.is_some()
             || !self.contains.is_empty()
+            || self.unique_items
     }
     pub fn has_object_keywords(&self) -> bool {
         !self.properties.is_empty()
@@ -850,13 +853,7 @@ impl<'a> Document<'a> {
             Some(_) => {
                 // Trivially unique when at most one item can be present.
                 if n.max_items.is_none_or(|x| x > 1) {
-                    self.soft(
-                        SchemaError::Unsupported {
-                            keyword: "uniqueItems".into(),
-                            pointer: at.clone(),
-                        },
-                        opts.lenient,
-                    )?;
+                    n.unique_items = true;
                 }
             }
         }
@@ -1343,6 +1340,7 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
     n.not_values.extend(b.not_values.iter().cloned());
     n.fractional = a.fractional || b.fractional;
     n.not_patterns.extend(b.not_patterns.iter().cloned());
+    n.unique_items = a.unique_items || b.unique_items;
     n.contains.extend(b.contains.iter().cloned());
     n.property_names.extend(b.property_names.iter().cloned());
     n.properties = props;

@@ -163,6 +163,10 @@ pub struct SchemaOptions {
     /// Longest regex text such a product is turned back into (default
     /// 256 KiB; state elimination can grow it exponentially).
     pub max_product_len: usize,
+    /// `uniqueItems` is exact when the items have at most this many
+    /// possible values (default 6; the regex lists every ordering of
+    /// distinct values, about `e·k!` branches).
+    pub max_unique_values: usize,
 }
 
 impl Default for SchemaOptions {
@@ -185,6 +189,7 @@ impl Default for SchemaOptions {
             max_enumerated_multiples: 4096,
             max_product_states: 4096,
             max_product_len: 256 << 10,
+            max_unique_values: 6,
         }
     }
 }

@@ -1230,6 +1230,9 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     fn array(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        if n.unique_items {
+            return self.array_unique(n);
+        }
         if !n.contains.is_empty() {
             return self.array_contains(n);
         }

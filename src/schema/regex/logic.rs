@@ -439,6 +439,9 @@ impl<'d, 'a> Gen<'d, 'a> {
                 },
             ));
         }
+        if t.has(Types::ARRAY) && n.unique_items {
+            return Err(self.not_error(at, "\"uniqueItems\""));
+        }
         if t.has(Types::ARRAY) {
             let k = n.prefix_items.as_ref().map_or(0, Vec::len);
             for (i, p) in n.prefix_items.iter().flatten().enumerate() {
@@ -1251,5 +1254,117 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
         }
         Ok(Some(lang))
+    }
+}
+
+impl<'d, 'a> Gen<'d, 'a> {
+    /// The possible values of an item schema when it has few (an `enum`,
+    /// `const`, `boolean`, a small integer range); `None` otherwise.
+    fn finite_values(&mut self, item: &Schema) -> Result<Option<Vec<Value>>, SchemaError> {
+        let mut entered = Vec::new();
+        let Some(node) = self.schema_node(item, &mut entered)? else {
+            return Ok(Some(Vec::new()));
+        };
+        if !node.any_of.is_empty()
+            || !node.one_of.is_empty()
+            || !node.nots.is_empty()
+            || !node.conditionals.is_empty()
+        {
+            return Ok(None);
+        }
+        let types = self.gen_types(&node);
+        let candidates: Vec<Value> = if let Some(vals) = &node.enumeration {
+            vals.clone()
+        } else if types == Types::BOOLEAN {
+            vec![Value::Bool(false), Value::Bool(true)]
+        } else if types == Types::INTEGER || (types.has_numeric() && node.types == Some(Types::INTEGER)) {
+            let (l, h) = numeric::integer_bounds(node.minimum.as_ref(), node.maximum.as_ref());
+            match (l.and_then(|x| x.to_i128()), h.and_then(|x| x.to_i128())) {
+                (Some(l), Some(h)) if h >= l && h - l < 64 => {
+                    (l..=h).map(|i| Value::from(i as i64)).collect()
+                }
+                _ => return Ok(None),
+            }
+        } else {
+            return Ok(None);
+        };
+        let mut out: Vec<Value> = Vec::new();
+        for v in candidates {
+            if !type_ok(types, &v) || out.iter().any(|w| ir::json_eq(w, &v)) {
+                continue;
+            }
+            match satisfies(&node, &v) {
+                Some(true) => out.push(v),
+                Some(false) => {}
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// `uniqueItems`: exact when the items have at most
+    /// `max_unique_values` possible values (every ordering of distinct
+    /// values is listed); otherwise an error naming `uniqueItems` (a
+    /// warning in lenient mode, which then ignores it).
+    #[inline(never)]
+    pub(super) fn array_unique(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        let mut m = n.clone();
+        m.unique_items = false;
+        let unsupported = |detail: &str| SchemaError::UnsupportedValue {
+            what: "uniqueItems".into(),
+            pointer: n.at.clone(),
+            detail: detail.into(),
+        };
+        if n.prefix_items.is_some() || !n.contains.is_empty() {
+            return Err(unsupported("together with prefixItems/contains"));
+        }
+        let item = n.items.clone().unwrap_or(Schema::Bool(true));
+        let Some(values) = self.finite_values(&item)? else {
+            // Lenient: ignored (with a warning), as before.
+            self.doc.soft(
+                unsupported("the items have no small finite set of values"),
+                self.opts.lenient,
+            )?;
+            return self.array(&m);
+        };
+        if values.len() > self.opts.max_unique_values {
+            return Err(SchemaError::TooBig {
+                what: "uniqueItems: possible item values".into(),
+                pointer: n.at.clone(),
+                size: values.len() as u64,
+                limit: self.opts.max_unique_values as u64,
+                knob: "max_unique_values",
+            });
+        }
+        let min = n.min_items.unwrap_or(0);
+        let max = n.max_items.unwrap_or(u64::MAX);
+        let lits: Vec<String> = values.iter().map(|v| self.literal(v)).collect();
+        let Layout { inner, comma, .. } = self.lay.clone();
+        // Sequences of distinct values continuing after `used` (`depth`
+        // items written).
+        fn rest(lits: &[String], used: u32, depth: u64, min: u64, max: u64, comma: &str) -> Option<String> {
+            let mut alts: Vec<String> = Vec::new();
+            let mut empty = false;
+            if depth >= min {
+                empty = true;
+            }
+            if depth < max {
+                for (i, l) in lits.iter().enumerate() {
+                    if used & (1 << i) != 0 {
+                        continue;
+                    }
+                    if let Some(r) = rest(lits, used | (1 << i), depth + 1, min, max, comma) {
+                        let sep = if depth == 0 { "" } else { comma };
+                        alts.push(format!("{sep}{l}{r}"));
+                    }
+                }
+            }
+            match (alts.is_empty(), empty) {
+                (true, true) => Some(String::new()),
+                (true, false) => None,
+                (false, e) => Some(format!("(?:{}{})", alts.join("|"), if e { "|" } else { "" })),
+            }
+        }
+        Ok(rest(&lits, 0, 0, min, max, &comma).map(|b| format!("\\[{inner}{b}{inner}\\]")))
     }
 }
