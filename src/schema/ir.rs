@@ -7,8 +7,10 @@
 //! - *enforced*: parsed into a typed field of [`Node`];
 //! - *annotation* (`title`, `description`, `default`, `examples`, `x-*`, ...):
 //!   dropped silently;
-//! - *unsupported* (`not`, `if`, `uniqueItems: true`, `patternProperties`,
-//!   ...): [`SchemaError::Unsupported`], or a warning in lenient mode;
+//! - *unsupported* (`unevaluatedProperties`, `$dynamicRef`, ...):
+//!   [`SchemaError::Unsupported`], or a warning in lenient mode (`not`,
+//!   `if`/`then`/`else`, dependencies, `contains`, `propertyNames` and
+//!   `uniqueItems` are parsed into fields and lowered by the generator);
 //! - *unknown* (no draft defines it): [`SchemaError::Unknown`], or a warning
 //!   with [`SchemaOptions::allow_unknown_keywords`] (the JSON Schema spec
 //!   itself treats unknown keywords as annotations). Near-misses of real
