@@ -535,7 +535,8 @@ fn fail_closed_errors_name_keyword_and_pointer() {
     assert_eq!(e.pointer().as_str(), "/properties/age");
     let e = err(json!({"type": "string", "if": {"format": "email"}, "then": {"minLength": 3}}));
     assert!(
-        e.to_string().starts_with("unsupported keyword \"if\" at (root)"),
+        e.to_string()
+            .starts_with("unsupported keyword \"if\" at (root)"),
         "{e}"
     );
     let e = err(json!({"type": "array", "uniqueItems": true}));
@@ -559,7 +560,9 @@ fn fail_closed_errors_name_keyword_and_pointer() {
     let e = err(json!({"$ref": "http://example.com/other.json"}));
     assert!(matches!(e, SchemaError::Ref { .. }), "{e}");
     // Overlapping branches whose complement cannot be written (a format).
-    let e = err(json!({"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "minLength": 3}]}));
+    let e = err(
+        json!({"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "minLength": 3}]}),
+    );
     assert!(matches!(e, SchemaError::OneOfOverlap { .. }), "{e}");
 }
 

@@ -38,21 +38,33 @@ fn check(schema: Value, accept: &[Value], reject: &[Value]) {
 fn check_in(schema: Value, accept: &[Value], reject: &[Value], modes: &[JsonMode]) {
     let oracle = Oracle::new(&schema).expect("oracle compiles the schema");
     for v in accept {
-        assert!(oracle.valid(v), "test data: {v} should be valid for {schema}");
+        assert!(
+            oracle.valid(v),
+            "test data: {v} should be valid for {schema}"
+        );
     }
     for v in reject {
-        assert!(!oracle.valid(v), "test data: {v} should be invalid for {schema}");
+        assert!(
+            !oracle.valid(v),
+            "test data: {v} should be invalid for {schema}"
+        );
     }
     for &mode in modes {
         for ws in POLICIES {
             let d = compile(&schema, ws, mode);
             for v in accept {
                 let t = render(v, ws);
-                assert!(d.matches(t.as_bytes()), "{mode:?} {ws:?}: {t} should match {schema}");
+                assert!(
+                    d.matches(t.as_bytes()),
+                    "{mode:?} {ws:?}: {t} should match {schema}"
+                );
             }
             for v in reject {
                 let t = render(v, ws);
-                assert!(!d.matches(t.as_bytes()), "{mode:?} {ws:?}: {t} should not match {schema}");
+                assert!(
+                    !d.matches(t.as_bytes()),
+                    "{mode:?} {ws:?}: {t} should not match {schema}"
+                );
             }
         }
         random_soundness(&schema, &oracle, mode);
@@ -122,11 +134,17 @@ fn random_soundness(schema: &Value, oracle: &Oracle, mode: JsonMode) {
     let w = Walker::new(&d);
     let mut r = rng(17);
     for _ in 0..200 {
-        let Some(t) = w.walk(&mut r, 40) else { continue };
+        let Some(t) = w.walk(&mut r, 40) else {
+            continue;
+        };
         let text = String::from_utf8(t).expect("utf-8");
-        let v: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{mode:?}: walk {text:?} does not parse ({e}) for {schema}"));
-        assert!(oracle.valid(&v), "{mode:?}: walk {text} is invalid for {schema}");
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!("{mode:?}: walk {text:?} does not parse ({e}) for {schema}")
+        });
+        assert!(
+            oracle.valid(&v),
+            "{mode:?}: walk {text} is invalid for {schema}"
+        );
     }
     let (mut keys, mut atoms) = (Vec::new(), Vec::new());
     vocabulary(schema, &mut keys, &mut atoms);
@@ -142,7 +160,10 @@ fn random_soundness(schema: &Value, oracle: &Oracle, mode: JsonMode) {
             no += 1;
         }
     }
-    assert!(no > 0, "{mode:?}: every random value was accepted for {schema}");
+    assert!(
+        no > 0,
+        "{mode:?}: every random value was accepted for {schema}"
+    );
     let _ = yes;
 }
 
@@ -153,7 +174,12 @@ fn dependent_required_and_draft7_dependencies() {
         "dependentRequired": {"a": ["b"]}});
     check(
         s,
-        &[json!({}), json!({"b": "x"}), json!({"a": 1, "b": "x"}), json!({"a": 1, "b": "", "c": true})],
+        &[
+            json!({}),
+            json!({"b": "x"}),
+            json!({"a": 1, "b": "x"}),
+            json!({"a": 1, "b": "", "c": true}),
+        ],
         &[json!({"a": 1}), json!({"a": 1, "c": false})],
     );
     let s = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
@@ -194,7 +220,11 @@ fn if_then_else_is_exact() {
         "else": {"properties": {"x": {"maximum": 0}}}});
     check(
         s,
-        &[json!({"mode": "a", "x": 5}), json!({"mode": "b"}), json!({"mode": "b", "x": -1})],
+        &[
+            json!({"mode": "a", "x": 5}),
+            json!({"mode": "b"}),
+            json!({"mode": "b", "x": -1}),
+        ],
         &[json!({"mode": "a"}), json!({"mode": "b", "x": 1})],
     );
     // `if` over a scalar: numbers ≥ 10 must be even-tens... expressed as
@@ -207,15 +237,31 @@ fn if_then_else_is_exact() {
     );
     // `then` alone.
     let s = json!({"if": {"type": "string"}, "then": {"minLength": 2}});
-    check(s, &[json!("ab"), json!(1), json!(null)], &[json!("a"), json!("")]);
+    check(
+        s,
+        &[json!("ab"), json!(1), json!(null)],
+        &[json!("a"), json!("")],
+    );
 }
 
 #[test]
 fn not_is_the_complement() {
-    check(json!({"not": {"type": "integer"}}), &[json!(1.5), json!("1"), json!(null), json!([])], &[json!(1), json!(-3)]);
+    check(
+        json!({"not": {"type": "integer"}}),
+        &[json!(1.5), json!("1"), json!(null), json!([])],
+        &[json!(1), json!(-3)],
+    );
     check(
         json!({"not": {"enum": ["a", 1, null, true]}}),
-        &[json!("b"), json!("ab"), json!(""), json!(2), json!(0.5), json!(false), json!({})],
+        &[
+            json!("b"),
+            json!("ab"),
+            json!(""),
+            json!(2),
+            json!(0.5),
+            json!(false),
+            json!({}),
+        ],
         &[json!("a"), json!(1), json!(null), json!(true)],
     );
     check(
@@ -339,7 +385,16 @@ fn limits_and_unsupported_complements_name_not_and_pointer() {
         &SchemaOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(e, SchemaError::TooBig { knob: "max_depth", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            SchemaError::TooBig {
+                knob: "max_depth",
+                ..
+            }
+        ),
+        "{e}"
+    );
     // The complement's size is bounded by max_branches.
     let e = schema::compile(
         &json!({"not": {"required": ["a", "b", "c", "d"]}}),
@@ -349,7 +404,16 @@ fn limits_and_unsupported_complements_name_not_and_pointer() {
         },
     )
     .unwrap_err();
-    assert!(matches!(e, SchemaError::TooBig { knob: "max_branches", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            SchemaError::TooBig {
+                knob: "max_branches",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("\"not\""), "{e}");
 }
 
@@ -359,7 +423,12 @@ fn property_names_filter_declared_and_extra_keys() {
     check_in(
         json!({"type": "object", "properties": {"ab": {"type": "integer"}, "abcd": {"type": "integer"}},
                "propertyNames": {"maxLength": 3}}),
-        &[json!({}), json!({"ab": 1}), json!({"x": [1]}), json!({"ab": 1, "abc": null})],
+        &[
+            json!({}),
+            json!({"ab": 1}),
+            json!({"x": [1]}),
+            json!({"ab": 1, "abc": null}),
+        ],
         &[json!({"abcd": 1}), json!({"long": 1})],
         &[JsonMode::Compliant],
     );
@@ -374,7 +443,11 @@ fn property_names_filter_declared_and_extra_keys() {
     check(
         json!({"type": "object", "additionalProperties": {"type": "boolean"},
                "propertyNames": {"enum": ["ID", "BeforeID"]}}),
-        &[json!({}), json!({"ID": true}), json!({"ID": true, "BeforeID": false})],
+        &[
+            json!({}),
+            json!({"ID": true}),
+            json!({"ID": true, "BeforeID": false}),
+        ],
         &[json!({"Other": true}), json!({"ID": 1})],
     );
     // `false`: only the empty object.
@@ -421,7 +494,16 @@ fn pattern_algebra_through_product_automata() {
         },
     )
     .unwrap_err();
-    assert!(matches!(e, SchemaError::TooBig { knob: "max_product_states", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            SchemaError::TooBig {
+                knob: "max_product_states",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(e.pointer().as_str().starts_with("/properties/s"), "{e}");
 }
 
@@ -429,7 +511,12 @@ fn pattern_algebra_through_product_automata() {
 fn unique_items_over_finite_item_languages() {
     check(
         json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}),
-        &[json!([]), json!(["a"]), json!(["c", "a"]), json!(["b", "c", "a"])],
+        &[
+            json!([]),
+            json!(["a"]),
+            json!(["c", "a"]),
+            json!(["b", "c", "a"]),
+        ],
         &[json!(["a", "a"]), json!(["a", "b", "a"]), json!(["d"])],
     );
     check(
@@ -448,5 +535,14 @@ fn unique_items_over_finite_item_languages() {
         &SchemaOptions::default(),
     )
     .unwrap_err();
-    assert!(matches!(e, SchemaError::TooBig { knob: "max_unique_values", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            SchemaError::TooBig {
+                knob: "max_unique_values",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }

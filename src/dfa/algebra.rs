@@ -192,10 +192,8 @@ impl Product {
                 }
             }
         }
-        let r: Vec<(u32, Vec<(u32, u32)>)> = out
-            .into_iter()
-            .map(|(t, v)| (t, merge_ranges(v)))
-            .collect();
+        let r: Vec<(u32, Vec<(u32, u32)>)> =
+            out.into_iter().map(|(t, v)| (t, merge_ranges(v))).collect();
         memo.insert((s, k), r.clone());
         r
     }
@@ -240,17 +238,13 @@ impl Product {
                 }
             }
         }
-        out.into_iter()
-            .map(|(t, v)| (t, merge_ranges(v)))
-            .collect()
+        out.into_iter().map(|(t, v)| (t, merge_ranges(v))).collect()
     }
 
     /// State elimination over character-class edges.
     fn to_regex(&self, max_len: usize) -> Result<Option<String>, AlgebraError> {
         let n = self.len();
-        if !self.accepting[0]
-            && self.trans[..256].iter().all(|&t| t == DEAD)
-        {
+        if !self.accepting[0] && self.trans[..256].iter().all(|&t| t == DEAD) {
             return Ok(None);
         }
         // Nodes 0..n are states, n is the final node; the start is 0.
@@ -291,7 +285,9 @@ impl Product {
             let outs: Vec<(usize, String)> =
                 edges[k].iter().map(|(q, r)| (*q, r.clone())).collect();
             for &p in &incoming[k] {
-                let Some(into) = edges[p].remove(&k) else { continue };
+                let Some(into) = edges[p].remove(&k) else {
+                    continue;
+                };
                 for (q, out) in &outs {
                     let mut r = group(&into);
                     if let Some(l) = &looped {
@@ -350,7 +346,14 @@ fn group(r: &str) -> String {
 }
 
 fn star(r: &str) -> String {
-    format!("{}*", if r.is_empty() { "(?:)".into() } else { group(r) })
+    format!(
+        "{}*",
+        if r.is_empty() {
+            "(?:)".into()
+        } else {
+            group(r)
+        }
+    )
 }
 
 fn add_alt(e: &mut BTreeMap<usize, String>, q: usize, r: String) {

@@ -35,6 +35,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
+mod leaves;
 mod logic;
 
 /// One character of a JSON string in canonical spelling (any Unicode scalar
@@ -772,13 +773,13 @@ impl<'d, 'a> Gen<'d, 'a> {
                 b
             } else {
                 let others: Vec<&Schema> = overlaps[i].iter().map(|&j| &group.value[j]).collect();
-                exact = self
-                    .exactly_one(b, &others, &group.at)
-                    .map_err(|_| SchemaError::OneOfOverlap {
+                exact = self.exactly_one(b, &others, &group.at).map_err(|_| {
+                    SchemaError::OneOfOverlap {
                         pointer: group.at.clone(),
                         first: i.min(overlaps[i][0]),
                         second: i.max(overlaps[i][0]),
-                    })?;
+                    }
+                })?;
                 &exact
             };
             let r = if rest_trivial {
@@ -1484,12 +1485,10 @@ impl<'d, 'a> Gen<'d, 'a> {
                 let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
                 Some(format!("{k}{colon}{v}"))
             }
-            Some(s) => self
-                .value(s, &[])?
-                .map(|v| {
-                    let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
-                    format!("{k}{colon}{v}")
-                }),
+            Some(s) => self.value(s, &[])?.map(|v| {
+                let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
+                format!("{k}{colon}{v}")
+            }),
         };
         let req = props.iter().filter(|p| p.required).count() as u64;
         let total = props.len() as u64;
