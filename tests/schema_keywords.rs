@@ -529,22 +529,21 @@ fn fail_closed_errors_name_keyword_and_pointer() {
     let e = err(json!({"properties": {"age": {"type": "integer", "not": {"multipleOf": 2}}}}));
     assert_eq!(
         e.to_string(),
-        "unsupported keyword \"not\" at /properties/age"
+        "unsupported keyword \"not\" at /properties/age: the complement of \"multipleOf\" \
+         is not supported (at /properties/age/not)"
     );
     assert_eq!(e.pointer().as_str(), "/properties/age");
-    let e = err(json!({"type": "object", "if": {"required": ["a"]}, "then": {"required": ["b"]}}));
+    let e = err(json!({"type": "string", "if": {"format": "email"}, "then": {"minLength": 3}}));
     assert!(
-        e.to_string().starts_with("unsupported keyword \"if\" at")
-            || e.to_string().starts_with("unsupported keyword \"then\" at"),
+        e.to_string()
+            .starts_with("unsupported keyword \"if\" at (root)"),
         "{e}"
     );
     let e = err(json!({"type": "array", "uniqueItems": true}));
     assert_eq!(
         e.to_string(),
-        "unsupported keyword \"uniqueItems\" at (root)"
+        "unsupported uniqueItems at (root): the items have no small finite set of values"
     );
-    let e = err(json!({"type": "object", "dependentRequired": {"a": ["b"]}}));
-    assert!(e.to_string().contains("dependentRequired"));
     let e = err(json!({"type": "string", "maxlength": 3}));
     assert!(matches!(e, SchemaError::Unknown { .. }), "{e}");
     let e = err(json!({"type": "string", "pattern": "(?=a)b"}));
@@ -560,7 +559,10 @@ fn fail_closed_errors_name_keyword_and_pointer() {
     assert!(matches!(e, SchemaError::Contradiction { .. }), "{e}");
     let e = err(json!({"$ref": "http://example.com/other.json"}));
     assert!(matches!(e, SchemaError::Ref { .. }), "{e}");
-    let e = err(json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}));
+    // Overlapping branches whose complement cannot be written (a format).
+    let e = err(
+        json!({"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "minLength": 3}]}),
+    );
     assert!(matches!(e, SchemaError::OneOfOverlap { .. }), "{e}");
 }
 
@@ -680,9 +682,10 @@ fn example_schemas() {
         }
         if name.starts_with("unsupported") {
             let e = schema::compile(&s, &SchemaOptions::default()).unwrap_err();
-            assert_eq!(
-                e.to_string(),
-                "unsupported keyword \"not\" at /properties/age"
+            assert!(
+                e.to_string()
+                    .starts_with("unsupported keyword \"not\" at /properties/age: "),
+                "{e}"
             );
             continue;
         }

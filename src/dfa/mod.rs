@@ -21,6 +21,7 @@ use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
 use regex_automata::{nfa::thompson, Anchored, MatchKind};
 
+pub mod algebra;
 mod determinize;
 mod parse;
 

@@ -7,8 +7,10 @@
 //! - *enforced*: parsed into a typed field of [`Node`];
 //! - *annotation* (`title`, `description`, `default`, `examples`, `x-*`, ...):
 //!   dropped silently;
-//! - *unsupported* (`not`, `if`, `uniqueItems: true`, `patternProperties`,
-//!   ...): [`SchemaError::Unsupported`], or a warning in lenient mode;
+//! - *unsupported* (`unevaluatedProperties`, `$dynamicRef`, ...):
+//!   [`SchemaError::Unsupported`], or a warning in lenient mode (`not`,
+//!   `if`/`then`/`else`, dependencies, `contains`, `propertyNames` and
+//!   `uniqueItems` are parsed into fields and lowered by the generator);
 //! - *unknown* (no draft defines it): [`SchemaError::Unknown`], or a warning
 //!   with [`SchemaOptions::allow_unknown_keywords`] (the JSON Schema spec
 //!   itself treats unknown keywords as annotations). Near-misses of real
@@ -125,6 +127,24 @@ pub struct Located<T> {
     pub at: Pointer,
 }
 
+/// `if` / `then` / `else` of one schema object.
+#[derive(Clone, Debug)]
+pub struct Conditional {
+    pub cond: Schema,
+    pub then: Option<Schema>,
+    pub otherwise: Option<Schema>,
+    pub at: Pointer,
+}
+
+/// `contains` / `minContains` / `maxContains` of one schema object.
+#[derive(Clone, Debug)]
+pub struct Contains {
+    pub schema: Schema,
+    pub min: u64,
+    pub max: Option<u64>,
+    pub at: Pointer,
+}
+
 /// A schema object with its keywords typed. Absent keywords are `None`/empty.
 #[derive(Clone, Debug, Default)]
 pub struct Node {
@@ -163,6 +183,29 @@ pub struct Node {
     pub not_types: Types,
     /// `not: {required: [k, ...]}` (narrowed to: the first key never appears).
     pub forbid_keys: Vec<String>,
+    // the boolean algebra (see `logic.rs`): lowered into `any_of` groups
+    // before generation
+    /// General `not` sub-schemas (the forms above excepted).
+    pub nots: Vec<Schema>,
+    /// `if` / `then` / `else` (then and else `None` when absent).
+    pub conditionals: Vec<Conditional>,
+    /// `dependentRequired` and the array form of `dependencies`.
+    pub dependent_required: Vec<(String, Vec<String>)>,
+    /// `dependentSchemas` and the schema form of `dependencies`.
+    pub dependent_schemas: Vec<(String, Schema)>,
+    /// Values excluded (the complement of an `enum`/`const`).
+    pub not_values: Vec<Value>,
+    /// Patterns the string must *not* match (the complement of `pattern`).
+    pub not_patterns: Vec<Located<String>>,
+    /// Numbers only with a fractional part (the complement of `integer`
+    /// among numbers).
+    pub fractional: bool,
+    /// `contains` with `minContains` (default 1) and `maxContains`.
+    pub contains: Vec<Contains>,
+    /// `propertyNames`.
+    pub property_names: Vec<Schema>,
+    /// `uniqueItems: true` (see `Gen::array_unique`).
+    pub unique_items: bool,
     // applicators
     pub all_of: Vec<Schema>,
     pub any_of: Vec<Vec<Schema>>,
@@ -176,15 +219,21 @@ impl Node {
             || self.max_length.is_some()
             || !self.patterns.is_empty()
             || !self.formats.is_empty()
+            || !self.not_patterns.is_empty()
     }
     pub fn has_number_keywords(&self) -> bool {
-        self.minimum.is_some() || self.maximum.is_some() || self.multiple_of.is_some()
+        self.minimum.is_some()
+            || self.maximum.is_some()
+            || self.multiple_of.is_some()
+            || self.fractional
     }
     pub fn has_array_keywords(&self) -> bool {
         self.prefix_items.is_some()
             || self.items.is_some()
             || self.min_items.is_some()
             || self.max_items.is_some()
+            || !self.contains.is_empty()
+            || self.unique_items
     }
     pub fn has_object_keywords(&self) -> bool {
         !self.properties.is_empty()
@@ -194,6 +243,9 @@ impl Node {
             || self.max_properties.is_some()
             || !self.pattern_properties.is_empty()
             || !self.forbid_keys.is_empty()
+            || !self.dependent_required.is_empty()
+            || !self.dependent_schemas.is_empty()
+            || !self.property_names.is_empty()
     }
     /// Types implied by the keywords present (for strict-mode inference).
     pub fn keyword_types(&self) -> Types {
@@ -222,6 +274,9 @@ impl Node {
             && self.all_of.is_empty()
             && self.any_of.is_empty()
             && self.one_of.is_empty()
+            && self.nots.is_empty()
+            && self.conditionals.is_empty()
+            && self.not_values.is_empty()
     }
 }
 
@@ -252,18 +307,7 @@ const ANNOTATIONS: &[&str] = &[
 
 /// Keywords some draft defines that this compiler does not enforce.
 const UNSUPPORTED: &[&str] = &[
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "minContains",
-    "maxContains",
-    "dependentRequired",
-    "dependentSchemas",
-    "dependencies",
     "patternProperties",
-    "propertyNames",
     "unevaluatedProperties",
     "unevaluatedItems",
     "$dynamicRef",
@@ -303,6 +347,17 @@ const ENFORCED: &[&str] = &[
     "minProperties",
     "maxProperties",
     "$ref",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "minContains",
+    "maxContains",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "propertyNames",
 ];
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -800,13 +855,7 @@ impl<'a> Document<'a> {
             Some(_) => {
                 // Trivially unique when at most one item can be present.
                 if n.max_items.is_none_or(|x| x > 1) {
-                    self.soft(
-                        SchemaError::Unsupported {
-                            keyword: "uniqueItems".into(),
-                            pointer: at.clone(),
-                        },
-                        opts.lenient,
-                    )?;
+                    n.unique_items = true;
                 }
             }
         }
@@ -872,14 +921,74 @@ impl<'a> Document<'a> {
         }
         if let Some(nv) = m.get("not") {
             if !simple_not(nv, &mut n) {
-                self.soft(
-                    SchemaError::Unsupported {
-                        keyword: "not".into(),
-                        pointer: at.clone(),
-                    },
-                    opts.lenient,
-                )?;
+                n.nots.push(self.sub(nv, at.push("not"))?);
             }
+        }
+        if let Some(c) = m.get("if") {
+            let then = m
+                .get("then")
+                .map(|t| self.sub(t, at.push("then")))
+                .transpose()?;
+            let otherwise = m
+                .get("else")
+                .map(|t| self.sub(t, at.push("else")))
+                .transpose()?;
+            if then.is_some() || otherwise.is_some() {
+                n.conditionals.push(Conditional {
+                    cond: self.sub(c, at.push("if"))?,
+                    then,
+                    otherwise,
+                    at: at.push("if"),
+                });
+            }
+        }
+        // `dependencies` (draft 4-7): arrays are dependentRequired, schemas
+        // dependentSchemas.
+        for kw in ["dependentRequired", "dependentSchemas", "dependencies"] {
+            let Some(d) = m.get(kw) else { continue };
+            let Value::Object(d) = d else {
+                return Err(invalid(format!("\"{kw}\" must be an object")));
+            };
+            let base = at.push(kw);
+            for (k, v) in d {
+                match v {
+                    Value::Array(a) if kw != "dependentSchemas" => {
+                        let mut keys = Vec::new();
+                        for x in a {
+                            match x.as_str() {
+                                Some(x) => keys.push(x.to_string()),
+                                None => {
+                                    return Err(invalid(format!(
+                                        "\"{kw}\" must list property names"
+                                    )))
+                                }
+                            }
+                        }
+                        n.dependent_required.push((k.clone(), keys));
+                    }
+                    _ if kw != "dependentRequired" => {
+                        n.dependent_schemas
+                            .push((k.clone(), self.sub(v, base.push(k))?));
+                    }
+                    _ => {
+                        return Err(invalid(format!(
+                            "\"{kw}\" must map names to arrays of names"
+                        )))
+                    }
+                }
+            }
+        }
+        if let Some(c) = m.get("contains") {
+            n.contains.push(Contains {
+                schema: self.sub(c, at.push("contains"))?,
+                min: count("minContains")?.unwrap_or(1),
+                max: count("maxContains")?,
+                at: at.push("contains"),
+            });
+        }
+        if let Some(p) = m.get("propertyNames") {
+            n.property_names
+                .push(self.sub(p, at.push("propertyNames"))?);
         }
 
         // applicators
@@ -914,7 +1023,7 @@ impl<'a> Document<'a> {
 
 /// Applies `not: v` to `n` when `v` has one of the enforceable forms:
 /// `{}`/`true` (nothing validates), `false` (no-op), `{type: ...}`,
-/// `{required: [...]}` (narrowed: the first key is never written), or one
+/// `{required: [k]}` (`k` is never written), or one
 /// numeric bound (`{maximum: x}` → a number above x, and so on).
 fn simple_not(v: &Value, n: &mut Node) -> bool {
     let m = match v {
@@ -947,6 +1056,10 @@ fn simple_not(v: &Value, n: &mut Node) -> bool {
                     Some(x) => t = t.union(x),
                     None => return false,
                 }
+            }
+            if t.has(Types::INTEGER) && !t.has(Types::NUMBER) {
+                // The non-integers stay: the general complement has them.
+                return false;
             }
             n.not_types = n.not_types.union(t);
             true
@@ -984,6 +1097,7 @@ fn simple_not(v: &Value, n: &mut Node) -> bool {
                 n.never = true;
                 true
             }
+            Value::Array(a) if a.len() > 1 => false,
             Value::Array(a) => match a[0].as_str() {
                 Some(k) => {
                     if !n.forbid_keys.iter().any(|f| f == k) {
@@ -1219,6 +1333,18 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
             n.forbid_keys.push(f.clone());
         }
     }
+    n.nots.extend(b.nots.iter().cloned());
+    n.conditionals.extend(b.conditionals.iter().cloned());
+    n.dependent_required
+        .extend(b.dependent_required.iter().cloned());
+    n.dependent_schemas
+        .extend(b.dependent_schemas.iter().cloned());
+    n.not_values.extend(b.not_values.iter().cloned());
+    n.fractional = a.fractional || b.fractional;
+    n.not_patterns.extend(b.not_patterns.iter().cloned());
+    n.unique_items = a.unique_items || b.unique_items;
+    n.contains.extend(b.contains.iter().cloned());
+    n.property_names.extend(b.property_names.iter().cloned());
     n.properties = props;
     n.required = a.required.clone();
     for r in &b.required {

@@ -16,7 +16,10 @@
 //!    recursive reference is unrolled [`SchemaOptions::max_depth`] times, past
 //!    which that branch is simply not offered), `allOf` members are
 //!    intersected into one node, `anyOf`/`oneOf` become alternations (after a
-//!    disjointness proof for `oneOf`).
+//!    disjointness proof for `oneOf`, or with the complements of the other
+//!    branches), `not`/`if`/dependencies become `anyOf` groups
+//!    (`regex/logic.rs`), and scalar languages that must be intersected or
+//!    subtracted go through product automata ([`crate::dfa::algebra`]).
 //!
 //! Numeric ranges ([`numeric`]), string formats ([`formats`]), ECMA-262
 //! patterns ([`pattern`]) and the whitespace policy ([`whitespace`]) live in
@@ -54,11 +57,14 @@
 //!   keys are keys matching the pattern, with its schema; keys matching no
 //!   pattern are not offered even where `additionalProperties` would allow
 //!   them. Declared keys matching the pattern also take its schema.
-//! - `not` is enforced in the forms `{}`/`true` (nothing), `{type: ...}` (an
-//!   excluded `integer` excludes all numbers), and `{required: [k, ...]}`
-//!   (`k`, the first, is never written); any other `not` fails closed.
+//! - `not`, `if`/`then`/`else`, dependencies and overlapping `oneOf`
+//!   branches are exact through the IR's boolean algebra
+//!   (`regex/logic.rs`); the few complements it cannot write are errors,
+//!   and the complement of `integer` among numbers is the numbers written
+//!   with a fractional part (at most 6 + 9 digits).
 //! - `oneOf` branches are made disjoint where possible by never writing, in
-//!   one branch, a key that another branch requires.
+//!   one branch, a key that another branch requires; otherwise branch `i`
+//!   becomes `Bᵢ ∧ ¬Bⱼ`.
 //! - In [`JsonMode::Strict`] an object that declares no properties is
 //!   free-form (any keys), since "no keys at all" is rarely what is meant.
 //! - Integer `format`s of OpenAPI/schemars (`int32`, `uint8`, ...) become
@@ -155,6 +161,18 @@ pub struct SchemaOptions {
     /// Largest number of values an integer `multipleOf` with bounds may be
     /// enumerated into (default 4,096).
     pub max_enumerated_multiples: u64,
+    /// Most states of a product automaton built to intersect or subtract
+    /// two scalar languages (`not: {pattern}`, several patterns on one
+    /// string, non-integers within bounds, `propertyNames` beside declared
+    /// names); default 4,096.
+    pub max_product_states: usize,
+    /// Longest regex text such a product is turned back into (default
+    /// 256 KiB; state elimination can grow it exponentially).
+    pub max_product_len: usize,
+    /// `uniqueItems` is exact when the items have at most this many
+    /// possible values (default 6; the regex lists every ordering of
+    /// distinct values, about `e·k!` branches).
+    pub max_unique_values: usize,
 }
 
 impl Default for SchemaOptions {
@@ -175,6 +193,9 @@ impl Default for SchemaOptions {
             max_regex_len: 16 << 20,
             max_branches: 256,
             max_enumerated_multiples: 4096,
+            max_product_states: 4096,
+            max_product_len: 256 << 10,
+            max_unique_values: 6,
         }
     }
 }

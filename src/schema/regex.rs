@@ -35,6 +35,9 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
+mod leaves;
+mod logic;
+
 /// One character of a JSON string in canonical spelling (any Unicode scalar
 /// but `"`, `\` and controls; the short escapes; `\u00XX` for controls).
 pub const CHAR: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u00[01][0-9a-fA-F])"#;
@@ -345,6 +348,11 @@ pub(crate) struct Gen<'d, 'a> {
     reach: HashMap<String, Rc<HashSet<String>>>,
     flatten_depth: usize,
     nesting: usize,
+    /// `$ref`s being complemented (a recursive one cannot be cut under `not`).
+    neg_active: HashMap<String, usize>,
+    /// Set by `propertyNames` for the next [`Gen::object`]: the language of
+    /// its extra keys (none of the declared names is in it).
+    extra_key_lang: Option<String>,
 }
 
 /// Deepest nesting of schemas the generator follows.
@@ -364,6 +372,8 @@ impl<'d, 'a> Gen<'d, 'a> {
             reach: HashMap::new(),
             flatten_depth: 0,
             nesting: 0,
+            neg_active: HashMap::new(),
+            extra_key_lang: None,
         }
     }
 
@@ -630,6 +640,7 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     /// Expands `anyOf` / `oneOf` groups, then generates the leaf.
     fn branches(&mut self, mut n: Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        self.lower_logic(&mut n)?;
         let groups: u64 = n
             .any_of
             .iter()
@@ -664,6 +675,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         self.leaf(&n, forbid)
     }
 
+    #[inline(never)]
     fn merged_branch(
         &mut self,
         base: &Node,
@@ -685,6 +697,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         r
     }
 
+    #[inline(never)]
     fn one_of(
         &mut self,
         base: Node,
@@ -707,6 +720,8 @@ impl<'d, 'a> Gen<'d, 'a> {
         // forbids[i]: keys branch i must not write so that it excludes others.
         let mut forbids: Vec<Vec<String>> = vec![forbid.to_vec(); k];
         let mut coerced = false;
+        // overlaps[i]: branches that branch i must be made to exclude.
+        let mut overlaps: Vec<Vec<usize>> = vec![Vec::new(); k];
         for i in 0..k {
             let Some(bi) = resolved[i].clone() else {
                 continue;
@@ -733,11 +748,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                         if self.opts.coerce_one_of {
                             coerced = true;
                         } else {
-                            return Err(SchemaError::OneOfOverlap {
-                                pointer: group.at.clone(),
-                                first: i.min(j),
-                                second: i.max(j),
-                            });
+                            overlaps[i].push(j);
                         }
                     }
                 }
@@ -755,6 +766,22 @@ impl<'d, 'a> Gen<'d, 'a> {
             if resolved[i].is_none() {
                 continue;
             }
+            // Exactly one: this branch and the complement of every branch
+            // it may overlap.
+            let exact;
+            let b = if overlaps[i].is_empty() {
+                b
+            } else {
+                let others: Vec<&Schema> = overlaps[i].iter().map(|&j| &group.value[j]).collect();
+                exact = self.exactly_one(b, &others, &group.at).map_err(|_| {
+                    SchemaError::OneOfOverlap {
+                        pointer: group.at.clone(),
+                        first: i.min(overlaps[i][0]),
+                        second: i.max(overlaps[i][0]),
+                    }
+                })?;
+                &exact
+            };
             let r = if rest_trivial {
                 self.value(b, &forbids[i])?
             } else {
@@ -809,6 +836,7 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     /// Proves that nothing branch `a` generates validates against `b`.
+    #[inline(never)]
     fn excludes(&mut self, a: &Node, b: &Node, depth: usize) -> Result<bool, SchemaError> {
         if depth > 4 {
             return Ok(false);
@@ -952,6 +980,9 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
             return Ok(alt_all(parts));
         }
+        if !n.not_values.is_empty() {
+            return self.leaf_excluding(n, types, forbid);
+        }
         let mut parts = Vec::new();
         if types.has(Types::NULL) {
             parts.push("null".to_string());
@@ -963,7 +994,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             parts.extend(self.number(n, types)?);
         }
         if types.has(Types::STRING) {
-            parts.extend(self.string(n)?);
+            parts.extend(self.string_with_algebra(n)?);
         }
         if types.has(Types::ARRAY) {
             parts.extend(self.array(n)?);
@@ -974,6 +1005,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         Ok(alt_all(parts))
     }
 
+    #[inline(never)]
     fn literal(&self, v: &Value) -> String {
         let Layout {
             inner,
@@ -1005,8 +1037,12 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
     }
 
+    #[inline(never)]
     fn number(&mut self, n: &Node, types: Types) -> Result<Lang, SchemaError> {
         let integer_only = !types.has(Types::NUMBER);
+        if n.fractional {
+            return self.fractional_number(n, types);
+        }
         let lo = n.minimum.as_ref();
         let hi = n.maximum.as_ref();
         if let Some(m) = &n.multiple_of {
@@ -1096,6 +1132,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         Ok(numeric::int_range(l.as_ref(), h.as_ref()))
     }
 
+    #[inline(never)]
     fn string(&mut self, n: &Node) -> Result<Lang, SchemaError> {
         let min = n.min_length.unwrap_or(0);
         let max = n.max_length;
@@ -1194,6 +1231,12 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     fn array(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        if n.unique_items {
+            return self.array_unique(n);
+        }
+        if !n.contains.is_empty() {
+            return self.array_contains(n);
+        }
         let min = n.min_items.unwrap_or(0);
         let mut max = n.max_items;
         if let Some(m) = max {
@@ -1283,6 +1326,11 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     fn object(&mut self, n: &Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        if !n.property_names.is_empty() {
+            return self.object_with_names(n, forbid);
+        }
+        // The key language of extra keys when `propertyNames` narrows it.
+        let names_key = self.extra_key_lang.take();
         let Layout {
             inner,
             comma,
@@ -1434,11 +1482,13 @@ impl<'d, 'a> Gen<'d, 'a> {
             Some(Schema::Bool(true)) if n.additional.is_none() => {
                 // Compliant mode's implicit extras: a cheaper free-form value.
                 let v = self.free_form(self.opts.extra_value_depth);
-                Some(format!("{}{colon}{v}", extra_key(&names)))
+                let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
+                Some(format!("{k}{colon}{v}"))
             }
-            Some(s) => self
-                .value(s, &[])?
-                .map(|v| format!("{}{colon}{v}", extra_key(&names))),
+            Some(s) => self.value(s, &[])?.map(|v| {
+                let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
+                format!("{k}{colon}{v}")
+            }),
         };
         let req = props.iter().filter(|p| p.required).count() as u64;
         let total = props.len() as u64;
@@ -1670,7 +1720,17 @@ fn collect_refs(s: &Schema, out: &mut Vec<String>) {
                 .chain(n.additional.iter())
                 .chain(n.all_of.iter())
                 .chain(n.any_of.iter().flatten())
-                .chain(n.one_of.iter().flat_map(|g| g.value.iter()));
+                .chain(n.one_of.iter().flat_map(|g| g.value.iter()))
+                .chain(n.nots.iter())
+                .chain(n.conditionals.iter().flat_map(|c| {
+                    std::iter::once(&c.cond)
+                        .chain(c.then.iter())
+                        .chain(c.otherwise.iter())
+                }))
+                .chain(n.dependent_schemas.iter().map(|(_, s)| s))
+                .chain(n.contains.iter().map(|c| &c.schema))
+                .chain(n.property_names.iter())
+                .chain(n.pattern_properties.iter().map(|(_, s)| s));
             for c in subs {
                 collect_refs(c, out);
             }
@@ -1717,7 +1777,17 @@ pub(crate) fn satisfies(n: &Node, v: &Value) -> Option<bool> {
             return Some(false);
         }
     }
-    let mut unknown = !n.all_of.is_empty() || !n.any_of.is_empty() || !n.one_of.is_empty();
+    if n.not_values.iter().any(|x| ir::json_eq(x, v)) {
+        return Some(false);
+    }
+    if n.fractional && v.is_number() && Types::of(v) == Types::INTEGER {
+        return Some(false);
+    }
+    let mut unknown = !n.all_of.is_empty()
+        || !n.any_of.is_empty()
+        || !n.one_of.is_empty()
+        || !n.nots.is_empty()
+        || !n.conditionals.is_empty();
     match v {
         Value::String(s) => {
             let len = s.chars().count() as u64;
@@ -1732,6 +1802,13 @@ pub(crate) fn satisfies(n: &Node, v: &Value) -> Option<bool> {
                 match ok {
                     Some(false) => return Some(false),
                     Some(true) => {}
+                    None => unknown = true,
+                }
+            }
+            for p in &n.not_patterns {
+                match ir::pattern_matches(&p.value, s) {
+                    Some(true) => return Some(false),
+                    Some(false) => {}
                     None => unknown = true,
                 }
             }

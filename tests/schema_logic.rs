@@ -1,0 +1,548 @@
+//! The boolean algebra of the schema compiler (`not`, `if`/`then`/`else`,
+//! `dependentRequired`/`dependentSchemas`/`dependencies`, `contains`,
+//! exactly-one `oneOf`), checked against the `jsonschema` crate:
+//!
+//! * listed instances: each expectation is first confirmed by the oracle,
+//!   then matched against the DFA under every whitespace policy and mode;
+//! * random walks of the DFA: every text it accepts parses and validates;
+//! * random JSON values (valid and invalid) built from the schema's own
+//!   names and constants: whatever the DFA accepts validates, and both
+//!   outcomes occur (the test cannot pass vacuously).
+
+mod schema_util;
+
+use constrain::dfa::ByteDfa;
+use constrain::schema::{self, JsonMode, SchemaError, SchemaOptions, Whitespace};
+use rand::Rng;
+use schema_util::*;
+use serde_json::{json, Map, Value};
+
+const POLICIES: [Whitespace; 3] = [
+    Whitespace::Compact,
+    Whitespace::Python,
+    Whitespace::Flexible { max: 2 },
+];
+const MODES: [JsonMode; 2] = [JsonMode::Strict, JsonMode::Compliant];
+
+fn compile(schema: &Value, ws: Whitespace, mode: JsonMode) -> ByteDfa {
+    let c = schema::compile(schema, &opts(ws, mode))
+        .unwrap_or_else(|e| panic!("{schema} ({mode:?}, {ws:?}): {e}"));
+    dfa(&c)
+}
+
+/// Listed instances (oracle-confirmed), then random soundness checks.
+fn check(schema: Value, accept: &[Value], reject: &[Value]) {
+    check_in(schema, accept, reject, &MODES)
+}
+
+fn check_in(schema: Value, accept: &[Value], reject: &[Value], modes: &[JsonMode]) {
+    let oracle = Oracle::new(&schema).expect("oracle compiles the schema");
+    for v in accept {
+        assert!(
+            oracle.valid(v),
+            "test data: {v} should be valid for {schema}"
+        );
+    }
+    for v in reject {
+        assert!(
+            !oracle.valid(v),
+            "test data: {v} should be invalid for {schema}"
+        );
+    }
+    for &mode in modes {
+        for ws in POLICIES {
+            let d = compile(&schema, ws, mode);
+            for v in accept {
+                let t = render(v, ws);
+                assert!(
+                    d.matches(t.as_bytes()),
+                    "{mode:?} {ws:?}: {t} should match {schema}"
+                );
+            }
+            for v in reject {
+                let t = render(v, ws);
+                assert!(
+                    !d.matches(t.as_bytes()),
+                    "{mode:?} {ws:?}: {t} should not match {schema}"
+                );
+            }
+        }
+        random_soundness(&schema, &oracle, mode);
+    }
+}
+
+/// Names and constants appearing in the schema (keys and string values).
+fn vocabulary(v: &Value, keys: &mut Vec<String>, atoms: &mut Vec<Value>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+                vocabulary(x, keys, atoms);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| vocabulary(x, keys, atoms)),
+        Value::String(_) | Value::Number(_) | Value::Bool(_) => {
+            if !atoms.contains(v) {
+                atoms.push(v.clone());
+            }
+        }
+        Value::Null => {}
+    }
+}
+
+fn random_value(rng: &mut impl Rng, keys: &[String], atoms: &[Value], depth: u32) -> Value {
+    let pick = rng.random_range(0..if depth == 0 { 6 } else { 8 });
+    match pick {
+        0 => Value::Null,
+        1 => Value::Bool(rng.random_bool(0.5)),
+        2 => json!(rng.random_range(-3i64..20)),
+        3 => [json!(1.5), json!(-0.25), json!(2.0), json!("x"), json!("")][rng.random_range(0..5)]
+            .clone(),
+        4 | 5 => {
+            if atoms.is_empty() {
+                json!("a")
+            } else {
+                atoms[rng.random_range(0..atoms.len())].clone()
+            }
+        }
+        6 => Value::Array(
+            (0..rng.random_range(0..4))
+                .map(|_| random_value(rng, keys, atoms, depth - 1))
+                .collect(),
+        ),
+        _ => {
+            let mut m = Map::new();
+            for _ in 0..rng.random_range(0..4) {
+                let k = if keys.is_empty() || rng.random_bool(0.15) {
+                    "zz".to_string()
+                } else {
+                    keys[rng.random_range(0..keys.len())].clone()
+                };
+                m.insert(k, random_value(rng, keys, atoms, depth - 1));
+            }
+            Value::Object(m)
+        }
+    }
+}
+
+/// DFA walks validate; random values the DFA accepts validate; the random
+/// values include both accepted and rejected ones.
+fn random_soundness(schema: &Value, oracle: &Oracle, mode: JsonMode) {
+    let d = compile(schema, Whitespace::Compact, mode);
+    let w = Walker::new(&d);
+    let mut r = rng(17);
+    for _ in 0..200 {
+        let Some(t) = w.walk(&mut r, 40) else {
+            continue;
+        };
+        let text = String::from_utf8(t).expect("utf-8");
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!("{mode:?}: walk {text:?} does not parse ({e}) for {schema}")
+        });
+        assert!(
+            oracle.valid(&v),
+            "{mode:?}: walk {text} is invalid for {schema}"
+        );
+    }
+    let (mut keys, mut atoms) = (Vec::new(), Vec::new());
+    vocabulary(schema, &mut keys, &mut atoms);
+    let (mut yes, mut no) = (0, 0);
+    for _ in 0..3000 {
+        let v = random_value(&mut r, &keys, &atoms, 3);
+        let t = compact(&v);
+        let valid = oracle.valid(&v);
+        if d.matches(t.as_bytes()) {
+            assert!(valid, "{mode:?}: accepted invalid {t} for {schema}");
+            yes += 1;
+        } else {
+            no += 1;
+        }
+    }
+    assert!(
+        no > 0,
+        "{mode:?}: every random value was accepted for {schema}"
+    );
+    let _ = yes;
+}
+
+#[test]
+fn dependent_required_and_draft7_dependencies() {
+    let s = json!({"type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+        "dependentRequired": {"a": ["b"]}});
+    check(
+        s,
+        &[
+            json!({}),
+            json!({"b": "x"}),
+            json!({"a": 1, "b": "x"}),
+            json!({"a": 1, "b": "", "c": true}),
+        ],
+        &[json!({"a": 1}), json!({"a": 1, "c": false})],
+    );
+    let s = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+        "properties": {"card": {"type": "string"}, "addr": {"type": "string"}},
+        "dependencies": {"card": ["addr"]}});
+    check(
+        s,
+        &[json!({"addr": "x"}), json!({"card": "1", "addr": "y"})],
+        &[json!({"card": "1"})],
+    );
+    // Schema-form dependencies / dependentSchemas.
+    let s = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+        "properties": {"kind": {"type": "string"}, "n": {"type": "integer"}},
+        "dependencies": {"kind": {"properties": {"n": {"minimum": 10}}, "required": ["n"]}}});
+    check(
+        s,
+        &[json!({}), json!({"n": 1}), json!({"kind": "a", "n": 10})],
+        &[json!({"kind": "a"}), json!({"kind": "a", "n": 9})],
+    );
+    let s = json!({"type": "object",
+        "properties": {"kind": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["kind"],
+        "dependentSchemas": {"kind": {"properties": {"n": {"maximum": 3}}}}});
+    check(
+        s,
+        &[json!({"kind": "a"}), json!({"kind": "a", "n": 3})],
+        &[json!({"kind": "a", "n": 4}), json!({})],
+    );
+}
+
+#[test]
+fn if_then_else_is_exact() {
+    let s = json!({"type": "object",
+        "properties": {"mode": {"type": "string", "enum": ["a", "b"]}, "x": {"type": "integer"}},
+        "required": ["mode"],
+        "if": {"properties": {"mode": {"const": "a"}}},
+        "then": {"required": ["x"]},
+        "else": {"properties": {"x": {"maximum": 0}}}});
+    check(
+        s,
+        &[
+            json!({"mode": "a", "x": 5}),
+            json!({"mode": "b"}),
+            json!({"mode": "b", "x": -1}),
+        ],
+        &[json!({"mode": "a"}), json!({"mode": "b", "x": 1})],
+    );
+    // `if` over a scalar: numbers ≥ 10 must be even-tens... expressed as
+    // ranges: if ≥ 10 then ≤ 20 else ≥ 0.
+    let s = json!({"type": "integer", "if": {"minimum": 10}, "then": {"maximum": 20}, "else": {"minimum": 0}});
+    check(
+        s,
+        &[json!(0), json!(9), json!(10), json!(20)],
+        &[json!(-1), json!(21), json!(1.5)],
+    );
+    // `then` alone.
+    let s = json!({"if": {"type": "string"}, "then": {"minLength": 2}});
+    check(
+        s,
+        &[json!("ab"), json!(1), json!(null)],
+        &[json!("a"), json!("")],
+    );
+}
+
+#[test]
+fn not_is_the_complement() {
+    check(
+        json!({"not": {"type": "integer"}}),
+        &[json!(1.5), json!("1"), json!(null), json!([])],
+        &[json!(1), json!(-3)],
+    );
+    check(
+        json!({"not": {"enum": ["a", 1, null, true]}}),
+        &[
+            json!("b"),
+            json!("ab"),
+            json!(""),
+            json!(2),
+            json!(0.5),
+            json!(false),
+            json!({}),
+        ],
+        &[json!("a"), json!(1), json!(null), json!(true)],
+    );
+    check(
+        json!({"type": "string", "not": {"minLength": 3}}),
+        &[json!(""), json!("ab")],
+        &[json!("abc")],
+    );
+    check(
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "not": {"required": ["a", "b"]}}),
+        &[json!({}), json!({"a": 1})],
+        &[json!({"a": 1, "b": 2})],
+    );
+    check(
+        json!({"not": {"properties": {"x": {"type": "string"}}}}),
+        &[json!({"x": 1}), json!({"x": null})],
+        &[json!({}), json!({"x": "s"}), json!(1), json!("s")],
+    );
+    check(
+        json!({"not": {"anyOf": [{"type": "string"}, {"type": "number"}]}}),
+        &[json!(null), json!(true), json!([1])],
+        &[json!("s"), json!(1), json!(2.5)],
+    );
+    check(
+        json!({"not": {"allOf": [{"type": "number"}, {"minimum": 5}]}}),
+        &[json!(4), json!("x"), json!(4.5)],
+        &[json!(5), json!(7.5)],
+    );
+    check(
+        json!({"not": {"not": {"type": "boolean"}}}),
+        &[json!(true), json!(false)],
+        &[json!(1), json!(null)],
+    );
+    check(
+        json!({"type": "array", "not": {"items": {"type": "integer"}}}),
+        &[json!(["a"]), json!([1, null])],
+        &[json!([]), json!([1, 2])],
+    );
+    check(
+        json!({"type": "array", "not": {"minItems": 2}}),
+        &[json!([]), json!([1])],
+        &[json!([1, 2])],
+    );
+    check(
+        json!({"not": {"oneOf": [{"type": "integer"}, {"minimum": 2}]}}),
+        &[json!(1.5), json!(-0.5), json!(3), json!(7)],
+        &[json!(1), json!(2.5), json!("s")],
+    );
+    // Through a $ref.
+    check(
+        json!({"$defs": {"s": {"type": "string"}}, "not": {"$ref": "#/$defs/s"}}),
+        &[json!(1), json!(null)],
+        &[json!("x")],
+    );
+}
+
+#[test]
+fn one_of_is_exactly_one() {
+    // Overlapping branches: integers are numbers, so only non-integers match.
+    check(
+        json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
+        &[json!(1.5), json!(-0.25)],
+        &[json!(1), json!("x")],
+    );
+    check(
+        json!({"type": "integer", "oneOf": [{"minimum": 5}, {"maximum": 10}]}),
+        &[json!(11), json!(4)],
+        &[json!(5), json!(10), json!(7)],
+    );
+    check(
+        json!({"type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+        &[json!({"a": 1}), json!({"b": 2})],
+        &[json!({"a": 1, "b": 2}), json!({})],
+    );
+    // coerce_one_of keeps compiling it as anyOf.
+    let s = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
+    let o = SchemaOptions {
+        coerce_one_of: true,
+        ..Default::default()
+    };
+    let c = schema::compile(&s, &o).unwrap();
+    assert_eq!(c.warnings.len(), 1);
+    assert!(dfa(&c).matches(b"1"));
+}
+
+#[test]
+fn contains_counts_matching_items() {
+    check(
+        json!({"type": "array", "contains": {"type": "string"}}),
+        &[json!(["a"]), json!([1, "a", 2])],
+        &[json!([]), json!([1, 2])],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 5}, "minContains": 2, "maxContains": 3}),
+        &[json!([5, 6]), json!([1, 5, 2, 6, 7])],
+        &[json!([5]), json!([5, 6, 7, 8]), json!([1, 2])],
+    );
+    check(
+        json!({"type": "array", "contains": {"const": 1}, "minContains": 0, "maxContains": 1}),
+        &[json!([]), json!([2]), json!([1, 2])],
+        &[json!([1, 1])],
+    );
+}
+
+#[test]
+fn limits_and_unsupported_complements_name_not_and_pointer() {
+    let e = schema::compile(
+        &json!({"properties": {"a": {"not": {"format": "email"}}}}),
+        &SchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, SchemaError::UnsupportedValue { .. }), "{e}");
+    assert!(e.to_string().contains("\"not\""), "{e}");
+    assert_eq!(e.pointer().as_str(), "/properties/a");
+    assert!(e.to_string().contains("(at /properties/a/not)"), "{e}");
+    // A recursive $ref under `not` cannot be cut.
+    let e = schema::compile(
+        &json!({"$defs": {"t": {"type": "object", "properties": {"c": {"$ref": "#/$defs/t"}}}},
+                "not": {"$ref": "#/$defs/t"}}),
+        &SchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SchemaError::TooBig {
+                knob: "max_depth",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // The complement's size is bounded by max_branches.
+    let e = schema::compile(
+        &json!({"not": {"required": ["a", "b", "c", "d"]}}),
+        &SchemaOptions {
+            max_branches: 3,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SchemaError::TooBig {
+                knob: "max_branches",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("\"not\""), "{e}");
+}
+
+#[test]
+fn property_names_filter_declared_and_extra_keys() {
+    // Declared names: those failing propertyNames are never written.
+    check_in(
+        json!({"type": "object", "properties": {"ab": {"type": "integer"}, "abcd": {"type": "integer"}},
+               "propertyNames": {"maxLength": 3}}),
+        &[
+            json!({}),
+            json!({"ab": 1}),
+            json!({"x": [1]}),
+            json!({"ab": 1, "abc": null}),
+        ],
+        &[json!({"abcd": 1}), json!({"long": 1})],
+        &[JsonMode::Compliant],
+    );
+    // Extra keys take the name schema's language.
+    check(
+        json!({"type": "object", "additionalProperties": {"type": "integer"},
+               "propertyNames": {"pattern": "^[a-z]+$"}}),
+        &[json!({}), json!({"abc": 1}), json!({"x": 2})],
+        &[json!({"A": 1}), json!({"1": 1}), json!({"abc": "s"})],
+    );
+    // An enum of names: each one an optional key.
+    check(
+        json!({"type": "object", "additionalProperties": {"type": "boolean"},
+               "propertyNames": {"enum": ["ID", "BeforeID"]}}),
+        &[
+            json!({}),
+            json!({"ID": true}),
+            json!({"ID": true, "BeforeID": false}),
+        ],
+        &[json!({"Other": true}), json!({"ID": 1})],
+    );
+    // `false`: only the empty object.
+    check(
+        json!({"type": "object", "propertyNames": false}),
+        &[json!({})],
+        &[json!({"a": 1})],
+    );
+}
+
+#[test]
+fn pattern_algebra_through_product_automata() {
+    // not: {pattern}: the complement among strings.
+    check(
+        json!({"type": "string", "not": {"pattern": "a1"}}),
+        &[json!(""), json!("a"), json!("1a"), json!("é1")],
+        &[json!("a1"), json!("xa1y"), json!(3)],
+    );
+    // Two patterns on one string: their intersection.
+    check(
+        json!({"type": "string", "pattern": "^a", "allOf": [{"pattern": "b$"}]}),
+        &[json!("ab"), json!("axb")],
+        &[json!("a"), json!("b"), json!("ba")],
+    );
+    // propertyNames: {not: {pattern}}.
+    check_in(
+        json!({"type": "object", "propertyNames": {"not": {"pattern": "a1"}}}),
+        &[json!({}), json!({"b": 1}), json!({"a": 1, "1": 2})],
+        &[json!({"a1": 1}), json!({"xa1": 1})],
+        &[JsonMode::Compliant],
+    );
+    // Non-integers within bounds (oneOf over integer/number).
+    check(
+        json!({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0, "maximum": 10}]}),
+        &[json!(1.5), json!(9.75), json!(0.001), json!(-4), json!(12)],
+        &[json!(1), json!(10), json!(11.5), json!(-0.5)],
+    );
+    // A bounded product: the error names the knob and the pointer.
+    let e = schema::compile(
+        &json!({"properties": {"s": {"type": "string", "not": {"pattern": "^[a-z]{3,9}[0-9]{2}$"}}}}),
+        &SchemaOptions {
+            max_product_states: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SchemaError::TooBig {
+                knob: "max_product_states",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.pointer().as_str().starts_with("/properties/s"), "{e}");
+}
+
+#[test]
+fn unique_items_over_finite_item_languages() {
+    check(
+        json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}),
+        &[
+            json!([]),
+            json!(["a"]),
+            json!(["c", "a"]),
+            json!(["b", "c", "a"]),
+        ],
+        &[json!(["a", "a"]), json!(["a", "b", "a"]), json!(["d"])],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true, "minItems": 1}),
+        &[json!([true]), json!([false, true])],
+        &[json!([]), json!([true, true])],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4}, "uniqueItems": true, "maxItems": 2}),
+        &[json!([1, 4]), json!([3])],
+        &[json!([2, 2]), json!([1, 2, 3]), json!([5])],
+    );
+    // Too many values: an error naming the knob.
+    let e = schema::compile(
+        &json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "uniqueItems": true}),
+        &SchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SchemaError::TooBig {
+                knob: "max_unique_values",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
