@@ -163,10 +163,16 @@ impl Compiler {
         self.compile(py, Source::Tools { tools, options })
     }
 
-    /// A grammar in today's grammar-file format (`grammars/*.regex`: `# `
-    /// comment lines, then a regex that may be wrapped over lines). GBNF is
-    /// not read yet.
+    /// A grammar: GBNF (llama.cpp's format, as XGrammar's
+    /// `compile_grammar` takes EBNF) when the text defines a rule with
+    /// `::=`, otherwise the regex grammar-file format (`grammars/*.regex`:
+    /// `# ` comment lines, then a regex that may be wrapped over lines).
+    /// A malformed GBNF grammar raises `CompileError` naming line and column.
     fn compile_grammar(&self, py: Python<'_>, grammar: &str) -> PyResult<Compiled> {
+        if grammar.contains("::=") {
+            let source = Source::gbnf(grammar).map_err(|e| errors::from_compile(py, e))?;
+            return self.compile(py, source);
+        }
         let g = Grammar::parse("grammar", grammar).ok_or_else(|| {
             errors::compile_error(
                 py,

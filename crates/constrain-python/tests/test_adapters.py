@@ -187,7 +187,8 @@ def test_sglang_grammar_backend(tiny_info, tiny_path, tiny_tok):
         eos_token_id = TINY_EOS
 
     backend = base.create_grammar_backend(ServerArgs(), HFTokenizer(), TINY_WIDTH, {TINY_EOS})
-    assert backend._init_value_dispatch(("ebnf", 'root ::= "a"')) is base.INVALID_GRAMMAR_OBJ
+    assert backend._init_value_dispatch(("ebnf", 'root ::= "a"')) is not base.INVALID_GRAMMAR_OBJ
+    assert backend._init_value_dispatch(("ebnf", 'root ::= ("a"')) is base.INVALID_GRAMMAR_OBJ
     assert backend._init_value_dispatch(("json", '{"type": "nope"}')) is base.INVALID_GRAMMAR_OBJ
     grammar = backend._init_value_dispatch(("json", json.dumps(SCHEMA)))
     assert grammar is not base.INVALID_GRAMMAR_OBJ

@@ -158,6 +158,12 @@ def test_compile_tools_and_grammar(tiny_compiler):
     assert m.find_jump_forward_string().startswith('{"name":"f"')
     g = constrain.Matcher(tiny_compiler.compile_grammar("# yes or no\n(yes|\nno)\n"))
     assert g.accept_token(NO) and g.is_accepting()
+    # GBNF text (a rule defined with ::=), as XGrammar's compile_grammar takes EBNF.
+    g = constrain.Matcher(tiny_compiler.compile_grammar('root ::= "yes" | "no"\n'))
+    assert g.accept_token(NO) and g.is_accepting()
+    g = constrain.Matcher(tiny_compiler.compile_grammar('root ::= item ("," item)*\nitem ::= [a-c]\n'))
+    assert g.accept_tokens([ord(c) for c in "a,b,c"]) and g.is_accepting()
+    assert not constrain.Matcher(tiny_compiler.compile_grammar('root ::= [a-c]+\n')).accept_token(ord(","))
 
 
 def test_batch_fill_matches_single_fills(tiny_compiler):
@@ -324,6 +330,9 @@ def test_bad_sources_raise(tiny_compiler):
         tiny_compiler.compile_tools({"not": "a list"})
     with pytest.raises(constrain.CompileError, match="no pattern"):
         tiny_compiler.compile_grammar("# only a header\n")
+    with pytest.raises(constrain.CompileError, match=r"line \d+, column \d+") as e:
+        tiny_compiler.compile_grammar('root ::= item\nitem ::= ("a"\n')
+    assert e.value.kind == "grammar"
     with pytest.raises(ValueError, match="whitespace"):
         tiny_compiler.compile_json_schema({"type": "integer"}, whitespace="wide")
 

@@ -149,6 +149,10 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
                 }),
             Source::Regex(r) => Ok(r.clone()),
             Source::Grammar(g) => Ok(g.pattern.clone()),
+            // The lowered tree printed as a regex, to sit beside the tools.
+            Source::Gbnf { grammar, options } => constrain::grammar::gbnf::lower(grammar, options)
+                .map(|h| h.to_string())
+                .map_err(|e| ApiError::field(format_param, format!("the grammar does not compile: {e}"))),
             Source::Tools { .. } => Err(ApiError::internal("tools as a response format")),
         }
     };
@@ -311,6 +315,14 @@ fn response_format(
             }
             ("json", schema) => (Some(Source::json_schema(schema.clone())), param, Some(schema.clone())),
             ("regex", Value::String(r)) => (Some(Source::regex(r.clone())), param, None),
+            // GBNF (llama.cpp's format; vLLM passes `grammar` to its
+            // backends as EBNF) when a rule is defined with `::=`.
+            ("grammar", Value::String(g)) if g.contains("::=") => {
+                let source = Source::gbnf(g).map_err(|e| {
+                    ApiError::field("structured_outputs.grammar", format!("the grammar does not parse: {e}"))
+                })?;
+                (Some(source), param, None)
+            }
             ("grammar", Value::String(g)) => {
                 let g = constrain::grammar::Grammar::parse("request", g).ok_or_else(|| {
                     ApiError::field("structured_outputs.grammar", "the grammar holds no pattern (a comment header, then a regex)")

@@ -196,6 +196,25 @@ fn json_object_and_structured_outputs() {
         .unwrap()
         .to_string();
     assert!(c == "yes" || c == "no (maybe)", "{c:?}");
+    // A GBNF grammar (a rule defined with ::=), under random logits.
+    let list = regex::Regex::new(r"^[a-c]+(,[a-c]+)*$").unwrap();
+    for seed in 0..4 {
+        let r = post(
+            addr,
+            &json!({"messages": user("x"), "structured_outputs": {"grammar": "root ::= item (\",\" item)*\nitem ::= [a-c]+\n"}, "max_tokens": 12, "seed": seed}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let c = r.json()["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+        assert!(list.is_match(&c), "{c:?}");
+    }
+    // A malformed one is a 400 naming line and column.
+    let r = post(
+        addr,
+        &json!({"messages": user("x"), "structured_outputs": {"grammar": "root ::= (\"a\"\n"}}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["param"], "structured_outputs.grammar");
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("line "), "{}", r.body);
 }
 
 #[test]

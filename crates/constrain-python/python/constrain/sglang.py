@@ -10,8 +10,9 @@ before the server starts where plugins are not loaded) registers the backend
 with SGLang's ``register_grammar_backend("constrain", factory)``; SGLang
 calls ``factory(server_args, tokenizer, vocab_size, eos_token_ids)``.
 
-The backend compiles ``json_schema`` and ``regex`` requests (EBNF and
-structural tags are refused with a warning: this package reads no GBNF yet);
+The backend compiles ``json_schema``, ``regex`` and ``ebnf`` requests (EBNF
+read as GBNF, llama.cpp's format, which XGrammar's EBNF follows; structural
+tags are refused with a warning);
 each grammar object wraps one ``constrain.Matcher`` and implements SGLang's
 ``BaseGrammarObject``: ``accept_token``, ``rollback`` (up to 200 tokens, as
 SGLang's XGrammar backend), ``is_terminated``, the vocab-mask trio
@@ -122,8 +123,8 @@ class ConstrainGrammarBackend(_base.BaseGrammarBackend):
         return self._grammar("regex", key_string, lambda: self.compiler.compile_regex(key_string))
 
     def dispatch_ebnf(self, key_string):
-        logger.warning("constrain: EBNF grammars are not supported yet")
-        return INVALID
+        # SGLang's EBNF is XGrammar's GBNF-like dialect (`root ::= ...`).
+        return self._grammar("ebnf", key_string, lambda: self.compiler.compile_grammar(key_string))
 
     def dispatch_structural_tag(self, key_string):
         logger.warning("constrain: structural tags are not supported yet")
