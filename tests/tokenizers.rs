@@ -18,11 +18,11 @@ use constrain::schema::SchemaOptions;
 use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
 use constrain::{Compiler, CompilerConfig, Source};
 use constrain_testkit::assets::{constrain_home, corpora, qwen_tokenizer, qwen_vocab};
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 use constrain_testkit::maskbench::{load_file, python_dumps};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::{Mutex, OnceLock};
 
 fn tokenizer_dir(name: &str) -> Option<PathBuf> {
     let d = constrain_home().join("tokenizers").join(name);
@@ -78,7 +78,12 @@ fn sample(step: usize, max_files: usize) -> Option<Vec<(serde_json::Value, Vec<S
 /// (cached per text); `None` (with a message) when Qwen's tokenizer is absent.
 fn qwen_accepts(schema: &serde_json::Value, text: &str) -> Option<bool> {
     static CACHE: Mutex<Option<HashMap<String, bool>>> = Mutex::new(None);
-    if let Some(&r) = CACHE.lock().unwrap().get_or_insert_with(HashMap::new).get(text) {
+    if let Some(&r) = CACHE
+        .lock()
+        .unwrap()
+        .get_or_insert_with(HashMap::new)
+        .get(text)
+    {
         return Some(r);
     }
     let (vocab, tk) = (qwen_vocab()?, qwen_tokenizer()?);
@@ -87,26 +92,46 @@ fn qwen_accepts(schema: &serde_json::Value, text: &str) -> Option<bool> {
     let src = Source::json_schema(schema.clone()).with_schema_options(SchemaOptions::compliant());
     let ok = compiler.compile(&src).is_ok_and(|c| {
         let mut m = c.matcher();
-        tk.encode(text).unwrap().iter().all(|&t| m.is_allowed(t) && m.advance(t).is_ok())
+        tk.encode(text)
+            .unwrap()
+            .iter()
+            .all(|&t| m.is_allowed(t) && m.advance(t).is_ok())
             && vocab.eos().iter().any(|&e| m.is_allowed(e))
     });
-    CACHE.lock().unwrap().get_or_insert_with(HashMap::new).insert(text.to_string(), ok);
+    CACHE
+        .lock()
+        .unwrap()
+        .get_or_insert_with(HashMap::new)
+        .insert(text.to_string(), ok);
     Some(ok)
 }
 
 fn check(name: &str, expect_stops: &[&str], expect_prefix: bool) {
-    let Some(dir) = tokenizer_dir(name) else { return };
+    let Some(dir) = tokenizer_dir(name) else {
+        return;
+    };
     let Some(cases) = sample(97, 60) else { return };
     let path = dir.join("tokenizer.json");
     let vocab = Arc::new(Vocabulary::from_tokenizer_json_file(&path).expect("vocabulary loads"));
     let tk = TextTokenizer::from_file(&path).expect("tokenizer loads");
     let raw = tokenizers::Tokenizer::from_file(&path).expect("tokenizers loads");
-    assert_eq!(vocab.adds_prefix_space(), expect_prefix, "{name}: prefix rule");
+    assert_eq!(
+        vocab.adds_prefix_space(),
+        expect_prefix,
+        "{name}: prefix rule"
+    );
     let stops = stop_names(&vocab, &tk);
     for s in expect_stops {
-        assert!(stops.iter().any(|x| x == s), "{name}: stop set {stops:?} lacks {s}");
+        assert!(
+            stops.iter().any(|x| x == s),
+            "{name}: stop set {stops:?} lacks {s}"
+        );
     }
-    assert_eq!(vocab.num_ids(), raw.get_vocab_size(true), "{name}: id count");
+    assert_eq!(
+        vocab.num_ids(),
+        raw.get_vocab_size(true),
+        "{name}: id count"
+    );
 
     let compiler = Compiler::new(vocab.clone(), CompilerConfig::default());
     let (mut texts, mut compiled, mut core_rejects) = (0, 0, 0);
@@ -117,23 +142,37 @@ fn check(name: &str, expect_stops: &[&str], expect_prefix: bool) {
             let mut bytes = Vec::new();
             for &id in &ids {
                 let b = vocab.token_bytes(TokenId(id)).unwrap_or_else(|| {
-                    panic!("{name}: id {id} ({:?}) of {text:?} has no bytes", raw.id_to_token(id))
+                    panic!(
+                        "{name}: id {id} ({:?}) of {text:?} has no bytes",
+                        raw.id_to_token(id)
+                    )
                 });
                 bytes.extend_from_slice(b);
             }
-            let want = if expect_prefix { format!(" {text}") } else { text.clone() };
+            let want = if expect_prefix {
+                format!(" {text}")
+            } else {
+                text.clone()
+            };
             assert_eq!(
                 String::from_utf8_lossy(&bytes),
                 want,
                 "{name}: the ids' bytes are not the text"
             );
             let out = tk.encode(text).unwrap();
-            assert_eq!(vocab.decode(&out), text.as_bytes(), "{name}: output tokenization");
+            assert_eq!(
+                vocab.decode(&out),
+                text.as_bytes(),
+                "{name}: output tokenization"
+            );
             texts += 1;
         }
         // A schema over the vocabulary accepts the output tokens.
-        let src = Source::json_schema(schema.clone()).with_schema_options(SchemaOptions::compliant());
-        let Ok(c) = compiler.compile(&src) else { continue };
+        let src =
+            Source::json_schema(schema.clone()).with_schema_options(SchemaOptions::compliant());
+        let Ok(c) = compiler.compile(&src) else {
+            continue;
+        };
         compiled += 1;
         for text in instances {
             // The reference: the same schema over Qwen's vocabulary. Where the
@@ -183,7 +222,11 @@ fn deepseek_v3() {
 
 #[test]
 fn gptoss() {
-    check("gptoss", &["<|return|>", "<|call|>", "<|endoftext|>"], false);
+    check(
+        "gptoss",
+        &["<|return|>", "<|call|>", "<|endoftext|>"],
+        false,
+    );
 }
 
 #[test]
@@ -198,7 +241,9 @@ fn gemma3() {
 
 #[test]
 fn sentencepiece_tokens_map_to_their_bytes() {
-    let Some(dir) = tokenizer_dir("llama2") else { return };
+    let Some(dir) = tokenizer_dir("llama2") else {
+        return;
+    };
     let v = Vocabulary::from_tokenizer_json_file(dir.join("tokenizer.json")).unwrap();
     let raw = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
     let id = |s: &str| TokenId(raw.token_to_id(s).unwrap());
@@ -212,7 +257,9 @@ fn sentencepiece_tokens_map_to_their_bytes() {
 
 #[test]
 fn gemma_whitespace_added_tokens_are_text_and_markers_are_not() {
-    let Some(dir) = tokenizer_dir("gemma3") else { return };
+    let Some(dir) = tokenizer_dir("gemma3") else {
+        return;
+    };
     let v = Vocabulary::from_tokenizer_json_file(dir.join("tokenizer.json")).unwrap();
     let raw = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
     let id = |s: &str| TokenId(raw.token_to_id(s).unwrap());
@@ -221,4 +268,7 @@ fn gemma_whitespace_added_tokens_are_text_and_markers_are_not() {
     assert_eq!(v.token_bytes(id("<unused0>")), None);
     assert_eq!(v.token_bytes(id("<start_of_turn>")), None);
     assert_eq!(v.token_bytes(id("<end_of_turn>")), None);
+    // `</s>` is Gemma's HTML strikethrough tag, not a stop token.
+    assert!(!v.is_eos(id("</s>")), "stops: {:?}", v.eos());
+    assert!(v.is_eos(id("<eos>")) && v.is_eos(id("<end_of_turn>")));
 }

@@ -53,8 +53,9 @@
 //!
 //! ## Stop tokens
 //!
-//! The stop (EOS) set is the union of the added tokens named in
-//! [`super::DEFAULT_EOS_NAMES`], the `eos_token` of a `tokenizer_config.json`
+//! The stop (EOS) set is the union of the special added tokens named in
+//! [`super::DEFAULT_EOS_NAMES`] (non-special ones only when no special one
+//! matches: Gemma's non-special `</s>` is an HTML tag), the `eos_token` of a `tokenizer_config.json`
 //! and the `eos_token_id` (one id or a list) of a `generation_config.json`,
 //! when those files sit beside the `tokenizer.json`
 //! ([`Vocabulary::from_tokenizer_json_file`] looks for them). A stop token a
@@ -210,16 +211,22 @@ pub fn token_encoding(t: &Value) -> Result<TokenEncoding, VocabError> {
 /// pre-tokenizer with `add_prefix_space`).
 pub fn adds_prefix_space(t: &Value) -> bool {
     let norm = t.get("normalizer").unwrap_or(&Value::Null);
-    let prepend = members(norm, "normalizers")
-        .iter()
-        .any(|n| kind(n) == Some("Prepend") && n.get("prepend").and_then(Value::as_str) == Some("▁"));
+    let prepend = members(norm, "normalizers").iter().any(|n| {
+        kind(n) == Some("Prepend") && n.get("prepend").and_then(Value::as_str) == Some("▁")
+    });
     let pre = t.get("pre_tokenizer").unwrap_or(&Value::Null);
     let pre_adds = members(pre, "pretokenizers").iter().any(|p| match kind(p) {
         Some("Metaspace") => match p.get("prepend_scheme").and_then(Value::as_str) {
             Some(s) => s != "never",
-            None => p.get("add_prefix_space").and_then(Value::as_bool).unwrap_or(true),
+            None => p
+                .get("add_prefix_space")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
         },
-        Some("ByteLevel") => p.get("add_prefix_space").and_then(Value::as_bool).unwrap_or(false),
+        Some("ByteLevel") => p
+            .get("add_prefix_space")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         _ => false,
     });
     prepend || pre_adds
@@ -229,8 +236,9 @@ pub fn adds_prefix_space(t: &Value) -> bool {
 /// text is tokenized as the model would output it after a prompt.
 pub fn without_prefix_space(t: &mut Value) {
     if let Some(norm) = t.get_mut("normalizer") {
-        let is_prepend =
-            |n: &Value| kind(n) == Some("Prepend") && n.get("prepend").and_then(Value::as_str) == Some("▁");
+        let is_prepend = |n: &Value| {
+            kind(n) == Some("Prepend") && n.get("prepend").and_then(Value::as_str) == Some("▁")
+        };
         if is_prepend(norm) {
             *norm = Value::Null;
         } else if let Some(a) = norm.get_mut("normalizers").and_then(Value::as_array_mut) {
@@ -353,7 +361,9 @@ pub fn parse(json: &str, stops: &StopConfig) -> Result<Vocabulary, VocabError> {
         let text_token = !a.special
             && matches!(enc, TokenEncoding::SentencePiece { .. })
             && !a.content.is_empty()
-            && a.content.chars().all(|c| c == '\u{2581}' || c.is_whitespace());
+            && a.content
+                .chars()
+                .all(|c| c == '\u{2581}' || c.is_whitespace());
         if text_token {
             v.push(TokenId(a.id), Some(&sentencepiece_bytes(&a.content, false)))?;
         } else {
@@ -363,11 +373,21 @@ pub fn parse(json: &str, stops: &StopConfig) -> Result<Vocabulary, VocabError> {
     }
 
     // Stop set: default names among the added tokens, plus the configs'.
-    let mut eos: BTreeSet<TokenId> = added
-        .iter()
-        .filter(|a| DEFAULT_EOS_NAMES.contains(&a.content.as_str()))
-        .map(|a| TokenId(a.id))
-        .collect();
+    // Special tokens first: Gemma's non-special `</s>` is the HTML
+    // strikethrough tag, not an end of sequence.
+    let named = |special_only: bool| -> BTreeSet<TokenId> {
+        added
+            .iter()
+            .filter(|a| {
+                (a.special || !special_only) && DEFAULT_EOS_NAMES.contains(&a.content.as_str())
+            })
+            .map(|a| TokenId(a.id))
+            .collect()
+    };
+    let mut eos = named(true);
+    if eos.is_empty() {
+        eos = named(false);
+    }
     let by_name: HashMap<&str, u32> = added
         .iter()
         .map(|a| (a.content.as_str(), a.id))
@@ -466,6 +486,15 @@ mod tests {
         assert_eq!(v.token_bytes(TokenId(7)), Some(&b"  "[..]));
         assert_eq!(v.token_bytes(TokenId(10)), Some(&b"\n\n"[..]));
         assert_eq!(v.token_bytes(TokenId(11)), None);
+        // A non-special `</s>`-named added token is not a stop when a special one is.
+        let mut t: Value = serde_json::from_str(&spm(json!([]))).unwrap();
+        t["added_tokens"][2]["content"] = json!("<eos>");
+        t["added_tokens"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"id": 12, "content": "</s>", "special": false}));
+        let v = parse(&t.to_string(), &StopConfig::default()).unwrap();
+        assert_eq!(v.eos(), &[TokenId(2)]);
     }
 
     #[test]
@@ -474,7 +503,9 @@ mod tests {
         stops
             .add_tokenizer_config(r#"{"eos_token": {"__type": "AddedToken", "content": "<s>"}}"#)
             .unwrap();
-        stops.add_generation_config(r#"{"eos_token_id": [0, 2]}"#).unwrap();
+        stops
+            .add_generation_config(r#"{"eos_token_id": [0, 2]}"#)
+            .unwrap();
         let v = parse(&spm(json!([])), &stops).unwrap();
         assert_eq!(v.eos(), &[TokenId(0), TokenId(1), TokenId(2)]);
 
@@ -482,13 +513,18 @@ mod tests {
             source: "tokenizer_config.json".into(),
             ..Default::default()
         };
-        bad.add_tokenizer_config(r#"{"eos_token": "<|nope|>"}"#).unwrap();
+        bad.add_tokenizer_config(r#"{"eos_token": "<|nope|>"}"#)
+            .unwrap();
         let e = parse(&spm(json!([])), &bad).unwrap_err();
         assert!(matches!(e, VocabError::UnknownStop { .. }), "{e}");
         assert!(e.to_string().contains("<|nope|>"));
         let mut far = StopConfig::default();
-        far.add_generation_config(r#"{"eos_token_id": 99}"#).unwrap();
-        assert!(matches!(parse(&spm(json!([])), &far), Err(VocabError::UnknownStop { .. })));
+        far.add_generation_config(r#"{"eos_token_id": 99}"#)
+            .unwrap();
+        assert!(matches!(
+            parse(&spm(json!([])), &far),
+            Err(VocabError::UnknownStop { .. })
+        ));
         assert!(StopConfig::default()
             .add_generation_config(r#"{"eos_token_id": "x"}"#)
             .is_err());

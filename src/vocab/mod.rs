@@ -262,7 +262,10 @@ impl Vocabulary {
 
     /// Parses the text of a Hugging Face `tokenizer.json` with stop tokens
     /// from its configs (see [`StopConfig`]).
-    pub fn from_tokenizer_json_with_stops(json: &str, stops: &StopConfig) -> Result<Self, VocabError> {
+    pub fn from_tokenizer_json_with_stops(
+        json: &str,
+        stops: &StopConfig,
+    ) -> Result<Self, VocabError> {
         hf::parse(json, stops)
     }
 

@@ -50,7 +50,10 @@ impl TextTokenizer {
 
     /// Wraps an already built tokenizer (e.g. one made from GGUF metadata).
     pub fn from_tokenizer(inner: tokenizers::Tokenizer) -> Self {
-        TextTokenizer { inner, output: None }
+        TextTokenizer {
+            inner,
+            output: None,
+        }
     }
 
     /// The wrapped tokenizer.

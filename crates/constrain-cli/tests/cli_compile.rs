@@ -130,12 +130,21 @@ fn other_tokenizers_compile_check_and_show_their_stop_tokens() {
         let dir = common::constrain_home().join("tokenizers").join(name);
         let tok = dir.join("tokenizer.json");
         if !tok.exists() {
-            eprintln!("skipping: {} absent (run scripts/fetch-assets --tokenizers)", tok.display());
+            eprintln!(
+                "skipping: {} absent (run scripts/fetch-assets --tokenizers)",
+                tok.display()
+            );
             continue;
         }
         let tok = tok.to_str().unwrap();
-        let (code, out, err) =
-            constrain(&["compile", "--regex", r#"\{"a": [0-9]+\}"#, "--json", "--tokenizer", tok]);
+        let (code, out, err) = constrain(&[
+            "compile",
+            "--regex",
+            r#"\{"a": [0-9]+\}"#,
+            "--json",
+            "--tokenizer",
+            tok,
+        ]);
         assert_eq!(code, 0, "{name}: {err}");
         let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
         let names: Vec<&str> = v["stop_tokens"]
@@ -151,14 +160,26 @@ fn other_tokenizers_compile_check_and_show_their_stop_tokens() {
         assert!(width > 30_000, "{name}: logits width {width}");
 
         let (code, out, err) = constrain(&[
-            "check", "--regex", r#"\{"a": [0-9]+\}"#, "--text", r#"{"a": 12}"#, "--tokenizer", tok,
+            "check",
+            "--regex",
+            r#"\{"a": [0-9]+\}"#,
+            "--text",
+            r#"{"a": 12}"#,
+            "--tokenizer",
+            tok,
         ]);
         assert_eq!(code, 0, "{name}: {out} {err}");
         assert!(out.starts_with("accepted"), "{name}: {out}");
 
         let small = (width - 1).to_string();
         let (code, _, err) = constrain(&[
-            "compile", "--regex", "a", "--logits-width", &small, "--tokenizer", tok,
+            "compile",
+            "--regex",
+            "a",
+            "--logits-width",
+            &small,
+            "--tokenizer",
+            tok,
         ]);
         assert_eq!(code, 2, "{name}: {err}");
         assert!(

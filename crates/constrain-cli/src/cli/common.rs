@@ -230,8 +230,7 @@ pub fn compile(
 /// ids fit in the models' 151,936 logits.
 fn is_qwen(v: &Vocabulary) -> bool {
     v.num_ids() <= QWEN_LOGITS_WIDTH
-        && v
-            .added_tokens()
+        && v.added_tokens()
             .iter()
             .any(|a| a.0 .0 == 151_645 && a.1 == "<|im_end|>")
 }
