@@ -23,15 +23,21 @@
 //!   151,669 ids). Ids at or past the tokenizer's size have no bytes and are
 //!   always masked.
 //!
+//! Which tokenizers are read (byte-level BPE and SentencePiece with byte
+//! fallback), the leading-space rule and the stop-token set are described in
+//! [`hf`].
+//!
 //! Invariants: `token_bytes(id)` is `Some` exactly for indexable tokens, never
 //! for EOS or other added tokens; every EOS id is below `logits_width()`.
 
 pub mod bytelevel;
+pub mod hf;
 mod tokenizer;
+
+pub use hf::{StopConfig, TokenEncoding};
 
 pub use tokenizer::TextTokenizer;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
@@ -66,6 +72,11 @@ pub const DEFAULT_EOS_NAMES: &[&str] = &[
     "</s>",
     "<eos>",
     "<|end|>",
+    "<|eom_id|>",
+    "<end_of_turn>",
+    "<|return|>",
+    "<|call|>",
+    "<\u{ff5c}end\u{2581}of\u{2581}sentence\u{ff5c}>",
 ];
 
 /// Errors reading or building a vocabulary.
@@ -91,6 +102,8 @@ pub enum VocabError {
     NoEos(String),
     #[error("end-of-sequence token {0} is not in the vocabulary")]
     BadEos(u32),
+    #[error("stop token {token:?} named in {source_file} is not in the tokenizer")]
+    UnknownStop { token: String, source_file: String },
     #[error("cannot tokenize: {0}")]
     Encode(String),
 }
@@ -110,6 +123,8 @@ pub struct Vocabulary {
     logits_width: usize,
     max_token_len: usize,
     n_text_tokens: usize,
+    /// The tokenizer prepends a space to a text it encodes alone (see [`hf`]).
+    prefix_space: bool,
     /// Token tries for the index, built on first use and shared.
     pub(crate) tries: std::sync::OnceLock<std::sync::Arc<crate::index::trie::VocabTries>>,
 }
@@ -146,6 +161,7 @@ impl Vocabulary {
             logits_width: 0,
             max_token_len: 0,
             n_text_tokens: 0,
+            prefix_space: false,
             tries: Default::default(),
         };
         for (id, b) in tokens {
@@ -165,6 +181,20 @@ impl Vocabulary {
             });
         }
         Ok(v)
+    }
+
+    fn empty() -> Self {
+        Vocabulary {
+            bytes: Vec::new(),
+            spans: Vec::new(),
+            eos: Vec::new(),
+            added: Vec::new(),
+            logits_width: 0,
+            max_token_len: 0,
+            n_text_tokens: 0,
+            prefix_space: false,
+            tries: Default::default(),
+        }
     }
 
     fn push(&mut self, id: TokenId, bytes: Option<&[u8]>) -> Result<(), VocabError> {
@@ -209,55 +239,48 @@ impl Vocabulary {
         Ok(())
     }
 
-    /// Reads a Hugging Face `tokenizer.json` file (byte-level BPE).
+    /// Reads a Hugging Face `tokenizer.json` file (byte-level BPE, or
+    /// SentencePiece BPE with byte fallback; see [`hf`]). Stop tokens named by
+    /// a `tokenizer_config.json` / `generation_config.json` in the same
+    /// directory join the default EOS names.
     pub fn from_tokenizer_json_file(path: impl AsRef<Path>) -> Result<Self, VocabError> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|source| VocabError::Io {
             path: path.display().to_string(),
             source,
         })?;
-        Self::from_tokenizer_json(&text)
+        let stops = match path.parent() {
+            Some(dir) => StopConfig::from_dir(if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            })?,
+            None => StopConfig::default(),
+        };
+        hf::parse(&text, &stops)
     }
 
-    /// Parses the text of a Hugging Face `tokenizer.json` (byte-level BPE).
+    /// Parses the text of a Hugging Face `tokenizer.json` with stop tokens
+    /// from its configs (see [`StopConfig`]).
+    pub fn from_tokenizer_json_with_stops(
+        json: &str,
+        stops: &StopConfig,
+    ) -> Result<Self, VocabError> {
+        hf::parse(json, stops)
+    }
+
+    /// Whether the tokenizer prepends a space (`▁`) to a text it encodes on
+    /// its own (Llama 2). Token bytes never hide it: see [`hf`].
+    pub fn adds_prefix_space(&self) -> bool {
+        self.prefix_space
+    }
+
+    /// Parses the text of a Hugging Face `tokenizer.json` (byte-level BPE, or
+    /// SentencePiece BPE with byte fallback; see [`hf`]).
     /// The logits width is the number of ids; widen it with
     /// [`Vocabulary::with_logits_width`] for models with padded embeddings.
     pub fn from_tokenizer_json(json: &str) -> Result<Self, VocabError> {
-        #[derive(serde::Deserialize)]
-        struct Added {
-            id: u32,
-            content: String,
-            #[serde(default)]
-            special: bool,
-        }
-        #[derive(serde::Deserialize)]
-        struct Model {
-            #[serde(rename = "type")]
-            kind: Option<String>,
-            vocab: HashMap<String, u32>,
-        }
-        #[derive(serde::Deserialize)]
-        struct TokJson {
-            #[serde(default)]
-            added_tokens: Vec<Added>,
-            model: Model,
-        }
-        let t: TokJson = serde_json::from_str(json).map_err(|e| VocabError::Json(e.to_string()))?;
-        if let Some(k) = &t.model.kind {
-            if k != "BPE" {
-                return Err(VocabError::Unsupported(format!(
-                    "model type {k:?}; only byte-level BPE tokenizers are supported"
-                )));
-            }
-        }
-        let regular: Vec<(u32, String)> =
-            t.model.vocab.into_iter().map(|(s, id)| (id, s)).collect();
-        let added: Vec<(u32, String, bool)> = t
-            .added_tokens
-            .into_iter()
-            .map(|a| (a.id, a.content, a.special))
-            .collect();
-        Self::from_byte_level(regular, added, None)
+        hf::parse(json, &StopConfig::default())
     }
 
     /// Builds a vocabulary from byte-level BPE token strings (GPT-2 char
@@ -278,6 +301,7 @@ impl Vocabulary {
             logits_width: 0,
             max_token_len: 0,
             n_text_tokens: 0,
+            prefix_space: false,
             tries: Default::default(),
         };
         let added_ids: std::collections::HashSet<u32> = added.iter().map(|a| a.0).collect();

@@ -1,5 +1,12 @@
 //! Canonical tokenization of text with the real tokenizer (the `tokenizers`
 //! crate), for `constrain check`, the MaskBench runner and prompts.
+//!
+//! [`TextTokenizer::encode`] tokenizes a text as the model would *output* it
+//! after a prompt: a tokenizer that prepends a space to a text encoded on its
+//! own (Llama 2's `Prepend("▁")`, a `Metaspace` prepend scheme) is run with
+//! that rule turned off, so the ids' bytes are exactly the text's bytes.
+//! [`TextTokenizer::encode_standalone`] keeps the rule (prompts). For
+//! byte-level tokenizers such as Qwen's the two are the same.
 
 use super::{TokenId, VocabError};
 use std::path::Path;
@@ -7,6 +14,8 @@ use std::path::Path;
 /// A loaded Hugging Face tokenizer that turns text into token ids.
 pub struct TextTokenizer {
     inner: tokenizers::Tokenizer,
+    /// `inner` without its prefix-space rule, when it has one.
+    output: Option<tokenizers::Tokenizer>,
 }
 
 impl TextTokenizer {
@@ -24,12 +33,27 @@ impl TextTokenizer {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, VocabError> {
         let inner = tokenizers::Tokenizer::from_bytes(bytes)
             .map_err(|e| VocabError::Json(e.to_string()))?;
-        Ok(TextTokenizer { inner })
+        let mut json: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| VocabError::Json(e.to_string()))?;
+        let output = if super::hf::adds_prefix_space(&json) {
+            super::hf::without_prefix_space(&mut json);
+            let text = serde_json::to_string(&json).map_err(|e| VocabError::Json(e.to_string()))?;
+            Some(
+                tokenizers::Tokenizer::from_bytes(text.as_bytes())
+                    .map_err(|e| VocabError::Json(e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        Ok(TextTokenizer { inner, output })
     }
 
     /// Wraps an already built tokenizer (e.g. one made from GGUF metadata).
     pub fn from_tokenizer(inner: tokenizers::Tokenizer) -> Self {
-        TextTokenizer { inner }
+        TextTokenizer {
+            inner,
+            output: None,
+        }
     }
 
     /// The wrapped tokenizer.
@@ -37,10 +61,19 @@ impl TextTokenizer {
         &self.inner
     }
 
-    /// Token ids of `text`, without added special tokens (no BOS).
+    /// Token ids of `text` as model output: no BOS, no prepended space.
     pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, VocabError> {
-        let enc = self
-            .inner
+        Self::encode_with(self.output.as_ref().unwrap_or(&self.inner), text)
+    }
+
+    /// Token ids of `text` encoded on its own, as the tokenizer file says
+    /// (Llama 2 prepends `▁`); no BOS.
+    pub fn encode_standalone(&self, text: &str) -> Result<Vec<TokenId>, VocabError> {
+        Self::encode_with(&self.inner, text)
+    }
+
+    fn encode_with(tk: &tokenizers::Tokenizer, text: &str) -> Result<Vec<TokenId>, VocabError> {
+        let enc = tk
             .encode(text, false)
             .map_err(|e| VocabError::Encode(e.to_string()))?;
         Ok(enc.get_ids().iter().map(|&i| TokenId(i)).collect())

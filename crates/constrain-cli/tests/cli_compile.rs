@@ -113,3 +113,78 @@ fn bad_input_is_one_error_line_and_exit_2() {
     let (_, _, err) = constrain(&["compile", "--regex", "ab(c"]);
     assert!(err.contains("byte 2"), "names the position: {err}");
 }
+
+/// `--tokenizer` with the other tokenizers (`scripts/fetch-assets --tokenizers`):
+/// `compile --json` shows the stop tokens and the logits width, `check`
+/// accepts a text tokenized as output (Llama 2: no prepended `▁`), and a
+/// `--logits-width` below the id count exits 2 naming both numbers.
+#[test]
+fn other_tokenizers_compile_check_and_show_their_stop_tokens() {
+    let cases = [
+        ("gptoss", vec!["<|return|>", "<|call|>", "<|endoftext|>"]),
+        ("llama2", vec!["</s>"]),
+        ("gemma3", vec!["<eos>", "<end_of_turn>"]),
+        ("deepseek_v3", vec!["<｜end▁of▁sentence｜>"]),
+    ];
+    for (name, stops) in cases {
+        let dir = common::constrain_home().join("tokenizers").join(name);
+        let tok = dir.join("tokenizer.json");
+        if !tok.exists() {
+            eprintln!(
+                "skipping: {} absent (run scripts/fetch-assets --tokenizers)",
+                tok.display()
+            );
+            continue;
+        }
+        let tok = tok.to_str().unwrap();
+        let (code, out, err) = constrain(&[
+            "compile",
+            "--regex",
+            r#"\{"a": [0-9]+\}"#,
+            "--json",
+            "--tokenizer",
+            tok,
+        ]);
+        assert_eq!(code, 0, "{name}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        let names: Vec<&str> = v["stop_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["token"].as_str().unwrap())
+            .collect();
+        for s in &stops {
+            assert!(names.contains(s), "{name}: stop_tokens {names:?} lacks {s}");
+        }
+        let width = v["logits_width"].as_u64().unwrap();
+        assert!(width > 30_000, "{name}: logits width {width}");
+
+        let (code, out, err) = constrain(&[
+            "check",
+            "--regex",
+            r#"\{"a": [0-9]+\}"#,
+            "--text",
+            r#"{"a": 12}"#,
+            "--tokenizer",
+            tok,
+        ]);
+        assert_eq!(code, 0, "{name}: {out} {err}");
+        assert!(out.starts_with("accepted"), "{name}: {out}");
+
+        let small = (width - 1).to_string();
+        let (code, _, err) = constrain(&[
+            "compile",
+            "--regex",
+            "a",
+            "--logits-width",
+            &small,
+            "--tokenizer",
+            tok,
+        ]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert!(
+            err.starts_with("error:") && err.contains("smaller than the tokenizer"),
+            "{name}: {err}"
+        );
+    }
+}

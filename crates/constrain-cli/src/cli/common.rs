@@ -57,9 +57,12 @@ pub struct IndexArgs {
     /// tokenizer.json (default: $CONSTRAIN_HOME/tokenizer.json).
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
-    /// Logits width of the model (ids past the tokenizer are always masked).
-    #[arg(long, default_value_t = QWEN_LOGITS_WIDTH)]
-    pub logits_width: usize,
+    /// Logits width of the model (ids past the tokenizer are always masked;
+    /// below the tokenizer's id count is an error). Default: the tokenizer's
+    /// id count, or 151,936 for the Qwen tokenizer (the Qwen models' padded
+    /// embedding width).
+    #[arg(long)]
+    pub logits_width: Option<usize>,
     /// Compute masks on first visit instead of all at build time.
     #[arg(long)]
     pub lazy: bool,
@@ -103,8 +106,38 @@ impl IndexArgs {
     pub fn vocabulary(&self) -> anyhow::Result<Arc<Vocabulary>> {
         let p = self.checked_tokenizer_path()?;
         let v = Vocabulary::from_tokenizer_json_file(&p)?;
-        let width = self.logits_width.max(v.num_ids());
+        let width = match self.logits_width {
+            Some(w) => w,
+            None if is_qwen(&v) => QWEN_LOGITS_WIDTH,
+            None => v.num_ids(),
+        };
+        if width < v.num_ids() {
+            anyhow::bail!(
+                "--logits-width {width} is smaller than the tokenizer's {} ids ({})",
+                v.num_ids(),
+                p.display()
+            );
+        }
         Ok(Arc::new(v.with_logits_width(width)?))
+    }
+
+    /// The stop tokens of the vocabulary as `[{"id": N, "token": "<|im_end|>"}]`.
+    pub fn stop_tokens_json(vocab: &Vocabulary) -> serde_json::Value {
+        serde_json::Value::Array(
+            vocab
+                .eos()
+                .iter()
+                .map(|&id| {
+                    let token = vocab
+                        .added_tokens()
+                        .iter()
+                        .find(|a| a.0 == id)
+                        .map(|a| a.1.clone())
+                        .unwrap_or_else(|| vocab.describe(id));
+                    serde_json::json!({"id": id.0, "token": token})
+                })
+                .collect(),
+        )
     }
 
     pub fn text_tokenizer(&self) -> anyhow::Result<TextTokenizer> {
@@ -195,4 +228,13 @@ pub fn compile(
         eprintln!("warning: {w}");
     }
     Ok(compiled)
+}
+
+/// The Qwen2 / Qwen2.5 / Qwen3 tokenizer: `<|im_end|>` is id 151645 and the
+/// ids fit in the models' 151,936 logits.
+fn is_qwen(v: &Vocabulary) -> bool {
+    v.num_ids() <= QWEN_LOGITS_WIDTH
+        && v.added_tokens()
+            .iter()
+            .any(|a| a.0 .0 == 151_645 && a.1 == "<|im_end|>")
 }

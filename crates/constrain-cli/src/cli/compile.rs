@@ -60,6 +60,8 @@ pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
             "index_memory_bytes": st.memory_bytes,
             "eager": !a.index.lazy && !built.is_lazy(),
             "lazy_dfa": built.is_lazy(),
+            "logits_width": built.vocab().logits_width(),
+            "stop_tokens": IndexArgs::stop_tokens_json(built.vocab()),
         });
         println!("{v}");
     } else {

@@ -198,7 +198,7 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
     files.shuffle(&mut StdRng::seed_from_u64(a.seed));
     let index_args = IndexArgs {
         tokenizer: a.tokenizer.clone(),
-        logits_width: QWEN_LOGITS_WIDTH,
+        logits_width: Some(QWEN_LOGITS_WIDTH),
         lazy: false,
         threads: 1,
         dfa_size_limit: a.dfa_size_limit,
