@@ -127,51 +127,18 @@ impl ByteDfa {
         if config.minimize || !nfa.look_set_any().is_empty() {
             return Ok(Dfa::Eager(Self::new_reference(pattern, config)?));
         }
-        let mut det = determinize::Determinizer::new(
-            nfa,
-            config.dfa_size_limit,
-            config.determinize_size_limit,
-        );
-
-        let mut i = 1;
-        while i < det.len() {
-            if det.len() > lazy_states {
-                return Ok(Dfa::Lazy(Box::new(LazyDfa {
-                    explored: vec![true; i],
-                    det,
-                    failed: None,
-                    config: config.clone(),
-                    max_states: usize::MAX,
-                    pattern_len: pattern.len(),
-                    loop_thread: Vec::new(),
-                })));
-            }
-            det.explore(i).map_err(|l| limit_error(l, config))?;
-            i += 1;
-        }
-        Ok(Dfa::Eager(Self::from_table(
-            det.into_table(),
-            pattern.len(),
-        )))
+        Self::determinize(nfa, pattern.len(), lazy_states, config)
     }
 
-    /// Builds the DFA of a syntax tree made by a front end (GBNF) without a
-    /// regex text: like [`ByteDfa::build`], eager up to
-    /// [`DfaConfig::lazy_states`] states and lazy past them. `size` stands
-    /// for the pattern length in statistics.
-    pub fn build_hir(
-        hir: &regex_syntax::hir::Hir,
+    /// Determinizes `nfa` state by state, and leaves the rest lazy once it
+    /// has more than `lazy_states` states (`size` stands for the pattern
+    /// length in statistics).
+    fn determinize(
+        nfa: thompson::NFA,
         size: usize,
+        lazy_states: usize,
         config: &DfaConfig,
     ) -> Result<Dfa, DfaError> {
-        let nfa = thompson::Compiler::new()
-            .configure(thompson_config(config))
-            .build_from_hir(hir)
-            .map_err(|e| nfa_error(&e, config))?;
-        if config.minimize || !nfa.look_set_any().is_empty() {
-            return Ok(Dfa::Eager(Self::from_nfa_reference(&nfa, size, config)?));
-        }
-        let lazy_states = config.lazy_states.unwrap_or(usize::MAX);
         let mut det = determinize::Determinizer::new(
             nfa,
             config.dfa_size_limit,
@@ -194,6 +161,26 @@ impl ByteDfa {
             i += 1;
         }
         Ok(Dfa::Eager(Self::from_table(det.into_table(), size)))
+    }
+
+    /// Builds the DFA of a syntax tree made by a front end (GBNF) without a
+    /// regex text: like [`ByteDfa::build`], eager up to
+    /// [`DfaConfig::lazy_states`] states and lazy past them. `size` stands
+    /// for the pattern length in statistics.
+    pub fn build_hir(
+        hir: &regex_syntax::hir::Hir,
+        size: usize,
+        config: &DfaConfig,
+    ) -> Result<Dfa, DfaError> {
+        let nfa = thompson::Compiler::new()
+            .configure(thompson_config(config))
+            .build_from_hir(hir)
+            .map_err(|e| nfa_error(&e, config))?;
+        if config.minimize || !nfa.look_set_any().is_empty() {
+            return Ok(Dfa::Eager(Self::from_nfa_reference(&nfa, size, config)?));
+        }
+        let lazy_states = config.lazy_states.unwrap_or(usize::MAX);
+        Self::determinize(nfa, size, lazy_states, config)
     }
 
     /// The whole DFA of a syntax tree (see [`ByteDfa::build_hir`]), never lazy.
@@ -471,7 +458,7 @@ impl LazyDfa {
                 Ok(()) if self.det.len() > self.max_states => Err(Some(DfaError::TooBig {
                     what: "lazy DFA's state count",
                     limit: self.max_states,
-                    knob: "--max-states / IndexConfig::max_states",
+                    knob: "IndexConfig::max_states",
                 })),
                 Ok(()) => Ok(()),
                 Err(l) => Err(Some(limit_error(l, &self.config))),
@@ -658,7 +645,7 @@ fn too_big_dfa(config: &DfaConfig) -> DfaError {
     DfaError::TooBig {
         what: "DFA",
         limit: config.dfa_size_limit,
-        knob: "--dfa-size-limit / DfaConfig::dfa_size_limit",
+        knob: "DfaConfig::dfa_size_limit",
     }
 }
 
@@ -666,7 +653,7 @@ fn too_big_determinize(config: &DfaConfig) -> DfaError {
     DfaError::TooBig {
         what: "determinization memory",
         limit: config.determinize_size_limit,
-        knob: "--dfa-size-limit / DfaConfig::determinize_size_limit",
+        knob: "DfaConfig::determinize_size_limit",
     }
 }
 
@@ -725,7 +712,7 @@ fn nfa_error(nfa: &thompson::BuildError, config: &DfaConfig) -> DfaError {
         return DfaError::TooBig {
             what: "NFA",
             limit: config.nfa_size_limit,
-            knob: "--nfa-size-limit / DfaConfig::nfa_size_limit",
+            knob: "DfaConfig::nfa_size_limit",
         };
     }
     DfaError::Build(format!("error building NFA: {nfa_msg}"))

@@ -214,7 +214,7 @@ impl Default for IndexConfig {
 pub enum IndexError {
     #[error("the language is empty: no text can ever be accepted")]
     EmptyLanguage,
-    #[error("the automaton has more than {limit} states (raise it with --max-states / IndexConfig::max_states)")]
+    #[error("the automaton has more than {limit} states (raise it with IndexConfig::max_states)")]
     TooManyStates { limit: usize },
     #[error(
         "the masks need more than {limit} bytes (raise it with --max-mask-memory / IndexConfig::max_mask_memory)"

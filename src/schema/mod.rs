@@ -284,7 +284,7 @@ pub enum SchemaError {
     #[error("unresolvable $ref \"{reference}\" at {pointer}")]
     Ref { reference: String, pointer: Pointer },
     /// A `oneOf` whose branches could not be proven disjoint.
-    #[error("oneOf at {pointer}: branches {first} and {second} may both match (pass coerce_one_of / --coerce-one-of to compile it as anyOf)")]
+    #[error("oneOf at {pointer}: branches {first} and {second} may both match (set SchemaOptions::coerce_one_of to compile it as anyOf)")]
     OneOfOverlap {
         pointer: Pointer,
         first: usize,
