@@ -377,19 +377,30 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
     }
 
-    fn check_size(&self, s: &Lang, at: &Pointer) -> Result<(), SchemaError> {
-        if let Some(s) = s {
-            if s.len() > self.opts.max_regex_len {
-                return Err(SchemaError::TooBig {
-                    what: "regex text".into(),
-                    pointer: at.clone(),
-                    size: s.len() as u64,
-                    limit: self.opts.max_regex_len as u64,
-                    knob: "max_regex_len",
-                });
-            }
+    /// Adds a branch's text to the running length `len` of an alternation
+    /// and fails once it passes `max_regex_len`. Nested groups multiply, so
+    /// the union is bounded as it grows, not only each branch (each may be
+    /// under the limit while their union is gigabytes).
+    fn grow_alternation(&self, len: &mut usize, r: &Lang, at: &Pointer) -> Result<(), SchemaError> {
+        *len += r.as_ref().map_or(0, |r| r.len() + 1);
+        self.check_len(*len, at)
+    }
+
+    fn check_len(&self, len: usize, at: &Pointer) -> Result<(), SchemaError> {
+        if len > self.opts.max_regex_len {
+            return Err(SchemaError::TooBig {
+                what: "regex text".into(),
+                pointer: at.clone(),
+                size: len as u64,
+                limit: self.opts.max_regex_len as u64,
+                knob: "max_regex_len",
+            });
         }
         Ok(())
+    }
+
+    fn check_size(&self, s: &Lang, at: &Pointer) -> Result<(), SchemaError> {
+        s.as_ref().map_or(Ok(()), |s| self.check_len(s.len(), at))
     }
 
     // ---------------------------------------------------------------- free form
@@ -659,12 +670,14 @@ impl<'d, 'a> Gen<'d, 'a> {
         if let Some(group) = n.any_of.pop() {
             let rest_trivial = n.is_trivial();
             let mut parts = Vec::new();
+            let mut len = 0;
             for b in &group {
                 let r = if rest_trivial {
                     self.value(b, forbid)?
                 } else {
                     self.merged_branch(&n, b, forbid)?
                 };
+                self.grow_alternation(&mut len, &r, &n.at)?;
                 parts.extend(r);
             }
             return Ok(alt_all(parts));
@@ -761,6 +774,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             );
         }
         let mut parts = Vec::new();
+        let mut len = 0;
         let rest_trivial = base.is_trivial();
         for (i, b) in group.value.iter().enumerate() {
             if resolved[i].is_none() {
@@ -787,6 +801,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             } else {
                 self.merged_branch(&base, b, &forbids[i])?
             };
+            self.grow_alternation(&mut len, &r, &group.at)?;
             parts.extend(r);
         }
         Ok(alt_all(parts))
