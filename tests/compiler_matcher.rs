@@ -358,7 +358,11 @@ fn override_stop_tokens_replace_the_eos_set() {
     assert!(!m.is_allowed(stop), "no stop before the text is complete");
     assert!(m.accept_token(TokenId(257)));
     m.fill_bitmask(&mut row).unwrap();
-    assert_eq!(bits(&row), vec![299], "the override stops, the EOS does not");
+    assert_eq!(
+        bits(&row),
+        vec![299],
+        "the override stops, the EOS does not"
+    );
     assert!(!m.accept_token(EOS), "the vocabulary's EOS is refused");
     assert_eq!(m.validate_tokens(&[EOS]), 0);
     assert_eq!(m.validate_tokens(&[stop, stop]), 1);
@@ -374,7 +378,10 @@ fn override_stop_tokens_replace_the_eos_set() {
     assert!(plain.accept_tokens(&[TokenId(257), EOS]).is_ok() && plain.is_terminated());
     // A stop id past the logits width is an error naming it.
     assert_eq!(
-        compiled.matcher().with_stop_tokens([TokenId(300)]).unwrap_err(),
+        compiled
+            .matcher()
+            .with_stop_tokens([TokenId(300)])
+            .unwrap_err(),
         MatcherError::StopToken {
             token: TokenId(300),
             width: 300
@@ -394,7 +401,10 @@ fn override_stop_token_that_is_also_text_is_only_a_stop() {
     for step in 0..4 {
         m.fill_bitmask(&mut row).unwrap();
         for t in bits(&row) {
-            assert!(m.is_allowed(TokenId(t)), "step {step}: bit {t} set but refused");
+            assert!(
+                m.is_allowed(TokenId(t)),
+                "step {step}: bit {t} set but refused"
+            );
         }
         assert_eq!(
             bits(&row).contains(&(b'b' as u32)),

@@ -377,7 +377,10 @@ fn qwen_lazy_dfa_over_its_limit_reports_it() {
         }
     }
     let e = idx.lazy_limit_error().expect("the limit is reported");
-    assert!(e.contains("DfaConfig::dfa_size_limit"), "names the config field: {e}");
+    assert!(
+        e.contains("DfaConfig::dfa_size_limit"),
+        "names the config field: {e}"
+    );
 }
 
 /// The masks against a brute-force oracle: token `t` is in the mask of `s`

@@ -100,7 +100,11 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
         Some(crate::api::Stop::One(s)) => vec![s.clone()],
         Some(crate::api::Stop::Many(v)) => v.clone(),
     };
-    if stop.len() > 4 || stop.iter().any(|s| s.is_empty() || s.len() > MAX_STOP_BYTES) {
+    if stop.len() > 4
+        || stop
+            .iter()
+            .any(|s| s.is_empty() || s.len() > MAX_STOP_BYTES)
+    {
         return Err(ApiError::field(
             "stop",
             format!("stop takes at most 4 non-empty strings of at most {MAX_STOP_BYTES} bytes"),
@@ -152,7 +156,9 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
             // The lowered tree printed as a regex, to sit beside the tools.
             Source::Gbnf { grammar, options } => constrain::grammar::gbnf::lower(grammar, options)
                 .map(|h| h.to_string())
-                .map_err(|e| ApiError::field(format_param, format!("the grammar does not compile: {e}"))),
+                .map_err(|e| {
+                    ApiError::field(format_param, format!("the grammar does not compile: {e}"))
+                }),
             Source::Tools { .. } => Err(ApiError::internal("tools as a response format")),
         }
     };
@@ -449,12 +455,14 @@ fn render(req: &ChatRequest, tools: &[Value], schema: Option<&Value>) -> Result<
                     Some(prev) => format!("{prev}\n{block}"),
                 });
             }
-            other => return Err(ApiError::field(
-                &format!("{at}.role"),
-                format!(
+            other => {
+                return Err(ApiError::field(
+                    &format!("{at}.role"),
+                    format!(
                     "unknown role {other:?}; expected system, developer, user, assistant or tool"
                 ),
-            )),
+                ))
+            }
         }
     }
     if let Some(t) = tool_turn.take() {
@@ -581,7 +589,9 @@ pub fn split_tool_calls(text: &str) -> (String, Vec<ParsedCall>) {
         let Some(Ok(v)) = values.next() else {
             break;
         };
-        let Some(after) = r[values.byte_offset()..].trim_start().strip_prefix(TOOL_CALL_CLOSE)
+        let Some(after) = r[values.byte_offset()..]
+            .trim_start()
+            .strip_prefix(TOOL_CALL_CLOSE)
         else {
             break;
         };

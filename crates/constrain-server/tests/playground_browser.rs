@@ -55,7 +55,8 @@ fn the_playground_streams_a_valid_answer_in_a_headless_browser() {
             .expect("run chromium");
         let _ = std::fs::remove_dir_all(&profile);
         let dom = String::from_utf8_lossy(&out.stdout).into_owned();
-        if dom.contains("<pre id=\"meta\">finish_reason: ") || attempt == 5 || !out.status.success() {
+        if dom.contains("<pre id=\"meta\">finish_reason: ") || attempt == 5 || !out.status.success()
+        {
             break (out, dom);
         }
         eprintln!("the page had not finished when Chromium dumped it (attempt {attempt}); loading it again");

@@ -204,7 +204,10 @@ fn json_object_and_structured_outputs() {
             &json!({"messages": user("x"), "structured_outputs": {"grammar": "root ::= item (\",\" item)*\nitem ::= [a-c]+\n"}, "max_tokens": 12, "seed": seed}),
         );
         assert_eq!(r.status, 200, "{}", r.body);
-        let c = r.json()["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+        let c = r.json()["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
         assert!(list.is_match(&c), "{c:?}");
     }
     // A malformed one is a 400 naming line and column.
@@ -214,7 +217,14 @@ fn json_object_and_structured_outputs() {
     );
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(r.json()["error"]["param"], "structured_outputs.grammar");
-    assert!(r.json()["error"]["message"].as_str().unwrap().contains("line "), "{}", r.body);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("line "),
+        "{}",
+        r.body
+    );
 }
 
 #[test]
@@ -493,7 +503,10 @@ fn errors_have_openai_shape_and_status() {
     // A stop string past the length bound (the streaming hold-back compares
     // every suffix with it on each token).
     check(
-        &post(addr, &json!({"messages": user("x"), "stop": "s".repeat(257)})),
+        &post(
+            addr,
+            &json!({"messages": user("x"), "stop": "s".repeat(257)}),
+        ),
         400,
         Some("stop"),
     );
