@@ -38,7 +38,10 @@ impl Rows {
     pub fn of(obj: &Bound<'_, PyAny>, cols: usize) -> PyResult<Rows> {
         let py = obj.py();
         let helper = HELPER.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            Ok(py.import("constrain._buffer")?.getattr("int32_rows")?.unbind())
+            Ok(py
+                .import("constrain._buffer")?
+                .getattr("int32_rows")?
+                .unbind())
         })?;
         let (keep, addr, rows, got, pinned): (Py<PyAny>, usize, usize, usize, bool) =
             helper.bind(py).call1((obj,))?.extract()?;
@@ -49,7 +52,9 @@ impl Rows {
             )));
         }
         if addr == 0 || addr % 4 != 0 {
-            return Err(PyValueError::new_err("bitmask memory is not 4-byte aligned"));
+            return Err(PyValueError::new_err(
+                "bitmask memory is not 4-byte aligned",
+            ));
         }
         Ok(Rows {
             obj: obj.clone().unbind(),

@@ -37,12 +37,14 @@ fn json_value(py: Python<'_>, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<se
         String::from_utf8_lossy(b.as_bytes()).into_owned()
     } else {
         let dumps = py.import("json")?.getattr("dumps")?;
-        dumps.call1((obj,)).map_err(|e| {
-            PyTypeError::new_err(format!(
-                "the {what} must be JSON text or a JSON-serializable value: {e}"
-            ))
-        })?
-        .extract()?
+        dumps
+            .call1((obj,))
+            .map_err(|e| {
+                PyTypeError::new_err(format!(
+                    "the {what} must be JSON text or a JSON-serializable value: {e}"
+                ))
+            })?
+            .extract()?
     };
     serde_json::from_str(&text).map_err(|e| {
         errors::compile_error(
@@ -122,15 +124,7 @@ impl Compiler {
         whitespace_max: usize,
     ) -> PyResult<Compiled> {
         let schema = json_value(py, schema, "schema")?;
-        let options = SchemaOptions {
-            whitespace: self::whitespace(whitespace, whitespace_max)?,
-            mode: if strict {
-                JsonMode::Strict
-            } else {
-                JsonMode::Compliant
-            },
-            ..SchemaOptions::default()
-        };
+        let options = schema_options(whitespace, strict, whitespace_max)?;
         self.compile(py, Source::JsonSchema { schema, options })
     }
 
@@ -151,15 +145,7 @@ impl Compiler {
         whitespace_max: usize,
     ) -> PyResult<Compiled> {
         let tools = json_value(py, tools, "tools array")?;
-        let options = SchemaOptions {
-            whitespace: self::whitespace(whitespace, whitespace_max)?,
-            mode: if strict {
-                JsonMode::Strict
-            } else {
-                JsonMode::Compliant
-            },
-            ..SchemaOptions::default()
-        };
+        let options = schema_options(whitespace, strict, whitespace_max)?;
         self.compile(py, Source::Tools { tools, options })
     }
 
@@ -211,7 +197,11 @@ impl Compiled {
     /// What the schema compiler narrowed or downgraded, as messages.
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.inner.warnings().iter().map(|w| w.to_string()).collect()
+        self.inner
+            .warnings()
+            .iter()
+            .map(|w| w.to_string())
+            .collect()
     }
 
     /// Whether masks are computed as matchers visit states.
@@ -261,4 +251,22 @@ impl Compiled {
             self.inner.index().stats().memory_bytes
         )
     }
+}
+
+/// The schema options both `compile_json_schema` and `compile_tools` take:
+/// the whitespace policy and strict (generation) or compliant semantics.
+fn schema_options(
+    whitespace: &str,
+    strict: bool,
+    whitespace_max: usize,
+) -> PyResult<SchemaOptions> {
+    Ok(SchemaOptions {
+        whitespace: self::whitespace(whitespace, whitespace_max)?,
+        mode: if strict {
+            JsonMode::Strict
+        } else {
+            JsonMode::Compliant
+        },
+        ..SchemaOptions::default()
+    })
 }

@@ -147,9 +147,8 @@ impl Matcher {
     /// `max_rollback_tokens`.
     #[pyo3(signature = (num_tokens=1))]
     fn rollback(&mut self, num_tokens: i64) -> PyResult<()> {
-        let n = usize::try_from(num_tokens).map_err(|_| {
-            PyValueError::new_err(format!("cannot roll back {num_tokens} tokens"))
-        })?;
+        let n = usize::try_from(num_tokens)
+            .map_err(|_| PyValueError::new_err(format!("cannot roll back {num_tokens} tokens")))?;
         self.inner.rollback(n).map_err(|e| match e {
             MatcherError::Rollback {
                 requested,
@@ -254,7 +253,9 @@ pub fn fill_next_token_bitmask_batch(
     let mut seen = targets.clone();
     seen.sort_unstable();
     if seen.windows(2).any(|w| w[0] == w[1]) {
-        return Err(PyValueError::new_err("two matchers would fill the same bitmask row"));
+        return Err(PyValueError::new_err(
+            "two matchers would fill the same bitmask row",
+        ));
     }
     let ptr: RowPtr = rows.ptr();
     let work: Vec<(&Matcher, usize)> = matchers.iter().map(|m| &**m).zip(targets).collect();

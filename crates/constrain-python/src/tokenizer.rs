@@ -114,7 +114,10 @@ impl TokenizerInfo {
                 if !info.vocab.is_eos(e) {
                     let mut stop = info.vocab.eos().to_vec();
                     stop.push(e);
-                    let v = (*info.vocab).clone().with_eos(stop).map_err(errors::from_vocab)?;
+                    let v = (*info.vocab)
+                        .clone()
+                        .with_eos(stop)
+                        .map_err(errors::from_vocab)?;
                     info.vocab = Arc::new(v);
                 }
             }
