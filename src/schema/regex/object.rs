@@ -1,0 +1,546 @@
+//! Objects: the extra-key trie (a key that is none of the declared names),
+//! the declared properties in order or in any order, and
+//! [`Gen::object`], which puts them together. Split from `regex.rs` by job.
+
+use super::*;
+
+pub(super) struct TrieNode {
+    pub(super) terminal: bool,
+    pub(super) children: BTreeMap<Unit, TrieNode>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Unit {
+    Plain(char),
+    Esc(char),
+}
+
+pub(super) fn key_units(name: &str) -> Option<Vec<Unit>> {
+    name.chars()
+        .map(|c| match c {
+            '"' => Some(Unit::Esc('"')),
+            '\\' => Some(Unit::Esc('\\')),
+            '\u{8}' => Some(Unit::Esc('b')),
+            '\u{c}' => Some(Unit::Esc('f')),
+            '\n' => Some(Unit::Esc('n')),
+            '\r' => Some(Unit::Esc('r')),
+            '\t' => Some(Unit::Esc('t')),
+            c if (c as u32) < 0x20 => None, // not writable as an extra key anyway
+            c => Some(Unit::Plain(c)),
+        })
+        .collect()
+}
+
+pub(super) fn unit_text(u: Unit) -> String {
+    match u {
+        Unit::Plain(c) => regex_syntax::escape(&c.to_string()),
+        Unit::Esc(c) => format!("\\\\{}", regex_syntax::escape(&c.to_string())),
+    }
+}
+
+pub(super) fn class_escape(c: char) -> String {
+    if c.is_ascii_alphanumeric() || (c as u32) > 0x7F {
+        c.to_string()
+    } else {
+        format!("\\{c}")
+    }
+}
+
+/// Any key unit other than the given ones, as regex text (`None`: none left).
+/// With `ascii_only`, characters at or above U+0080 are left out (the
+/// caller offers them once for every node, see [`non_ascii_exits`]).
+pub(super) fn other_units(children: &BTreeMap<Unit, TrieNode>, ascii_only: bool) -> Lang {
+    let mut plain = String::from(r#"[^"\\\x00-\x1F"#);
+    if ascii_only {
+        plain.push_str(r"\x{80}-\x{10FFFF}");
+    }
+    let mut escs: Vec<char> = vec!['"', '\\', 'b', 'f', 'n', 'r', 't'];
+    for u in children.keys() {
+        match *u {
+            Unit::Plain(c) => plain.push_str(&class_escape(c)),
+            Unit::Esc(c) => escs.retain(|&e| e != c),
+        }
+    }
+    plain.push(']');
+    let mut parts = vec![plain];
+    if !escs.is_empty() {
+        let cls: String = escs.iter().map(|&c| class_escape(c)).collect();
+        parts.push(format!("\\\\[{cls}]"));
+    }
+    alt_all(parts)
+}
+
+/// A trie-shaped regex: every path from `node` to a node where `here`
+/// offers something, followed by that something.
+pub(super) fn trie_paths(node: &TrieNode, here: &dyn Fn(&TrieNode) -> Lang) -> Lang {
+    let mut parts = Vec::new();
+    if let Some(x) = here(node) {
+        parts.push(x);
+    }
+    for (u, child) in &node.children {
+        if let Some(rest) = trie_paths(child, here) {
+            parts.push(format!("{}{rest}", unit_text(*u)));
+        }
+    }
+    alt_all(parts)
+}
+
+/// The proper prefixes in the trie that are not names themselves (keys that
+/// stop early).
+pub(super) fn non_names(node: &TrieNode) -> Lang {
+    trie_paths(node, &|n| (!n.terminal).then(String::new))
+}
+
+/// Every trie path followed by a first unit that leaves the trie. Whatever
+/// follows is free, so callers append one shared `KEY_CHAR*`: one copy of
+/// the free tail instead of one per trie node keeps the DFA from holding a
+/// separate "rest of the key" for every prefix (measured: about a third
+/// fewer states on compliant-mode objects).
+pub(super) fn divergent(node: &TrieNode) -> Lang {
+    trie_paths(node, &|n| other_units(&n.children, !has_non_ascii_child(n)))
+}
+
+pub(super) fn has_non_ascii_child(node: &TrieNode) -> bool {
+    node.children
+        .keys()
+        .any(|u| matches!(u, Unit::Plain(c) if !c.is_ascii()))
+}
+
+/// The trie paths to nodes without a non-ASCII child: there every character
+/// at or above U+0080 leaves the trie. Offering that character once after
+/// this regex, rather than inside each node's class, lets the DFA share the
+/// states inside a multi-byte character across all nodes.
+pub(super) fn non_ascii_exits(node: &TrieNode) -> Lang {
+    trie_paths(node, &|n| (!has_non_ascii_child(n)).then(String::new))
+}
+
+/// Regex for a JSON string key that is none of `names`.
+pub(super) fn extra_key(names: &[String]) -> String {
+    let mut root = TrieNode {
+        terminal: false,
+        children: BTreeMap::new(),
+    };
+    for n in names {
+        let Some(units) = key_units(n) else { continue };
+        let mut cur = &mut root;
+        for u in units {
+            cur = cur.children.entry(u).or_insert(TrieNode {
+                terminal: false,
+                children: BTreeMap::new(),
+            });
+        }
+        cur.terminal = true;
+    }
+    if root.children.is_empty() && !root.terminal {
+        return format!("\"{KEY_CHAR}*\"");
+    }
+    // Keys that are a proper prefix of a name, or that leave the names'
+    // trie at some unit and continue freely.
+    let exits: Vec<String> = [
+        divergent(&root),
+        non_ascii_exits(&root).map(|p| format!(r"{p}[\x{{80}}-\x{{10FFFF}}]")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let parts: Vec<String> = [
+        non_names(&root),
+        alt_all(exits).map(|d| format!("{d}{KEY_CHAR}*")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match alt_all(parts) {
+        Some(k) => format!("\"{k}\""),
+        // Unreachable in practice: some unit always leaves the trie.
+        None => "[^\\x00-\\x{10FFFF}]".into(),
+    }
+}
+
+/// A declared key with its value.
+pub(super) struct Prop {
+    pub(super) kv: String,
+    pub(super) required: bool,
+}
+
+impl Gen<'_, '_> {
+    pub(super) fn object(&mut self, n: &Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        if !n.property_names.is_empty() {
+            return self.object_with_names(n, forbid);
+        }
+        // The key language of extra keys when `propertyNames` narrows it.
+        let names_key = self.extra_key_lang.take();
+        let Layout {
+            inner,
+            comma,
+            colon,
+        } = self.lay.clone();
+        let mut extras_schema = self.extras_schema(n);
+        let mut declared: Vec<(String, Schema)> = n.properties.clone();
+        // patternProperties: one pattern (or several whose schemas are all
+        // `true`). Declared keys matching it also take its schema; extra keys
+        // are then only keys matching it (keys matching no pattern are left
+        // out unless the pattern's schema is `true`: a sound narrowing).
+        let mut pattern_extra: Option<(String, Schema)> = None;
+        let mut pattern_matches_declared = false;
+        if !n.pattern_properties.is_empty() {
+            let trivial = n.pattern_properties.iter().all(|(_, s)| {
+                matches!(s, Schema::Bool(true)) || matches!(s, Schema::Node(x) if x.is_trivial())
+            });
+            let distinct: Vec<&String> = {
+                let mut v: Vec<&String> =
+                    n.pattern_properties.iter().map(|(p, _)| &p.value).collect();
+                v.dedup();
+                v
+            };
+            if !trivial && distinct.len() > 1 {
+                self.doc.soft(
+                    SchemaError::Unsupported {
+                        keyword: "patternProperties".into(),
+                        pointer: n.at.clone(),
+                    },
+                    self.opts.lenient,
+                )?;
+            } else {
+                let (p, ps) = &n.pattern_properties[0];
+                for (k, s) in declared.iter_mut() {
+                    match ir::pattern_matches(&p.value, k) {
+                        Some(true) => {
+                            pattern_matches_declared = true;
+                            if !trivial {
+                                *s = Schema::Node(Box::new(Node {
+                                    at: n.at.clone(),
+                                    all_of: vec![s.clone(), ps.clone()],
+                                    ..Default::default()
+                                }));
+                            }
+                        }
+                        Some(false) => {}
+                        None => {
+                            return Err(SchemaError::Pattern {
+                                pointer: p.at.clone(),
+                                detail: format!("{:?} cannot be compiled", p.value),
+                            })
+                        }
+                    }
+                }
+                let keeps_plain_extras = trivial
+                    && !matches!(n.additional, Some(ref a) if !matches!(a, Schema::Bool(true)));
+                if !keeps_plain_extras {
+                    // Keys matching the pattern, with its schema(s).
+                    let schema = if trivial {
+                        Schema::Bool(true)
+                    } else {
+                        ps.clone()
+                    };
+                    let pats: Vec<String> = distinct.iter().map(|s| s.to_string()).collect();
+                    let alternatives = pats.join("|");
+                    pattern_extra = Some((
+                        if pats.len() == 1 {
+                            pats[0].clone()
+                        } else {
+                            alternatives
+                        },
+                        schema,
+                    ));
+                    extras_schema = None;
+                }
+            }
+        }
+        for r in &n.required {
+            if declared.iter().any(|(k, _)| k == r) {
+                continue;
+            }
+            if let Some((p, ps)) = &pattern_extra {
+                if ir::pattern_matches(p, r) == Some(true) {
+                    declared.push((r.clone(), ps.clone()));
+                    continue;
+                }
+            }
+            match &n.additional {
+                Some(Schema::Bool(false)) => {
+                    return Err(SchemaError::Contradiction {
+                        pointer: n.at.clone(),
+                        detail: format!(
+                        "required property \"{r}\" is not allowed by additionalProperties: false"
+                    ),
+                    })
+                }
+                Some(s) => declared.push((r.clone(), s.clone())),
+                None => declared.push((r.clone(), Schema::Bool(true))),
+            }
+        }
+        let mut names: Vec<String> = declared.iter().map(|(k, _)| k.clone()).collect();
+        for f in forbid {
+            if !names.contains(f) {
+                names.push(f.clone());
+            }
+        }
+        let mut props: Vec<Prop> = Vec::new();
+        for (k, s) in &declared {
+            let required = n.required.contains(k);
+            if forbid.contains(k) {
+                if required {
+                    return Ok(None);
+                }
+                continue;
+            }
+            match self.value(s, &[])? {
+                Some(v) => props.push(Prop {
+                    kv: format!("{}{colon}{v}", regex_syntax::escape(&py_string(k))),
+                    required,
+                }),
+                None if required => return Ok(None),
+                None => {}
+            }
+        }
+        let extra = match &extras_schema {
+            None => match &pattern_extra {
+                Some((p, ps))
+                    if !pattern_matches_declared
+                        && !names
+                            .iter()
+                            .any(|k| ir::pattern_matches(p, k) == Some(true)) =>
+                {
+                    let key = match pattern::compile_pattern(p, 0, None) {
+                        Ok(c) => c.regex,
+                        Err(e) => {
+                            return Err(SchemaError::Pattern {
+                                pointer: n.at.clone(),
+                                detail: format!("patternProperties {p:?}: {e}"),
+                            })
+                        }
+                    };
+                    match (key, self.value(ps, &[])?) {
+                        (Some(k), Some(v)) => Some(format!("\"{k}\"{colon}{v}")),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            Some(Schema::Bool(true)) if n.additional.is_none() => {
+                // Compliant mode's implicit extras: a cheaper free-form value.
+                let v = self.free_form(self.opts.extra_value_depth);
+                let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
+                Some(format!("{k}{colon}{v}"))
+            }
+            Some(s) => self.value(s, &[])?.map(|v| {
+                let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
+                format!("{k}{colon}{v}")
+            }),
+        };
+        let req = props.iter().filter(|p| p.required).count() as u64;
+        let total = props.len() as u64;
+        let min_p = n.min_properties.unwrap_or(0);
+        let max_p = n.max_properties;
+        if max_p.is_some_and(|m| m < min_p) {
+            return Err(SchemaError::Contradiction {
+                pointer: n.at.clone(),
+                detail: format!(
+                    "minProperties {min_p} is greater than maxProperties {}",
+                    max_p.unwrap()
+                ),
+            });
+        }
+        if max_p.is_some_and(|m| m < req) {
+            return Ok(None);
+        }
+        let empty = format!("\\{{{inner}\\}}");
+        let wrap = |m: String| format!("\\{{{inner}(?:{m}){inner}\\}}");
+        if max_p == Some(0) {
+            return Ok(Some(empty));
+        }
+        // Only extras (no declared keys): counted exactly.
+        if props.is_empty() {
+            let Some(x) = extra else {
+                return Ok(if min_p == 0 { Some(empty) } else { None });
+            };
+            // Counting written keys only bounds the *distinct* keys from
+            // above (a key may repeat), so a minimum of 2 or more cannot be
+            // guaranteed.
+            let mut min_p = min_p;
+            if min_p >= 2 {
+                self.doc.soft(
+                    SchemaError::UnsupportedValue {
+                        what: "minProperties".into(),
+                        pointer: n.at.clone(),
+                        detail: format!(
+                            "minProperties {min_p} over undeclared keys (distinct keys cannot be counted)"
+                        ),
+                    },
+                    self.opts.lenient,
+                )?;
+                min_p = 1;
+            }
+            let a = min_p.saturating_sub(1);
+            let b = max_p.map(|m| m - 1);
+            if b.unwrap_or(a) > self.opts.max_repeat {
+                return Err(SchemaError::TooBig {
+                    what: "property count bound".into(),
+                    pointer: n.at.clone(),
+                    size: b.unwrap_or(a),
+                    limit: self.opts.max_repeat,
+                    knob: "max_repeat",
+                });
+            }
+            let m = format!("{x}(?:{comma}{x}){}", repeat(a, b));
+            return Ok(Some(if min_p == 0 {
+                format!("\\{{{inner}(?:{m})?{inner}\\}}")
+            } else {
+                wrap(m)
+            }));
+        }
+        let implied_max = max_p.is_none_or(|m| extra.is_none() && m >= total);
+        let mut nonempty = false;
+        if min_p > req {
+            if min_p == 1 && implied_max {
+                nonempty = true;
+            } else {
+                self.doc.soft(
+                    SchemaError::UnsupportedValue {
+                        what: "minProperties".into(),
+                        pointer: n.at.clone(),
+                        detail: format!("minProperties {min_p} with {req} required properties"),
+                    },
+                    self.opts.lenient,
+                )?;
+            }
+        }
+        if !implied_max {
+            self.doc.soft(
+                SchemaError::UnsupportedValue {
+                    what: "maxProperties".into(),
+                    pointer: n.at.clone(),
+                    detail: format!(
+                        "maxProperties {} with {total} possible declared properties{}",
+                        max_p.unwrap_or(0),
+                        if extra.is_some() {
+                            " and extra keys"
+                        } else {
+                            ""
+                        }
+                    ),
+                },
+                self.opts.lenient,
+            )?;
+        }
+        let extras_tail = extra
+            .as_ref()
+            .map(|x| format!("(?:{comma}{x})*"))
+            .unwrap_or_default();
+        let any_order = self.opts.mode == JsonMode::Compliant
+            && props.len() >= 2
+            && props.len() <= self.opts.any_order_max_properties;
+        // The subset tree repeats every value about e·(n-1)! times: only when
+        // that stays small (scalar-valued objects, typically).
+        let tree = if any_order {
+            Some(any_order_tree(&props, 0, false, &comma, req == 0))
+                .filter(|t| t.len() <= self.opts.any_order_max_len)
+        } else {
+            None
+        };
+        let members: String;
+        let optional: bool;
+        if let Some(known) = tree {
+            if req > 0 {
+                members = format!("{known}{extras_tail}");
+                optional = false;
+            } else {
+                members = match &extra {
+                    Some(x) => format!("(?:{known}{extras_tail}|{x}{extras_tail})"),
+                    None => known,
+                };
+                optional = !nonempty;
+            }
+        } else if let Some(r) = props.iter().position(|p| p.required) {
+            let mut s = String::new();
+            for p in &props[..r] {
+                s.push_str(&format!("(?:{}{comma})?", p.kv));
+            }
+            s.push_str(&props[r].kv);
+            for p in &props[r + 1..] {
+                if p.required {
+                    s.push_str(&format!("{comma}{}", p.kv));
+                } else {
+                    s.push_str(&format!("(?:{comma}{})?", p.kv));
+                }
+            }
+            s.push_str(&extras_tail);
+            members = s;
+            optional = false;
+        } else {
+            let a = ordered_nonempty(&props, &comma);
+            members = match &extra {
+                Some(x) => format!("(?:{a}{extras_tail}|{x}{extras_tail})"),
+                None => a,
+            };
+            optional = !nonempty;
+        }
+        Ok(Some(if optional {
+            format!("\\{{{inner}(?:{members})?{inner}\\}}")
+        } else {
+            wrap(members)
+        }))
+    }
+}
+
+/// Non-empty ordered subsequences of `props`, comma-separated (no key is
+/// required). Short runs nest linearly (`A_i = A_{i-1}(,K_i)? | K_i`); long
+/// ones split in halves, `NE(l,r) = NE(l,m) E(m,r) | NE(m,r)` with the flat
+/// `E(m,r) = (,K_m)?...(,K_{r-1})?`, so that the regex nests O(log n) deep
+/// (the regex parser's nest limit is 250) for O(n log n) text.
+pub(super) fn ordered_nonempty(props: &[Prop], comma: &str) -> String {
+    const RUN: usize = 40;
+    if props.len() <= RUN {
+        let mut a = props[0].kv.clone();
+        for p in &props[1..] {
+            a = format!("(?:{a}(?:{comma}{kv})?|{kv})", kv = p.kv);
+        }
+        return a;
+    }
+    let m = props.len() / 2;
+    let tail: String = props[m..]
+        .iter()
+        .map(|p| format!("(?:{comma}{})?", p.kv))
+        .collect();
+    format!(
+        "(?:{}{tail}|{})",
+        ordered_nonempty(&props[..m], comma),
+        ordered_nonempty(&props[m..], comma)
+    )
+}
+
+/// Any order, each key at most once, required keys present. `skip_empty`:
+/// leave out the empty sequence at the top (the caller makes it optional).
+pub(super) fn any_order_tree(
+    props: &[Prop],
+    used: u32,
+    started: bool,
+    comma: &str,
+    skip_empty: bool,
+) -> String {
+    let mut alts = Vec::new();
+    let all_required = props
+        .iter()
+        .enumerate()
+        .all(|(i, p)| !p.required || used & (1 << i) != 0);
+    if all_required && !(skip_empty && !started) {
+        alts.push(String::new());
+    }
+    for (i, p) in props.iter().enumerate() {
+        if used & (1 << i) != 0 {
+            continue;
+        }
+        let sep = if started { comma } else { "" };
+        let rest = any_order_tree(props, used | (1 << i), true, comma, skip_empty);
+        if rest.is_empty() {
+            alts.push(format!("{sep}{}", p.kv));
+        } else {
+            alts.push(format!("{sep}{}{rest}", p.kv));
+        }
+    }
+    if alts.len() == 1 {
+        return alts.pop().expect("one");
+    }
+    format!("(?:{})", alts.join("|"))
+}
