@@ -101,6 +101,22 @@ pub trait LanguageModel {
         let _ = len;
         false
     }
+
+    /// Feeds `tokens` at positions `pos..pos + tokens.len()` like
+    /// [`Self::forward`], but returns the logits after *each* of them (one
+    /// row per token). Speculative decoding verifies a draft with it. The
+    /// default feeds one token at a time (correct for every model, no faster);
+    /// a model that scores several positions in one pass overrides it.
+    fn forward_all(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<Vec<f32>>, ModelError> {
+        if tokens.is_empty() {
+            return Err(ModelError::EmptyBatch);
+        }
+        let mut rows = Vec::with_capacity(tokens.len());
+        for (i, t) in tokens.iter().enumerate() {
+            rows.push(self.forward(std::slice::from_ref(t), pos + i)?);
+        }
+        Ok(rows)
+    }
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
@@ -119,6 +135,9 @@ impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
     fn truncate(&mut self, len: usize) -> bool {
         (**self).truncate(len)
     }
+    fn forward_all(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<Vec<f32>>, ModelError> {
+        (**self).forward_all(tokens, pos)
+    }
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
@@ -136,6 +155,9 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
     }
     fn truncate(&mut self, len: usize) -> bool {
         (**self).truncate(len)
+    }
+    fn forward_all(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<Vec<f32>>, ModelError> {
+        (**self).forward_all(tokens, pos)
     }
 }
 
