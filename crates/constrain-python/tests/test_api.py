@@ -461,3 +461,22 @@ def test_garbage_never_crashes_the_interpreter(tiny_path):
     r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"the child interpreter ended with {r.returncode}: {r.stderr[-2000:]}"
     assert int(r.stdout.split()[-1]) > 400
+
+
+def test_stop_tokens_from_the_configs_beside_the_file(tmp_path, tiny_path):
+    """As the CLI does: a generation_config.json / tokenizer_config.json next to
+    tokenizer.json adds the stop tokens it names; a config naming a token the
+    tokenizer lacks is an error, not a silent default."""
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "tokenizer.json").write_text(tiny_path.read_text())
+    plain = constrain.TokenizerInfo.from_tokenizer_json(str(d / "tokenizer.json"))
+    assert plain.stop_token_ids == [TINY_EOS]
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [TINY_EOS, TINY_TOOL]}))
+    info = constrain.TokenizerInfo.from_tokenizer_json(str(d / "tokenizer.json"), vocab_size=TINY_WIDTH)
+    assert info.stop_token_ids == [TINY_EOS, TINY_TOOL]
+    m = constrain.Matcher(constrain.Compiler(info).compile_regex("(yes|no)"))
+    assert m.accept_token(YES) and m.accept_token(TINY_TOOL) and m.is_terminated()
+    (d / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|no_such_token|>"}))
+    with pytest.raises(ValueError, match="no_such_token"):
+        constrain.TokenizerInfo.from_tokenizer_json(str(d / "tokenizer.json"))
