@@ -302,7 +302,9 @@ impl Matcher {
 }
 
 /// Fills row `i` of `bitmask` from `matchers[i]` (or row `indices[i]`),
-/// rows in parallel, with the GIL released.
+/// rows in parallel (the calling thread and rayon helpers, see [`Shared`]),
+/// with the GIL released. The bitmask's buffer view is kept for the next
+/// call with the same array, as a matcher keeps its own.
 #[pyfunction]
 #[pyo3(signature = (matchers, bitmask, indices=None))]
 pub fn fill_next_token_bitmask_batch(
