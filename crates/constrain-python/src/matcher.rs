@@ -6,11 +6,100 @@ use crate::compiler::Compiled;
 use constrain::{bitmask_words, MatcherError, TokenId};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// Rows filled on the calling thread below this batch size (a parallel
-/// fill's hand-off costs more than copying a few rows).
+/// Fewest rows per thread of a batch fill (below that, handing rows to
+/// another thread costs more than copying them).
 const PARALLEL_MIN_ROWS: usize = 8;
+
+/// Rows a thread of a batch fill claims at a time.
+const CLAIM: usize = 4;
+
+/// One batch fill shared by the calling thread and its helpers. The caller
+/// never waits for a helper that has not started: rows are claimed in
+/// groups of [`CLAIM`] from `next`, the caller claims too, and it waits only
+/// until `done` counts every row, i.e. for groups already claimed and being
+/// filled. A helper that starts after that finds nothing to claim and
+/// touches nothing but the counters (this `Arc`), so the matchers and the
+/// buffer (raw addresses here) are never read or written once the caller has
+/// returned. A worker pool woken every step starts late (tens of µs on a
+/// busy machine), longer than a batch of 64 Qwen rows takes one thread.
+///
+/// Helpers are woken one by one: the caller spawns the first, each helper
+/// spawns the next while enough rows are unclaimed, so waking the pool
+/// (a system call per sleeping thread) is not on the caller's path.
+struct Shared {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    /// Helpers that may still be spawned.
+    helpers: AtomicUsize,
+    /// (address of the matcher, row) per row to fill.
+    work: Vec<(usize, usize)>,
+    rows: RowPtr,
+}
+
+impl Shared {
+    /// Spawns a helper onto the rayon pool when one may still be spawned
+    /// and enough rows are unclaimed to be worth it.
+    fn spawn_helper(self: &Arc<Self>) {
+        let unclaimed = self
+            .work
+            .len()
+            .saturating_sub(self.next.load(Ordering::Acquire));
+        if unclaimed < 2 * PARALLEL_MIN_ROWS {
+            return;
+        }
+        if self
+            .helpers
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(1))
+            .is_ok()
+        {
+            let s = self.clone();
+            // SAFETY: as for `fill`; a helper that starts late claims nothing.
+            rayon::spawn(move || {
+                s.spawn_helper();
+                unsafe { s.fill() }
+            });
+        }
+    }
+
+    /// Claims and fills groups of rows until none is left.
+    ///
+    /// # Safety
+    /// While any row is unclaimed, every matcher address is live and the rows
+    /// are in range, distinct and writable (the caller waits for `done`).
+    unsafe fn fill(&self) {
+        let n = self.work.len();
+        loop {
+            let start = self.next.fetch_add(CLAIM, Ordering::AcqRel);
+            if start >= n {
+                return;
+            }
+            let end = (start + CLAIM).min(n);
+            for &(m, i) in &self.work[start..end] {
+                let m = &*(m as *const constrain::Matcher);
+                // The row has exactly the words the core asks for (checked
+                // by `Rows::of`), so the fill cannot fail.
+                let _ = m.fill_bitmask(self.rows.row(i));
+            }
+            self.done.fetch_add(end - start, Ordering::Release);
+        }
+    }
+
+    /// Waits until every row is filled (only for claimed groups in flight).
+    fn wait(&self) {
+        let mut spins = 0u32;
+        while self.done.load(Ordering::Acquire) < self.work.len() {
+            spins += 1;
+            if spins < 1 << 10 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
 
 /// The per-request cursor over a compiled constraint: fills the next token
 /// bitmask, accepts tokens, rolls back. Cheap to create; not shared between
@@ -213,7 +302,9 @@ impl Matcher {
 }
 
 /// Fills row `i` of `bitmask` from `matchers[i]` (or row `indices[i]`),
-/// rows in parallel, with the GIL released.
+/// rows in parallel (the calling thread and rayon helpers, see [`Shared`]),
+/// with the GIL released. The bitmask's buffer view is kept for the next
+/// call with the same array, as a matcher keeps its own.
 #[pyfunction]
 #[pyo3(signature = (matchers, bitmask, indices=None))]
 pub fn fill_next_token_bitmask_batch(
@@ -232,7 +323,17 @@ pub fn fill_next_token_bitmask_batch(
             words, m.words
         )));
     }
-    let rows = Rows::of(bitmask, words)?;
+    // The bitmask filled by the last batch call, reused when it comes again
+    // (as it does every step of an engine), as a matcher does for its own.
+    // The lock is held only with the GIL and never across the fill (a
+    // thread waiting for it while holding the GIL would block the filler's
+    // return).
+    static LAST: Mutex<Option<Rows>> = Mutex::new(None);
+    let cached = LAST.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let rows = match cached {
+        Some(r) if r.is_of(bitmask) && r.cols == words => r,
+        _ => Rows::of(bitmask, words)?,
+    };
     let targets: Vec<usize> = match indices {
         Some(ix) => {
             if ix.len() != matchers.len() {
@@ -257,19 +358,29 @@ pub fn fill_next_token_bitmask_batch(
             "two matchers would fill the same bitmask row",
         ));
     }
-    let ptr: RowPtr = rows.ptr();
     let work: Vec<(&Matcher, usize)> = matchers.iter().map(|m| &**m).zip(targets).collect();
-    // SAFETY: every target row is in range and distinct (checked above), and
-    // `rows` holds the buffer export until after the fill.
-    py.detach(|| {
-        if work.len() < PARALLEL_MIN_ROWS {
-            work.iter()
-                .for_each(|&(m, i)| m.fill_row(unsafe { ptr.row(i) }));
-        } else {
-            work.par_iter()
-                .for_each(|&(m, i)| m.fill_row(unsafe { ptr.row(i) }));
-        }
+    let shared = Arc::new(Shared {
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        work: work
+            .iter()
+            .map(|&(m, i)| (&m.inner as *const constrain::Matcher as usize, i))
+            .collect(),
+        rows: rows.ptr(),
+        helpers: AtomicUsize::new(
+            rayon::current_num_threads()
+                .min(work.len() / PARALLEL_MIN_ROWS)
+                .saturating_sub(1),
+        ),
     });
-    drop(rows);
+    // SAFETY (of `Shared::fill`): every target row is in range and distinct
+    // (checked above); `rows` holds the buffer export and `matchers` the
+    // borrows of the matchers until after `wait` (see `Shared`).
+    py.detach(|| {
+        shared.spawn_helper();
+        unsafe { shared.fill() };
+        shared.wait();
+    });
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(rows);
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! width), as XGrammar's class of the same name.
 
 use crate::errors;
-use constrain::vocab::{TokenId, Vocabulary};
+use constrain::vocab::{StopConfig, TokenId, Vocabulary};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -20,12 +20,13 @@ pub struct TokenizerInfo {
 fn build(
     py: Python<'_>,
     json: String,
+    stops: &StopConfig,
     vocab_size: Option<usize>,
     stop_token_ids: Option<Vec<u32>>,
 ) -> PyResult<TokenizerInfo> {
     let vocab = py
         .detach(|| -> Result<Vocabulary, constrain::VocabError> {
-            let mut v = Vocabulary::from_tokenizer_json(&json)?;
+            let mut v = Vocabulary::from_tokenizer_json_with_stops(&json, stops)?;
             if let Some(stop) = stop_token_ids {
                 v = v.with_eos(stop.into_iter().map(TokenId).collect())?;
             }
@@ -51,11 +52,14 @@ fn check_stop(stop: &Option<Vec<u32>>) -> PyResult<()> {
 
 #[pymethods]
 impl TokenizerInfo {
-    /// Reads a Hugging Face `tokenizer.json` (byte-level BPE). `vocab_size`
-    /// is the model's logits width (default: the tokenizer's id count; it
-    /// may not be smaller); `stop_token_ids` replaces the stop tokens
-    /// (default: the tokenizer's EOS-named added tokens, e.g. Qwen's
-    /// `<|im_end|>` and `<|endoftext|>`).
+    /// Reads a Hugging Face `tokenizer.json` (byte-level BPE, or
+    /// SentencePiece BPE with byte fallback). `vocab_size` is the model's
+    /// logits width (default: the tokenizer's id count; it may not be
+    /// smaller); `stop_token_ids` replaces the stop tokens (default: the
+    /// tokenizer's EOS-named added tokens, e.g. Qwen's `<|im_end|>` and
+    /// `<|endoftext|>`, and those a `tokenizer_config.json` /
+    /// `generation_config.json` beside the file names, as the CLI reads
+    /// them).
     #[staticmethod]
     #[pyo3(signature = (path, vocab_size=None, stop_token_ids=None))]
     fn from_tokenizer_json(
@@ -71,7 +75,15 @@ impl TokenizerInfo {
                 source,
             })
         })?;
-        build(py, json, vocab_size, stop_token_ids)
+        // Stop tokens named by a tokenizer_config.json / generation_config.json
+        // beside the file, as the CLI reads them (gpt-oss's <|return|> and
+        // <|call|>, Llama 3 Instruct's <|eot_id|>).
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let stops = StopConfig::from_dir(&dir).map_err(errors::from_vocab)?;
+        build(py, json, &stops, vocab_size, stop_token_ids)
     }
 
     /// From a Hugging Face tokenizer: a `transformers` fast tokenizer (its
@@ -104,7 +116,13 @@ impl TokenizerInfo {
                 tokenizer.get_type().name()?
             )));
         };
-        let mut info = build(py, json, vocab_size, stop_token_ids.clone())?;
+        let mut info = build(
+            py,
+            json,
+            &StopConfig::default(),
+            vocab_size,
+            stop_token_ids.clone(),
+        )?;
         if stop_token_ids.is_none() {
             let eos: Option<u32> = tokenizer
                 .getattr("eos_token_id")

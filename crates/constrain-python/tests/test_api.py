@@ -372,3 +372,111 @@ def test_from_huggingface(tiny_path):
     assert b.stop_token_ids == [TINY_EOS, TINY_TOOL], "eos_token_id joins the EOS-named tokens"
     c = constrain.TokenizerInfo.from_huggingface(Backend(), stop_token_ids=[TINY_TOOL])
     assert c.stop_token_ids == [TINY_TOOL]
+
+
+def test_garbage_never_crashes_the_interpreter(tiny_path):
+    """Every public call fed ill-typed and out-of-range arguments, and one
+    matcher used from eight threads at once, in a child interpreter: each call
+    raises a Python exception or succeeds, and the child exits normally (a
+    crash would end it with a signal)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    child = textwrap.dedent(
+        f"""
+        import itertools, threading
+        import numpy as np
+        import constrain
+
+        path = {str(tiny_path)!r}
+        garbage = [None, -1, 2**70, -(2**70), 1.5, float("nan"), "x", b"\\xff", [], [None], [2**40],
+                   {{}}, {{"type": 5}}, object(), np.zeros(3, dtype=np.int8),
+                   np.zeros((2, 2, 2), dtype=np.int32), np.zeros((1, 10), dtype=np.int32)[:, ::2]]
+        calls = 0
+
+        def attempt(f, *args, **kw):
+            global calls
+            calls += 1
+            try:
+                f(*args, **kw)
+            except Exception:
+                pass
+
+        info = constrain.TokenizerInfo.from_tokenizer_json(path, vocab_size=300)
+        comp = constrain.Compiler(info)
+        compiled = comp.compile_regex("(yes|no)[0-9]{{1,3}}")
+        for g in garbage:
+            attempt(constrain.TokenizerInfo.from_tokenizer_json, g)
+            attempt(constrain.TokenizerInfo.from_tokenizer_json, path, vocab_size=g)
+            attempt(constrain.TokenizerInfo.from_tokenizer_json, path, stop_token_ids=g)
+            attempt(constrain.TokenizerInfo.from_huggingface, g)
+            attempt(constrain.Compiler, g)
+            attempt(constrain.Compiler, info, cache_bytes=g)
+            attempt(comp.compile_json_schema, g)
+            attempt(comp.compile_json_schema, {{"type": "string"}}, whitespace=g)
+            attempt(comp.compile_json_schema, {{"type": "string"}}, strict=g)
+            attempt(comp.compile_regex, g)
+            attempt(comp.compile_grammar, g)
+            attempt(comp.compile_tools, g)
+            attempt(constrain.Matcher, g)
+            attempt(constrain.Matcher, compiled, override_stop_tokens=g)
+            attempt(constrain.Matcher, compiled, max_rollback_tokens=g)
+            m = constrain.Matcher(compiled, max_rollback_tokens=-1)
+            for name in ("accept_token", "accept_tokens", "validate_tokens", "rollback",
+                         "fill_next_token_bitmask"):
+                attempt(getattr(m, name), g)
+            attempt(m.fill_next_token_bitmask, constrain.allocate_token_bitmask(1, 300), g)
+            attempt(constrain.fill_next_token_bitmask_batch, g, constrain.allocate_token_bitmask(1, 300))
+            attempt(constrain.fill_next_token_bitmask_batch, [m], g)
+            attempt(constrain.fill_next_token_bitmask_batch, [m, m], constrain.allocate_token_bitmask(2, 300), indices=g)
+            attempt(constrain.apply_token_bitmask_inplace, g, constrain.allocate_token_bitmask(1, 300))
+            attempt(constrain.apply_token_bitmask_inplace, np.zeros(300, dtype=np.float32), g)
+            attempt(constrain.allocate_token_bitmask, g, 300)
+            attempt(constrain.allocate_token_bitmask, 1, g)
+
+        # One matcher from eight threads: calls raise or succeed, never corrupt.
+        m = constrain.Matcher(compiled, max_rollback_tokens=-1)
+        y, e, s = ord("y"), ord("e"), ord("s")
+
+        def hammer():
+            bm = constrain.allocate_token_bitmask(1, 300)
+            for _ in range(300):
+                attempt(m.accept_tokens, [y, e, s])
+                attempt(m.fill_next_token_bitmask, bm)
+                attempt(m.rollback, 3)
+                attempt(constrain.fill_next_token_bitmask_batch, [m], bm)
+                attempt(m.reset)
+
+        ts = [threading.Thread(target=hammer) for _ in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        m.reset()
+        assert m.accept_tokens([y, e, s, ord("1")]) and m.is_terminated() is False
+        print("calls", calls)
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"the child interpreter ended with {r.returncode}: {r.stderr[-2000:]}"
+    assert int(r.stdout.split()[-1]) > 400
+
+
+def test_stop_tokens_from_the_configs_beside_the_file(tmp_path, tiny_path):
+    """As the CLI does: a generation_config.json / tokenizer_config.json next to
+    tokenizer.json adds the stop tokens it names; a config naming a token the
+    tokenizer lacks is an error, not a silent default."""
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "tokenizer.json").write_text(tiny_path.read_text())
+    plain = constrain.TokenizerInfo.from_tokenizer_json(str(d / "tokenizer.json"))
+    assert plain.stop_token_ids == [TINY_EOS]
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [TINY_EOS, TINY_TOOL]}))
+    info = constrain.TokenizerInfo.from_tokenizer_json(str(d / "tokenizer.json"), vocab_size=TINY_WIDTH)
+    assert info.stop_token_ids == [TINY_EOS, TINY_TOOL]
+    m = constrain.Matcher(constrain.Compiler(info).compile_regex("(yes|no)"))
+    assert m.accept_token(YES) and m.accept_token(TINY_TOOL) and m.is_terminated()
+    (d / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|no_such_token|>"}))
+    with pytest.raises(ValueError, match="no_such_token"):
+        constrain.TokenizerInfo.from_tokenizer_json(str(d / "tokenizer.json"))

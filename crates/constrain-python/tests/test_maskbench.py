@@ -164,3 +164,48 @@ def test_batch_fill_of_many_rows_equals_single_fills(qwen_compiler, qwen_tok):
     for i, m in enumerate(matchers):
         m.fill_next_token_bitmask(single)
         assert np.array_equal(batch[i], single[0]), f"row {i}"
+
+
+def test_batch_fills_on_four_threads(qwen_compiler, qwen_tok):
+    """Batch fills from four threads at once, each thread's matchers advancing
+    between fills, into one shared bitmask (disjoint rows via ``indices``) and
+    into a bitmask of each thread's own (the same array again every step, so
+    its cached view is reused): every row equals the matcher's single fill."""
+    jobs = []
+    for name in FILES[:4]:
+        doc = load(name)
+        compiled = compile_file(qwen_compiler, doc)
+        for case in doc["tests"]:
+            if case["valid"]:
+                jobs.append((compiled, qwen_tok.encode(json.dumps(case["data"]))))
+    rows = 16
+    shared = constrain.allocate_token_bitmask(4 * rows, QWEN_LOGITS)
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def worker(w):
+        try:
+            matchers = [constrain.Matcher(jobs[(w * rows + i) % len(jobs)][0]) for i in range(rows)]
+            feeds = [jobs[(w * rows + i) % len(jobs)][1] for i in range(rows)]
+            own = constrain.allocate_token_bitmask(rows, QWEN_LOGITS)
+            single = constrain.allocate_token_bitmask(1, QWEN_LOGITS)
+            mine = list(range(w * rows, (w + 1) * rows))
+            barrier.wait()
+            for step in range(12):
+                constrain.fill_next_token_bitmask_batch(matchers, shared, indices=mine)
+                constrain.fill_next_token_bitmask_batch(matchers, own)
+                for i, m in enumerate(matchers):
+                    m.fill_next_token_bitmask(single)
+                    assert np.array_equal(own[i], single[0]), f"thread {w} step {step} row {i}"
+                    assert np.array_equal(shared[mine[i]], single[0]), f"thread {w} step {step} shared row {i}"
+                    if step < len(feeds[i]):
+                        assert m.accept_token(feeds[i][step])
+        except Exception as e:  # reported below: a thread's failure fails the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
