@@ -58,6 +58,12 @@ use std::sync::Arc;
 pub use constrain::schema::tools_schema;
 use std::time::{Duration, Instant};
 
+mod guidance_loop;
+mod speculative_loop;
+
+pub use guidance_loop::{generate_guided, Guidance};
+pub use speculative_loop::{generate_speculative, SpeculativeConfig, SpeculativeStats};
+
 /// How to generate. Defaults are documented per field.
 #[derive(Clone, Debug)]
 pub struct GenerateConfig {
@@ -125,6 +131,9 @@ pub struct GenerationStats {
     pub prefill_time: Duration,
     /// Time from the end of prefill to the end of generation.
     pub decode_time: Duration,
+    /// Speculative decoding's counters ([`generate_speculative`]); `None`
+    /// otherwise.
+    pub speculative: Option<SpeculativeStats>,
 }
 
 impl GenerationStats {
@@ -177,6 +186,14 @@ pub enum GenerateError {
     },
     #[error("the model has {model} logits but the vocabulary has {vocab}")]
     WidthMismatch { model: usize, vocab: usize },
+    #[error("the {role} model has {other} logits but the model has {model}: it must share the model's vocabulary")]
+    SecondModelWidth {
+        role: &'static str,
+        model: usize,
+        other: usize,
+    },
+    #[error("invalid draft_tokens 0: the draft must propose at least 1 token per step")]
+    ZeroDraftTokens,
     #[error("the sampler picked token {token}, which the guide forbids")]
     MaskIgnored { token: TokenId },
     #[error("no token keeps the output completable within the {remaining} tokens left")]
@@ -246,27 +263,16 @@ fn run<M: LanguageModel + ?Sized>(
     trace: bool,
 ) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
     check_request(model, vocab, matcher.as_deref(), prompt, config)?;
-    let mut d = Decoder {
-        vocab,
-        tokenizer: tokenizer.filter(|_| config.jump_forward),
-        matcher,
-        sampler: Sampler::new(config.sampling.clone(), config.seed)?,
-        config,
-        on_bytes,
-        out: Generation {
-            tokens: Vec::new(),
-            bytes: Vec::new(),
-            stop: StopReason::MaxTokens,
-            accepted: false,
-            stats: GenerationStats {
-                prompt_tokens: prompt.len(),
-                ..Default::default()
-            },
-        },
-        pos: 0,
-        original: Vec::new(),
-        trace: trace.then(Vec::new),
-    };
+    let d = Decoder::new(vocab, tokenizer, matcher, prompt, config, on_bytes, trace)?;
+    drive(d, model, prompt)
+}
+
+/// The plain loop: prefill, then steps until the output is done.
+fn drive<M: LanguageModel + ?Sized>(
+    mut d: Decoder<'_>,
+    model: &mut M,
+    prompt: &[TokenId],
+) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
     let t0 = Instant::now();
     let mut logits = d.prefill(model, prompt)?;
     d.out.stats.prefill_time = t0.elapsed();
@@ -275,9 +281,7 @@ fn run<M: LanguageModel + ?Sized>(
         logits = d.step(model, l)?;
     }
     d.out.stats.decode_time = t1.elapsed();
-    d.out.stats.generated_tokens = d.out.tokens.len();
-    d.out.accepted = d.matcher.as_deref().is_some_and(|m| m.is_accepting());
-    Ok((d.out, d.trace.unwrap_or_default()))
+    Ok(d.finish())
 }
 
 /// Everything that can be refused before the model runs: an empty or too
@@ -347,9 +351,52 @@ struct Decoder<'a> {
     original: Vec<f32>,
     /// The steps so far when tracing.
     trace: Option<Vec<TraceStep>>,
+    /// The second sequence of guidance (classifier-free or contrastive),
+    /// fed alongside the model's.
+    aux: Option<guidance_loop::Aux<'a>>,
 }
 
-impl Decoder<'_> {
+impl<'a> Decoder<'a> {
+    fn new(
+        vocab: &'a Vocabulary,
+        tokenizer: Option<&'a TextTokenizer>,
+        matcher: Option<&'a mut Matcher>,
+        prompt: &[TokenId],
+        config: &'a GenerateConfig,
+        on_bytes: &'a mut dyn FnMut(&[u8]),
+        trace: bool,
+    ) -> Result<Self, GenerateError> {
+        Ok(Decoder {
+            vocab,
+            tokenizer: tokenizer.filter(|_| config.jump_forward),
+            matcher,
+            sampler: Sampler::new(config.sampling.clone(), config.seed)?,
+            config,
+            on_bytes,
+            out: Generation {
+                tokens: Vec::new(),
+                bytes: Vec::new(),
+                stop: StopReason::MaxTokens,
+                accepted: false,
+                stats: GenerationStats {
+                    prompt_tokens: prompt.len(),
+                    ..Default::default()
+                },
+            },
+            pos: 0,
+            original: Vec::new(),
+            trace: trace.then(Vec::new),
+            aux: None,
+        })
+    }
+
+    /// The result, once the loop is over.
+    fn finish(mut self) -> (Generation, Vec<TraceStep>) {
+        self.out.stats.generated_tokens = self.out.tokens.len();
+        self.out.accepted = self.matcher.as_deref().is_some_and(|m| m.is_accepting());
+        (self.out, self.trace.unwrap_or_default())
+    }
+
     /// Feeds the prompt and any forced start of the output in one pass;
     /// `None` when the output is already done.
     fn prefill<M: LanguageModel + ?Sized>(
@@ -369,6 +416,9 @@ impl Decoder<'_> {
         model: &mut M,
         mut logits: Vec<f32>,
     ) -> Result<Option<Vec<f32>>, GenerateError> {
+        if self.aux.is_some() {
+            logits = self.guide(logits)?;
+        }
         // The sampler works in place: the trace reads a copy of the raw logits.
         let raw = self.trace.as_ref().map(|_| logits.clone());
         let t = self.pick(&mut logits)?;
@@ -382,6 +432,17 @@ impl Decoder<'_> {
                 self.vocab,
             ));
         }
+        match self.take(t)? {
+            Some(batch) => self.forward(model, &batch),
+            None => Ok(None),
+        }
+    }
+
+    /// Takes a picked token: the matcher advances, EOS ends the output
+    /// (`None`), any other token is emitted and followed by the forced
+    /// continuation (jump-forward). Returns the tokens the model has yet to
+    /// read: the token and what was forced after it.
+    fn take(&mut self, t: TokenId) -> Result<Option<Vec<TokenId>>, GenerateError> {
         if let Some(m) = self.matcher.as_deref_mut() {
             m.advance(t)?;
         }
@@ -392,7 +453,21 @@ impl Decoder<'_> {
         self.emit(t);
         let mut batch = vec![t];
         batch.extend(self.jump_forward()?);
-        self.forward(model, &batch)
+        Ok(Some(batch))
+    }
+
+    /// Whether the output is done (the matcher is finished, or `max_tokens`
+    /// are out); sets the stop reason when it is.
+    fn done(&mut self) -> bool {
+        if self.matcher.as_deref().is_some_and(|m| m.is_finished()) {
+            self.out.stop = StopReason::Complete;
+            return true;
+        }
+        if self.out.tokens.len() == self.config.max_tokens {
+            self.out.stop = StopReason::MaxTokens;
+            return true;
+        }
+        false
     }
 
     /// Runs the model over `batch` unless the output is done (the matcher
@@ -402,16 +477,15 @@ impl Decoder<'_> {
         model: &mut M,
         batch: &[TokenId],
     ) -> Result<Option<Vec<f32>>, GenerateError> {
-        if self.matcher.as_deref().is_some_and(|m| m.is_finished()) {
-            self.out.stop = StopReason::Complete;
-            return Ok(None);
-        }
-        if self.out.tokens.len() == self.config.max_tokens {
-            self.out.stop = StopReason::MaxTokens;
+        if self.done() {
             return Ok(None);
         }
         let logits = model.forward(batch, self.pos)?;
         self.out.stats.model_calls += 1;
+        if let Some(aux) = self.aux.as_mut() {
+            // At prefill the output so far is the forced start.
+            aux.feed(batch, self.pos == 0, self.out.tokens.len())?;
+        }
         self.pos += batch.len();
         Ok(Some(logits))
     }
@@ -649,6 +723,55 @@ impl<M: LanguageModel> Engine<M> {
             guide.as_mut(),
             prompt,
             config,
+            on_bytes,
+        )
+    }
+
+    /// Speculative decoding from prompt tokens, constrained by `index` when
+    /// given: `draft` proposes, this engine's model verifies (see
+    /// [`generate_speculative`]).
+    pub fn generate_speculative<D: LanguageModel + ?Sized>(
+        &mut self,
+        draft: &mut D,
+        prompt: &[TokenId],
+        index: Option<Arc<TokenIndex>>,
+        config: &GenerateConfig,
+        spec: &SpeculativeConfig,
+        on_bytes: &mut dyn FnMut(&[u8]),
+    ) -> Result<Generation, GenerateError> {
+        let mut guide = index.map(Matcher::from_index);
+        generate_speculative(
+            &mut self.model,
+            draft,
+            &self.vocab,
+            Some(&self.tokenizer),
+            guide.as_mut(),
+            prompt,
+            config,
+            spec,
+            on_bytes,
+        )
+    }
+
+    /// Generation steered by classifier-free guidance or contrastive
+    /// decoding (see [`generate_guided`]).
+    pub fn generate_guided(
+        &mut self,
+        prompt: &[TokenId],
+        index: Option<Arc<TokenIndex>>,
+        config: &GenerateConfig,
+        guidance: Guidance<'_>,
+        on_bytes: &mut dyn FnMut(&[u8]),
+    ) -> Result<Generation, GenerateError> {
+        let mut guide = index.map(Matcher::from_index);
+        generate_guided(
+            &mut self.model,
+            &self.vocab,
+            Some(&self.tokenizer),
+            guide.as_mut(),
+            prompt,
+            config,
+            guidance,
             on_bytes,
         )
     }

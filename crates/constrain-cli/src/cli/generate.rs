@@ -12,7 +12,9 @@ use anyhow::{bail, Context};
 use constrain::sampling::SamplingConfig;
 use constrain::vocab::TokenId;
 use constrain::{CompileError, Source};
-use constrain_model::generate::{Engine, GenerateConfig, GenerateError, StopReason};
+use constrain_model::generate::{
+    Engine, GenerateConfig, GenerateError, Guidance, SpeculativeConfig, StopReason,
+};
 use constrain_model::trace::Trace;
 use constrain_model::{self as model, prompt, TokenizerSource};
 use std::io::Write;
@@ -116,9 +118,71 @@ pub struct GenerateArgs {
         allow_hyphen_values = true
     )]
     length_penalty: Option<f32>,
+    /// Speculative decoding: a smaller GGUF model with the same vocabulary
+    /// drafts tokens under the constraint and this model verifies them in
+    /// one pass (the output follows this model's distribution; under
+    /// --greedy it is exactly its output). llama.cpp's --model-draft.
+    #[arg(
+        long = "draft-model",
+        visible_alias = "model-draft",
+        value_name = "FILE",
+        conflicts_with_all = ["beam", "trace", "guidance_scale", "contrastive_model"]
+    )]
+    draft_model: Option<PathBuf>,
+    /// Tokens the draft proposes per step, K >= 1 (default 4). llama.cpp's
+    /// --draft-max.
+    #[arg(
+        long = "draft-tokens",
+        visible_alias = "draft-max",
+        value_name = "K",
+        requires = "draft_model",
+        allow_hyphen_values = true
+    )]
+    draft_tokens: Option<usize>,
+    /// Classifier-free guidance scale G: logits_uncond + G (logits_cond -
+    /// logits_uncond), the unconditional pass on --negative-prompt (1 = off:
+    /// no second pass).
+    #[arg(
+        long = "guidance-scale",
+        value_name = "G",
+        allow_hyphen_values = true,
+        conflicts_with_all = ["beam", "trace", "contrastive_model"]
+    )]
+    guidance_scale: Option<f32>,
+    /// The user message of the unconditional pass of --guidance-scale
+    /// (default empty; same system message and template as the prompt).
+    #[arg(
+        long = "negative-prompt",
+        value_name = "TEXT",
+        requires = "guidance_scale"
+    )]
+    negative_prompt: Option<String>,
+    /// Contrastive decoding: this (expert) model's log-probabilities minus
+    /// the amateur FILE's (a smaller GGUF model with the same vocabulary).
+    #[arg(
+        long = "contrastive-model",
+        value_name = "FILE",
+        conflicts_with_all = ["beam", "trace"]
+    )]
+    contrastive_model: Option<PathBuf>,
+    /// Plausibility threshold A of --contrastive-model, in [0, 1]: only
+    /// tokens with expert probability >= A x the best allowed one compete
+    /// (default 0.1).
+    #[arg(
+        long = "contrastive-alpha",
+        value_name = "A",
+        requires = "contrastive_model",
+        allow_hyphen_values = true
+    )]
+    contrastive_alpha: Option<f32>,
     #[command(flatten)]
     schema_opts: super::schema_args::SchemaArgs,
 }
+
+/// Default `--draft-tokens`.
+pub const DEFAULT_DRAFT_TOKENS: usize = 4;
+/// Default `--contrastive-alpha` (Li et al. 2023).
+pub const DEFAULT_CONTRASTIVE_ALPHA: f32 = 0.1;
 
 /// A constraint, with its label for errors and the default system message.
 struct Constraint {
@@ -253,6 +317,23 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     if let Some(x) = a.length_penalty.filter(|x| !x.is_finite()) {
         bail!("invalid value '{x}' for --length-penalty: expected a finite number");
     }
+    if a.draft_tokens == Some(0) {
+        bail!("invalid value '0' for --draft-tokens: the draft must propose at least 1 token");
+    }
+    if let Some(g) = a.guidance_scale.filter(|g| !g.is_finite()) {
+        bail!("invalid value '{g}' for --guidance-scale: expected a finite number");
+    }
+    if let Some(x) = a.contrastive_alpha.filter(|x| !(0.0..=1.0).contains(x)) {
+        bail!("invalid value '{x}' for --contrastive-alpha: expected a number in [0, 1]");
+    }
+    for (p, flag) in [
+        (&a.draft_model, "--draft-model"),
+        (&a.contrastive_model, "--contrastive-model"),
+    ] {
+        if let Some(p) = p.as_ref().filter(|p| !p.is_file()) {
+            bail!("{flag} file {} does not exist", p.display());
+        }
+    }
     if let Some(n) = a.threads {
         model::set_threads(n)?;
     }
@@ -273,9 +354,21 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         None => TokenizerSource::Gguf,
     };
 
+    // The second model first: a bad one fails before the big one loads.
+    let mut second = match (&a.draft_model, &a.contrastive_model) {
+        (Some(p), _) => Some(load_second(p, "draft")?),
+        (None, Some(p)) => Some(load_second(p, "amateur")?),
+        _ => None,
+    };
     let t = Instant::now();
     eprintln!("loading model {} ...", model_path.display());
     let mut engine = Engine::load(&model_path, &tok_src)?;
+    if let (Some(s), Some(p)) = (
+        &second,
+        a.draft_model.as_ref().or(a.contrastive_model.as_ref()),
+    ) {
+        same_vocabulary(engine.vocab(), &s.vocab, p, s.role)?;
+    }
     let width = engine.vocab().logits_width();
     if let Some(&(t, _)) = sampling
         .logit_bias
@@ -319,6 +412,19 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     if let Some(beams) = a.beam {
         return run_beam(&mut engine, &prompt, index, beams, &a, &config);
     }
+    // Classifier-free guidance runs its unconditional sequence on a second
+    // copy of the model (its own KV cache); G = 1 needs none.
+    let mut uncond = match a.guidance_scale {
+        Some(g) if g != 1.0 => {
+            eprintln!("loading the unconditional copy of the model ...");
+            Some(model::load(&model_path, &tok_src)?.model)
+        }
+        _ => None,
+    };
+    let negative = match (&uncond, &a.negative_prompt) {
+        (Some(_), n) => engine.prompt_tokens(n.as_deref().unwrap_or(""), Some(&system), a.raw)?,
+        _ => Vec::new(),
+    };
     let stdout = std::io::stdout();
     let mut sink = stdout.lock();
     let mut stream_err = None;
@@ -330,6 +436,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    let t_gen = Instant::now();
     let out = if let Some(f) = trace_file.as_mut() {
         let (out, steps) = engine.generate_traced(&prompt, Some(index), &config, &mut on_bytes)?;
         let trace = Trace::new(
@@ -344,9 +451,35 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             .and_then(|_| f.write_all(b"\n").map_err(anyhow::Error::from))
             .with_context(|| format!("cannot write --trace file {}", path.display()))?;
         out
+    } else if let (Some(s), true) = (second.as_mut(), a.draft_model.is_some()) {
+        let spec = SpeculativeConfig {
+            draft_tokens: a.draft_tokens.unwrap_or(DEFAULT_DRAFT_TOKENS),
+        };
+        engine.generate_speculative(
+            &mut s.model,
+            &prompt,
+            Some(index),
+            &config,
+            &spec,
+            &mut on_bytes,
+        )?
+    } else if let Some(s) = second.as_mut() {
+        let guidance = Guidance::Contrastive {
+            amateur: &mut s.model,
+            alpha: a.contrastive_alpha.unwrap_or(DEFAULT_CONTRASTIVE_ALPHA),
+        };
+        engine.generate_guided(&prompt, Some(index), &config, guidance, &mut on_bytes)?
+    } else if let Some(u) = uncond.as_mut() {
+        let guidance = Guidance::ClassifierFree {
+            uncond: u,
+            negative_prompt: negative,
+            scale: a.guidance_scale.unwrap_or(1.0),
+        };
+        engine.generate_guided(&prompt, Some(index), &config, guidance, &mut on_bytes)?
     } else {
         engine.generate(&prompt, Some(index), &config, &mut on_bytes)?
     };
+    let wall = t_gen.elapsed();
     if let Some(e) = stream_err {
         return Err(e).context("cannot write to stdout");
     }
@@ -375,7 +508,81 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         s.prefill_tokens_per_sec(),
         s.decode_tokens_per_sec()
     );
+    if let Some(sp) = &s.speculative {
+        eprintln!(
+            "speculative: accepted {}/{} draft tokens ({:.1}%), mean accepted length {:.2}",
+            sp.accepted,
+            sp.drafted,
+            100.0 * sp.acceptance_rate(),
+            sp.mean_accepted_length()
+        );
+        eprintln!(
+            "speculative: {} verification passes, {} draft passes, {:.2} s drafting, {:.2} s verifying, {:.1} tok/s overall ({:.2} s)",
+            sp.rounds,
+            sp.draft_calls,
+            sp.draft_time.as_secs_f64(),
+            sp.verify_time.as_secs_f64(),
+            s.generated_tokens as f64 / wall.as_secs_f64().max(1e-9),
+            wall.as_secs_f64()
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A draft or amateur model, loaded with its own tokenizer.
+struct Second {
+    model: model::QwenModel,
+    vocab: std::sync::Arc<constrain::vocab::Vocabulary>,
+    role: &'static str,
+}
+
+fn load_second(path: &std::path::Path, role: &'static str) -> anyhow::Result<Second> {
+    let t = Instant::now();
+    eprintln!("loading {role} model {} ...", path.display());
+    let l = model::load(path, &TokenizerSource::Gguf)
+        .with_context(|| format!("cannot load the {role} model"))?;
+    eprintln!("loaded {role} model in {:.1} s", t.elapsed().as_secs_f64());
+    Ok(Second {
+        model: l.model,
+        vocab: l.vocab,
+        role,
+    })
+}
+
+/// The second model must share the model's vocabulary: the same logits
+/// width, the same token bytes id for id, the same EOS ids.
+fn same_vocabulary(
+    main: &constrain::vocab::Vocabulary,
+    other: &constrain::vocab::Vocabulary,
+    path: &std::path::Path,
+    role: &str,
+) -> anyhow::Result<()> {
+    let what = format!(
+        "the {role} model {} does not share the model's vocabulary",
+        path.display()
+    );
+    if main.logits_width() != other.logits_width() {
+        bail!(
+            "{what}: it has {} logits, the model {}",
+            other.logits_width(),
+            main.logits_width()
+        );
+    }
+    if let Some(((t, a), (_, b))) = main
+        .text_tokens()
+        .zip(other.text_tokens())
+        .find(|((t, a), (u, b))| t != u || a != b)
+    {
+        bail!(
+            "{what}: token {t} is {:?} in the model, {:?} in the {role}",
+            String::from_utf8_lossy(a),
+            String::from_utf8_lossy(b)
+        );
+    }
+    if main.text_tokens().count() != other.text_tokens().count() || main.eos() != other.eos() {
+        bail!("{what}: the token counts or end-of-sequence ids differ");
+    }
+    Ok(())
 }
 
 /// `--beam N`: the search, the output on stdout, a summary on stderr.

@@ -1,0 +1,492 @@
+//! # Speculative decoding under a constraint
+//!
+//! A small *draft* model proposes `K` tokens; the *target* model scores all of
+//! them in **one** call to [`LanguageModel::forward_all`]; each proposal is
+//! kept with probability `min(1, p_t / p_d)`, the first refused one is
+//! replaced by a draw from the normalised residual `max(0, p_t − p_d)`, and
+//! when all `K` are kept the target's row after the last one gives a
+//! **bonus** token for free. The output is distributed exactly as decoding
+//! with the target alone (Leviathan et al. 2023, Chen et al. 2023; the math is
+//! [`constrain::sampling::verify`], checked by `tests/speculative.rs`). Under
+//! greedy decoding both distributions are one-hot, so a proposal is kept
+//! exactly when it is the target's argmax and the output is the target's
+//! greedy output, token for token.
+//!
+//! ## The distributions are the ones the plain loop samples from
+//!
+//! `p_t` and `p_d` are not the raw softmaxes: at each position both are the
+//! distribution the plain loop ([`super::generate`]) would draw from there,
+//! with the same [`Matcher`] mask, the same sampling pipeline (temperature,
+//! top-k/p, min-p, penalties over the output so far, drafted tokens
+//! included) and the same **budget rule**: when some allowed token would
+//! leave too few of `max_tokens` to finish, the plain loop redraws from the
+//! tokens that fit, so the distribution it really samples from is
+//! `p(t)·[t fits] + P(no fit)·p'(t)` with `p'` the pipeline over the tokens
+//! that fit. Both sides use that, so a draft can never propose a token that
+//! breaks the budget, the residual never yields one, and the acceptance test
+//! stays exact.
+//!
+//! ## One matcher, advanced and rolled back
+//!
+//! The draft proposes under the request's own [`Matcher`]: it advances
+//! through the drafted tokens (each position's mask depends on the ones
+//! before), then [`Matcher::rollback`]s them all, and verification advances
+//! it again through what is kept. Drafting stops early where the plain loop
+//! would not sample the next token: after EOS, where the matcher is finished,
+//! where the budget is spent, and where a forced continuation follows
+//! (jump-forward appends it after the token is taken, exactly as in the plain
+//! loop, so that greedy speculative and greedy plain see the same tokens).
+//!
+//! ## Both models' KV caches
+//!
+//! Each model remembers what it has read. After a round, each is rewound to
+//! the longest prefix it shares with the output ([`LanguageModel::truncate`]);
+//! a model that cannot rewind (the trait's default) is fed again from
+//! position 0: correct, but it pays a prefill per round. The target reads, in
+//! its one verification call, the tokens it has not read yet (the previous
+//! round's replacement or bonus token and any forced tokens) followed by the
+//! drafted ones, so a round costs `K` draft steps and one target pass over
+//! `K + 1` positions.
+//!
+//! ## What is counted
+//!
+//! [`SpeculativeStats`]: verification rounds, drafted and accepted tokens
+//! (forced tokens are neither), the acceptance rate `A / D`, and the mean
+//! accepted length `A / rounds` (draft tokens kept per target pass; each pass
+//! also yields one token of its own, the replacement or the bonus).
+
+use super::{check_request, Decoder, GenerateConfig, GenerateError, Generation};
+use crate::LanguageModel;
+use constrain::index::TokenSet;
+use constrain::matcher::Matcher;
+use constrain::sampling::{verify, Verdict};
+use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How to draft.
+#[derive(Clone, Debug)]
+pub struct SpeculativeConfig {
+    /// Tokens the draft proposes per round, `K >= 1` (default 4).
+    pub draft_tokens: usize,
+}
+
+impl Default for SpeculativeConfig {
+    fn default() -> Self {
+        SpeculativeConfig { draft_tokens: 4 }
+    }
+}
+
+/// Counters of speculative decoding.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SpeculativeStats {
+    /// Verification rounds (one target pass each, at most).
+    pub rounds: usize,
+    /// Tokens the draft proposed.
+    pub drafted: usize,
+    /// Proposals the target kept.
+    pub accepted: usize,
+    /// Forward passes of the draft model.
+    pub draft_calls: usize,
+    /// Time spent drafting.
+    pub draft_time: Duration,
+    /// Time spent verifying (the target's passes and the acceptance tests).
+    pub verify_time: Duration,
+}
+
+impl SpeculativeStats {
+    /// `accepted / drafted` (0 when nothing was drafted).
+    pub fn acceptance_rate(&self) -> f64 {
+        self.accepted as f64 / (self.drafted.max(1)) as f64
+    }
+
+    /// Draft tokens kept per verification round, `accepted / rounds`.
+    pub fn mean_accepted_length(&self) -> f64 {
+        self.accepted as f64 / (self.rounds.max(1)) as f64
+    }
+}
+
+/// Salt that separates the speculative random stream (draft draws and
+/// acceptance tests) from the sampler's.
+const RNG_SALT: u64 = 0x5bd1_e995_9e37_79b9;
+
+/// What a model has read: kept a prefix of the output by rewinding.
+#[derive(Default)]
+struct Fed(Vec<TokenId>);
+
+impl Fed {
+    /// Rewinds `model` to the longest prefix it shares with `seq`, keeping
+    /// at most `seq.len() - 1` tokens when `leave_one` (so that the next
+    /// pass yields the logits after the whole of `seq`). A model that cannot
+    /// rewind restarts from position 0.
+    fn rewind<M: LanguageModel + ?Sized>(
+        &mut self,
+        model: &mut M,
+        seq: &[TokenId],
+        leave_one: bool,
+    ) {
+        let mut keep = self.0.iter().zip(seq).take_while(|(a, b)| a == b).count();
+        if leave_one {
+            keep = keep.min(seq.len().saturating_sub(1));
+        }
+        if keep < self.0.len() {
+            if keep > 0 && model.truncate(keep) {
+                self.0.truncate(keep);
+            } else {
+                self.0.clear();
+            }
+        }
+    }
+
+    /// Feeds the rest of `seq` (non-empty) in one pass; the logits after it.
+    fn forward<M: LanguageModel + ?Sized>(
+        &mut self,
+        model: &mut M,
+        seq: &[TokenId],
+    ) -> Result<Vec<f32>, GenerateError> {
+        let pos = self.0.len();
+        let l = model.forward(&seq[pos..], pos)?;
+        self.0.extend_from_slice(&seq[pos..]);
+        Ok(l)
+    }
+
+    /// Feeds `tokens` in one pass; the logits after each.
+    fn forward_all<M: LanguageModel + ?Sized>(
+        &mut self,
+        model: &mut M,
+        tokens: &[TokenId],
+    ) -> Result<Vec<Vec<f32>>, GenerateError> {
+        let pos = self.0.len();
+        let rows = model.forward_all(tokens, pos)?;
+        self.0.extend_from_slice(tokens);
+        Ok(rows)
+    }
+}
+
+/// Draws from a sparse distribution with one uniform `u` in `[0, 1)`.
+fn draw(d: &[(TokenId, f32)], u: f64) -> Option<TokenId> {
+    let total: f64 = d.iter().map(|&(_, w)| w.max(0.0) as f64).sum();
+    let target = u * total;
+    let mut acc = 0.0;
+    let mut last = None;
+    for &(t, w) in d.iter().filter(|e| e.1 > 0.0) {
+        acc += w as f64;
+        last = Some(t);
+        if target < acc {
+            break;
+        }
+    }
+    last
+}
+
+/// [`verify`] on two sparse distributions, over the union of their supports.
+fn verify_sparse<R: Rng + ?Sized>(
+    target: &[(TokenId, f32)],
+    draft: &[(TokenId, f32)],
+    drafted: TokenId,
+    rng: &mut R,
+) -> Result<Verdict, GenerateError> {
+    let mut ids: Vec<TokenId> = target.iter().chain(draft).map(|e| e.0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let dense = |d: &[(TokenId, f32)]| {
+        let mut v = vec![0.0f32; ids.len()];
+        for &(t, w) in d {
+            if let Ok(i) = ids.binary_search(&t) {
+                v[i] = w;
+            }
+        }
+        v
+    };
+    let local = |t: TokenId| TokenId(ids.binary_search(&t).unwrap_or(ids.len()) as u32);
+    let global = |t: TokenId| ids[t.as_usize()];
+    Ok(
+        match verify(&dense(target), &dense(draft), local(drafted), rng)? {
+            Verdict::Accepted(t) => Verdict::Accepted(global(t)),
+            Verdict::Replaced(t) => Verdict::Replaced(global(t)),
+        },
+    )
+}
+
+impl Decoder<'_> {
+    /// The distribution [`Decoder::pick`] draws from at this step, as sparse
+    /// `(token, probability)` in id order, for `logits` (left unchanged),
+    /// the output so far followed by `extra` (drafted tokens), and
+    /// `remaining` tokens of budget. See the module docs for the budget rule.
+    pub(super) fn effective_distribution(
+        &mut self,
+        logits: &[f32],
+        extra: &[TokenId],
+        remaining: usize,
+    ) -> Result<Vec<(TokenId, f32)>, GenerateError> {
+        let history: Cow<[TokenId]> = if extra.is_empty() {
+            Cow::Borrowed(&self.out.tokens)
+        } else {
+            Cow::Owned([&self.out.tokens[..], extra].concat())
+        };
+        let mut work = logits.to_vec();
+        let Some(m) = self.matcher.as_deref() else {
+            if self.config.ignore_eos {
+                for &e in self.vocab.eos() {
+                    work[e.as_usize()] = f32::NEG_INFINITY;
+                }
+            }
+            return Ok(self.sampler.distribution(&mut work, None, &history)?);
+        };
+        let p = self
+            .sampler
+            .distribution(&mut work, Some(m.allowed()), &history)?;
+        if m.always_fits(remaining) {
+            return Ok(p);
+        }
+        let unfit: f64 = p
+            .iter()
+            .filter(|&&(t, _)| !m.fits(t, remaining))
+            .map(|&(_, w)| w as f64)
+            .sum();
+        if unfit <= 0.0 {
+            return Ok(p);
+        }
+        let mut viable = TokenSet::new(logits.len());
+        for u in m.allowed().iter().filter(|&u| m.fits(u, remaining)) {
+            viable.insert(u);
+        }
+        if viable.is_empty() {
+            return Err(GenerateError::NoViableToken { remaining });
+        }
+        work.copy_from_slice(logits);
+        let redraw = self
+            .sampler
+            .distribution(&mut work, Some(&viable), &history)?;
+        let mut merged: BTreeMap<TokenId, f64> = p
+            .into_iter()
+            .filter(|&(t, _)| m.fits(t, remaining))
+            .map(|(t, w)| (t, w as f64))
+            .collect();
+        for (t, w) in redraw {
+            *merged.entry(t).or_insert(0.0) += unfit * w as f64;
+        }
+        Ok(merged.into_iter().map(|(t, w)| (t, w as f32)).collect())
+    }
+
+    /// Whether a forced continuation follows now (jump-forward would append
+    /// tokens with `room` left); the matcher is left as it was.
+    fn forced_follows(&mut self, room: usize) -> Result<bool, GenerateError> {
+        let (Some(tok), Some(m)) = (self.tokenizer, self.matcher.as_deref_mut()) else {
+            return Ok(false);
+        };
+        if room == 0 || m.forced_bytes().is_empty() {
+            return Ok(false);
+        }
+        let forced = m.jump_forward(tok, room)?;
+        m.rollback(forced.len())?;
+        Ok(!forced.is_empty())
+    }
+
+    /// The prompt followed by the output so far.
+    fn sequence(&self, prompt: &[TokenId]) -> Vec<TokenId> {
+        [prompt, &self.out.tokens[..]].concat()
+    }
+}
+
+/// One round's proposals.
+struct Draft {
+    tokens: Vec<TokenId>,
+    /// The draft's distribution at each proposal.
+    dists: Vec<Vec<(TokenId, f32)>>,
+    /// Whether the output can go on after the last proposal (so the target
+    /// reads it and its row can give a bonus token).
+    open_end: bool,
+}
+
+/// Generates from `prompt` like [`super::generate`], with `draft` proposing
+/// `spec.draft_tokens` tokens per round and `target` (the model whose
+/// distribution the output follows) verifying them in one
+/// [`LanguageModel::forward_all`] call. See the module docs. Errors, beyond
+/// [`super::generate`]'s: a draft whose logits width differs from the
+/// target's, `draft_tokens == 0`, a draft whose context is too short.
+#[allow(clippy::too_many_arguments)]
+pub fn generate_speculative<M: LanguageModel + ?Sized, D: LanguageModel + ?Sized>(
+    target: &mut M,
+    draft: &mut D,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+    spec: &SpeculativeConfig,
+    on_bytes: &mut dyn FnMut(&[u8]),
+) -> Result<Generation, GenerateError> {
+    check_request(target, vocab, matcher.as_deref(), prompt, config)?;
+    if spec.draft_tokens == 0 {
+        return Err(GenerateError::ZeroDraftTokens);
+    }
+    if draft.logits_width() != target.logits_width() {
+        return Err(GenerateError::SecondModelWidth {
+            role: "draft",
+            model: target.logits_width(),
+            other: draft.logits_width(),
+        });
+    }
+    if prompt.len() + config.max_tokens > draft.context_length() {
+        return Err(GenerateError::ContextTooSmall {
+            prompt: prompt.len(),
+            max_tokens: config.max_tokens,
+            context: draft.context_length(),
+        });
+    }
+    let mut d = Decoder::new(vocab, tokenizer, matcher, prompt, config, on_bytes, false)?;
+    let mut rng = StdRng::seed_from_u64(config.seed ^ RNG_SALT);
+    let mut stats = SpeculativeStats::default();
+    let t0 = Instant::now();
+    let mut held = d.prefill(target, prompt)?;
+    d.out.stats.prefill_time = t0.elapsed();
+    let t1 = Instant::now();
+    let mut tfed = Fed(d.sequence(prompt));
+    let mut dfed = Fed::default();
+    if held.is_some() {
+        loop {
+            let t = Instant::now();
+            let proposal = propose(&mut d, draft, &mut dfed, prompt, spec, &mut rng, &mut stats)?;
+            stats.draft_time += t.elapsed();
+            let t = Instant::now();
+            let go_on = verify_round(
+                &mut d, target, &mut tfed, &mut held, prompt, proposal, &mut rng, &mut stats,
+            )?;
+            stats.verify_time += t.elapsed();
+            if !go_on {
+                break;
+            }
+        }
+    }
+    d.out.stats.decode_time = t1.elapsed();
+    d.out.stats.speculative = Some(stats);
+    Ok(d.finish().0)
+}
+
+/// The draft's proposals for one round: up to `K` tokens, each drawn from
+/// the draft's effective distribution, the matcher advanced through them.
+fn propose<D: LanguageModel + ?Sized>(
+    d: &mut Decoder<'_>,
+    draft: &mut D,
+    dfed: &mut Fed,
+    prompt: &[TokenId],
+    spec: &SpeculativeConfig,
+    rng: &mut StdRng,
+    stats: &mut SpeculativeStats,
+) -> Result<Draft, GenerateError> {
+    let seq = d.sequence(prompt);
+    dfed.rewind(draft, &seq, true);
+    let mut logits = dfed.forward(draft, &seq)?;
+    stats.draft_calls += 1;
+    let mut p = Draft {
+        tokens: Vec::new(),
+        dists: Vec::new(),
+        open_end: false,
+    };
+    loop {
+        let remaining = d.config.max_tokens - d.out.tokens.len() - p.tokens.len();
+        let q = d.effective_distribution(&logits, &p.tokens, remaining)?;
+        let x = draw(&q, rng.random()).ok_or(constrain::sampling::SamplingError::AllRemoved)?;
+        if let Some(m) = d.matcher.as_deref_mut() {
+            m.advance(x)?;
+        }
+        p.tokens.push(x);
+        p.dists.push(q);
+        let ends = d.vocab.is_eos(x)
+            || d.matcher.as_deref().is_some_and(|m| m.is_finished())
+            || remaining == 1
+            || d.forced_follows(remaining - 1)?;
+        if ends {
+            break;
+        }
+        if p.tokens.len() == spec.draft_tokens {
+            p.open_end = true;
+            break;
+        }
+        let pos = dfed.0.len();
+        logits = draft.forward(&[x], pos)?;
+        dfed.0.push(x);
+        stats.draft_calls += 1;
+    }
+    stats.drafted += p.tokens.len();
+    if let Some(m) = d.matcher.as_deref_mut() {
+        m.rollback(p.tokens.len())?;
+    }
+    Ok(p)
+}
+
+/// Verifies one round's proposals with one target pass and takes what is
+/// kept, the replacement or the bonus token; `false` when the output is done.
+#[allow(clippy::too_many_arguments)]
+fn verify_round<M: LanguageModel + ?Sized>(
+    d: &mut Decoder<'_>,
+    target: &mut M,
+    tfed: &mut Fed,
+    held: &mut Option<Vec<f32>>,
+    prompt: &[TokenId],
+    p: Draft,
+    rng: &mut StdRng,
+    stats: &mut SpeculativeStats,
+) -> Result<bool, GenerateError> {
+    let k = p.tokens.len();
+    let seq = d.sequence(prompt);
+    // The target's rows: after the output so far, then after each proposal
+    // it reads (all but the last unless the output can go on after it).
+    let mut rows = Vec::with_capacity(k + 1);
+    match held.take() {
+        Some(l) if tfed.0.len() == seq.len() => rows.push(l),
+        _ => {
+            tfed.rewind(target, &seq, true);
+            if tfed.0.is_empty() {
+                // Restarted: the prompt and output as one prefill pass.
+                rows.push(tfed.forward(target, &seq)?);
+                d.out.stats.model_calls += 1;
+            }
+        }
+    }
+    let pending = seq.len() - tfed.0.len();
+    let mut batch = seq[tfed.0.len()..].to_vec();
+    batch.extend_from_slice(&p.tokens[..k - 1 + p.open_end as usize]);
+    if !batch.is_empty() {
+        let r = tfed.forward_all(target, &batch)?;
+        d.out.stats.model_calls += 1;
+        rows.extend(r.into_iter().skip(pending.saturating_sub(1)));
+    }
+    stats.rounds += 1;
+    let mut go_on = true;
+    let mut all_kept = true;
+    for i in 0..k {
+        let remaining = d.config.max_tokens - d.out.tokens.len();
+        let pt = d.effective_distribution(&rows[i], &[], remaining)?;
+        let verdict = verify_sparse(&pt, &p.dists[i], p.tokens[i], rng)?;
+        let kept = matches!(verdict, Verdict::Accepted(_));
+        stats.accepted += kept as usize;
+        match d.take(verdict.token())? {
+            None => go_on = false,
+            Some(_) if d.done() => go_on = false,
+            Some(taken) => all_kept = kept && taken.len() == 1,
+        }
+        if !go_on || !all_kept {
+            break;
+        }
+    }
+    if go_on && all_kept && p.open_end {
+        // Every proposal kept: the target's row after the last one gives
+        // one more token (budget-safe like every pick).
+        let mut bonus = rows.pop().expect("a row after the last proposal");
+        let t = d.pick(&mut bonus)?;
+        match d.take(t)? {
+            None => go_on = false,
+            Some(_) => go_on = !d.done(),
+        }
+    }
+    if go_on {
+        let seq = d.sequence(prompt);
+        tfed.rewind(target, &seq, false);
+    }
+    Ok(go_on)
+}
