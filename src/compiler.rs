@@ -350,6 +350,33 @@ impl Compiler {
             Source::Regex(p) => (p.clone(), Vec::new()),
             Source::Grammar(g) => (g.pattern.clone(), Vec::new()),
             Source::Gbnf { grammar, options } => {
+                // Recursion beyond immediate left/right recursion: exact,
+                // through fragments and a return stack (the pushdown
+                // engine needs every single byte in the vocabulary; without
+                // it the grammar is unrolled as before).
+                if crate::index::has_every_byte(&self.vocab) {
+                    if let Some(frags) = gbnf::lower::fragments(grammar, options)? {
+                        stats.schema_time = t.elapsed();
+                        let t = Instant::now();
+                        let pda = crate::pda::Pda::build(
+                            &frags,
+                            options,
+                            grammar.text.len(),
+                            &self.config.dfa,
+                        )?;
+                        stats.dfa_time = t.elapsed();
+                        stats.dfa_states = pda.states;
+                        let t = Instant::now();
+                        let index =
+                            TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
+                        stats.index_time = t.elapsed();
+                        return Ok(Compiled {
+                            index: Arc::new(index),
+                            warnings: Vec::new(),
+                            stats,
+                        });
+                    }
+                }
                 // Lowered straight to a syntax tree: no regex text.
                 let hir = gbnf::lower(grammar, options)?;
                 stats.schema_time = t.elapsed();

@@ -71,6 +71,15 @@ pub struct GbnfOptions {
     pub max_depth: usize,
     /// Largest unrolled grammar, in syntax-tree nodes (default 262,144).
     pub max_nodes: usize,
+    /// Pushdown engine: most frames on a matcher's return stack (default
+    /// 1,024). Nesting deeper than this is not offered (masks never lead
+    /// into it); the index reports the limit when it was reached.
+    pub max_stack_depth: usize,
+    /// Pushdown engine: most stacks one matcher configuration holds at once
+    /// (an ambiguous grammar can keep several parses alive; default 256).
+    /// Past it the extra parses are dropped (a sound subset, never a dead
+    /// end) and the index reports the limit.
+    pub max_stacks: usize,
 }
 
 impl Default for GbnfOptions {
@@ -78,6 +87,8 @@ impl Default for GbnfOptions {
         GbnfOptions {
             max_depth: 3,
             max_nodes: 1 << 18,
+            max_stack_depth: 1024,
+            max_stacks: 256,
         }
     }
 }
@@ -134,6 +145,13 @@ pub enum GbnfError {
          or split long chains of rules)"
     )]
     TooDeep { limit: usize },
+    /// The shortest text of the grammar nests deeper than
+    /// [`GbnfOptions::max_stack_depth`].
+    #[error(
+        "every text of the grammar nests {need} rules deep, past the limit \
+         GbnfOptions::max_stack_depth ({limit})"
+    )]
+    StackDepth { limit: usize, need: usize },
     /// The language is empty (no rule derives a finite text within
     /// `max_depth`).
     #[error("the grammar's language is empty (within a recursion depth of {max_depth})")]
