@@ -111,8 +111,14 @@ pub fn run_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     for (i, &t) in tokens.iter().enumerate() {
         if g.advance(t).is_err() {
             println!(
-                "rejected: token {i} ({}, id {t}) at byte {byte} leaves the language",
-                vocab.describe(t)
+                "rejected: token {i} ({}, id {t}) at byte {byte} leaves the language{}",
+                vocab.describe(t),
+                // A grammar with a stack says when a limit cut the language.
+                built
+                    .index()
+                    .lazy_limit_error()
+                    .map(|l| format!(" ({l})"))
+                    .unwrap_or_default()
             );
             return Ok(ExitCode::from(1));
         }
