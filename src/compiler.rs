@@ -229,6 +229,10 @@ pub struct CompileStats {
     pub dfa_memory: usize,
     /// Length of the regex the source became, in bytes.
     pub regex_len: usize,
+    /// Grammar fragments of the pushdown engine (0: one flat DFA). Then
+    /// `dfa_states` counts the fragments' states, and the index builds
+    /// its configurations and masks on demand.
+    pub fragments: usize,
 }
 
 impl CompileStats {
@@ -366,6 +370,7 @@ impl Compiler {
                         )?;
                         stats.dfa_time = t.elapsed();
                         stats.dfa_states = pda.states;
+                        stats.fragments = pda.fragment_count();
                         let t = Instant::now();
                         let index =
                             TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
