@@ -397,3 +397,44 @@ fn forced_bytes_stop_where_there_is_a_choice() {
     // Only the closing bytes of the one open frame are forced.
     assert_eq!(m.forced_bytes(), b">>");
 }
+
+#[test]
+fn masks_agree_with_token_walks_deep_in_the_stack() {
+    // Masks of deep configurations come from a walk over their top frames
+    // only (shared between depths); each must equal the token-by-token walk
+    // of the real configuration.
+    let (v, eos) = tiny_vocab();
+    let mut rng = StdRng::seed_from_u64(5);
+    for (text, opener) in [
+        (json_gbnf(), b'['),
+        (PARENS.to_string(), b'('),
+        (DYCK.to_string(), b'['),
+        (LIST.to_string(), b'('),
+    ] {
+        let c = compile(&v, &text, GbnfOptions::default());
+        for _ in 0..12 {
+            let mut m = c.matcher();
+            for step in 0..60 {
+                let mask = m.allowed().clone();
+                for t in (0..v.logits_width() as u32).map(TokenId) {
+                    assert_eq!(
+                        mask.contains(t),
+                        m.is_allowed(t),
+                        "token {t:?} at step {step}"
+                    );
+                }
+                let allowed: Vec<TokenId> = mask.iter().filter(|&t| t != eos).collect();
+                if allowed.is_empty() {
+                    break;
+                }
+                let open = TokenId(opener as u32);
+                let t = if step < 30 && m.is_allowed(open) && rng.random_bool(0.6) {
+                    open
+                } else {
+                    allowed[rng.random_range(0..allowed.len())]
+                };
+                assert!(m.accept_token(t));
+            }
+        }
+    }
+}

@@ -27,6 +27,10 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The empty stack.
 const BOTTOM: u32 = 0;
+/// "Some frames below, not looked at": the bottom of a truncated stack.
+const OPAQUE: u32 = 1;
+/// Frames kept by the truncations tried when sharing masks.
+const TRUNCATIONS: [u32; 3] = [2, 4, 8];
 /// A transition not computed yet.
 const UNKNOWN: u32 = u32::MAX - 1;
 /// Sets per mask chunk.
@@ -40,11 +44,16 @@ struct Node {
     depth: u32,
     /// Shortest completion of the whole stack, in bytes.
     dist: u32,
+    /// The stack ends in [`OPAQUE`] (a truncated copy, for sharing masks).
+    truncated: bool,
 }
 
 struct Set {
     nodes: Box<[u32]>,
     accepting: bool,
+    /// Reached by popping into [`OPAQUE`]: a truncated configuration that
+    /// cannot decide what follows (never the case for a real one).
+    opaque: bool,
     dist: u32,
 }
 
@@ -54,7 +63,7 @@ struct Core {
     nodes: Vec<Node>,
     node_ids: FastMap<(u16, u32, u32), u32>,
     sets: Vec<Set>,
-    set_ids: FastMap<(Box<[u32]>, bool), u32>,
+    set_ids: FastMap<(Box<[u32]>, bool, bool), u32>,
     /// `trans[set * stride + class]`.
     trans: Vec<u32>,
     stride: usize,
@@ -62,6 +71,10 @@ struct Core {
     budget: Vec<u32>,
     /// Limits that cut the language, in the order first hit.
     limits: Vec<String>,
+    /// Set when a mask walk met an [`Set::opaque`] configuration.
+    opaque_hit: bool,
+    /// Longest token, in bytes (for the depth margin of truncation).
+    max_token_len: u32,
     /// Scratch for closures.
     work: Vec<u32>,
     seen: FastMap<u32, ()>,
@@ -82,7 +95,8 @@ impl Core {
         if need == INF {
             return None;
         }
-        if depth.saturating_add(need) > self.pda.max_stack_depth {
+        let truncated = self.nodes[parent as usize].truncated;
+        if !truncated && depth.saturating_add(need) > self.pda.max_stack_depth {
             let limit = self.pda.max_stack_depth;
             self.hit_limit(format!(
                 "the stack depth limit GbnfOptions::max_stack_depth ({limit}) was reached: \
@@ -101,6 +115,7 @@ impl Core {
             parent,
             depth,
             dist,
+            truncated,
         });
         self.node_ids.insert((frag, state, parent), id);
         Some(id)
@@ -116,6 +131,7 @@ impl Core {
         work.extend_from_slice(seeds);
         let mut out: Vec<u32> = Vec::new();
         let mut accepting = false;
+        let mut opaque = false;
         while let Some(n) = work.pop() {
             if seen.insert(n, ()).is_some() {
                 continue;
@@ -136,6 +152,8 @@ impl Core {
             if acc {
                 if parent == BOTTOM {
                     accepting = true;
+                } else if parent == OPAQUE {
+                    opaque = true;
                 } else {
                     work.push(parent);
                 }
@@ -165,10 +183,15 @@ impl Core {
                  reached: some parses of an ambiguous grammar were dropped"
             ));
         }
-        if out.is_empty() && !accepting {
+        if out.is_empty() && !accepting && !opaque {
             return DEAD;
         }
-        let key = (out.into_boxed_slice(), accepting);
+        self.intern_set(out, accepting, opaque)
+    }
+
+    /// The id of the closed set `nodes` (sorted), interned on first use.
+    fn intern_set(&mut self, out: Vec<u32>, accepting: bool, opaque: bool) -> u32 {
+        let key = (out.into_boxed_slice(), accepting, opaque);
         if let Some(&id) = self.set_ids.get(&key) {
             return id;
         }
@@ -193,6 +216,7 @@ impl Core {
         self.sets.push(Set {
             nodes: key.0.clone(),
             accepting,
+            opaque,
             dist,
         });
         self.set_ids.insert(key, id);
@@ -240,6 +264,69 @@ impl Core {
             return DEAD;
         }
         self.close(&seeds)
+    }
+
+    /// `s` with every stack cut to its top `k` frames over [`OPAQUE`]
+    /// (`accepting` kept from `s`): a configuration whose mask is `s`'s
+    /// when no walk from it pops into [`OPAQUE`]. `None` when no stack of
+    /// `s` is deeper than `k`, or when `s` is so deep that a token's walk
+    /// could meet the depth limit (which a truncated stack cannot see: the
+    /// stack grows by at most a few frames per byte, since every cycle of
+    /// calls reads a byte, left recursion being refused).
+    fn truncate(&mut self, s: u32, k: u32) -> Option<u32> {
+        let set = &self.sets[s as usize];
+        let nodes = set.nodes.clone();
+        let accepting = set.accepting;
+        let deepest = nodes
+            .iter()
+            .map(|&n| self.nodes[n as usize].depth)
+            .max()?;
+        let nfrags = self.pda.frags.len() as u32;
+        let margin = (self.max_token_len + 2).saturating_mul(nfrags + 1);
+        if deepest <= k || deepest.saturating_add(margin) > self.pda.max_stack_depth {
+            return None;
+        }
+        let mut out = Vec::with_capacity(nodes.len());
+        let mut frames = Vec::new();
+        for &n in nodes.iter() {
+            frames.clear();
+            let mut at = n;
+            while at != BOTTOM && frames.len() < k as usize {
+                let x = self.nodes[at as usize];
+                frames.push((x.frag, x.state, x.depth));
+                at = x.parent;
+            }
+            let mut parent = if at == BOTTOM { BOTTOM } else { OPAQUE };
+            for &(f, st, d) in frames.iter().rev() {
+                parent = self.truncated_node(f, st, parent, d);
+            }
+            out.push(parent);
+        }
+        out.sort_unstable();
+        out.dedup();
+        let t = self.intern_set(out, accepting, false);
+        (t != DEAD).then_some(t)
+    }
+
+    /// A node over a (possibly) truncated parent, without the depth check
+    /// (see [`Core::truncate`]).
+    fn truncated_node(&mut self, frag: u16, state: u32, parent: u32, depth: u32) -> u32 {
+        if let Some(&id) = self.node_ids.get(&(frag, state, parent)) {
+            return id;
+        }
+        let p = self.nodes[parent as usize];
+        let dist = self.pda.frags[frag as usize].dist[state as usize].saturating_add(p.dist);
+        let id = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            frag,
+            state,
+            parent,
+            depth,
+            dist,
+            truncated: p.truncated,
+        });
+        self.node_ids.insert((frag, state, parent), id);
+        id
     }
 
     fn walk(&mut self, mut s: u32, bytes: &[u8]) -> u32 {
@@ -335,6 +422,9 @@ pub(crate) struct Engine {
     core: Mutex<Core>,
     start: u32,
     masks: Vec<OnceLock<Box<[OnceLock<Arc<TokenSet>>]>>>,
+    /// Masks of truncated configurations (`None`: a walk from it popped
+    /// into the frames cut off, so it decides nothing).
+    shared: Mutex<FastMap<u32, Option<Arc<TokenSet>>>>,
     distinct: Mutex<FastMap<u64, Vec<Arc<TokenSet>>>>,
 }
 
@@ -346,13 +436,24 @@ impl Engine {
         let max_sets = max_sets.max(1);
         let mut core = Core {
             pda,
-            nodes: vec![Node {
-                frag: 0,
-                state: 0,
-                parent: BOTTOM,
-                depth: 0,
-                dist: 0,
-            }],
+            nodes: vec![
+                Node {
+                    frag: 0,
+                    state: 0,
+                    parent: BOTTOM,
+                    depth: 0,
+                    dist: 0,
+                    truncated: false,
+                },
+                Node {
+                    frag: u16::MAX,
+                    state: 0,
+                    parent: OPAQUE,
+                    depth: 0,
+                    dist: 0,
+                    truncated: true,
+                },
+            ],
             node_ids: FastMap::default(),
             sets: Vec::new(),
             set_ids: FastMap::default(),
@@ -361,6 +462,8 @@ impl Engine {
             max_sets,
             budget: Vec::new(),
             limits: Vec::new(),
+            opaque_hit: false,
+            max_token_len: 0,
             work: Vec::new(),
             seen: FastMap::default(),
         };
@@ -377,6 +480,7 @@ impl Engine {
                 .map(|_| OnceLock::new())
                 .collect(),
             distinct: Mutex::new(FastMap::default()),
+            shared: Mutex::new(FastMap::default()),
         })
     }
 
@@ -397,12 +501,70 @@ impl Engine {
         Some(&chunk[s as usize % CHUNK])
     }
 
+    /// The mask of `s`: through a truncated copy of its stacks when one
+    /// decides it (so configurations that differ only deep in their stacks
+    /// share one walk), else by walking from `s` itself.
     fn compute(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Arc<TokenSet> {
+        for k in TRUNCATIONS {
+            let Some(t) = ({
+                let mut core = self.core();
+                core.max_token_len = tries.full.max_depth as u32;
+                core.truncate(s, k)
+            }) else {
+                continue;
+            };
+            let known = self
+                .shared
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&t)
+                .cloned();
+            let m = match known {
+                Some(m) => m,
+                None => {
+                    let m = self.walk_mask(t, tries, vocab);
+                    self.shared
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(t, m.clone());
+                    m
+                }
+            };
+            if let Some(m) = m {
+                return m;
+            }
+        }
+        self.walk_mask(s, tries, vocab)
+            .expect("a configuration without truncated stacks never pops into one")
+    }
+
+    /// One walk of the vocabulary trie from `s`; `None` when it popped into
+    /// a truncated stack's missing frames.
+    fn walk_mask(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<Arc<TokenSet>> {
         let mut set = TokenSet::new(vocab.logits_width());
         {
             let mut core = self.core();
+            core.opaque_hit = false;
             let trie = &tries.full;
-            trie.walk(s, |x, b| core.next(x, b), |t| set.insert(crate::TokenId(t)));
+            trie.walk(
+                s,
+                |x, b| {
+                    if core.opaque_hit {
+                        // Undecided: finish the walk at once.
+                        return DEAD;
+                    }
+                    let t = core.next(x, b);
+                    if t != DEAD && core.sets[t as usize].opaque {
+                        core.opaque_hit = true;
+                        return DEAD;
+                    }
+                    t
+                },
+                |t| set.insert(crate::TokenId(t)),
+            );
+            if std::mem::take(&mut core.opaque_hit) {
+                return None;
+            }
             for &(first, dup) in &trie.dups {
                 if set.contains(crate::TokenId(first)) {
                     set.insert(crate::TokenId(dup));
@@ -421,11 +583,11 @@ impl Engine {
         let mut distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
         let same = distinct.entry(key).or_default();
         if let Some(a) = same.iter().find(|a| ***a == set) {
-            return a.clone();
+            return Some(a.clone());
         }
         let a = Arc::new(set);
         same.push(a.clone());
-        a
+        Some(a)
     }
 
     /// Distinct masks computed so far and their memory.
