@@ -29,8 +29,10 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 const BOTTOM: u32 = 0;
 /// "Some frames below, not looked at": the bottom of a truncated stack.
 const OPAQUE: u32 = 1;
-/// Frames kept by the truncations tried when sharing masks.
-const TRUNCATIONS: [u32; 3] = [2, 4, 8];
+/// Frames kept by the truncations tried when sharing masks (shallow
+/// configurations are walked as they are: a truncation that pops into the
+/// frames cut off is a wasted walk).
+const TRUNCATIONS: [u32; 2] = [6, 12];
 /// A transition not computed yet.
 const UNKNOWN: u32 = u32::MAX - 1;
 /// Sets per mask chunk.
