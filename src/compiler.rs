@@ -140,8 +140,9 @@ impl Source {
     }
 
     /// The same source with other schema options (no effect on a regex or a
-    /// regex grammar file; a GBNF grammar takes their `max_depth`, the one
-    /// recursion-depth knob of both front ends).
+    /// regex grammar file; a GBNF grammar takes their `max_depth`, which
+    /// bounds only its unrolled fallback: its recursion is exact on the
+    /// pushdown engine).
     pub fn with_schema_options(mut self, opts: SchemaOptions) -> Source {
         match &mut self {
             Source::JsonSchema { options, .. } | Source::Tools { options, .. } => *options = opts,

@@ -18,8 +18,8 @@ fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
     let mut toks: Vec<(TokenId, Vec<u8>)> =
         (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
     for t in [
-        "((", "))", ")))", "[[", "]]", "]]]", "],", "},", "\"}", "\":", "{\"", "x)", "(x",
-        "true]", "1,", "12", "null}", ",\"", "+(", ")*", "a+", "()",
+        "((", "))", ")))", "[[", "]]", "]]]", "],", "},", "\"}", "\":", "{\"", "x)", "(x", "true]",
+        "1,", "12", "null}", ",\"", "+(", ")*", "a+", "()",
     ] {
         toks.push((TokenId(toks.len() as u32), t.as_bytes().to_vec()));
     }
@@ -112,10 +112,18 @@ fn nesting_fifty_deep_is_accepted_and_unbalanced_is_not() {
 #[test]
 fn a_regular_grammar_keeps_the_flat_path() {
     let (v, _) = tiny_vocab();
-    let c = compile(&v, "root ::= \"a\" b\nb ::= [0-9]+\n", GbnfOptions::default());
+    let c = compile(
+        &v,
+        "root ::= \"a\" b\nb ::= [0-9]+\n",
+        GbnfOptions::default(),
+    );
     assert!(!c.is_lazy() && c.index().table().is_some());
     // Immediate right recursion is rewritten exactly and stays flat too.
-    let c = compile(&v, "root ::= x\nx ::= \"a\" x | \"b\"\n", GbnfOptions::default());
+    let c = compile(
+        &v,
+        "root ::= x\nx ::= \"a\" x | \"b\"\n",
+        GbnfOptions::default(),
+    );
     assert!(c.index().table().is_some());
     assert!(accepts_bytes(&c, b"aaab"));
 }
@@ -168,7 +176,10 @@ fn matcher_agrees_with_the_earley_recognizer() {
                 no += 1
             }
         }
-        assert!(yes > 20 && no > 20, "grammar {i}: {yes} accepted, {no} rejected");
+        assert!(
+            yes > 20 && no > 20,
+            "grammar {i}: {yes} accepted, {no} rejected"
+        );
     }
 }
 
@@ -180,11 +191,7 @@ fn walk_and_finish(c: &Compiled, earley: &Earley, rng: &mut StdRng, steps: usize
     let mut m = c.matcher();
     let mut text = Vec::new();
     for _ in 0..steps {
-        let allowed: Vec<TokenId> = m
-            .allowed()
-            .iter()
-            .filter(|&t| !v.is_eos(t))
-            .collect();
+        let allowed: Vec<TokenId> = m.allowed().iter().filter(|&t| !v.is_eos(t)).collect();
         if allowed.is_empty() {
             break;
         }
@@ -196,7 +203,10 @@ fn walk_and_finish(c: &Compiled, earley: &Earley, rng: &mut StdRng, steps: usize
         };
         assert!(m.accept_token(t));
         text.extend_from_slice(v.token_bytes(t).unwrap());
-        assert!(m.tokens_to_accept().is_some(), "no completion known after {text:?}");
+        assert!(
+            m.tokens_to_accept().is_some(),
+            "no completion known after {text:?}"
+        );
     }
     let mut guard = 0;
     while !m.is_accepting() {
@@ -305,7 +315,10 @@ fn the_stack_limit_is_a_named_knob() {
         assert!(opened < 10);
     }
     assert_eq!(opened, 3, "the mask stops offering '(' at the limit");
-    assert!(m.is_allowed(TokenId(b'x' as u32)), "and still offers the way out");
+    assert!(
+        m.is_allowed(TokenId(b'x' as u32)),
+        "and still offers the way out"
+    );
     let msg = c.index().lazy_limit_error().expect("the limit was reached");
     assert!(msg.contains("GbnfOptions::max_stack_depth"), "{msg}");
 
@@ -322,10 +335,16 @@ fn the_stack_limit_is_a_named_knob() {
         })
         .unwrap_err();
     assert!(
-        matches!(e, CompileError::Gbnf(GbnfError::StackDepth { limit: 2, .. })),
+        matches!(
+            e,
+            CompileError::Gbnf(GbnfError::StackDepth { limit: 2, .. })
+        ),
         "{e}"
     );
-    assert!(e.to_string().contains("GbnfOptions::max_stack_depth"), "{e}");
+    assert!(
+        e.to_string().contains("GbnfOptions::max_stack_depth"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -355,8 +374,11 @@ fn budget_with_open_frames_never_cuts_a_structure() {
                 let mut ended = false;
                 for used in 0..max_tokens {
                     let remaining = max_tokens - used;
-                    let fits: Vec<TokenId> =
-                        m.allowed().iter().filter(|&t| m.fits(t, remaining)).collect();
+                    let fits: Vec<TokenId> = m
+                        .allowed()
+                        .iter()
+                        .filter(|&t| m.fits(t, remaining))
+                        .collect();
                     assert!(!fits.is_empty(), "no token fits with {remaining} left");
                     // Adversarial: open a frame whenever the budget allows.
                     let open = TokenId(opener as u32);

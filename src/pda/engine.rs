@@ -279,10 +279,7 @@ impl Core {
         let set = &self.sets[s as usize];
         let nodes = set.nodes.clone();
         let accepting = set.accepting;
-        let deepest = nodes
-            .iter()
-            .map(|&n| self.nodes[n as usize].depth)
-            .max()?;
+        let deepest = nodes.iter().map(|&n| self.nodes[n as usize].depth).max()?;
         let nfrags = self.pda.frags.len() as u32;
         let margin = (self.max_token_len + 2).saturating_mul(nfrags + 1);
         if deepest <= k || deepest.saturating_add(margin) > self.pda.max_stack_depth {

@@ -157,7 +157,10 @@ impl Pda {
         pda.join_classes();
         pda.distances();
         let root = &pda.frags[0];
-        let (d, need) = (root.dist[root.start as usize], root.need[root.start as usize]);
+        let (d, need) = (
+            root.dist[root.start as usize],
+            root.need[root.start as usize],
+        );
         if d == INF {
             return Err(GbnfError::EmptyLanguage {
                 max_depth: opts.max_stack_depth,
