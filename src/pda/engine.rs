@@ -416,11 +416,14 @@ impl Core {
     }
 }
 
+/// [`CHUNK`] write-once mask cells.
+type MaskChunk = Box<[OnceLock<Arc<TokenSet>>]>;
+
 /// A [`Pda`] behind the index's backend trait.
 pub(crate) struct Engine {
     core: Mutex<Core>,
     start: u32,
-    masks: Vec<OnceLock<Box<[OnceLock<Arc<TokenSet>>]>>>,
+    masks: Vec<OnceLock<MaskChunk>>,
     /// Masks of truncated configurations (`None`: a walk from it popped
     /// into the frames cut off, so it decides nothing).
     shared: Mutex<FastMap<u32, Option<Arc<TokenSet>>>>,
@@ -575,10 +578,8 @@ impl Engine {
                 }
             }
         }
-        use std::hash::{BuildHasher, Hash, Hasher};
-        let mut h = foldhash::fast::FixedState::default().build_hasher();
-        set.hash(&mut h);
-        let key = h.finish();
+        use std::hash::BuildHasher;
+        let key = foldhash::fast::FixedState::default().hash_one(&set);
         let mut distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
         let same = distinct.entry(key).or_default();
         if let Some(a) = same.iter().find(|a| ***a == set) {

@@ -138,9 +138,7 @@ impl Pda {
         let n = fragments.bodies.len();
         let mut frags = Vec::with_capacity(n);
         for (name, body) in fragments.names.iter().zip(&fragments.bodies) {
-            let hir = body
-                .clone()
-                .unwrap_or_else(|| regex_syntax::hir::Hir::fail());
+            let hir = body.clone().unwrap_or_else(regex_syntax::hir::Hir::fail);
             let dfa = ByteDfa::from_hir(&hir, size, config)?;
             frags.push(Self::fragment(name, dfa, n));
         }
