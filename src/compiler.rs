@@ -140,8 +140,9 @@ impl Source {
     }
 
     /// The same source with other schema options (no effect on a regex or a
-    /// regex grammar file; a GBNF grammar takes their `max_depth`, the one
-    /// recursion-depth knob of both front ends).
+    /// regex grammar file; a GBNF grammar takes their `max_depth`, which
+    /// bounds only its unrolled fallback: its recursion is exact on the
+    /// pushdown engine).
     pub fn with_schema_options(mut self, opts: SchemaOptions) -> Source {
         match &mut self {
             Source::JsonSchema { options, .. } | Source::Tools { options, .. } => *options = opts,
@@ -229,6 +230,10 @@ pub struct CompileStats {
     pub dfa_memory: usize,
     /// Length of the regex the source became, in bytes.
     pub regex_len: usize,
+    /// Grammar fragments of the pushdown engine (0: one flat DFA). Then
+    /// `dfa_states` counts the fragments' states, and the index builds
+    /// its configurations and masks on demand.
+    pub fragments: usize,
 }
 
 impl CompileStats {
@@ -350,6 +355,34 @@ impl Compiler {
             Source::Regex(p) => (p.clone(), Vec::new()),
             Source::Grammar(g) => (g.pattern.clone(), Vec::new()),
             Source::Gbnf { grammar, options } => {
+                // Recursion beyond immediate left/right recursion: exact,
+                // through fragments and a return stack (the pushdown
+                // engine needs every single byte in the vocabulary; without
+                // it the grammar is unrolled as before).
+                if crate::index::has_every_byte(&self.vocab) {
+                    if let Some(frags) = gbnf::lower::fragments(grammar, options)? {
+                        stats.schema_time = t.elapsed();
+                        let t = Instant::now();
+                        let pda = crate::pda::Pda::build(
+                            &frags,
+                            options,
+                            grammar.text.len(),
+                            &self.config.dfa,
+                        )?;
+                        stats.dfa_time = t.elapsed();
+                        stats.dfa_states = pda.states;
+                        stats.fragments = pda.fragment_count();
+                        let t = Instant::now();
+                        let index =
+                            TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
+                        stats.index_time = t.elapsed();
+                        return Ok(Compiled {
+                            index: Arc::new(index),
+                            warnings: Vec::new(),
+                            stats,
+                        });
+                    }
+                }
                 // Lowered straight to a syntax tree: no regex text.
                 let hir = gbnf::lower(grammar, options)?;
                 stats.schema_time = t.elapsed();

@@ -29,6 +29,7 @@ pub mod dfa;
 pub mod grammar;
 pub mod index;
 pub mod matcher;
+pub mod pda;
 pub mod sampling;
 pub mod schema;
 pub mod vocab;

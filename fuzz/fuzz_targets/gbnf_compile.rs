@@ -5,9 +5,13 @@
 //! Invariants (all in `constrain_testkit::check::check_gbnf_case`, which
 //! `crates/constrain-testkit/tests/fuzz_regressions.rs` replays): the
 //! compiled matcher accepts only texts the testkit's Earley recognizer
-//! accepts, and (grammars without recursion) every text it accepts; every
-//! allowed token keeps a completion reachable; a walk of allowed tokens
-//! ending in EOS yields a text the recognizer accepts. Parse errors, left
+//! accepts, and every text it accepts when the grammar has no recursion or
+//! compiles to the pushdown engine (recursion beyond the immediate kind,
+//! exact within its stack limits); every allowed token keeps a completion
+//! reachable (for the pushdown engine: a walk steered by the choices, then
+//! finished by budget descent, ends in a text the recognizer accepts); a
+//! walk of allowed tokens ending in EOS yields a text the recognizer
+//! accepts. Parse errors, left
 //! recursion, empty languages and limits are refusals, never panics.
 //!
 //! On a violation the panic message carries the case as JSON: save it under

@@ -398,6 +398,41 @@ impl TokenIndex {
         })
     }
 
+    /// The index of a pushdown automaton ([`crate::pda`]): configurations,
+    /// their transitions and masks are built on demand, like a lazy DFA's.
+    /// `None` when the start cannot be completed. Needs every single byte
+    /// in the vocabulary (then byte-live is token-live).
+    pub(crate) fn build_pda(
+        pda: crate::pda::Pda,
+        vocab: Arc<Vocabulary>,
+        config: &IndexConfig,
+    ) -> Result<TokenIndex, IndexError> {
+        let t0 = Instant::now();
+        let tries = shared_tries(&vocab);
+        let states = pda.states;
+        let engine =
+            crate::pda::Engine::new(pda, config.max_states).ok_or(IndexError::EmptyLanguage)?;
+        // The first mask is part of what a caller waits for anyway.
+        engine.allowed(engine.start(), &tries, &vocab);
+        let (distinct_masks, memory_bytes) = engine.mask_memory();
+        let stats = IndexStats {
+            states,
+            lazy: true,
+            distinct_masks,
+            memory_bytes,
+            build_time: t0.elapsed(),
+            ..Default::default()
+        };
+        Ok(TokenIndex {
+            empty: TokenSet::new(vocab.logits_width()),
+            backend: Box::new(engine),
+            lazy: true,
+            stats,
+            vocab,
+            tries,
+        })
+    }
+
     /// Whether the automaton and masks are built on demand.
     pub fn is_lazy(&self) -> bool {
         self.lazy
@@ -526,7 +561,7 @@ fn shared_tries(vocab: &Vocabulary) -> Arc<VocabTries> {
 
 /// Whether every single byte is a text token (then whatever text can follow
 /// can be spelled, so byte-live states are token-live).
-fn has_every_byte(vocab: &Vocabulary) -> bool {
+pub(crate) fn has_every_byte(vocab: &Vocabulary) -> bool {
     let mut single = [false; 256];
     for (_, b) in vocab.text_tokens() {
         if b.len() == 1 {

@@ -80,14 +80,14 @@ fn compile_gbnf_and_regex_files() {
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert!(v["index_states"].as_u64().unwrap() > 10, "{out}");
-    // --max-depth reaches GBNF recursion: deeper nesting is accepted.
+    // GBNF recursion is exact (the pushdown engine): any depth is accepted,
+    // an unbalanced text is not.
     let g = grammar("json.gbnf");
-    let deep = "[[[[[1]]]]]";
-    let (code, _, _) = constrain(&["check", "--grammar", &g, "--text", deep]);
-    assert_eq!(code, 1, "5 levels are past the default depth 3");
-    let (code, out, err) =
-        constrain(&["check", "--grammar", &g, "--max-depth", "5", "--text", deep]);
+    let deep = format!("{}1{}", "[".repeat(50), "]".repeat(50));
+    let (code, out, err) = constrain(&["check", "--grammar", &g, "--text", &deep]);
     assert_eq!(code, 0, "{out} {err}");
+    let (code, _, _) = constrain(&["check", "--grammar", &g, "--text", &deep[1..]]);
+    assert_eq!(code, 1, "one bracket short");
     // A regex grammar file works as before.
     let (code, _, err) = constrain(&[
         "check",

@@ -47,6 +47,8 @@ pub fn lower(g: &Gbnf, opts: &GbnfOptions) -> Result<Hir, GbnfError> {
         memo: HashMap::new(),
         opts,
         depth: 0,
+        calls: None,
+        nodes: 0,
     };
     match l.rule(root)? {
         Some((h, _)) => Ok(h),
@@ -301,6 +303,11 @@ struct Lowerer<'a> {
     memo: HashMap<(usize, Vec<usize>), Lang>,
     opts: &'a GbnfOptions,
     depth: usize,
+    /// Fragment mode: the fragment each recursive rule is (a reference to it
+    /// becomes a call marker); `None`: inline everything.
+    calls: Option<&'a [Option<u16>]>,
+    /// Nodes lowered so far in fragment mode (all fragments together).
+    nodes: usize,
 }
 
 impl Lowerer<'_> {
@@ -320,8 +327,12 @@ impl Lowerer<'_> {
         Ok(l)
     }
 
-    fn sized(&self, h: Hir, size: usize) -> Result<Lang, GbnfError> {
-        if size > self.opts.max_nodes {
+    fn sized(&mut self, h: Hir, size: usize) -> Result<Lang, GbnfError> {
+        if self.calls.is_some() {
+            // Fragments share one node budget (memoized rules count once).
+            self.nodes += 1;
+        }
+        if size > self.opts.max_nodes || self.nodes > self.opts.max_nodes {
             return Err(GbnfError::TooBig {
                 limit: self.opts.max_nodes,
             });
@@ -363,7 +374,14 @@ impl Lowerer<'_> {
                 }
                 self.sized(Hir::class(Class::Unicode(c)), 1)
             }
-            Expr::Ref { name, .. } => self.rule(self.ids[name.as_str()]),
+            Expr::Ref { name, .. } => {
+                let r = self.ids[name.as_str()];
+                if let Some(f) = self.calls.and_then(|c| c[r]) {
+                    let [hi, lo] = f.to_be_bytes();
+                    return self.sized(Hir::literal(vec![CALL_MARKER, hi, lo]), 1);
+                }
+                self.rule(r)
+            }
             Expr::Seq(v) => {
                 let mut parts = Vec::with_capacity(v.len());
                 let mut size = 1;
@@ -415,4 +433,93 @@ impl Lowerer<'_> {
 /// Every Unicode scalar value.
 fn any_char() -> ClassUnicode {
     ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)])
+}
+
+/// First byte of a call marker in a fragment's syntax tree: `0xF8 hi lo`
+/// calls fragment `hi * 256 + lo`. No UTF-8 text holds a byte at or above
+/// 0xF5, so a marker never meets a character of the grammar.
+pub const CALL_MARKER: u8 = 0xF8;
+
+/// A grammar split into fragments for the pushdown engine ([`crate::pda`]).
+#[derive(Clone, Debug)]
+pub struct Fragments {
+    /// Rule name of each fragment; fragment 0 is `root`.
+    pub names: Vec<String>,
+    /// Each fragment's body: its rule lowered with every other rule inlined
+    /// except the recursive ones, which are call markers
+    /// ([`CALL_MARKER`]). `None`: the body's language is empty.
+    pub bodies: Vec<Option<Hir>>,
+}
+
+/// Splits `g` into fragments when recursion remains after the rewrite of
+/// immediate left and right recursion: `root` and every rule reachable from
+/// it that lies in a cycle of references become fragments; every other rule
+/// is inlined. `None` when no such rule is reachable (the grammar is regular
+/// as rewritten: [`lower`] compiles it exactly).
+pub fn fragments(g: &Gbnf, opts: &GbnfOptions) -> Result<Option<Fragments>, GbnfError> {
+    let bodies = rewritten_bodies(g);
+    let ids: HashMap<&str, usize> = g
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.name.as_str(), i))
+        .collect();
+    check_left_recursion(&g.rules, &bodies, &ids)?;
+    let scc = components(&bodies, &ids);
+    let root = ids["root"];
+    // Rules reachable from root, in discovery order.
+    let mut seen = vec![false; bodies.len()];
+    let mut order = vec![root];
+    seen[root] = true;
+    let mut i = 0;
+    while i < order.len() {
+        let r = order[i];
+        i += 1;
+        bodies[r].for_each_ref(&mut |n, _| {
+            let x = ids[n];
+            if !std::mem::replace(&mut seen[x], true) {
+                order.push(x);
+            }
+        });
+    }
+    let recursive: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&r| !scc[r].is_empty())
+        .collect();
+    if recursive.is_empty() {
+        return Ok(None);
+    }
+    let mut frag_of: Vec<Option<u16>> = vec![None; bodies.len()];
+    let mut members = vec![root];
+    members.extend(recursive.iter().copied().filter(|&r| r != root));
+    if members.len() > u16::MAX as usize {
+        return Err(GbnfError::TooBig {
+            limit: opts.max_nodes,
+        });
+    }
+    for (f, &r) in members.iter().enumerate() {
+        frag_of[r] = Some(f as u16);
+    }
+    let no_scc: Vec<Vec<usize>> = vec![Vec::new(); bodies.len()];
+    let mut out = Fragments {
+        names: Vec::with_capacity(members.len()),
+        bodies: Vec::with_capacity(members.len()),
+    };
+    let mut l = Lowerer {
+        bodies: &bodies,
+        ids: &ids,
+        scc: &no_scc,
+        active: vec![0; bodies.len()],
+        memo: HashMap::new(),
+        opts,
+        depth: 0,
+        calls: Some(&frag_of),
+        nodes: 0,
+    };
+    for &r in &members {
+        out.names.push(g.rules[r].name.clone());
+        out.bodies.push(l.expr(&bodies[r])?.map(|(h, _)| h));
+    }
+    Ok(Some(out))
 }

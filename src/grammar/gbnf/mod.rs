@@ -15,7 +15,7 @@
 //! whole grammar needs: no rule defined twice, every referenced rule
 //! defined, a `root`. [`lower`] turns it into the automaton input.
 //!
-//! ## Compilation (first step: regular)
+//! ## Compilation
 //!
 //! [`lower::lower`] inlines the rules into one `regex_syntax` `Hir` (built
 //! from the AST, never through regex text): characters become their UTF-8
@@ -27,14 +27,16 @@
 //!   found through groups and optional tails: `list ::= item ("," list)?`
 //!   is exact). Any other left recursion is a [`GbnfError::LeftRecursion`]
 //!   naming the rule (llama.cpp rejects every left recursion).
-//! * **Other recursion** (`value ::= "[" value "]" | "x"`) is unrolled: a
-//!   rule may be entered at most [`GbnfOptions::max_depth`] `+ 1` times
-//!   inside itself, past which the deeper branch is dropped. The language
-//!   is then a **sound subset** of the grammar's: never a text outside it,
-//!   but not the deepest texts either. (The JSON Schema front end unrolls
-//!   recursive `$ref` the same way, with the same knob.) Exact recursion
-//!   needs the pushdown engine of issue 16 (fragments called through a
-//!   return stack in the matcher).
+//! * **Other recursion** (`value ::= "[" value "]" | "x"`) is exact through
+//!   the pushdown engine ([`crate::pda`]): [`lower::fragments`] makes each
+//!   rule in a cycle of references (and `root`) a fragment whose references
+//!   to recursive rules are call markers, and the matcher keeps a return
+//!   stack ([`GbnfOptions::max_stack_depth`]).
+//! * **Fallback**: over a vocabulary without every single byte (the engine
+//!   needs byte-live = token-live), other recursion is unrolled: a rule may
+//!   be entered at most [`GbnfOptions::max_depth`] `+ 1` times inside
+//!   itself, past which the deeper branch is dropped — a **sound subset**
+//!   of the grammar's language.
 //!
 //! Every bound on the untrusted grammar is a named limit: repetition counts
 //! ([`parse::MAX_REPETITION`]), group nesting ([`parse::MAX_NESTING`]), the
@@ -65,12 +67,23 @@ pub struct Gbnf {
 /// How a GBNF grammar is compiled. `Config is a value`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct GbnfOptions {
-    /// How many times a (non-tail) recursive rule may be entered inside
-    /// itself (default 3, the JSON Schema front end's `max_depth`). Deeper
-    /// nesting is not offered.
+    /// Fallback only (a vocabulary without every single byte, or
+    /// [`lower::lower`] called directly): how many times a (non-tail)
+    /// recursive rule may be entered inside itself (default 3, the JSON
+    /// Schema front end's `max_depth`). Deeper nesting is not offered. The
+    /// pushdown engine ignores it.
     pub max_depth: usize,
     /// Largest unrolled grammar, in syntax-tree nodes (default 262,144).
     pub max_nodes: usize,
+    /// Pushdown engine: most frames on a matcher's return stack (default
+    /// 1,024). Nesting deeper than this is not offered (masks never lead
+    /// into it); the index reports the limit when it was reached.
+    pub max_stack_depth: usize,
+    /// Pushdown engine: most stacks one matcher configuration holds at once
+    /// (an ambiguous grammar can keep several parses alive; default 256).
+    /// Past it the extra parses are dropped (a sound subset, never a dead
+    /// end) and the index reports the limit.
+    pub max_stacks: usize,
 }
 
 impl Default for GbnfOptions {
@@ -78,6 +91,8 @@ impl Default for GbnfOptions {
         GbnfOptions {
             max_depth: 3,
             max_nodes: 1 << 18,
+            max_stack_depth: 1024,
+            max_stacks: 256,
         }
     }
 }
@@ -134,6 +149,13 @@ pub enum GbnfError {
          or split long chains of rules)"
     )]
     TooDeep { limit: usize },
+    /// The shortest text of the grammar nests deeper than
+    /// [`GbnfOptions::max_stack_depth`].
+    #[error(
+        "every text of the grammar nests {need} rules deep, past the limit \
+         GbnfOptions::max_stack_depth ({limit})"
+    )]
+    StackDepth { limit: usize, need: usize },
     /// The language is empty (no rule derives a finite text within
     /// `max_depth`).
     #[error("the grammar's language is empty (within a recursion depth of {max_depth})")]

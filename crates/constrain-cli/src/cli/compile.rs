@@ -49,6 +49,7 @@ pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         let v = serde_json::json!({
             "dfa_states": cs.dfa_states,
+            "fragments": cs.fragments,
             "index_states": st.states,
             "distinct_masks": st.distinct_masks,
             "byte_classes": st.byte_classes,
@@ -65,7 +66,13 @@ pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
         });
         println!("{v}");
     } else {
-        if built.is_lazy() {
+        if cs.fragments > 0 {
+            println!(
+                "DFA states:      {} in {} grammar fragments (pushdown engine: stack \
+                 configurations and their masks are built on demand)",
+                cs.dfa_states, cs.fragments
+            );
+        } else if built.is_lazy() {
             println!(
                 "DFA states:      {} determinized up front; the rest on demand \
                  (more than --lazy-states {})",
@@ -111,8 +118,14 @@ pub fn run_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     for (i, &t) in tokens.iter().enumerate() {
         if g.advance(t).is_err() {
             println!(
-                "rejected: token {i} ({}, id {t}) at byte {byte} leaves the language",
-                vocab.describe(t)
+                "rejected: token {i} ({}, id {t}) at byte {byte} leaves the language{}",
+                vocab.describe(t),
+                // A grammar with a stack says when a limit cut the language.
+                built
+                    .index()
+                    .lazy_limit_error()
+                    .map(|l| format!(" ({l})"))
+                    .unwrap_or_default()
             );
             return Ok(ExitCode::from(1));
         }

@@ -35,7 +35,8 @@ pub struct SchemaArgs {
     /// What an absent additionalProperties / type means.
     #[arg(long, value_enum, default_value = "strict")]
     pub json_mode: JsonModeArg,
-    /// How deep a recursive $ref (or a recursive GBNF rule) is unrolled.
+    /// How deep a recursive $ref is unrolled (GBNF recursion is exact; this only
+    /// bounds the regular fallback for vocabularies without every single byte).
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub max_depth: usize,
     /// Downgrade unsupported keywords to warnings (output may then not validate).

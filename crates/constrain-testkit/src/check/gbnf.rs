@@ -209,7 +209,16 @@ pub fn check_gbnf_case(case: &GbnfCase) -> Result<GbnfOutcome, Violation> {
     let options = GbnfOptions {
         max_depth: case.max_depth.min(4),
         max_nodes: 1 << 14,
+        max_stack_depth: 64,
+        max_stacks: 64,
     };
+    // Recursion beyond the immediate kind compiles to the pushdown engine,
+    // which is exact (up to its limits, which the index reports).
+    let pushdown = matches!(
+        constrain::grammar::gbnf::lower::fragments(&g, &options),
+        Ok(Some(_))
+    );
+    let exact = pushdown || !is_recursive(&g);
     let mut toks: Vec<(TokenId, Vec<u8>)> =
         (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
     for t in case.tokens.iter().take(32) {
@@ -246,7 +255,7 @@ pub fn check_gbnf_case(case: &GbnfCase) -> Result<GbnfOutcome, Violation> {
             let mut rng = StdRng::seed_from_u64(case.seed);
             for _ in 0..8 {
                 if let Some(t) = sample(&g, &mut rng, options.max_depth, &GBNF_POOL) {
-                    if !is_recursive(&g) && earley.accepts(t.as_bytes()) {
+                    if exact && earley.accepts(t.as_bytes()) {
                         return fail(
                             "the compiler says the language is empty, the recognizer accepts",
                             t.as_bytes(),
@@ -279,15 +288,25 @@ pub fn check_gbnf_case(case: &GbnfCase) -> Result<GbnfOutcome, Violation> {
                 t.as_bytes(),
             );
         }
-        if !recursive && recognizer && !matcher {
+        let limited = compiled.index().lazy_limit_error().is_some();
+        if exact && !limited && recognizer && !matcher {
             return fail(
-                "the matcher rejects a text of a non-recursive grammar the recognizer accepts",
+                "the matcher rejects a text the recognizer accepts (non-recursive grammar, \
+                 or the pushdown engine within its limits)",
                 t.as_bytes(),
             );
         }
         if matcher && !m.accept_token(eos) {
             return fail("EOS refused after an accepted text", t.as_bytes());
         }
+    }
+    if pushdown {
+        check_pushdown_walk(&compiled, &earley, &case.choices, eos)?;
+        return Ok(GbnfOutcome::Checked {
+            recursive,
+            matcher_accepted: m_acc,
+            recognizer_accepted: r_acc,
+        });
     }
     // The index's own invariants against an oracle over the same automaton.
     let hir = match constrain::grammar::gbnf::lower(&g, &options) {
@@ -318,4 +337,61 @@ pub fn check_gbnf_case(case: &GbnfCase) -> Result<GbnfOutcome, Violation> {
         matcher_accepted: m_acc,
         recognizer_accepted: r_acc,
     })
+}
+
+/// A walk of a pushdown matcher steered by `choices` (each byte picks an
+/// allowed token), then finished by budget descent (a token that lowers
+/// [`Matcher::tokens_to_accept`] by one, which exists at every state that is
+/// not a dead end): the finished text must be accepted by the recognizer,
+/// and EOS allowed exactly at its end.
+pub fn check_pushdown_walk(
+    compiled: &constrain::Compiled,
+    earley: &Earley,
+    choices: &[u8],
+    eos: TokenId,
+) -> Result<(), Violation> {
+    let vocab = compiled.vocab().clone();
+    let mut m = compiled.matcher();
+    let mut text = Vec::new();
+    for &c in choices.iter().take(64) {
+        let allowed: Vec<TokenId> = m.allowed().iter().filter(|&t| t != eos).collect();
+        if allowed.is_empty() {
+            break;
+        }
+        let t = allowed[c as usize % allowed.len()];
+        if !m.accept_token(t) {
+            return fail("a token of the mask was refused", &text);
+        }
+        text.extend_from_slice(vocab.token_bytes(t).unwrap_or(b""));
+        let (acc, want) = (m.is_accepting(), earley.accepts(&text));
+        if acc && !want || want && !acc && compiled.index().lazy_limit_error().is_none() {
+            return fail("EOS allowed where the recognizer disagrees", &text);
+        }
+    }
+    for _ in 0..4096 {
+        if m.is_accepting() {
+            break;
+        }
+        let Some(need) = m.tokens_to_accept() else {
+            return fail("a configuration with no known completion", &text);
+        };
+        let Some(t) = m
+            .allowed()
+            .iter()
+            .find(|&t| t != eos && m.tokens_to_accept_after(t) == Some(need.saturating_sub(1)))
+        else {
+            return fail("a dead end: no token brings acceptance closer", &text);
+        };
+        if !m.accept_token(t) {
+            return fail("a token of the mask was refused", &text);
+        }
+        text.extend_from_slice(vocab.token_bytes(t).unwrap_or(b""));
+    }
+    if !m.is_accepting() || !earley.accepts(&text) {
+        return fail("the finished text is not in the grammar", &text);
+    }
+    if !m.accept_token(eos) {
+        return fail("EOS refused after a finished text", &text);
+    }
+    Ok(())
 }
