@@ -101,6 +101,27 @@ impl QwenModel {
         weights.step_batch(&mut seqs, tokens)
     }
 
+    /// One pass over several models that share weights: feeds `chunks[i]`
+    /// (one or more tokens: a step, a jump-forward stretch, a prompt) to
+    /// `models[i]` after what it holds; each one's logits after its last
+    /// token. The matmuls run once over all the rows.
+    pub fn forward_batch(
+        models: &mut [&mut QwenModel],
+        chunks: &[&[TokenId]],
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        let Some(first) = models.first() else {
+            return Err(ModelError::EmptyBatch);
+        };
+        let weights = first.weights.clone();
+        if models.iter().any(|m| !Arc::ptr_eq(&m.weights, &weights)) {
+            return Err(ModelError::Batch(
+                "the models do not share one copy of the weights".into(),
+            ));
+        }
+        let mut seqs: Vec<&mut Sequence> = models.iter_mut().map(|m| &mut m.seq).collect();
+        weights.pass(&mut seqs, chunks, false)
+    }
+
     /// The architecture read from `general.architecture`.
     pub fn architecture(&self) -> Architecture {
         self.weights.config().arch

@@ -257,6 +257,30 @@ fn tiny_forward_all_batch_truncate_fork() {
         ];
         batch_equals_separate(&m, &prompts, &ids(&[7, 8, 9, 10]), 1e-4);
 
+        // One pass over chunks of different lengths (a step, a stretch, a
+        // new prompt) equals each sequence's own forward.
+        let mut a = QwenModel::from_weights(m.weights().clone());
+        let mut b = QwenModel::from_weights(m.weights().clone());
+        let mut c = QwenModel::from_weights(m.weights().clone());
+        a.forward(&ids(&[1, 2, 3]), 0).unwrap();
+        b.forward(&ids(&[4, 5]), 0).unwrap();
+        let (mut a2, mut b2, mut c2) = (a.fork(), b.fork(), c.fork());
+        let chunks = [ids(&[6]), ids(&[7, 8, 9]), ids(&[10, 11, 12, 13])];
+        let refs: Vec<&[TokenId]> = chunks.iter().map(Vec::as_slice).collect();
+        let rows = QwenModel::forward_batch(&mut [&mut a, &mut b, &mut c], &refs).unwrap();
+        let alone = [
+            a2.forward(&chunks[0], 3).unwrap(),
+            b2.forward(&chunks[1], 2).unwrap(),
+            c2.forward(&chunks[2], 0).unwrap(),
+        ];
+        for (x, y) in rows.iter().zip(&alone) {
+            assert!(rel_diff(x, y) < 1e-4, "{arch}: mixed chunks");
+        }
+        assert_eq!(
+            [a.sequence().len(), b.sequence().len(), c.sequence().len()],
+            [4, 5, 4]
+        );
+
         // Truncate then re-feed equals a fresh feed.
         let full = ids(&[10, 40, 77, 256, 200, 3, 91, 5]);
         let fresh = m.forward(&full, 0).unwrap();

@@ -11,11 +11,11 @@
 //! The loop, at each step, takes what has arrived, waits a moment (at most
 //! [`GATHER`]) for the other *active* sequences' next tokens, and then:
 //!
-//! * runs every multi-token request (a prompt's prefill, a jump-forward
-//!   stretch) or restart at position 0 alone, one pass each;
-//! * runs all the single-token steps together in **one** batched pass
-//!   ([`BatchModel::step_batch`]): the matmuls over all rows at once,
-//!   attention per sequence at its own position.
+//! runs everything that arrived in **one** batched pass
+//! ([`BatchModel::step_batch`]): single-token steps, jump-forward
+//! stretches and new prompts alike, each sequence with its own chunk at its
+//! own position; the matmuls run once over all the rows, attention per
+//! sequence.
 //!
 //! Admission is continuous: a request that gets a slot (see
 //! [`crate::scheduler`]) joins at the next step. A sequence is *active*
@@ -46,16 +46,17 @@ pub trait BatchModel: Send + Sync + 'static {
     /// A new, empty sequence.
     fn sequence(&self) -> Result<Self::Seq, ModelError>;
 
-    /// Feeds `tokens[i]` to `seqs[i]` at `positions[i]`; each one's logits
+    /// Feeds `chunks[i]` (one token, a jump-forward stretch or a prompt) to
+    /// `seqs[i]` at `positions[i]`; each one's logits after its last token
     /// (or its own error: one sequence's failure is not the others'). The
     /// default runs them one after the other.
     fn step_batch(
         &self,
         seqs: &mut [&mut Self::Seq],
-        tokens: &[TokenId],
+        chunks: &[&[TokenId]],
         positions: &[usize],
     ) -> Vec<Result<Vec<f32>, ModelError>> {
-        one_by_one(seqs, tokens, positions)
+        one_by_one(seqs, chunks, positions)
     }
 }
 
@@ -72,34 +73,39 @@ impl BatchModel for QwenBatch {
     fn step_batch(
         &self,
         seqs: &mut [&mut QwenModel],
-        tokens: &[TokenId],
+        chunks: &[&[TokenId]],
         positions: &[usize],
     ) -> Vec<Result<Vec<f32>, ModelError>> {
+        for (s, &p) in seqs.iter_mut().zip(positions) {
+            if p == 0 {
+                s.reset(); // a new prompt
+            }
+        }
         let plain = seqs
             .iter()
             .zip(positions)
-            .all(|(s, &p)| p > 0 && p == s.sequence().len());
-        if plain {
+            .all(|(s, &p)| p == s.sequence().len());
+        if plain && seqs.len() > 1 {
             // A failed pass leaves every cache as it was: retry alone below.
-            if let Ok(rows) = QwenModel::step_batch(seqs, tokens) {
+            if let Ok(rows) = QwenModel::forward_batch(seqs, chunks) {
                 return rows.into_iter().map(Ok).collect();
             }
         }
-        // Not a plain continuation, or the pass failed: each one alone,
-        // with its own error.
-        one_by_one(seqs, tokens, positions)
+        // One sequence, not a plain continuation, or the pass failed: each
+        // one alone, with its own error.
+        one_by_one(seqs, chunks, positions)
     }
 }
 
 fn one_by_one<M: LanguageModel>(
     seqs: &mut [&mut M],
-    tokens: &[TokenId],
+    chunks: &[&[TokenId]],
     positions: &[usize],
 ) -> Vec<Result<Vec<f32>, ModelError>> {
     seqs.iter_mut()
-        .zip(tokens)
+        .zip(chunks)
         .zip(positions)
-        .map(|((s, t), &p)| s.forward(std::slice::from_ref(t), p))
+        .map(|((s, t), &p)| s.forward(t, p))
         .collect()
 }
 
@@ -181,8 +187,8 @@ impl<B: BatchModel> Batcher<B> {
         self.active.load(Ordering::SeqCst)
     }
 
-    /// Batched steps run so far, and the single-token rows they held (their
-    /// ratio is the mean batch size).
+    /// Batched passes run so far, and the sequences they held (their ratio
+    /// is the mean batch size).
     pub fn batched(&self) -> (usize, usize) {
         (
             self.steps.load(Ordering::Relaxed),
@@ -214,26 +220,18 @@ fn decode_loop<B: BatchModel>(
         while let Ok(r) = rx.try_recv() {
             pending.push(r);
         }
-        let (single, alone): (Vec<_>, Vec<_>) = pending
-            .into_iter()
-            .partition(|r| r.tokens.len() == 1 && r.pos > 0);
-        for mut r in alone {
-            let out = r.seq.forward(&r.tokens, r.pos);
-            let _ = r.reply.send((r.seq, out));
-        }
-        if single.is_empty() {
-            continue;
-        }
-        let mut single = single;
-        let tokens: Vec<TokenId> = single.iter().map(|r| r.tokens[0]).collect();
-        let positions: Vec<usize> = single.iter().map(|r| r.pos).collect();
+        // Everything that arrived goes into one pass: single-token steps,
+        // jump-forward stretches and new prompts alike.
+        let chunks: Vec<Vec<TokenId>> = pending.iter().map(|r| r.tokens.clone()).collect();
+        let chunk_refs: Vec<&[TokenId]> = chunks.iter().map(Vec::as_slice).collect();
+        let positions: Vec<usize> = pending.iter().map(|r| r.pos).collect();
         let result = {
-            let mut seqs: Vec<&mut B::Seq> = single.iter_mut().map(|r| &mut r.seq).collect();
-            model.step_batch(&mut seqs, &tokens, &positions)
+            let mut seqs: Vec<&mut B::Seq> = pending.iter_mut().map(|r| &mut r.seq).collect();
+            model.step_batch(&mut seqs, &chunk_refs, &positions)
         };
         steps.fetch_add(1, Ordering::Relaxed);
-        rows.fetch_add(single.len(), Ordering::Relaxed);
-        for (r, out) in single.into_iter().zip(result) {
+        rows.fetch_add(pending.len(), Ordering::Relaxed);
+        for (r, out) in pending.into_iter().zip(result) {
             let _ = r.reply.send((r.seq, out));
         }
     }
@@ -382,7 +380,7 @@ mod tests {
         assert_eq!(b.active(), 0);
         let (steps, rows) = b.batched();
         assert!(
-            rows == 4 * 21 && steps <= rows,
+            rows == 4 * 22 && steps <= rows,
             "{steps} steps, {rows} rows"
         );
     }
