@@ -71,6 +71,29 @@ fn main() {
         a / b
     );
 
+    // Four 200-token prompts in one pass vs four passes.
+    let long: Vec<TokenId> = (0..200u32).map(|i| TokenId(500 + i * 13)).collect();
+    let mut four: Vec<QwenModel> = (0..4)
+        .map(|_| QwenModel::from_weights(m.weights().clone()))
+        .collect();
+    let t = Instant::now();
+    for s in four.iter_mut() {
+        s.forward(&long, 0).unwrap();
+    }
+    let alone = t.elapsed().as_secs_f64() * 1e3;
+    for s in four.iter_mut() {
+        s.reset();
+    }
+    let t = Instant::now();
+    let chunks = vec![long.as_slice(); 4];
+    let mut refs: Vec<&mut QwenModel> = four.iter_mut().collect();
+    QwenModel::forward_batch(&mut refs, &chunks).unwrap();
+    let together = t.elapsed().as_secs_f64() * 1e3;
+    println!(
+        "4 prompts of 200 tokens: one pass {together:.1} ms, 4 passes {alone:.1} ms, ratio {:.2}",
+        together / alone
+    );
+
     // A batched step over B sequences vs B single steps.
     for bsz in [1usize, 2, 4, 8] {
         let mut seqs: Vec<QwenModel> = (0..bsz)
