@@ -30,9 +30,15 @@
 //!
 //! [`QwenModel::load`] reads a quantized GGUF file (llama.cpp format) and picks
 //! the architecture from `general.architecture`: `qwen2` (Qwen2 / Qwen2.5, the
-//! default Qwen2.5-Coder-0.5B-Instruct) through
-//! `candle_transformers::models::quantized_qwen2`, `qwen3` through
-//! `quantized_qwen3`. Anything else is [`ModelError::UnsupportedArchitecture`].
+//! default Qwen2.5-Coder-0.5B-Instruct) or `qwen3`, run by constrain's own
+//! forward pass on candle's quantized matmuls ([`net`], ported from
+//! candle-transformers' `quantized_qwen2` / `quantized_qwen3` and tested
+//! against them): the weights are shared behind an `Arc`, each sequence's KV
+//! cache is a value of its own that truncates ([`LanguageModel::truncate`])
+//! and forks ([`QwenModel::fork`]), [`LanguageModel::forward_all`] scores
+//! several positions in one pass, and [`QwenModel::step_batch`] steps several
+//! sequences at different positions in one pass. Anything else is
+//! [`ModelError::UnsupportedArchitecture`].
 //! The file is checked before any weight is read: a missing file, a header that
 //! does not parse, or tensor data running past the end of the file (a truncated
 //! download) are typed errors naming the path.
@@ -65,6 +71,7 @@ pub mod generate;
 pub mod gguf;
 mod gguf_tokenizer;
 pub mod inspector;
+pub mod net;
 pub mod prompt;
 mod qwen;
 pub mod trace;
@@ -213,6 +220,11 @@ pub enum ModelError {
     Position { expected: usize, got: usize },
     #[error("empty batch: forward needs at least one token")]
     EmptyBatch,
+    /// A batched pass was called with parts that do not fit together
+    /// (sequences and tokens of different counts, a sequence made for other
+    /// weights).
+    #[error("batched forward pass: {0}")]
+    Batch(String),
     #[error("token {token} is outside the model's {width} logits")]
     TokenOutOfRange { token: TokenId, width: usize },
     #[error("sequence of {needed} tokens exceeds the model's context length of {context}")]

@@ -1,59 +1,34 @@
-//! The candle implementation of [`LanguageModel`] for quantized Qwen2 / Qwen3
-//! GGUF files, on CPU, with a KV cache.
+//! [`LanguageModel`] for quantized Qwen2 / Qwen3 GGUF files, on CPU: one
+//! sequence ([`Sequence`]) over shared weights ([`QwenWeights`], see
+//! [`crate::net`]), with a KV cache that truncates and forks.
 
 use crate::gguf::GgufFile;
+pub use crate::net::Architecture;
+use crate::net::{QwenWeights, Sequence};
 use crate::{check_compatible, gguf_tokenizer, LanguageModel, ModelError};
-use candle_core::{DType, Device, Tensor};
-use candle_transformers::models::{quantized_qwen2, quantized_qwen3};
 use constrain::vocab::TokenId;
 use constrain::vocab::{TextTokenizer, Vocabulary};
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The model families [`QwenModel`] runs, from `general.architecture`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Architecture {
-    /// Qwen2 / Qwen2.5 (`qwen2`): biased Q/K/V projections.
-    Qwen2,
-    /// Qwen3 (`qwen3`): per-head Q/K RMS norms, no biases.
-    Qwen3,
-}
-
-impl Architecture {
-    /// The GGUF name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Architecture::Qwen2 => "qwen2",
-            Architecture::Qwen3 => "qwen3",
-        }
-    }
-}
-
-enum Weights {
-    Qwen2(quantized_qwen2::ModelWeights),
-    Qwen3(quantized_qwen3::ModelWeights),
-}
-
-/// A quantized Qwen model loaded from GGUF, running on the CPU.
+/// A quantized Qwen model loaded from GGUF, running on the CPU: shared
+/// weights and one sequence of its own. [`QwenModel::fork`] makes another
+/// sequence over the same weights.
 pub struct QwenModel {
-    weights: Weights,
-    arch: Architecture,
-    device: Device,
-    logits_width: usize,
-    context_length: usize,
-    /// Tokens fed since the last start (the KV cache length).
-    fed: usize,
+    weights: Arc<QwenWeights>,
+    seq: Sequence,
     eos_token_id: Option<TokenId>,
 }
 
 impl std::fmt::Debug for QwenModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self.weights.config();
         f.debug_struct("QwenModel")
-            .field("arch", &self.arch)
-            .field("logits_width", &self.logits_width)
-            .field("context_length", &self.context_length)
-            .field("fed", &self.fed)
+            .field("arch", &c.arch)
+            .field("logits_width", &c.logits_width)
+            .field("context_length", &c.context_length)
+            .field("fed", &self.seq.len())
             .finish()
     }
 }
@@ -66,136 +41,151 @@ impl QwenModel {
 
     /// Loads the weights of an opened GGUF file.
     pub fn from_file(mut file: GgufFile) -> Result<QwenModel, ModelError> {
-        let shown = file.path.display().to_string();
-        let arch = match file.architecture()? {
-            "qwen2" => Architecture::Qwen2,
-            "qwen3" => Architecture::Qwen3,
-            other => {
-                return Err(ModelError::UnsupportedArchitecture {
-                    path: shown,
-                    arch: other.to_string(),
-                })
-            }
-        };
-        let a = arch.name();
-        let context_length = file.integer(&format!("{a}.context_length"))? as usize;
-        let logits_width = header_logits_width(&file)?;
         let eos_token_id = file
             .opt_integer("tokenizer.ggml.eos_token_id")
             .ok()
             .flatten()
             .map(|e| TokenId(e as u32));
-        let device = Device::Cpu;
-        let content = std::mem::replace(
-            &mut file.content,
-            candle_core::quantized::gguf_file::Content {
-                magic: candle_core::quantized::gguf_file::VersionedMagic::GgufV3,
-                metadata: Default::default(),
-                tensor_infos: Default::default(),
-                tensor_data_offset: 0,
-            },
-        );
-        let load = |source| ModelError::Load {
-            path: shown.clone(),
-            source,
-        };
-        crate::mark_pools_used();
-        let weights = match arch {
-            Architecture::Qwen2 => Weights::Qwen2(
-                quantized_qwen2::ModelWeights::from_gguf(content, &mut file.reader, &device)
-                    .map_err(load)?,
-            ),
-            Architecture::Qwen3 => Weights::Qwen3(
-                quantized_qwen3::ModelWeights::from_gguf(content, &mut file.reader, &device)
-                    .map_err(load)?,
-            ),
-        };
-        Ok(QwenModel {
+        let weights = Arc::new(QwenWeights::from_gguf(&mut file)?);
+        let mut m = QwenModel::from_weights(weights);
+        m.eos_token_id = eos_token_id;
+        Ok(m)
+    }
+
+    /// A model with a new, empty sequence over shared weights.
+    pub fn from_weights(weights: Arc<QwenWeights>) -> QwenModel {
+        QwenModel {
+            seq: weights.sequence(),
             weights,
-            arch,
-            device,
-            logits_width,
-            context_length,
-            fed: 0,
-            eos_token_id,
-        })
+            eos_token_id: None,
+        }
+    }
+
+    /// The shared weights.
+    pub fn weights(&self) -> &Arc<QwenWeights> {
+        &self.weights
+    }
+
+    /// This model's sequence (KV cache and position).
+    pub fn sequence(&self) -> &Sequence {
+        &self.seq
+    }
+
+    /// A second model over the same weights that continues from this one's
+    /// sequence (its KV cache copied); the two then go their own ways.
+    pub fn fork(&self) -> QwenModel {
+        QwenModel {
+            weights: self.weights.clone(),
+            seq: self.seq.fork(),
+            eos_token_id: self.eos_token_id,
+        }
+    }
+
+    /// One decoding step over several models that share weights: feeds
+    /// `tokens[i]` to `models[i]` (each at its own position) in one batched
+    /// pass and returns each one's logits.
+    pub fn step_batch(
+        models: &mut [&mut QwenModel],
+        tokens: &[TokenId],
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        let Some(first) = models.first() else {
+            return Err(ModelError::EmptyBatch);
+        };
+        let weights = first.weights.clone();
+        if models.iter().any(|m| !Arc::ptr_eq(&m.weights, &weights)) {
+            return Err(ModelError::Batch(
+                "the models do not share one copy of the weights".into(),
+            ));
+        }
+        let mut seqs: Vec<&mut Sequence> = models.iter_mut().map(|m| &mut m.seq).collect();
+        weights.step_batch(&mut seqs, tokens)
+    }
+
+    /// One pass over several models that share weights: feeds `chunks[i]`
+    /// (one or more tokens: a step, a jump-forward stretch, a prompt) to
+    /// `models[i]` after what it holds; each one's logits after its last
+    /// token. The matmuls run once over all the rows.
+    pub fn forward_batch(
+        models: &mut [&mut QwenModel],
+        chunks: &[&[TokenId]],
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        let Some(first) = models.first() else {
+            return Err(ModelError::EmptyBatch);
+        };
+        let weights = first.weights.clone();
+        if models.iter().any(|m| !Arc::ptr_eq(&m.weights, &weights)) {
+            return Err(ModelError::Batch(
+                "the models do not share one copy of the weights".into(),
+            ));
+        }
+        let mut seqs: Vec<&mut Sequence> = models.iter_mut().map(|m| &mut m.seq).collect();
+        weights.pass(&mut seqs, chunks, false)
     }
 
     /// The architecture read from `general.architecture`.
     pub fn architecture(&self) -> Architecture {
-        self.arch
+        self.weights.config().arch
     }
 
     /// `tokenizer.ggml.eos_token_id`, when the file names one.
     pub fn eos_token_id(&self) -> Option<TokenId> {
         self.eos_token_id
     }
+
+    /// Checks a forward call's position; restarts the sequence at 0.
+    fn position(&mut self, tokens: &[TokenId], pos: usize) -> Result<(), ModelError> {
+        if tokens.is_empty() {
+            return Err(ModelError::EmptyBatch);
+        }
+        if pos != 0 && pos != self.seq.len() {
+            return Err(ModelError::Position {
+                expected: self.seq.len(),
+                got: pos,
+            });
+        }
+        let c = self.weights.config();
+        if pos + tokens.len() > c.context_length {
+            return Err(ModelError::ContextOverflow {
+                needed: pos + tokens.len(),
+                context: c.context_length,
+            });
+        }
+        if pos == 0 {
+            self.seq.clear();
+        }
+        Ok(())
+    }
 }
 
 impl LanguageModel for QwenModel {
     fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
-        if tokens.is_empty() {
-            return Err(ModelError::EmptyBatch);
+        self.position(tokens, pos)?;
+        self.weights.forward(&mut self.seq, tokens)
+    }
+
+    fn forward_all(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<Vec<f32>>, ModelError> {
+        self.position(tokens, pos)?;
+        self.weights.forward_all(&mut self.seq, tokens)
+    }
+
+    fn truncate(&mut self, len: usize) -> bool {
+        if len > self.seq.len() {
+            return false;
         }
-        if pos != 0 && pos != self.fed {
-            return Err(ModelError::Position {
-                expected: self.fed,
-                got: pos,
-            });
-        }
-        let needed = pos + tokens.len();
-        if needed > self.context_length {
-            return Err(ModelError::ContextOverflow {
-                needed,
-                context: self.context_length,
-            });
-        }
-        if let Some(&t) = tokens.iter().find(|t| t.as_usize() >= self.logits_width) {
-            return Err(ModelError::TokenOutOfRange {
-                token: t,
-                width: self.logits_width,
-            });
-        }
-        if pos == 0 {
-            self.reset();
-        }
-        let ids: Vec<u32> = tokens.iter().map(|t| t.0).collect();
-        let fwd = |source| ModelError::Forward { pos, source };
-        let input = Tensor::new(ids.as_slice(), &self.device)
-            .and_then(|t| t.unsqueeze(0))
-            .map_err(fwd)?;
-        let out = match &mut self.weights {
-            Weights::Qwen2(w) => w.forward(&input, pos),
-            Weights::Qwen3(w) => w.forward(&input, pos),
-        };
-        // A failed pass may have left a partial cache entry: force a restart.
-        let out = out.map_err(|e| {
-            self.fed = usize::MAX;
-            fwd(e)
-        })?;
-        let logits = out
-            .flatten_all()
-            .and_then(|t| t.to_dtype(DType::F32))
-            .and_then(|t| t.to_vec1::<f32>())
-            .map_err(fwd)?;
-        self.fed = needed;
-        Ok(logits)
+        self.seq.truncate(len);
+        true
     }
 
     fn reset(&mut self) {
-        match &mut self.weights {
-            Weights::Qwen2(w) => w.clear_kv_cache(),
-            Weights::Qwen3(w) => w.clear_kv_cache(),
-        }
-        self.fed = 0;
+        self.seq.clear();
     }
 
     fn logits_width(&self) -> usize {
-        self.logits_width
+        self.weights.config().logits_width
     }
 
     fn context_length(&self) -> usize {
-        self.context_length
+        self.weights.config().context_length
     }
 }
 

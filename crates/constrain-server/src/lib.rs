@@ -33,9 +33,11 @@
 //! 4. **Admit** ([`scheduler`]): wait for one of `--parallel` slots in a
 //!    bounded queue (503 + `Retry-After` past it).
 //! 5. **Decode** ([`run`]): the generation loop of `constrain-model`, over
-//!    the slot's own model instance; bytes stream out as they are taken. A
-//!    client that goes away cancels its sequence before the next forward
-//!    pass.
+//!    the slot's own sequence; bytes stream out as they are taken. With the
+//!    Qwen model the sequences share one copy of the weights and one decode
+//!    loop that runs one batched forward pass per step over all of them
+//!    ([`batch`]). A client that goes away cancels its sequence before the
+//!    next forward pass.
 //!
 //! ## Errors
 //!
@@ -46,6 +48,7 @@
 //! model instance).
 
 pub mod api;
+pub mod batch;
 pub mod chat;
 pub mod error;
 pub mod run;
@@ -149,23 +152,17 @@ impl ServerState {
     }
 }
 
-/// Loads a GGUF model for serving: the tokenizer and vocabulary once, and a
-/// factory that loads one more instance of the weights per slot (candle's
-/// quantized Qwen2 keeps its KV cache inside the weights struct, which
-/// cannot be cloned, so each slot holds its own copy).
+/// Loads a GGUF model for serving: the tokenizer and vocabulary, **one**
+/// copy of the weights, and the decode loop ([`batch`]) that runs one
+/// batched forward pass per step over the active sequences. The factory
+/// makes a sequence handle (its own KV cache, the weights shared) per slot.
 pub fn load_qwen(
     path: &std::path::Path,
     tokenizer: &constrain_model::TokenizerSource,
 ) -> Result<(TextTokenizer, Arc<Vocabulary>, ModelFactory), ModelError> {
     let loaded = constrain_model::load(path, tokenizer)?;
-    let first = std::sync::Mutex::new(Some(loaded.model));
-    let path = path.to_path_buf();
-    let factory: ModelFactory = Arc::new(move || {
-        if let Some(m) = first.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            return Ok(Box::new(m) as SeqModel);
-        }
-        Ok(Box::new(constrain_model::QwenModel::load(&path)?) as SeqModel)
-    });
+    let batcher = batch::Batcher::start(batch::QwenBatch(loaded.model.weights().clone()));
+    let factory: ModelFactory = Arc::new(move || Ok(Box::new(batcher.handle()?) as SeqModel));
     Ok((loaded.tokenizer, loaded.vocab, factory))
 }
 

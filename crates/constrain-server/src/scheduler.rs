@@ -17,9 +17,11 @@
 //! handler's future or the SSE stream is dropped, see [`CancelOnDrop`]), so
 //! the sequence stops before its next forward pass and its slot is free.
 //!
-//! What is not here yet: one *batched* forward pass over all active
-//! sequences. Each sequence runs its own passes, so the slots share the CPU
-//! rather than a matmul.
+//! The "model instance" of a slot is whatever the factory makes: for the
+//! Qwen model a [`crate::batch::BatchedSeq`], a sequence handle over one
+//! shared copy of the weights whose forward passes the shared decode loop
+//! batches with the other slots' (one matmul per step for all of them);
+//! for the fake model of the tests, a model of its own.
 
 use crate::error::ApiError;
 use constrain::TokenId;
