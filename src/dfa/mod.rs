@@ -54,6 +54,9 @@ pub struct DfaConfig {
     /// 0.80 s / 21 µs and 200,000 0.94 s / 19 µs (a state determinized on
     /// demand costs its first visit a walk).
     pub lazy_states: Option<usize>,
+    /// Also leave the rest lazy once the states determinized up front hold
+    /// more than this many bytes of NFA-state sets (default `None`).
+    pub lazy_work: Option<usize>,
 }
 
 impl Default for DfaConfig {
@@ -64,6 +67,7 @@ impl Default for DfaConfig {
             dfa_size_limit: 512 << 20,
             minimize: false,
             lazy_states: Some(200_000),
+            lazy_work: None,
         }
     }
 }
@@ -144,9 +148,10 @@ impl ByteDfa {
             config.dfa_size_limit,
             config.determinize_size_limit,
         );
+        let lazy_work = config.lazy_work.unwrap_or(usize::MAX);
         let mut i = 1;
         while i < det.len() {
-            if det.len() > lazy_states {
+            if det.len() > lazy_states || det.key_bytes() > lazy_work {
                 return Ok(Dfa::Lazy(Box::new(LazyDfa {
                     explored: vec![true; i],
                     det,
@@ -155,6 +160,7 @@ impl ByteDfa {
                     max_states: usize::MAX,
                     pattern_len: size,
                     loop_thread: Vec::new(),
+                    journal: Vec::new(),
                 })));
             }
             det.explore(i).map_err(|l| limit_error(l, config))?;
@@ -413,6 +419,8 @@ pub struct LazyDfa {
     /// Per NFA state, whether it is a plain-text loop thread (see
     /// [`LazyDfa::has_plain_loop_thread`]); empty until first asked.
     loop_thread: Vec<u8>,
+    /// States explored since [`LazyDfa::take_explored`] was last called.
+    journal: Vec<u32>,
 }
 
 const LOOP_UNKNOWN: u8 = 0;
@@ -450,6 +458,7 @@ impl LazyDfa {
             self.explored.resize(self.det.len(), false);
         }
         self.explored[s] = true;
+        self.journal.push(s as u32);
         // Err(None): an earlier row already hit a limit (and reported it).
         let res = if self.failed.is_some() {
             Err(None)
@@ -480,6 +489,25 @@ impl LazyDfa {
     #[inline]
     pub fn is_accepting(&self, s: u32) -> bool {
         self.det.accepting[s as usize]
+    }
+
+    /// Whether the row of `s` is filled (its transitions are final).
+    #[inline]
+    pub fn is_explored(&self, s: u32) -> bool {
+        self.explored.get(s as usize).is_some_and(|&e| e)
+    }
+
+    /// The transitions of an explored state `s`, one per byte class (0:
+    /// dead).
+    pub fn row(&self, s: u32) -> &[u32] {
+        let at = s as usize * self.det.stride;
+        &self.det.trans[at..at + self.det.stride]
+    }
+
+    /// The states explored (rows filled) since the last call, for a reader
+    /// that copies rows out as they become final.
+    pub fn take_explored(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.journal)
     }
 
     /// Whether `s` holds an NFA thread that every "plain" text keeps alive

@@ -50,6 +50,7 @@ pub fn fuzz_dfa_config() -> DfaConfig {
         dfa_size_limit: 2 << 20,
         minimize: false,
         lazy_states: None,
+        lazy_work: None,
     }
 }
 
