@@ -212,7 +212,6 @@ fn dfa_config() -> DfaConfig {
         dfa_size_limit: 512 << 10,
         minimize: false,
         lazy_states: None,
-        lazy_work: None,
     }
 }
 

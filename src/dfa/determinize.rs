@@ -323,12 +323,6 @@ impl Determinizer {
         d
     }
 
-    /// Bytes the state keys found so far hold (a measure of the work done:
-    /// exploring a state costs about its key and its successors' keys).
-    pub fn key_bytes(&self) -> usize {
-        self.key_bytes
-    }
-
     /// Number of states found so far (the dead state included).
     pub fn len(&self) -> usize {
         self.keys.len()

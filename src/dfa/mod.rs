@@ -30,6 +30,19 @@ mod parse;
 /// recursive, so this still bounds its stack use).
 pub const NEST_LIMIT: u32 = 1000;
 
+/// The default [`DfaConfig::lazy_states`]: DFAs of more states are built
+/// lazily. An eager index costs about 10–20 µs per state on one core (a
+/// 137-state DFA: 3 ms; MaskBench dev's median schema, 1,750 states: 27 ms;
+/// its p99, 160,000 states: a second), while a lazy build costs the NFA and
+/// the first mask. Measured on 102 MaskBench dev files, one thread, a shared
+/// 2-core machine (`constrain maskbench --files-from ... --jobs 1`): TTFM
+/// p50 / p90 / p99 went from 30 / 560 / 2,400 ms (200,000 states, the old
+/// default) to 1.7 / 104 / 450 ms (128), and TBM p90 / p99 from 0.6 / 8 µs
+/// to 10 / 145 µs (a state's first visit pays its row and its mask). 1 state
+/// gave the same figures; 128 keeps small patterns (a few milliseconds to
+/// build) eager, with every mask precomputed and a known largest budget.
+pub const LAZY_STATES: usize = 128;
+
 /// Size limits for turning a pattern into a DFA. Defaults are documented on
 /// each field; all are in bytes of heap memory.
 #[derive(Clone, Debug)]
@@ -44,19 +57,11 @@ pub struct DfaConfig {
     /// gain of 8 %; see `shared/notes/schema-dfa-sizes.md`).
     pub minimize: bool,
     /// [`ByteDfa::build`] determinizes at most this many states up front and
-    /// leaves the rest to be determinized on demand ([`LazyDfa`]); `None`
-    /// always builds the whole DFA. Default 200,000 states: a DFA and index
-    /// of that size take well under a second to build on one core, while
-    /// the largest schema DFAs (a million states) take several. Measured on
-    /// MaskBench's dev half (TTFM p99 / TBM p99), before the subset regex
-    /// parser: 50,000 gave 0.85 s / 40 µs, 100,000 0.91 s / 27 µs, 150,000
-    /// 1.11 s / 21 µs; with it and the memoized closures: 150,000 gave
-    /// 0.80 s / 21 µs and 200,000 0.94 s / 19 µs (a state determinized on
-    /// demand costs its first visit a walk).
+    /// leaves the rest to be determinized on demand ([`LazyDfa`]), and the
+    /// token index over it computes masks as matchers visit states; `None`
+    /// always builds the whole DFA. Default [`LAZY_STATES`] (128): lazy
+    /// wherever an eager build costs more than a few milliseconds.
     pub lazy_states: Option<usize>,
-    /// Also leave the rest lazy once the states determinized up front hold
-    /// more than this many bytes of NFA-state sets (default `None`).
-    pub lazy_work: Option<usize>,
 }
 
 impl Default for DfaConfig {
@@ -66,8 +71,7 @@ impl Default for DfaConfig {
             determinize_size_limit: 1 << 30,
             dfa_size_limit: 512 << 20,
             minimize: false,
-            lazy_states: Some(200_000),
-            lazy_work: None,
+            lazy_states: Some(LAZY_STATES),
         }
     }
 }
@@ -148,10 +152,9 @@ impl ByteDfa {
             config.dfa_size_limit,
             config.determinize_size_limit,
         );
-        let lazy_work = config.lazy_work.unwrap_or(usize::MAX);
         let mut i = 1;
         while i < det.len() {
-            if det.len() > lazy_states || det.key_bytes() > lazy_work {
+            if det.len() > lazy_states {
                 return Ok(Dfa::Lazy(Box::new(LazyDfa {
                     explored: vec![true; i],
                     det,

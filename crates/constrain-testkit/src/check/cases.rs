@@ -50,7 +50,6 @@ pub fn fuzz_dfa_config() -> DfaConfig {
         dfa_size_limit: 2 << 20,
         minimize: false,
         lazy_states: None,
-        lazy_work: None,
     }
 }
 
