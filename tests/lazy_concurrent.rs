@@ -16,9 +16,8 @@ fn vocab() -> Arc<Vocabulary> {
         b"ab", b"\"a", b"12", b"true", b", ", b"\": ", b"name", b"\"kind", b"alpha\"", b"{\"",
         b"\"}", b"zz",
     ];
-    let mut toks: Vec<(TokenId, Vec<u8>)> = (0..=255u8)
-        .map(|b| (TokenId(b as u32), vec![b]))
-        .collect();
+    let mut toks: Vec<(TokenId, Vec<u8>)> =
+        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
     for (i, m) in multi.iter().enumerate() {
         toks.push((TokenId(256 + i as u32), m.to_vec()));
     }

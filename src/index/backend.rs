@@ -436,10 +436,7 @@ mod tests {
         // 0 -> 1 -> 2, 3 -> 3 (a loop that never reaches the seed 2).
         let off = [0, 1, 2, 2, 3];
         let succ = [1, 2, 3];
-        assert_eq!(
-            reverse_reach(4, &[2], &off, &succ),
-            vec![2, 1, 0, u32::MAX]
-        );
+        assert_eq!(reverse_reach(4, &[2], &off, &succ), vec![2, 1, 0, u32::MAX]);
     }
 
     #[test]

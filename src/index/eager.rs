@@ -464,8 +464,7 @@ impl Backend for Eager {
 
     fn memory_usage(&self) -> usize {
         let mut seen = std::collections::HashSet::new();
-        let mut m =
-            self.table.memory_usage() + self.budgets.memory_usage() + self.masks.len() * 8;
+        let mut m = self.table.memory_usage() + self.budgets.memory_usage() + self.masks.len() * 8;
         for cell in &self.masks {
             if let Some(a) = cell.get() {
                 if seen.insert(Arc::as_ptr(a)) {

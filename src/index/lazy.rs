@@ -506,7 +506,10 @@ impl Published {
     fn info(&self, s: u32) -> Option<(bool, u32)> {
         let v = self.info.get(s)?;
         let d = v & !ACCEPTS;
-        Some((v & ACCEPTS != 0, if d == ACCEPTS - 1 { u32::MAX } else { d }))
+        Some((
+            v & ACCEPTS != 0,
+            if d == ACCEPTS - 1 { u32::MAX } else { d },
+        ))
     }
 
     fn memory_usage(&self) -> usize {
