@@ -76,6 +76,33 @@ impl Default for DfaConfig {
     }
 }
 
+/// With a DFA or determinization limit set below its default and the
+/// default [`DfaConfig::lazy_states`], DFAs of up to this many states are
+/// still built whole (the old lazy threshold), so that a pattern over that
+/// limit is refused at compile time, as a caller who sets a small limit
+/// expects (`constrain compile --dfa-size-limit`), rather than when a matcher
+/// reaches it (a lazy DFA past a limit leaves states without masks). An
+/// explicit other `lazy_states` is taken as given.
+pub const LIMIT_CHECK_STATES: usize = 200_000;
+
+impl DfaConfig {
+    /// The number of states past which [`ByteDfa::build`] goes lazy:
+    /// [`DfaConfig::lazy_states`], or [`LIMIT_CHECK_STATES`] when it is the
+    /// default and a size limit is below its default.
+    pub fn lazy_threshold(&self) -> Option<usize> {
+        let d = DfaConfig::default();
+        let small_limit = self.dfa_size_limit < d.dfa_size_limit
+            || self.determinize_size_limit < d.determinize_size_limit;
+        self.lazy_states.map(|n| {
+            if small_limit && n == LAZY_STATES {
+                LIMIT_CHECK_STATES
+            } else {
+                n
+            }
+        })
+    }
+}
+
 /// Why a pattern did not become a DFA.
 #[derive(Debug, thiserror::Error)]
 pub enum DfaError {
@@ -128,7 +155,7 @@ impl ByteDfa {
     /// determinized so far and finds the rest on demand. Patterns with
     /// look-around, and `minimize`, always build the whole DFA.
     pub fn build(pattern: &str, config: &DfaConfig) -> Result<Dfa, DfaError> {
-        let Some(lazy_states) = config.lazy_states else {
+        let Some(lazy_states) = config.lazy_threshold() else {
             return Ok(Dfa::Eager(ByteDfa::new(pattern, config)?));
         };
         let nfa = Self::nfa(pattern, config)?;
@@ -188,7 +215,7 @@ impl ByteDfa {
         if config.minimize || !nfa.look_set_any().is_empty() {
             return Ok(Dfa::Eager(Self::from_nfa_reference(&nfa, size, config)?));
         }
-        let lazy_states = config.lazy_states.unwrap_or(usize::MAX);
+        let lazy_states = config.lazy_threshold().unwrap_or(usize::MAX);
         Self::determinize(nfa, size, lazy_states, config)
     }
 
