@@ -1,156 +1,108 @@
-//! Index benchmark (a bench binary that prints figures; `cargo bench --bench index`).
+//! Index benchmark over the full Qwen vocabulary (criterion): `cargo bench
+//! --bench index`.
 //!
-//! Single-threaded eager build of the record regex of the core-engine issue over
-//! the full Qwen vocabulary, its memory, per-step `allowed()` + `advance()`
-//! (p50/p99), the build with all cores, lazy mode, and every `grammars/` file.
+//! * `build_eager/NAME`: pattern → DFA → eager index, one thread (the record
+//!   regex of the core-engine issue and every `grammars/*.regex` file);
+//! * `build_lazy/NAME`: pattern → lazy DFA → lazy index (the first mask);
+//! * `step/{eager,lazy_warm}`: `allowed()` + `advance()` along random walks
+//!   of the record regex (tokens picked beforehand), on the eager index and
+//!   on a lazy index whose states the walks have all visited once (every
+//!   read goes through the published, lock-free tables);
+//! * `step/lazy_warm_2threads`: the same on two threads at once over one
+//!   shared lazy index (per-step time; with a lock on the hot path the two
+//!   threads would queue on it).
+//!
+//! Skips with a message when the tokenizer is absent.
 
 use constrain::dfa::{ByteDfa, DfaConfig};
 use constrain::grammar::Grammar;
 use constrain::index::{IndexConfig, TokenIndex};
-use constrain::vocab::{Vocabulary, QWEN_LOGITS_WIDTH};
+use constrain::vocab::{TokenId, Vocabulary};
 use constrain::Matcher;
+use constrain_testkit::assets;
+use criterion::{black_box, criterion_group, Criterion};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const RECORD: &str = r#"\{"name": "[a-zA-Z_][a-zA-Z0-9_]{0,63}", "email": "[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}", "tags": \[("[^"\\\x00-\x1f]{1,20}"(, "[^"\\\x00-\x1f]{1,20}"){0,4})?\], "age": (0|[1-9][0-9]{0,2}), "bio": "[^"\\\x00-\x1f]{0,200}"\}"#;
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn build(re: &str, vocab: &Arc<Vocabulary>, cfg: &IndexConfig) -> (TokenIndex, Duration) {
-    let t = Instant::now();
-    let dfa = ByteDfa::new(re, &DfaConfig::default()).unwrap();
-    let idx = TokenIndex::build(&dfa, vocab.clone(), cfg).unwrap();
-    (idx, t.elapsed())
-}
-
-fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("index bench: run it with `cargo bench --bench index`");
-        return;
-    }
-    let home = std::env::var("CONSTRAIN_HOME").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/constrain",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    });
-    let path = format!("{home}/tokenizer.json");
-    if !std::path::Path::new(&path).exists() {
-        eprintln!("skipping: {path} missing (run scripts/fetch-assets)");
-        return;
-    }
-    let t = Instant::now();
-    let vocab = Arc::new(
-        Vocabulary::from_tokenizer_json_file(&path)
-            .unwrap()
-            .with_logits_width(QWEN_LOGITS_WIDTH)
-            .unwrap(),
-    );
-    println!(
-        "vocabulary load: {:.1} ms ({} text tokens)",
-        ms(t.elapsed()),
-        vocab.num_text_tokens()
-    );
-    let one = IndexConfig {
+fn one_thread() -> IndexConfig {
+    IndexConfig {
         threads: 1,
         ..Default::default()
-    };
-    let t = Instant::now();
-    let _ = build("a", &vocab, &one);
-    println!(
-        "token tries (once per vocabulary): {:.1} ms",
-        ms(t.elapsed())
-    );
+    }
+}
 
-    let dfa_t = median(
-        (0..3)
-            .map(|_| {
-                let t = Instant::now();
-                ByteDfa::new(RECORD, &DfaConfig::default()).unwrap();
-                t.elapsed()
-            })
-            .collect(),
-    );
-    let runs: Vec<(TokenIndex, Duration)> = (0..3).map(|_| build(RECORD, &vocab, &one)).collect();
-    let st = runs[0].0.stats().clone();
-    let eager1 = median(runs.iter().map(|r| r.1).collect());
-    println!(
-        "record regex: {} live states, {} byte classes, {} horizon classes, {} distinct masks, {:.1} MB",
-        st.states, st.byte_classes, st.horizon_classes, st.distinct_masks, st.memory_bytes as f64 / 1e6
-    );
-    println!(
-        "record regex: DFA {:.1} ms; eager build (DFA + index), 1 thread: {:.1} ms (median of 3)",
-        ms(dfa_t),
-        ms(eager1)
-    );
-    let all = IndexConfig::default();
-    let eager_all = median((0..3).map(|_| build(RECORD, &vocab, &all).1).collect());
-    println!(
-        "record regex: eager build, all {} cores: {:.1} ms",
-        rayon::current_num_threads(),
-        ms(eager_all)
-    );
-    let lazy = IndexConfig {
-        eager: false,
+fn eager(re: &str, vocab: &Arc<Vocabulary>) -> TokenIndex {
+    let dfa = ByteDfa::new(re, &DfaConfig::default()).unwrap();
+    TokenIndex::build(&dfa, vocab.clone(), &one_thread()).unwrap()
+}
+
+fn lazy(re: &str, vocab: &Arc<Vocabulary>) -> TokenIndex {
+    let cfg = DfaConfig {
+        lazy_states: Some(1),
         ..Default::default()
     };
-    let (lazy_idx, lazy_t) = build(RECORD, &vocab, &lazy);
-    println!("record regex: lazy build: {:.1} ms", ms(lazy_t));
+    let dfa = ByteDfa::build(re, &cfg).unwrap();
+    TokenIndex::build_dfa(dfa, vocab.clone(), &one_thread()).unwrap()
+}
 
-    // Per step: allowed() + advance() on random walks (eager index).
-    let idx = Arc::new(runs.into_iter().next().unwrap().0);
-    let mut rng = StdRng::seed_from_u64(1);
-    let mut times = Vec::new();
-    let mut lazy_times = Vec::new();
-    let lazy_idx = Arc::new(lazy_idx);
-    for (which, index) in [(0, &idx), (1, &lazy_idx)] {
-        for _ in 0..200 {
+/// Random walks over allowed tokens (each to acceptance or 400 tokens).
+fn walks(index: &Arc<TokenIndex>, n: usize, seed: u64) -> Vec<Vec<TokenId>> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
             let mut g = Matcher::from_index(index.clone());
-            let mut steps = 0;
-            while !g.is_finished() && steps < 400 {
-                // Pick the token outside the timed region (as a sampler would).
-                let allowed = g.allowed();
-                let n = allowed.len();
-                let k = rng.random_range(0..n);
-                let tok = allowed.iter().nth(k).unwrap();
-                let t = Instant::now();
-                let a = g.allowed();
-                std::hint::black_box(a.contains(tok));
-                g.advance(tok).unwrap();
-                let e = t.elapsed();
-                if which == 0 {
-                    times.push(e)
-                } else {
-                    lazy_times.push(e)
+            let mut out = Vec::new();
+            while !g.is_finished() && out.len() < 400 {
+                let allowed: Vec<TokenId> = g
+                    .allowed()
+                    .iter()
+                    .filter(|&t| !index.vocab().is_eos(t))
+                    .collect();
+                if allowed.is_empty() {
+                    break;
                 }
-                steps += 1;
+                let t = allowed[rng.random_range(0..allowed.len())];
+                g.advance(t).unwrap();
+                out.push(t);
             }
-        }
-    }
-    for (name, mut v) in [
-        ("eager", times),
-        ("lazy (first visits included)", lazy_times),
-    ] {
-        v.sort();
-        let p = |q: f64| v[((v.len() as f64 - 1.0) * q) as usize].as_secs_f64() * 1e6;
-        println!(
-            "allowed()+advance() {name}: {} steps, p50 {:.2} µs, p99 {:.2} µs, max {:.1} µs",
-            v.len(),
-            p(0.5),
-            p(0.99),
-            p(1.0)
-        );
-    }
+            out
+        })
+        .collect()
+}
 
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("grammars");
+/// Runs `steps` allowed() + advance() steps along `walks`, cycling.
+fn run_steps(index: &Arc<TokenIndex>, walks: &[Vec<TokenId>], steps: u64) {
+    let mut w = 0;
+    let mut i = 0;
+    let mut g = Matcher::from_index(index.clone());
+    for _ in 0..steps {
+        if i == walks[w].len() {
+            w = (w + 1) % walks.len();
+            i = 0;
+            g.reset();
+        }
+        let t = walks[w][i];
+        black_box(g.allowed().contains(t));
+        g.advance(t).unwrap();
+        i += 1;
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let Some(vocab) = assets::qwen_vocab() else {
+        eprintln!("skipping: index bench needs the Qwen tokenizer (run scripts/fetch-assets)");
+        return;
+    };
+    // The vocabulary's tries are built once per vocabulary: not measured.
+    let _ = eager("a", &vocab);
+
+    let mut g = c.benchmark_group("index");
+    g.sample_size(10);
+    let mut patterns = vec![("record".to_string(), RECORD.to_string())];
+    let dir = assets::repo_root().join("grammars");
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -158,15 +110,64 @@ fn main() {
         .collect();
     files.sort();
     for f in files {
-        let g = Grammar::load(&f).unwrap();
-        let d = median((0..3).map(|_| build(&g.pattern, &vocab, &one).1).collect());
-        let (i, _) = build(&g.pattern, &vocab, &one);
-        println!(
-            "grammar {:<14} {:>4} states {:>3} masks  build {:.2} ms",
-            g.name,
-            i.stats().states,
-            i.stats().distinct_masks,
-            ms(d)
-        );
+        let gr = Grammar::load(&f).unwrap();
+        patterns.push((gr.name.clone(), gr.pattern.clone()));
     }
+    for (name, re) in &patterns {
+        g.bench_function(format!("build_eager/{name}"), |b| {
+            b.iter(|| black_box(eager(re, &vocab)))
+        });
+        g.bench_function(format!("build_lazy/{name}"), |b| {
+            b.iter(|| black_box(lazy(re, &vocab)))
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("step");
+    let eager_idx = Arc::new(eager(RECORD, &vocab));
+    let lazy_idx = Arc::new(lazy(RECORD, &vocab));
+    let paths = walks(&eager_idx, 50, 1);
+    // Visit every state of the walks once, so the lazy runs read only.
+    for p in &paths {
+        let mut m = Matcher::from_index(lazy_idx.clone());
+        for &t in p {
+            m.advance(t).unwrap();
+            black_box(m.allowed());
+        }
+    }
+    g.bench_function("eager", |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            run_steps(&eager_idx, &paths, iters);
+            t.elapsed()
+        })
+    });
+    g.bench_function("lazy_warm", |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            run_steps(&lazy_idx, &paths, iters);
+            t.elapsed()
+        })
+    });
+    g.bench_function("lazy_warm_2threads", |b| {
+        b.iter_custom(|iters| {
+            // Per-step time with two threads stepping at once: the wall time
+            // of both (each does `iters` steps).
+            let t = Instant::now();
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| run_steps(&lazy_idx, &paths, iters));
+                }
+            });
+            t.elapsed()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
 }

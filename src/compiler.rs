@@ -16,10 +16,13 @@
 //!
 //! ## What the compiler decides
 //!
-//! * **Eager or lazy.** A DFA of at most [`DfaConfig::lazy_states`] states is
-//!   determinized and indexed up front; a bigger one is determinized, and its
-//!   masks computed, as matchers visit it. [`IndexConfig::eager`] `= false`
-//!   makes even a small DFA's masks lazy.
+//! * **Eager or lazy.** A DFA of at most [`DfaConfig::lazy_states`] states
+//!   (default [`crate::dfa::LAZY_STATES`], 128) is determinized and indexed
+//!   up front; a bigger one — any source whose eager index would cost more
+//!   than a few milliseconds, which is most JSON Schemas — is determinized,
+//!   and its masks computed, as matchers visit it, so the first mask comes
+//!   after the NFA and one state. [`IndexConfig::eager`] `= false` makes even
+//!   a small DFA's masks lazy; `lazy_states: None` makes every DFA eager.
 //! * **Every resource limit** (NFA, DFA and determinizer memory, states,
 //!   mask memory, schema sizes) comes from the config and is named in the
 //!   error when hit.
@@ -169,7 +172,7 @@ impl Source {
 #[derive(Clone, Debug)]
 pub struct CompilerConfig {
     /// Limits and the lazy threshold of the byte DFA (default
-    /// [`DfaConfig::default`]: lazy past 200,000 states).
+    /// [`DfaConfig::default`]: lazy past 128 states).
     pub dfa: DfaConfig,
     /// Limits and threads of the token index (default
     /// [`IndexConfig::default`]: eager masks over an eager DFA, all cores).

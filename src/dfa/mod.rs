@@ -30,6 +30,19 @@ mod parse;
 /// recursive, so this still bounds its stack use).
 pub const NEST_LIMIT: u32 = 1000;
 
+/// The default [`DfaConfig::lazy_states`]: DFAs of more states are built
+/// lazily. An eager index costs about 10–20 µs per state on one core (a
+/// 137-state DFA: 3 ms; MaskBench dev's median schema, 1,750 states: 27 ms;
+/// its p99, 160,000 states: a second), while a lazy build costs the NFA and
+/// the first mask. Measured on 102 MaskBench dev files, one thread, a shared
+/// 2-core machine (`constrain maskbench --files-from ... --jobs 1`): TTFM
+/// p50 / p90 / p99 went from 30 / 560 / 2,400 ms (200,000 states, the old
+/// default) to 1.7 / 104 / 450 ms (128), and TBM p90 / p99 from 0.6 / 8 µs
+/// to 10 / 145 µs (a state's first visit pays its row and its mask). 1 state
+/// gave the same figures; 128 keeps small patterns (a few milliseconds to
+/// build) eager, with every mask precomputed and a known largest budget.
+pub const LAZY_STATES: usize = 128;
+
 /// Size limits for turning a pattern into a DFA. Defaults are documented on
 /// each field; all are in bytes of heap memory.
 #[derive(Clone, Debug)]
@@ -44,15 +57,10 @@ pub struct DfaConfig {
     /// gain of 8 %; see `shared/notes/schema-dfa-sizes.md`).
     pub minimize: bool,
     /// [`ByteDfa::build`] determinizes at most this many states up front and
-    /// leaves the rest to be determinized on demand ([`LazyDfa`]); `None`
-    /// always builds the whole DFA. Default 200,000 states: a DFA and index
-    /// of that size take well under a second to build on one core, while
-    /// the largest schema DFAs (a million states) take several. Measured on
-    /// MaskBench's dev half (TTFM p99 / TBM p99), before the subset regex
-    /// parser: 50,000 gave 0.85 s / 40 µs, 100,000 0.91 s / 27 µs, 150,000
-    /// 1.11 s / 21 µs; with it and the memoized closures: 150,000 gave
-    /// 0.80 s / 21 µs and 200,000 0.94 s / 19 µs (a state determinized on
-    /// demand costs its first visit a walk).
+    /// leaves the rest to be determinized on demand ([`LazyDfa`]), and the
+    /// token index over it computes masks as matchers visit states; `None`
+    /// always builds the whole DFA. Default [`LAZY_STATES`] (128): lazy
+    /// wherever an eager build costs more than a few milliseconds.
     pub lazy_states: Option<usize>,
 }
 
@@ -63,8 +71,35 @@ impl Default for DfaConfig {
             determinize_size_limit: 1 << 30,
             dfa_size_limit: 512 << 20,
             minimize: false,
-            lazy_states: Some(200_000),
+            lazy_states: Some(LAZY_STATES),
         }
+    }
+}
+
+/// With a DFA or determinization limit set below its default and the
+/// default [`DfaConfig::lazy_states`], DFAs of up to this many states are
+/// still built whole (the old lazy threshold), so that a pattern over that
+/// limit is refused at compile time, as a caller who sets a small limit
+/// expects (`constrain compile --dfa-size-limit`), rather than when a matcher
+/// reaches it (a lazy DFA past a limit leaves states without masks). An
+/// explicit other `lazy_states` is taken as given.
+pub const LIMIT_CHECK_STATES: usize = 200_000;
+
+impl DfaConfig {
+    /// The number of states past which [`ByteDfa::build`] goes lazy:
+    /// [`DfaConfig::lazy_states`], or [`LIMIT_CHECK_STATES`] when it is the
+    /// default and a size limit is below its default.
+    pub fn lazy_threshold(&self) -> Option<usize> {
+        let d = DfaConfig::default();
+        let small_limit = self.dfa_size_limit < d.dfa_size_limit
+            || self.determinize_size_limit < d.determinize_size_limit;
+        self.lazy_states.map(|n| {
+            if small_limit && n == LAZY_STATES {
+                LIMIT_CHECK_STATES
+            } else {
+                n
+            }
+        })
     }
 }
 
@@ -120,7 +155,7 @@ impl ByteDfa {
     /// determinized so far and finds the rest on demand. Patterns with
     /// look-around, and `minimize`, always build the whole DFA.
     pub fn build(pattern: &str, config: &DfaConfig) -> Result<Dfa, DfaError> {
-        let Some(lazy_states) = config.lazy_states else {
+        let Some(lazy_states) = config.lazy_threshold() else {
             return Ok(Dfa::Eager(ByteDfa::new(pattern, config)?));
         };
         let nfa = Self::nfa(pattern, config)?;
@@ -155,6 +190,7 @@ impl ByteDfa {
                     max_states: usize::MAX,
                     pattern_len: size,
                     loop_thread: Vec::new(),
+                    journal: Vec::new(),
                 })));
             }
             det.explore(i).map_err(|l| limit_error(l, config))?;
@@ -179,7 +215,7 @@ impl ByteDfa {
         if config.minimize || !nfa.look_set_any().is_empty() {
             return Ok(Dfa::Eager(Self::from_nfa_reference(&nfa, size, config)?));
         }
-        let lazy_states = config.lazy_states.unwrap_or(usize::MAX);
+        let lazy_states = config.lazy_threshold().unwrap_or(usize::MAX);
         Self::determinize(nfa, size, lazy_states, config)
     }
 
@@ -413,6 +449,8 @@ pub struct LazyDfa {
     /// Per NFA state, whether it is a plain-text loop thread (see
     /// [`LazyDfa::has_plain_loop_thread`]); empty until first asked.
     loop_thread: Vec<u8>,
+    /// States explored since [`LazyDfa::take_explored`] was last called.
+    journal: Vec<u32>,
 }
 
 const LOOP_UNKNOWN: u8 = 0;
@@ -450,6 +488,7 @@ impl LazyDfa {
             self.explored.resize(self.det.len(), false);
         }
         self.explored[s] = true;
+        self.journal.push(s as u32);
         // Err(None): an earlier row already hit a limit (and reported it).
         let res = if self.failed.is_some() {
             Err(None)
@@ -480,6 +519,25 @@ impl LazyDfa {
     #[inline]
     pub fn is_accepting(&self, s: u32) -> bool {
         self.det.accepting[s as usize]
+    }
+
+    /// Whether the row of `s` is filled (its transitions are final).
+    #[inline]
+    pub fn is_explored(&self, s: u32) -> bool {
+        self.explored.get(s as usize).is_some_and(|&e| e)
+    }
+
+    /// The transitions of an explored state `s`, one per byte class (0:
+    /// dead).
+    pub fn row(&self, s: u32) -> &[u32] {
+        let at = s as usize * self.det.stride;
+        &self.det.trans[at..at + self.det.stride]
+    }
+
+    /// The states explored (rows filled) since the last call, for a reader
+    /// that copies rows out as they become final.
+    pub fn take_explored(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.journal)
     }
 
     /// Whether `s` holds an NFA thread that every "plain" text keeps alive

@@ -11,7 +11,8 @@
 //! [`DEAD`]. So "the next state is not `DEAD`" *is* "the text can still be
 //! completed" — the invariant that makes every mask free of dead ends. The
 //! table also keeps, per state, the shortest distance in bytes to acceptance
-//! and the canonical next byte of one shortest completion.
+//! (the canonical shortest completion and forced bytes are derived from it by
+//! the algorithms of `backend.rs`, shared with the lazy engine).
 
 use super::IndexError;
 use std::collections::HashMap;
@@ -85,13 +86,10 @@ pub struct LiveTable {
     pub(crate) stride: usize,
     pub(crate) trans: Vec<u32>,
     pub(crate) accepting: Vec<bool>,
+    /// How many bytes each class has.
+    pub(crate) class_size: Vec<u32>,
     /// Shortest number of bytes from the state to acceptance.
     pub(crate) dist: Vec<u32>,
-    /// The first byte of the canonical shortest completion (unused when accepting).
-    pub(crate) next_byte: Vec<u8>,
-    /// `Some(b)` when `b` is the only byte that keeps the state live and the
-    /// state does not accept (a forced byte).
-    pub(crate) forced: Vec<Option<u8>>,
     pub(crate) start: u32,
 }
 
@@ -136,44 +134,19 @@ impl LiveTable {
         }
         let n = states.len();
         let accepting_all: Vec<bool> = states.iter().map(|&s| a.is_accepting(s)).collect();
-        // 2. Distance to acceptance by a reverse BFS (CSR of reverse edges).
-        let mut rev_count = vec![0u32; n + 1];
-        for &t in &trans {
-            if t != DEAD {
-                rev_count[t as usize + 1] += 1;
-            }
+        // 2. Distance to acceptance by a reverse BFS.
+        let mut off: Vec<u32> = Vec::with_capacity(n + 1);
+        let mut succ: Vec<u32> = Vec::with_capacity(trans.len());
+        off.push(0);
+        for row in trans.chunks(stride) {
+            succ.extend(row.iter().copied().filter(|&t| t != DEAD));
+            off.push(succ.len() as u32);
         }
-        for k in 0..n {
-            rev_count[k + 1] += rev_count[k];
-        }
-        let mut fill = rev_count.clone();
-        let mut rev = vec![0u32; rev_count[n] as usize];
-        for (e, &t) in trans.iter().enumerate() {
-            if t != DEAD {
-                let src = (e / stride) as u32;
-                rev[fill[t as usize] as usize] = src;
-                fill[t as usize] += 1;
-            }
-        }
-        let mut dist = vec![u32::MAX; n];
-        let mut queue: Vec<u32> = Vec::new();
-        for (s, &acc) in accepting_all.iter().enumerate() {
-            if acc {
-                dist[s] = 0;
-                queue.push(s as u32);
-            }
-        }
-        let mut qi = 0;
-        while qi < queue.len() {
-            let t = queue[qi] as usize;
-            qi += 1;
-            for &src in &rev[rev_count[t] as usize..rev_count[t + 1] as usize] {
-                if dist[src as usize] == u32::MAX {
-                    dist[src as usize] = dist[t] + 1;
-                    queue.push(src);
-                }
-            }
-        }
+        let seeds: Vec<u32> = (0..n as u32)
+            .filter(|&s| accepting_all[s as usize])
+            .collect();
+        let dist = super::backend::reverse_reach(n, &seeds, &off, &succ);
+        drop((off, succ));
         if dist[0] == u32::MAX {
             return Err(IndexError::EmptyLanguage);
         }
@@ -198,41 +171,14 @@ impl LiveTable {
             accepting[ni] = accepting_all[s];
             dist2[ni] = dist[s];
         }
-        // 4. Canonical next byte (smallest byte on a shortest completion) and forced bytes.
-        let mut next_byte = vec![0u8; m];
-        let mut forced = vec![None; m];
-        for s in 0..m {
-            let mut best: Option<u8> = None;
-            let mut live_bytes = 0u32;
-            let mut only: u8 = 0;
-            for c in 0..stride {
-                let t = t2[s * stride + c];
-                if t == DEAD {
-                    continue;
-                }
-                live_bytes += class_size[c];
-                only = reps[c];
-                if !accepting[s] && dist2[t as usize] + 1 == dist2[s] {
-                    let b = reps[c];
-                    if best.is_none_or(|x| b < x) {
-                        best = Some(b);
-                    }
-                }
-            }
-            next_byte[s] = best.unwrap_or(0);
-            if live_bytes == 1 && !accepting[s] {
-                forced[s] = Some(only);
-            }
-        }
         Ok(LiveTable {
             classes,
             reps,
             stride,
             trans: t2,
             accepting,
+            class_size,
             dist: dist2,
-            next_byte,
-            forced,
             start: 0,
         })
     }
@@ -269,7 +215,7 @@ impl LiveTable {
 
     /// Memory of the table in bytes.
     pub fn memory_usage(&self) -> usize {
-        self.trans.len() * 4 + self.accepting.len() * (1 + 4 + 1 + 2)
+        self.trans.len() * 4 + self.accepting.len() * (1 + 4)
     }
 }
 
@@ -287,7 +233,10 @@ impl LiveTable {
                 return out;
             }
             let b = if out.len() >= soft_max {
-                self.next_byte[s as usize]
+                match super::backend::canonical_byte(self, s) {
+                    Some(b) => b,
+                    None => return out,
+                }
             } else {
                 live.clear();
                 live.extend((0..=255u8).filter(|&b| self.next(s, b) != DEAD));

@@ -10,10 +10,11 @@
 //! single bytes it also prunes token-level dead ends
 //! ([`Eager::enforce_token_liveness`]).
 
+use super::backend::{self, Backend, Classes, Slots};
 use super::trie::{self, TokenTrie, VocabTries};
 use super::{
-    has_every_byte, mix, plain_successors, Backend, ByteAutomaton, FastMap, IndexConfig,
-    IndexError, IndexStats, LiveTable, PlainReps, TokenSet, DEAD, NO_LEVEL,
+    has_every_byte, mix, plain_successors, ByteAutomaton, FastMap, IndexConfig, IndexError,
+    IndexStats, LiveTable, PlainReps, TokenSet, DEAD, NO_LEVEL,
 };
 use crate::vocab::{TokenId, Vocabulary};
 use rayon::prelude::*;
@@ -24,8 +25,10 @@ use std::time::Instant;
 pub(super) struct Eager {
     table: LiveTable,
     masks: Vec<OnceLock<Arc<TokenSet>>>,
-    /// Upper bound on tokens to acceptance, per state (`u32::MAX`: unknown).
-    budget: Vec<u32>,
+    classes: Classes,
+    /// Upper bound on tokens to acceptance, per state (`u32::MAX`: unknown),
+    /// all filled at build ([`backend::budget`]).
+    budgets: Slots,
     /// The largest known budget.
     max_budget: Option<u32>,
     /// Token-level liveness, when the vocabulary lacks single bytes (see
@@ -52,14 +55,14 @@ impl Eager {
         stats.byte_classes = table.stride;
         let mut e = Eager {
             masks: (0..n).map(|_| OnceLock::new()).collect(),
-            budget: Vec::new(),
+            classes: Classes::new(&table.classes),
+            budgets: Slots::new(n),
             max_budget: None,
             token_live: None,
             plain_level: Vec::new(),
             table,
         };
-        e.budget = e.compute_budget(tries);
-        e.max_budget = e.budget.iter().copied().filter(|&b| b != u32::MAX).max();
+        e.max_budget = e.compute_budget(tries);
         e.plain_level = plain_reach(&e.table)
             .iter()
             .map(|&r| {
@@ -209,43 +212,17 @@ impl Eager {
         out
     }
 
-    /// Greedy tokenization of each state's canonical shortest completion.
-    fn compute_budget(&self, tries: &VocabTries) -> Vec<u32> {
+    /// Every state's budget ([`backend::budget`]), in order of distance
+    /// to acceptance (so each is one step from a known one); the largest.
+    fn compute_budget(&self, tries: &VocabTries) -> Option<u32> {
         let t = &self.table;
-        let n = t.len();
-        let mut order: Vec<u32> = (0..n as u32).collect();
+        let mut order: Vec<u32> = (0..t.len() as u32).collect();
         order.sort_unstable_by_key(|&s| t.dist[s as usize]);
-        let mut budget = vec![u32::MAX; n];
-        for &s in &order {
-            if t.accepting[s as usize] {
-                budget[s as usize] = 0;
-                continue;
-            }
-            // Follow the canonical path, at most the longest token's length.
-            let mut path_states = Vec::with_capacity(16);
-            let mut cur = s;
-            let tok = trie::longest_prefix_token(&tries.full, |k| {
-                if k == 0 {
-                    cur = s;
-                    path_states.clear();
-                }
-                if t.accepting[cur as usize] {
-                    return None;
-                }
-                let b = t.next_byte[cur as usize];
-                cur = t.next(cur, b);
-                path_states.push(cur);
-                Some(b)
-            });
-            if let Some((len, _)) = tok {
-                let after = path_states[len - 1];
-                let rest = budget[after as usize];
-                if rest != u32::MAX {
-                    budget[s as usize] = rest + 1;
-                }
-            }
-        }
-        budget
+        order
+            .into_iter()
+            .map(|s| backend::budget(self, tries, s))
+            .filter(|&b| b != u32::MAX)
+            .max()
     }
 
     /// Every mask at build time. A state's mask is the union of: its plain
@@ -469,15 +446,12 @@ impl Backend for Eager {
         self.table.next(s, b)
     }
 
-    fn has_continuation(&self, s: u32) -> bool {
-        self.table
-            .reps
-            .iter()
-            .any(|&b| self.table.next(s, b) != DEAD)
+    fn classes(&self) -> &Classes {
+        &self.classes
     }
 
-    fn budget(&self, s: u32, _tries: &VocabTries) -> u32 {
-        self.budget[s as usize]
+    fn budgets(&self) -> &Slots {
+        &self.budgets
     }
 
     fn max_budget(&self) -> Option<u32> {
@@ -488,13 +462,9 @@ impl Backend for Eager {
         self.table.dist[s as usize]
     }
 
-    fn forced_byte(&self, s: u32) -> Option<u8> {
-        self.table.forced[s as usize]
-    }
-
     fn memory_usage(&self) -> usize {
         let mut seen = std::collections::HashSet::new();
-        let mut m = self.table.memory_usage() + self.budget.len() * 4 + self.masks.len() * 8;
+        let mut m = self.table.memory_usage() + self.budgets.memory_usage() + self.masks.len() * 8;
         for cell in &self.masks {
             if let Some(a) = cell.get() {
                 if seen.insert(Arc::as_ptr(a)) {
@@ -687,41 +657,10 @@ fn plain_reach(t: &LiveTable) -> Vec<u32> {
         succ.truncate(w);
         succ_start[s as usize + 1] = succ.len() as u32;
     }
-    // Reverse edges, then remove states that reach a non-candidate.
-    let mut rev_start = vec![0u32; n + 1];
-    for &x in &succ {
-        rev_start[x as usize + 1] += 1;
-    }
-    for k in 0..n {
-        rev_start[k + 1] += rev_start[k];
-    }
-    let mut fill = rev_start.clone();
-    let mut rev = vec![0u32; succ.len()];
-    for s in 0..n {
-        for &x in &succ[succ_start[s] as usize..succ_start[s + 1] as usize] {
-            rev[fill[x as usize] as usize] = s as u32;
-            fill[x as usize] += 1;
-        }
-    }
     // r = 0 where some plain character dies; otherwise 1 + the least r of
-    // the plain successors: a BFS backwards from the r = 0 states.
-    let mut reach = vec![u32::MAX; n];
-    let mut queue: Vec<u32> = (0..n as u32).filter(|&s| !ok[s as usize]).collect();
-    for &s in &queue {
-        reach[s as usize] = 0;
-    }
-    let mut qi = 0;
-    while qi < queue.len() {
-        let x = queue[qi];
-        qi += 1;
-        for &p in &rev[rev_start[x as usize] as usize..rev_start[x as usize + 1] as usize] {
-            if reach[p as usize] == u32::MAX {
-                reach[p as usize] = reach[x as usize] + 1;
-                queue.push(p);
-            }
-        }
-    }
-    reach
+    // the plain successors: a search backwards from the r = 0 states.
+    let seeds: Vec<u32> = (0..n as u32).filter(|&s| !ok[s as usize]).collect();
+    backend::reverse_reach(n, &seeds, &succ_start, &succ)
 }
 
 #[cfg(test)]

@@ -17,26 +17,37 @@
 //!   byte whose successor is one byte closer to acceptance, which is what the
 //!   `max_tokens` budget tokenizes greedily (as in the eager index).
 //!
-//! The automaton sits behind a mutex (walks determinize states as they go);
-//! masks sit in write-once cells, so a mask once computed is read without a
-//! lock. The lazy index needs every single byte in the vocabulary (then
-//! byte-live is token-live); the caller falls back to the eager build
-//! otherwise.
+//! ## No lock on the hot path
+//!
+//! The determinizer and what is derived from it while computing masks sit
+//! in a [`Core`] behind a mutex, taken only on a state's *first* visit (its
+//! row determinized, its mask computed). What a matcher reads per token is
+//! published out of it into write-once, lock-free storage: masks in
+//! write-once cells, transitions in an append-only arena of atomic rows, a
+//! state's acceptance and distance in atomic slots ([`Published`]), budgets
+//! in the shared memo of `backend.rs`. So once any matcher has visited a
+//! state, every matcher on every thread masks and advances through it with
+//! a few loads and no lock. (Chosen over per-matcher caches: those
+//! repeat every first visit per request, and a state's first visit — a walk
+//! of the token trie — costs thousands of times a lookup; a shared,
+//! published cache pays it once per compiled artefact.)
+//!
+//! The lazy index needs every single byte in the vocabulary (then byte-live
+//! is token-live); the caller falls back to the eager build otherwise.
 
+use super::backend::{Arena, Classes, Slots};
 use super::trie::{self, VocabTries, CHAIN_LEVEL, PLAIN_LEVELS};
 use super::{plain_successors, PlainReps, TokenSet, DEAD, NO_LEVEL};
 use crate::dfa::LazyDfa;
 use crate::vocab::{TokenId, Vocabulary};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// States per mask chunk.
 const CHUNK: usize = 4096;
-/// Budget not computed yet.
+/// Not computed yet.
 const UNKNOWN: u32 = u32::MAX - 1;
-/// Canonical next byte not computed yet (`NONE_BYTE`: the state accepts).
-const NO_BYTE_YET: u16 = u16::MAX;
-const NONE_BYTE: u16 = 256;
 /// Plain level not computed yet.
 const LEVEL_YET: u8 = u8::MAX - 1;
 /// The last (unlimited) plain level, and every plain character leads back
@@ -49,10 +60,8 @@ const PLAIN_SEARCH: usize = 4096;
 /// The automaton and what is derived from it per state, grown on demand.
 pub(super) struct Core {
     dfa: LazyDfa,
-    reps: Vec<u8>,
-    class_size: Vec<u32>,
-    next_byte: Vec<u16>,
-    budget: Vec<u32>,
+    /// States whose acceptance and distance are published (`0..this`).
+    info_published: usize,
     plain: PlainReps,
     level: Vec<u8>,
     /// Per state, the one state every plain character leads it to
@@ -70,71 +79,35 @@ pub(super) struct Core {
 /// Plain characters lead the state to different states.
 const MIXED: u32 = u32::MAX - 2;
 
-/// Most leading bytes of the chain's set a [`ByteChain`] key counts.
-const BYTE_CHAIN_CAP: usize = 16;
 /// Fewest ASCII bytes a byte chain's set holds (smaller sets, such as
 /// whitespace or digits, start few tokens: a plain walk is cheap there).
 const BYTE_CHAIN_MIN: u32 = 16;
-/// Most byte chains one index builds (each is a trie of the vocabulary, about
-/// 10 MB and 30–50 ms); states of further byte sets walk as before.
+/// Most byte chains one index uses (the tries are built once per
+/// vocabulary and shared, [`VocabTries::byte_chain`]); states of further
+/// byte sets walk as before.
 const BYTE_CHAINS_MAX: usize = 8;
 
-/// The tokens seen through one set `A` of ASCII bytes (a pattern's class,
-/// such as `[0-9a-zA-Z_-]`), for states where every byte of `A` leads to
-/// one and the same next state, and so on along a chain (a counted class:
-/// one state per byte). A token's first `k` bytes in `A` then lead to the
-/// chain's `k`-th state whatever they are.
+/// A byte chain of this index: the vocabulary's tokens seen through one set
+/// of ASCII bytes ([`trie::ByteChainTokens`]), and a byte of each class of
+/// this automaton that meets the set.
 struct ByteChain {
-    /// `sets[j]`: the tokens made of 1 to `j` bytes, all in `A`, with the
-    /// set's fingerprint.
-    sets: Vec<(TokenSet, u64)>,
-    /// Every other token, keyed by one byte holding how many bytes in `A` it
-    /// starts with (at most [`BYTE_CHAIN_CAP`]), then the bytes after them.
-    trie: trie::TokenTrie,
-    /// A byte of each class that meets `A`.
+    tokens: Arc<trie::ByteChainTokens>,
     reps: Vec<u8>,
 }
 
 impl ByteChain {
-    fn new(set: u128, vocab: &Vocabulary, classes: &[u8; 256]) -> ByteChain {
+    fn new(set: u128, tries: &VocabTries, classes: &[u8; 256]) -> Option<ByteChain> {
         let in_set = |b: u8| b < 128 && (set >> b) & 1 == 1;
-        let mut by_len: Vec<Vec<u32>> = vec![Vec::new(); BYTE_CHAIN_CAP + 1];
-        let mut keys: Vec<(Vec<u8>, u32)> = Vec::new();
-        for (id, b) in vocab.text_tokens() {
-            let k = b.iter().take_while(|&&x| in_set(x)).count();
-            if b.is_empty() {
-                continue;
-            }
-            if k == b.len() && k <= BYTE_CHAIN_CAP {
-                by_len[k].push(id.0);
-                continue;
-            }
-            let j = k.min(BYTE_CHAIN_CAP);
-            let mut key = Vec::with_capacity(1 + b.len() - j);
-            key.push(j as u8);
-            key.extend_from_slice(&b[j..]);
-            keys.push((key, id.0));
-        }
-        keys.sort_unstable();
-        let trie = trie::TokenTrie::from_sorted(keys.iter().map(|(k, id)| (k.as_slice(), *id)));
-        let mut cur = TokenSet::new(vocab.logits_width());
-        let mut fp = 0u64;
-        let mut sets = Vec::with_capacity(BYTE_CHAIN_CAP + 1);
-        for ids in &by_len {
-            for &t in ids {
-                if cur.insert_new(TokenId(t)) {
-                    fp = fp.wrapping_add(super::mix(t));
-                }
-            }
-            sets.push((cur.clone(), fp));
-        }
         let mut seen = [false; 256];
         let reps = (0..128u8)
             .filter(|&b| {
                 in_set(b) && !std::mem::replace(&mut seen[classes[b as usize] as usize], true)
             })
             .collect();
-        ByteChain { sets, trie, reps }
+        Some(ByteChain {
+            tokens: tries.byte_chain(set)?,
+            reps,
+        })
     }
 }
 
@@ -148,17 +121,6 @@ impl Core {
         }
     }
 
-    /// State after `bytes`, or [`DEAD`].
-    pub fn walk(&mut self, mut s: u32, bytes: &[u8]) -> u32 {
-        for &b in bytes {
-            s = self.next(s, b);
-            if s == DEAD {
-                return DEAD;
-            }
-        }
-        s
-    }
-
     pub fn is_accepting(&self, s: u32) -> bool {
         self.dfa.is_accepting(s)
     }
@@ -167,36 +129,9 @@ impl Core {
         self.dfa.dist(s)
     }
 
-    /// The only byte that keeps `s` live, when `s` does not accept.
-    pub fn forced_byte(&mut self, s: u32) -> Option<u8> {
-        if self.dfa.is_accepting(s) {
-            return None;
-        }
-        let mut live_bytes = 0;
-        let mut only = 0;
-        for c in 0..self.reps.len() {
-            let b = self.reps[c];
-            if self.next(s, b) != DEAD {
-                live_bytes += self.class_size[c];
-                only = b;
-            }
-        }
-        (live_bytes == 1).then_some(only)
-    }
-
-    /// Whether some byte keeps `s` live.
-    pub fn has_continuation(&mut self, s: u32) -> bool {
-        (0..self.reps.len()).any(|c| {
-            let b = self.reps[c];
-            self.next(s, b) != DEAD
-        })
-    }
-
     fn grow(&mut self) {
         let n = self.dfa.state_count();
-        if self.next_byte.len() < n {
-            self.next_byte.resize(n, NO_BYTE_YET);
-            self.budget.resize(n, UNKNOWN);
+        if self.level.len() < n {
             self.level.resize(n, LEVEL_YET);
             self.uniform.resize(n, UNKNOWN);
         }
@@ -305,7 +240,7 @@ impl Core {
         let reps = &bc.reps;
         chain.clear();
         chain.push(s);
-        while chain.len() <= BYTE_CHAIN_CAP {
+        while chain.len() <= trie::BYTE_CHAIN_CAP {
             let c = chain[chain.len() - 1];
             let t = if c == DEAD {
                 DEAD
@@ -389,7 +324,7 @@ impl Core {
         let mut depth = vec![0u32];
         let mut ok = Vec::new();
         // Successors of state k: succ[off[k]..off[k + 1]] (indices into states).
-        let mut off = vec![0usize];
+        let mut off = vec![0u32];
         let mut edges: Vec<u32> = Vec::new();
         let mut cut = None;
         let mut k = 0;
@@ -413,7 +348,7 @@ impl Core {
                     edges.push(j);
                 }
             }
-            off.push(edges.len());
+            off.push(edges.len() as u32);
             k += 1;
             if states.len() > PLAIN_SEARCH {
                 // States before k are searched; the first unsearched one's
@@ -442,109 +377,17 @@ impl Core {
         // Exact reach of every state found: a reverse breadth-first search
         // from the states where some plain character dies.
         let n = states.len();
-        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (p, w) in off.windows(2).enumerate() {
-            for &j in &edges[w[0]..w[1]] {
-                rev[j as usize].push(p as u32);
-            }
-        }
-        let mut reach = vec![u32::MAX; n];
-        let mut queue: Vec<u32> = (0..n as u32).filter(|&i| !ok[i as usize]).collect();
-        for &i in &queue {
-            reach[i as usize] = 0;
-        }
-        let mut qi = 0;
-        while qi < queue.len() {
-            let x = queue[qi] as usize;
-            qi += 1;
-            for &p in &rev[x] {
-                if reach[p as usize] == u32::MAX {
-                    reach[p as usize] = reach[x] + 1;
-                    queue.push(p);
-                }
-            }
-        }
+        let seeds: Vec<u32> = (0..n as u32).filter(|&i| !ok[i as usize]).collect();
+        let reach = super::backend::reverse_reach(n, &seeds, &off, &edges);
         for i in 0..n {
             // A string body: every plain character leads back to it.
-            let is_loop = ok[i] && edges[off[i]..off[i + 1]].iter().all(|&j| j as usize == i);
+            let is_loop = ok[i]
+                && edges[off[i] as usize..off[i + 1] as usize]
+                    .iter()
+                    .all(|&j| j as usize == i);
             self.level[states[i] as usize] = level_of(reach[i], is_loop);
         }
         self.level[s as usize]
-    }
-
-    /// The first byte of the canonical shortest completion of a
-    /// non-accepting live `s`: the smallest byte one step closer.
-    fn canonical_byte(&mut self, s: u32) -> u8 {
-        self.grow();
-        let cached = self.next_byte[s as usize];
-        if cached != NO_BYTE_YET {
-            return cached as u8;
-        }
-        let d = self.dfa.dist(s);
-        let mut best: Option<u8> = None;
-        for c in 0..self.reps.len() {
-            let b = self.reps[c];
-            let t = self.next(s, b);
-            if t != DEAD && self.dfa.dist(t).saturating_add(1) == d && best.is_none_or(|x| b < x) {
-                best = Some(b);
-            }
-        }
-        self.grow();
-        let b = best.map_or(NONE_BYTE, u16::from);
-        self.next_byte[s as usize] = b;
-        b as u8
-    }
-
-    /// An upper bound on the tokens that bring `s` to acceptance: the greedy
-    /// longest-token tokenization of its canonical shortest completion
-    /// (`u32::MAX` when some byte of it starts no token).
-    pub fn budget(&mut self, tries: &VocabTries, s: u32) -> u32 {
-        let mut chain = Vec::new();
-        let mut cur = s;
-        let mut base = loop {
-            if cur == DEAD {
-                break u32::MAX;
-            }
-            self.grow();
-            let b = self.budget[cur as usize];
-            if b != UNKNOWN {
-                break b;
-            }
-            if self.dfa.is_accepting(cur) {
-                self.budget[cur as usize] = 0;
-                break 0;
-            }
-            let mut path = Vec::with_capacity(16);
-            let mut at = cur;
-            let from = cur;
-            let tok = trie::longest_prefix_token(&tries.full, |k| {
-                if k == 0 {
-                    at = from;
-                    path.clear();
-                }
-                // (DEAD only after a size limit left a state without rows.)
-                if at == DEAD || self.dfa.is_accepting(at) {
-                    return None;
-                }
-                let b = self.canonical_byte(at);
-                at = self.next(at, b);
-                path.push(at);
-                Some(b)
-            });
-            match tok {
-                Some((len, _)) => {
-                    chain.push(cur);
-                    cur = path[len - 1];
-                }
-                None => break u32::MAX,
-            }
-        };
-        self.grow();
-        for &st in chain.iter().rev() {
-            base = if base == u32::MAX { u32::MAX } else { base + 1 };
-            self.budget[st as usize] = base;
-        }
-        base
     }
 
     /// States found so far.
@@ -599,10 +442,89 @@ impl Building {
     }
 }
 
+/// States in the first segment of [`Published::rows`].
+const ROW_BASE: usize = 256;
+
+/// What the determinizer found, copied out where readers need no lock: an
+/// append-only arena of rows ([`Arena`]) and per-state acceptance and
+/// distance. A row entry is the DFA's next state plus one, so 0 is "not
+/// published yet" and 1 is "dead". The writer (who holds the [`Core`] lock)
+/// publishes the acceptance and distance of every state it created *before*
+/// any row that leads there (release stores; a reader's acquire load of the
+/// entry then sees them), so a state a reader obtained from a published row
+/// is always described.
+struct Published {
+    classes: [u8; 256],
+    rows: Arena,
+    /// Per state: its distance to acceptance, with [`ACCEPTS`] set when it
+    /// accepts.
+    info: Slots,
+}
+
+/// The acceptance bit of a [`Published::info`] value.
+const ACCEPTS: u32 = 1 << 30;
+
+impl Published {
+    fn new(classes: [u8; 256], max_states: usize) -> Published {
+        let stride = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
+        Published {
+            classes,
+            rows: Arena::new(max_states, stride, ROW_BASE),
+            info: Slots::new(max_states),
+        }
+    }
+
+    /// The state after `b` in `s` ([`DEAD`] included), when the row of `s`
+    /// is published.
+    #[inline]
+    fn next(&self, s: u32, b: u8) -> Option<u32> {
+        let row = self.rows.get(s as usize)?;
+        match row[self.classes[b as usize] as usize].load(Ordering::Acquire) {
+            0 => None,
+            1 => Some(DEAD),
+            t => Some(t - 1),
+        }
+    }
+
+    /// Whether the row of `s` is published.
+    fn has_row(&self, s: u32) -> bool {
+        self.next(s, 0).is_some()
+    }
+
+    /// Copies the row of an explored `s` (the targets' info already
+    /// published).
+    fn publish_row(&self, s: u32, row: &[u32]) {
+        if let Some(cells) = self.rows.get_or_alloc(s as usize) {
+            for (cell, &t) in cells.iter().zip(row) {
+                cell.store(t.saturating_add(1), Ordering::Release);
+            }
+        }
+    }
+
+    /// Acceptance and distance of `s`, when published.
+    #[inline]
+    fn info(&self, s: u32) -> Option<(bool, u32)> {
+        let v = self.info.get(s)?;
+        let d = v & !ACCEPTS;
+        Some((
+            v & ACCEPTS != 0,
+            if d == ACCEPTS - 1 { u32::MAX } else { d },
+        ))
+    }
+
+    fn memory_usage(&self) -> usize {
+        self.info.memory_usage() + self.rows.memory_usage()
+    }
+}
+
 /// The lazy half of a [`super::TokenIndex`].
 pub(super) struct Lazy {
     core: Mutex<Core>,
     pub start: u32,
+    /// Rows and state facts readable without the lock.
+    published: Published,
+    classes: Classes,
+    budgets: Slots,
     /// Two-level write-once store: chunk `s / CHUNK`, cell `s % CHUNK`.
     masks: Vec<OnceLock<Box<[MaskCell]>>>,
     /// Distinct masks by hash, so equal masks share one allocation.
@@ -615,15 +537,14 @@ impl Lazy {
     pub fn new(mut dfa: LazyDfa, max_states: usize) -> Lazy {
         dfa.set_max_states(max_states);
         let classes = dfa.byte_classes();
-        let (reps, class_size) = super::automaton::class_reps(&classes);
         let start = dfa.start();
-        Lazy {
+        let lazy = Lazy {
+            published: Published::new(classes, max_states),
+            classes: Classes::new(&classes),
+            budgets: Slots::new(max_states),
             core: Mutex::new(Core {
                 dfa,
-                reps,
-                class_size,
-                next_byte: Vec::new(),
-                budget: Vec::new(),
+                info_published: 0,
                 plain: PlainReps::new(&classes),
                 level: Vec::new(),
                 uniform: Vec::new(),
@@ -636,7 +557,60 @@ impl Lazy {
                 .map(|_| OnceLock::new())
                 .collect(),
             distinct: Mutex::new(HashMap::default()),
+        };
+        lazy.publish(&mut lazy.core());
+        lazy
+    }
+
+    /// Publishes what the locked automaton learnt since the last call: the
+    /// facts of every new state, then the rows explored (see [`Published`]).
+    fn publish(&self, core: &mut Core) {
+        self.publish_info(core);
+        for s in core.dfa.take_explored() {
+            self.published.publish_row(s, core.dfa.row(s));
         }
+    }
+
+    /// Runs `f` on the locked automaton, then publishes what it learnt.
+    fn locked<R>(&self, f: impl FnOnce(&mut Core) -> R) -> R {
+        let mut core = self.core();
+        let r = f(&mut core);
+        self.publish(&mut core);
+        r
+    }
+
+    /// The slow path of a walk: the rest of `bytes` from `s` under the lock,
+    /// publishing every row on the way (rows explored before the index was
+    /// built are published when first walked).
+    #[cold]
+    fn walk_locked(&self, s: u32, bytes: &[u8]) -> u32 {
+        self.locked(|core| {
+            let mut s = s;
+            for &b in bytes {
+                let t = core.next(s, b);
+                if !self.published.has_row(s) && core.dfa.is_explored(s) {
+                    self.publish_info(core);
+                    self.published.publish_row(s, core.dfa.row(s));
+                }
+                if t == DEAD {
+                    return DEAD;
+                }
+                s = t;
+            }
+            s
+        })
+    }
+
+    /// Publishes the facts of every state found so far.
+    fn publish_info(&self, core: &mut Core) {
+        let n = core.dfa.state_count();
+        for s in core.info_published..n {
+            let s = s as u32;
+            let d = core.dfa.dist(s).min(ACCEPTS - 1);
+            let acc = if core.dfa.is_accepting(s) { ACCEPTS } else { 0 };
+            self.published.info.set(s, d | acc);
+        }
+        core.info_published = core.info_published.max(n);
     }
 
     /// The automaton, locked. A panic while it was held cannot leave it
@@ -662,8 +636,8 @@ impl Lazy {
         if let Some(m) = cell.get() {
             return Some(m);
         }
-        let mut core = self.core();
-        Some(cell.get_or_init(|| self.compute(&mut core, s, tries, vocab)))
+        let mask = self.locked(|core| cell.get_or_init(|| self.compute(core, s, tries, vocab)));
+        Some(mask)
     }
 
     /// The mask of `s` with the automaton already locked.
@@ -693,7 +667,7 @@ impl Lazy {
         // 19 KB.
         let mut m = match self.chain_mask(core, s, tries) {
             Some(m) => m,
-            None => match self.byte_chain_mask(core, s, vocab) {
+            None => match self.byte_chain_mask(core, s, tries) {
                 Some(m) => m,
                 None => self.level_mask(core, s, tries, vocab),
             },
@@ -745,7 +719,7 @@ impl Lazy {
     /// and so on along a chain: see [`ByteChain`]. Without the chain, each of
     /// a counted class's states would need a walk of every token made of
     /// the class (tens of thousands for `[0-9a-zA-Z_-]`).
-    fn byte_chain_mask(&self, core: &mut Core, s: u32, vocab: &Vocabulary) -> Option<Building> {
+    fn byte_chain_mask(&self, core: &mut Core, s: u32, tries: &VocabTries) -> Option<Building> {
         if core.plain_level(s) != NO_LEVEL {
             return None;
         }
@@ -755,8 +729,8 @@ impl Lazy {
             None if core.byte_chains.len() >= BYTE_CHAINS_MAX => return None,
             None => {
                 let classes = core.dfa.byte_classes();
-                core.byte_chains
-                    .push(Arc::new(ByteChain::new(set, vocab, &classes)));
+                let chain = ByteChain::new(set, tries, &classes)?;
+                core.byte_chains.push(Arc::new(chain));
                 let id = core.byte_chains.len() - 1;
                 core.byte_chain_ids.insert(set, id);
                 id
@@ -769,12 +743,12 @@ impl Lazy {
         let bc = core.byte_chains[id].clone();
         // Tokens of `j` bytes of the set are live when the chain is, `j` on.
         let live = chain.iter().take_while(|&&c| c != DEAD).count() - 1;
-        let (set, fp) = &bc.sets[live.min(BYTE_CHAIN_CAP)];
+        let (set, fp) = &bc.tokens.sets[live.min(trie::BYTE_CHAIN_CAP)];
         let mut m = Building {
             set: set.clone(),
             fp: *fp,
         };
-        walk_chain(core, &bc.trie, &chain, &mut m);
+        walk_chain(core, &bc.tokens.trie, &chain, &mut m);
         Some(m)
     }
 
@@ -898,40 +872,55 @@ impl super::Backend for Lazy {
         self.core().state_count()
     }
 
+    #[inline]
     fn is_accepting(&self, s: u32) -> bool {
-        self.core().is_accepting(s)
+        match self.published.info(s) {
+            Some((acc, _)) => acc,
+            None => self.core().is_accepting(s),
+        }
+    }
+
+    fn dist(&self, s: u32) -> u32 {
+        match self.published.info(s) {
+            Some((_, d)) => d,
+            None => self.core().dist(s),
+        }
     }
 
     fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet> {
         Lazy::allowed(self, s, tries, vocab)
     }
 
-    fn walk(&self, s: u32, bytes: &[u8]) -> u32 {
-        self.core().walk(s, bytes)
+    #[inline]
+    fn walk(&self, mut s: u32, bytes: &[u8]) -> u32 {
+        for (i, &b) in bytes.iter().enumerate() {
+            match self.published.next(s, b) {
+                Some(DEAD) => return DEAD,
+                Some(t) => s = t,
+                None => return self.walk_locked(s, &bytes[i..]),
+            }
+        }
+        s
     }
 
+    #[inline]
     fn next_byte(&self, s: u32, b: u8) -> u32 {
-        self.core().next(s, b)
+        match self.published.next(s, b) {
+            Some(t) => t,
+            None => self.walk_locked(s, &[b]),
+        }
     }
 
-    fn has_continuation(&self, s: u32) -> bool {
-        self.core().has_continuation(s)
+    fn classes(&self) -> &Classes {
+        &self.classes
     }
 
-    fn budget(&self, s: u32, tries: &VocabTries) -> u32 {
-        self.core().budget(tries, s)
-    }
-
-    fn dist(&self, s: u32) -> u32 {
-        self.core().dist(s)
-    }
-
-    fn forced_byte(&self, s: u32) -> Option<u8> {
-        self.core().forced_byte(s)
+    fn budgets(&self) -> &Slots {
+        &self.budgets
     }
 
     fn memory_usage(&self) -> usize {
-        self.mask_memory().1
+        self.mask_memory().1 + self.published.memory_usage() + self.budgets.memory_usage()
     }
 
     fn limit_error(&self) -> Option<String> {

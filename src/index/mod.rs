@@ -38,6 +38,13 @@
 //! determinize up front, see [`TokenIndex::build_dfa`]) is lazy in both: the
 //! automaton and the masks grow as guides visit states (`lazy.rs`).
 //!
+//! ## Two backends, one set of algorithms
+//!
+//! The eager and the lazy engine implement one small trait (`backend.rs`:
+//! start, step, acceptance, distance, byte classes, mask); the budget, the
+//! canonical completion, forced bytes and the backward searches are written
+//! once over it. Neither takes a lock on the mask / advance hot path.
+//!
 //! ## Budget
 //!
 //! For every state the index keeps an upper bound on the fewest tokens that
@@ -47,11 +54,13 @@
 //! guard needs to never cut a structure in half.
 
 pub mod automaton;
+mod backend;
 mod eager;
 mod lazy;
 pub(crate) mod trie;
 
 pub use automaton::{ByteAutomaton, LiveTable, DEAD};
+use backend::Backend;
 
 use crate::vocab::{TokenId, Vocabulary};
 use std::collections::HashMap;
@@ -252,53 +261,6 @@ pub struct IndexStats {
     pub lazy: bool,
 }
 
-/// What a [`TokenIndex`] asks of the engine behind it. Two implement it:
-/// the eager backend (`eager.rs`: a compact table of live states, every mask
-/// computed at build time) and the lazy one (`lazy.rs`: a DFA determinized,
-/// and masks computed, as matchers visit states). States are `u32` ids of
-/// the backend; [`DEAD`] is "no state".
-pub(crate) trait Backend: Send + Sync {
-    fn start(&self) -> u32;
-    /// States known so far (for a lazy backend: determinized so far).
-    fn num_states(&self) -> usize;
-    fn is_accepting(&self, s: u32) -> bool;
-    /// The allowed tokens in `s` (stop tokens included where `s` accepts);
-    /// `None` past a size limit of a lazy backend.
-    fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet>;
-    /// The state after `bytes` (a token's) from `s`, or [`DEAD`] when they
-    /// leave the language or lead where no token sequence can finish.
-    fn walk(&self, s: u32, bytes: &[u8]) -> u32;
-    /// The state after one byte, or [`DEAD`].
-    fn next_byte(&self, s: u32, b: u8) -> u32;
-    /// Whether some byte can follow.
-    fn has_continuation(&self, s: u32) -> bool;
-    /// An upper bound on the fewest tokens to acceptance (`u32::MAX`:
-    /// unknown).
-    fn budget(&self, s: u32, tries: &VocabTries) -> u32;
-    /// The largest budget of any state, when known.
-    fn max_budget(&self) -> Option<u32> {
-        None
-    }
-    /// Shortest completion, in bytes.
-    fn dist(&self, s: u32) -> u32;
-    /// The only byte that can follow, when `s` does not accept.
-    fn forced_byte(&self, s: u32) -> Option<u8>;
-    /// Bytes held by the tables and distinct masks.
-    fn memory_usage(&self) -> usize;
-    /// The compact live table, for a backend that has a complete one.
-    fn table(&self) -> Option<&LiveTable> {
-        None
-    }
-    /// The limit a growing automaton hit, if any.
-    fn limit_error(&self) -> Option<String> {
-        None
-    }
-    /// Whether masks were pruned by token-level liveness.
-    fn is_token_pruned(&self) -> bool {
-        false
-    }
-}
-
 /// The per-state allowed-token sets of an automaton over a vocabulary.
 pub struct TokenIndex {
     vocab: Arc<Vocabulary>,
@@ -494,7 +456,7 @@ impl TokenIndex {
 
     /// Whether some byte can follow the text that led to `s`.
     pub fn has_text_continuation(&self, s: StateId) -> bool {
-        self.backend.has_continuation(s.0)
+        backend::has_continuation(self.backend.as_ref(), s.0)
     }
 
     /// The state after byte `b` in `s`; `None` when `b` cannot follow.
@@ -527,7 +489,7 @@ impl TokenIndex {
     /// shortest completion.
     #[inline]
     pub fn tokens_to_accept(&self, s: StateId) -> Option<u32> {
-        let b = self.backend.budget(s.0, &self.tries);
+        let b = backend::budget(self.backend.as_ref(), &self.tries, s.0);
         (b != u32::MAX).then_some(b)
     }
 
@@ -547,7 +509,7 @@ impl TokenIndex {
     /// and `s` does not accept.
     #[inline]
     pub fn forced_byte(&self, s: StateId) -> Option<u8> {
-        self.backend.forced_byte(s.0)
+        backend::forced_byte(self.backend.as_ref(), s.0)
     }
 }
 

@@ -7,6 +7,8 @@
 //! same bytes as an earlier one are listed in `dups`.
 
 use crate::vocab::{TokenId, Vocabulary};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -47,6 +49,30 @@ pub(crate) struct VocabTries {
     /// Plain-token levels, one per entry of [`PLAIN_LEVELS`]. See [`PlainLevel`].
     plain_levels: Vec<std::sync::OnceLock<PlainLevel>>,
     body: std::sync::OnceLock<BodyTries>,
+    /// The byte-chain tries built so far, by their byte set (at most
+    /// [`BYTE_CHAINS_CACHED`]): shared by every index over the vocabulary,
+    /// since one costs tens of milliseconds and schemas repeat their classes.
+    byte_chains: std::sync::Mutex<HashMap<u128, Arc<ByteChainTokens>>>,
+}
+
+/// Most leading bytes of the chain's set a [`ByteChainTokens`] key counts.
+pub(crate) const BYTE_CHAIN_CAP: usize = 16;
+/// Most byte-chain tries kept per vocabulary (each about 10 MB).
+pub(crate) const BYTE_CHAINS_CACHED: usize = 16;
+
+/// The tokens seen through one set `A` of ASCII bytes (a pattern's class,
+/// such as `[0-9a-zA-Z_-]`), for a lazy index's states where every byte of
+/// `A` leads to one and the same next state, and so on along a chain (a
+/// counted class: one state per byte). A token's first `k` bytes in `A` then
+/// lead to the chain's `k`-th state whatever they are.
+#[derive(Debug)]
+pub(crate) struct ByteChainTokens {
+    /// `sets[j]`: the tokens made of 1 to `j` bytes, all in `A`, with the
+    /// set's fingerprint.
+    pub sets: Vec<(super::TokenSet, u64)>,
+    /// Every other token, keyed by one byte holding how many bytes in `A` it
+    /// starts with (at most [`BYTE_CHAIN_CAP`]), then the bytes after them.
+    pub trie: TokenTrie,
 }
 
 /// The tries of string bodies and chains (lazy indexes), built on first use.
@@ -179,7 +205,64 @@ impl VocabTries {
             sorted,
             plain_levels: PLAIN_LEVELS.iter().map(|_| Default::default()).collect(),
             body: Default::default(),
+            byte_chains: Default::default(),
         }
+    }
+
+    /// The byte-chain tries of the ASCII byte set `set` (bit `b` for byte
+    /// `b`), built on first use and shared; `None` once
+    /// [`BYTE_CHAINS_CACHED`] other sets have been built.
+    pub fn byte_chain(&self, set: u128) -> Option<Arc<ByteChainTokens>> {
+        let lock = || self.byte_chains.lock().unwrap_or_else(|p| p.into_inner());
+        {
+            let chains = lock();
+            if let Some(c) = chains.get(&set) {
+                return Some(c.clone());
+            }
+            if chains.len() >= BYTE_CHAINS_CACHED {
+                return None;
+            }
+        }
+        // Built without the lock (two threads may both build one; the first
+        // insert wins).
+        let built = Arc::new(self.build_byte_chain(set));
+        let mut chains = lock();
+        if chains.len() >= BYTE_CHAINS_CACHED && !chains.contains_key(&set) {
+            return Some(built);
+        }
+        Some(chains.entry(set).or_insert(built).clone())
+    }
+
+    fn build_byte_chain(&self, set: u128) -> ByteChainTokens {
+        let in_set = |b: u8| b < 128 && (set >> b) & 1 == 1;
+        let mut by_len: Vec<Vec<u32>> = vec![Vec::new(); BYTE_CHAIN_CAP + 1];
+        let mut keys: Vec<(Vec<u8>, u32)> = Vec::new();
+        for (b, id) in self.toks() {
+            let k = b.iter().take_while(|&&x| in_set(x)).count();
+            if k == b.len() && k <= BYTE_CHAIN_CAP {
+                by_len[k].push(id);
+                continue;
+            }
+            let j = k.min(BYTE_CHAIN_CAP);
+            let mut key = Vec::with_capacity(1 + b.len() - j);
+            key.push(j as u8);
+            key.extend_from_slice(&b[j..]);
+            keys.push((key, id));
+        }
+        keys.sort_unstable();
+        let trie = TokenTrie::from_sorted(keys.iter().map(|(k, id)| (k.as_slice(), *id)));
+        let mut cur = super::TokenSet::new(self.width);
+        let mut fp = 0u64;
+        let mut sets = Vec::with_capacity(BYTE_CHAIN_CAP + 1);
+        for ids in &by_len {
+            for &t in ids {
+                if cur.insert_new(TokenId(t)) {
+                    fp = fp.wrapping_add(super::mix(t));
+                }
+            }
+            sets.push((cur.clone(), fp));
+        }
+        ByteChainTokens { sets, trie }
     }
 
     /// The text tokens in byte order.
