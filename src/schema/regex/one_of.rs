@@ -104,10 +104,14 @@ impl<'d, 'a> Gen<'d, 'a> {
         Ok(alt_all(parts))
     }
 
-
     /// Proves that nothing branch `a` generates validates against `b`.
     #[inline(never)]
-    pub(super) fn excludes(&mut self, a: &Node, b: &Node, depth: usize) -> Result<bool, SchemaError> {
+    pub(super) fn excludes(
+        &mut self,
+        a: &Node,
+        b: &Node,
+        depth: usize,
+    ) -> Result<bool, SchemaError> {
         if depth > 4 {
             return Ok(false);
         }
@@ -172,7 +176,6 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         Ok(false)
     }
-
 }
 
 fn ranges_disjoint(a: &Node, b: &Node) -> bool {
