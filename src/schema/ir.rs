@@ -14,7 +14,9 @@
 //! - *unknown* (no draft defines it): [`SchemaError::Unknown`], or a warning
 //!   with [`SchemaOptions::allow_unknown_keywords`] (the JSON Schema spec
 //!   itself treats unknown keywords as annotations). Near-misses of real
-//!   keywords (`maxlength`, `additonalProperties`) stay errors.
+//!   keywords (`maxlength`, `additonalProperties`) stay errors, except in
+//!   compliant mode, which reads the schema as validators do and ignores
+//!   every unknown keyword with a warning.
 //!
 //! Both draft 2020-12 and draft-04/06/07 spellings are read: `definitions`,
 //! `id`, boolean `exclusiveMinimum`, array-form `items` with
@@ -565,7 +567,14 @@ impl<'a> Document<'a> {
                 let _ = val;
                 continue;
             }
-            let allow = opts.lenient || (opts.allow_unknown_keywords && near_miss(k).is_none());
+            // Compliant mode reads a schema as validators do: a keyword no
+            // draft defines changes nothing, near-misses included (a
+            // validator ignores `additionalproperties` too), with a
+            // warning. Strict generation keeps unknown keywords errors
+            // (near-misses always, others unless `allow_unknown_keywords`).
+            let allow = opts.lenient
+                || opts.mode == super::JsonMode::Compliant
+                || (opts.allow_unknown_keywords && near_miss(k).is_none());
             self.soft(
                 SchemaError::Unknown {
                     keyword: k.into(),

@@ -54,6 +54,43 @@ pub(crate) fn compile_document(
     schema: &Value,
     opts: &SchemaOptions,
 ) -> Result<CompiledSchema, SchemaError> {
+    // Recursion is unrolled by repeating text (a regex cannot share a
+    // sub-expression), so a recursive definition used in many places can
+    // run past `max_regex_len`: unroll it less deep, down to not at all
+    // (sound: deeper nesting is simply not offered), with a warning.
+    let mut depth = opts.max_depth;
+    loop {
+        let narrowed;
+        let o = if depth == opts.max_depth {
+            opts
+        } else {
+            narrowed = SchemaOptions {
+                max_depth: depth,
+                ..opts.clone()
+            };
+            &narrowed
+        };
+        match compile_at_depth(schema, o) {
+            Err(SchemaError::TooBig {
+                knob: "max_regex_len",
+                ..
+            }) if depth > 0 && o.max_depth > 0 => depth -= 1,
+            Ok(mut c) if depth < opts.max_depth => {
+                c.warnings.push(super::SchemaWarning {
+                    pointer: Pointer::root(),
+                    message: format!(
+                        "recursion unrolled to depth {depth} instead of max_depth {} to keep the regex within max_regex_len",
+                        opts.max_depth
+                    ),
+                });
+                return Ok(c);
+            }
+            r => return r,
+        }
+    }
+}
+
+fn compile_at_depth(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
     let doc = Document::new(schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);
@@ -247,6 +284,22 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     fn check_size(&self, s: &Lang, at: &Pointer) -> Result<(), SchemaError> {
         s.as_ref().map_or(Ok(()), |s| self.check_len(s.len(), at))
+    }
+
+    /// Keywords that contradict each other at one position: an error in
+    /// strict mode (the schema surely does not mean it), the empty language
+    /// in compliant mode, as validators read it (nothing validates there,
+    /// so an optional property or an `anyOf` branch is simply never
+    /// offered), with a warning.
+    fn contradiction(&self, e: SchemaError) -> Result<Lang, SchemaError> {
+        match self.opts.mode {
+            JsonMode::Strict => Err(e),
+            JsonMode::Compliant => {
+                self.doc
+                    .warn(e.pointer(), format!("{e} (nothing validates there)"));
+                Ok(None)
+            }
+        }
     }
 
     // ---------------------------------------------------------------- free form

@@ -17,7 +17,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         let mut max = n.max_items;
         if let Some(m) = max {
             if m < min {
-                return Err(SchemaError::Contradiction {
+                return self.contradiction(SchemaError::Contradiction {
                     pointer: n.at.clone(),
                     detail: format!("minItems {min} is greater than maxItems {m}"),
                 });

@@ -95,7 +95,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             let (l, h) = numeric::integer_bounds(lo, hi);
             if let (Some(a), Some(b)) = (lo, hi) {
                 if a.value > b.value {
-                    return Err(SchemaError::Contradiction {
+                    return self.contradiction(SchemaError::Contradiction {
                         pointer: n.at.clone(),
                         detail: format!("minimum {} is greater than maximum {}", a.value, b.value),
                     });
@@ -105,7 +105,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         } else {
             if let (Some(a), Some(b)) = (lo, hi) {
                 if a.value > b.value {
-                    return Err(SchemaError::Contradiction {
+                    return self.contradiction(SchemaError::Contradiction {
                         pointer: n.at.clone(),
                         detail: format!("minimum {} is greater than maximum {}", a.value, b.value),
                     });
@@ -138,7 +138,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         let max = n.max_length;
         if let Some(m) = max {
             if m < min {
-                return Err(SchemaError::Contradiction {
+                return self.contradiction(SchemaError::Contradiction {
                     pointer: n.at.clone(),
                     detail: format!("minLength {min} is greater than maxLength {m}"),
                 });
@@ -184,7 +184,13 @@ impl<'d, 'a> Gen<'d, 'a> {
             )?;
         } else if let Some(f) = n.formats.first() {
             let re = formats::format_regex(&f.value).expect("supported format");
-            return match pattern::restrict_regex(&re, min, max) {
+            let restricted = pattern::restrict_regex(&re, min, max);
+            if !matches!(restricted, Ok(ref c) if c.narrowed.is_none()) {
+                if let Some(exact) = self.length_product(&format!("\"{re}\""), min, max, &f.at) {
+                    return Ok(exact);
+                }
+            }
+            return match restricted {
                 Ok(c) => {
                     if let Some(w) = c.narrowed {
                         self.doc.warn(&f.at, format!("format \"{}\": {w}", f.value));
@@ -204,7 +210,21 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }
             };
         } else if let Some(p) = n.patterns.first() {
-            match pattern::compile_pattern(&p.value, min, max) {
+            let compiled = pattern::compile_pattern(&p.value, min, max);
+            if !matches!(compiled, Ok(ref c) if c.narrowed.is_none()) {
+                if let Ok(free) = pattern::compile_pattern(&p.value, 0, None) {
+                    if let Some(l) = free.regex {
+                        if let Some(exact) =
+                            self.length_product(&format!("\"{l}\""), min, max, &p.at)
+                        {
+                            return Ok(exact);
+                        }
+                    } else {
+                        return Ok(None);
+                    }
+                }
+            }
+            match compiled {
                 Ok(c) => {
                     if let Some(w) = c.narrowed {
                         self.doc.warn(&p.at, w);
@@ -228,5 +248,36 @@ impl<'d, 'a> Gen<'d, 'a> {
         // Counted: the short character form keeps each counted position small
         // (no `\u00XX` escapes: about 9 DFA states per position instead of 13).
         Ok(Some(format!("\"{KEY_CHAR}{}\"", repeat(min, max))))
+    }
+
+    /// A quoted string language (a pattern or format) cut to `min..=max`
+    /// characters exactly, by a product with the counted string language:
+    /// used where the pattern's own shape cannot carry the bounds (it would
+    /// otherwise be narrowed, or be an error). `None` when the product is
+    /// over its bounds (`max_product_states` / `max_product_len`); the
+    /// caller then narrows or reports as before. `Some(None)`: no string
+    /// of the pattern has an allowed length.
+    fn length_product(
+        &self,
+        quoted: &str,
+        min: u64,
+        max: Option<u64>,
+        at: &Pointer,
+    ) -> Option<Lang> {
+        if (min == 0 && max.is_none()) || max.unwrap_or(min) as usize > self.opts.max_product_states
+        {
+            return None;
+        }
+        // Canonical spellings only (no `\u` escapes), so that counting
+        // `KEY_CHAR`s counts characters.
+        let counted = format!("\"{KEY_CHAR}{}\"", repeat(min, max));
+        self.combine(
+            quoted,
+            &counted,
+            crate::dfa::algebra::Op::And,
+            "pattern with length bounds",
+            at,
+        )
+        .ok()
     }
 }
