@@ -546,3 +546,210 @@ fn unique_items_over_finite_item_languages() {
         "{e}"
     );
 }
+
+// ------------------------------------------------------------------
+// Regressions from MaskBench dev files (issue 17), each a minimal schema.
+
+#[test]
+fn overlapping_pattern_properties_meet_every_matching_schema() {
+    // Github_easy---o67010: several patternProperties with real schemas.
+    check(
+        json!({
+            "type": "object",
+            "definitions": {"login": {"type": "object", "properties": {"u": {"type": "string"}},
+                                      "required": ["u"], "additionalProperties": false}},
+            "patternProperties": {"^fritzbox(\\..*)?$": {"$ref": "#/definitions/login"},
+                                  "^influx(\\..*)?$": {"$ref": "#/definitions/login"}}
+        }),
+        &[
+            json!({}),
+            json!({"fritzbox": {"u": "a"}}),
+            json!({"influx.x": {"u": ""}}),
+        ],
+        &[
+            json!({"fritzbox": {}}),
+            json!({"influx": 3}),
+            json!({"fritzbox.1": {"u": 1}}),
+        ],
+    );
+    // Overlapping patterns and a declared key matching both.
+    check(
+        json!({
+            "type": "object",
+            "properties": {"ab": {"maximum": 10}},
+            "patternProperties": {"^a": {"type": "integer"}, "b$": {"type": ["number", "string"], "minimum": 0}},
+            "additionalProperties": {"type": "string"}
+        }),
+        &[
+            json!({"ab": 5}),
+            json!({"a1": -3}),
+            json!({"xb": 3.5}),
+            json!({"xb": "s"}),
+            json!({"q": "s", "axb": 0}),
+        ],
+        &[
+            json!({"ab": 11}),
+            json!({"ab": -1}),
+            json!({"ab": 1.5}),
+            json!({"a1": "x"}),
+            json!({"q": 1}),
+            json!({"axb": -1}),
+            json!({"xb": -2}),
+        ],
+    );
+}
+
+#[test]
+fn compliant_contradictions_are_empty_languages() {
+    // Github_easy---o81530: an optional property whose bounds contradict.
+    check_in(
+        json!({"type": "object", "properties": {
+            "r": {"type": "integer", "minimum": 5, "maximum": 2},
+            "s": {"type": ["string", "null"], "minLength": 3, "maxLength": 1}}}),
+        &[json!({}), json!({"x": 1}), json!({"s": null})],
+        &[json!({"r": 3}), json!({"r": 5}), json!({"s": "ab"})],
+        &[JsonMode::Compliant],
+    );
+    // Strict generation keeps the error.
+    let e = schema::compile(
+        &json!({"type": "integer", "minimum": 5, "maximum": 2}),
+        &SchemaOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, SchemaError::Contradiction { .. }), "{e}");
+}
+
+#[test]
+fn compliant_mode_ignores_misspelt_keywords_like_validators() {
+    // Github_easy---o36222 (`maxlength`), o89608 (`requires`).
+    check_in(
+        json!({"type": "object", "properties": {"p": {"type": "string", "maxlength": 3}},
+               "requires": ["p"]}),
+        &[json!({}), json!({"p": "abcdef"})],
+        &[json!({"p": 1})],
+        &[JsonMode::Compliant],
+    );
+    let e = schema::compile(
+        &json!({"type": "string", "maxlength": 3}),
+        &SchemaOptions {
+            allow_unknown_keywords: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, SchemaError::Unknown { .. }), "{e}");
+}
+
+#[test]
+fn pattern_with_length_bounds_is_exact_by_product() {
+    // Github_easy---o10013: an unanchored pattern with an exact length.
+    check(
+        json!({"type": "string", "pattern": "[0-9a-fA-F]+", "minLength": 12, "maxLength": 12}),
+        &[
+            json!("0123456789ab"),
+            json!("zz01234567zz"),
+            json!("zzzzzzzzzzzA"),
+        ],
+        &[
+            json!("0123456789a"),
+            json!("zzzzzzzzzzzz"),
+            json!("0123456789abc"),
+        ],
+    );
+    // Used to be narrowed (open repetitions capped): now every fitting
+    // string is offered.
+    check(
+        json!({"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "maxLength": 5}),
+        &[json!("ab-cd"), json!("a-b-c"), json!("abcde"), json!("a")],
+        &[json!("ab-cde"), json!("-ab"), json!(""), json!("abcdef")],
+    );
+}
+
+#[test]
+fn compliant_free_form_objects_nest_as_deep_as_free_form_values() {
+    // Github_easy---o14464: `{"type": "object"}` holding a nested document.
+    check_in(
+        json!({"type": "object", "properties": {"schema": {"type": "object"}}}),
+        &[
+            json!({"schema": {"properties": {"p": {"type": "string"}}}}),
+            json!({"schema": {"a": [1, {"b": 2}]}}),
+        ],
+        &[json!({"schema": 1}), json!({"schema": []})],
+        &[JsonMode::Compliant],
+    );
+}
+
+#[test]
+fn recursion_unrolls_less_deep_to_fit_the_regex_limit() {
+    // Github_hard---o21156: a recursive definition referenced from many
+    // properties repeats its unrolled text past `max_regex_len`.
+    let schema = json!({
+        "$defs": {"t": {"type": "object", "properties": {
+            "a": {"$ref": "#/$defs/t"}, "b": {"$ref": "#/$defs/t"}, "n": {"type": "integer"}}}},
+        "$ref": "#/$defs/t"
+    });
+    let len_at = |d: usize| {
+        schema::compile(
+            &schema,
+            &SchemaOptions {
+                max_depth: d,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .regex
+        .len()
+    };
+    let (shallow, deep) = (len_at(1), len_at(3));
+    assert!(shallow < deep);
+    let o = SchemaOptions {
+        max_regex_len: shallow,
+        ..Default::default()
+    };
+    let c = schema::compile(&schema, &o).unwrap();
+    assert_eq!(c.regex.len(), shallow);
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.message.contains("unrolled to depth 1")),
+        "{:?}",
+        c.warnings
+    );
+    let d = dfa(&c);
+    let oracle = Oracle::new(&schema).unwrap();
+    for v in [json!({"a": {"n": 1}}), json!({"b": {}, "n": 2})] {
+        assert!(oracle.valid(&v));
+        assert!(d.matches(compact(&v).as_bytes()), "{v}");
+    }
+    // Deeper nesting is no longer offered (sound), and bad values never are.
+    for v in [json!({"a": {"a": {"a": {}}}}), json!({"n": "x"})] {
+        assert!(!d.matches(compact(&v).as_bytes()), "{v}");
+    }
+    let w = Walker::new(&d);
+    let mut r = rng(3);
+    for _ in 0..200 {
+        if let Some(t) = w.walk(&mut r, 60) {
+            let v: Value = serde_json::from_str(std::str::from_utf8(&t).unwrap()).unwrap();
+            assert!(oracle.valid(&v), "{v}");
+        }
+    }
+    // Under a limit that not even depth 0 fits: the error names the knob.
+    let e = schema::compile(
+        &schema,
+        &SchemaOptions {
+            max_regex_len: 10,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SchemaError::TooBig {
+                knob: "max_regex_len",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

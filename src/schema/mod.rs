@@ -127,6 +127,8 @@ pub struct SchemaOptions {
     /// Treat keywords that no JSON Schema draft defines as annotations, with a
     /// warning (default false: they are errors). Near-misses of real keywords
     /// (`maxlength`, `additonalProperties`) stay errors unless `lenient`.
+    /// In [`JsonMode::Compliant`] every unknown keyword, near-misses
+    /// included, is ignored with a warning, as validators ignore it.
     pub allow_unknown_keywords: bool,
     /// Nesting depth of free-form ("any JSON value") values (default 3).
     pub free_form_depth: usize,

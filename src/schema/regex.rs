@@ -35,9 +35,12 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
+mod array;
 mod leaves;
 mod logic;
 mod object;
+mod one_of;
+mod scalars;
 use object::*;
 
 /// One character of a JSON string in canonical spelling (any Unicode scalar
@@ -51,6 +54,43 @@ pub(crate) fn compile_document(
     schema: &Value,
     opts: &SchemaOptions,
 ) -> Result<CompiledSchema, SchemaError> {
+    // Recursion is unrolled by repeating text (a regex cannot share a
+    // sub-expression), so a recursive definition used in many places can
+    // run past `max_regex_len`: unroll it less deep, down to not at all
+    // (sound: deeper nesting is simply not offered), with a warning.
+    let mut depth = opts.max_depth;
+    loop {
+        let narrowed;
+        let o = if depth == opts.max_depth {
+            opts
+        } else {
+            narrowed = SchemaOptions {
+                max_depth: depth,
+                ..opts.clone()
+            };
+            &narrowed
+        };
+        match compile_at_depth(schema, o) {
+            Err(SchemaError::TooBig {
+                knob: "max_regex_len",
+                ..
+            }) if depth > 0 && o.max_depth > 0 => depth -= 1,
+            Ok(mut c) if depth < opts.max_depth => {
+                c.warnings.push(super::SchemaWarning {
+                    pointer: Pointer::root(),
+                    message: format!(
+                        "recursion unrolled to depth {depth} instead of max_depth {} to keep the regex within max_regex_len",
+                        opts.max_depth
+                    ),
+                });
+                return Ok(c);
+            }
+            r => return r,
+        }
+    }
+}
+
+fn compile_at_depth(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
     let doc = Document::new(schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);
@@ -244,6 +284,22 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     fn check_size(&self, s: &Lang, at: &Pointer) -> Result<(), SchemaError> {
         s.as_ref().map_or(Ok(()), |s| self.check_len(s.len(), at))
+    }
+
+    /// Keywords that contradict each other at one position: an error in
+    /// strict mode (the schema surely does not mean it), the empty language
+    /// in compliant mode, as validators read it (nothing validates there,
+    /// so an optional property or an `anyOf` branch is simply never
+    /// offered), with a warning.
+    fn contradiction(&self, e: SchemaError) -> Result<Lang, SchemaError> {
+        match self.opts.mode {
+            JsonMode::Strict => Err(e),
+            JsonMode::Compliant => {
+                self.doc
+                    .warn(e.pointer(), format!("{e} (nothing validates there)"));
+                Ok(None)
+            }
+        }
     }
 
     // ---------------------------------------------------------------- free form
@@ -553,103 +609,6 @@ impl<'d, 'a> Gen<'d, 'a> {
         r
     }
 
-    #[inline(never)]
-    fn one_of(
-        &mut self,
-        base: Node,
-        group: ir::Located<Vec<Schema>>,
-        forbid: &[String],
-    ) -> Result<Lang, SchemaError> {
-        // Resolve every branch merged with the rest of the node (for the proof).
-        let mut resolved: Vec<Option<Node>> = Vec::new();
-        for b in &group.value {
-            let mut entered = Vec::new();
-            let bn = self.schema_node(b, &mut entered)?;
-            let merged = match bn {
-                Some(bn) => Some(ir::merge(&base, &bn)?),
-                None => None,
-            };
-            // Flatten nested applicators one level for the proof's benefit.
-            resolved.push(merged);
-        }
-        let k = resolved.len();
-        // forbids[i]: keys branch i must not write so that it excludes others.
-        let mut forbids: Vec<Vec<String>> = vec![forbid.to_vec(); k];
-        let mut coerced = false;
-        // overlaps[i]: branches that branch i must be made to exclude.
-        let mut overlaps: Vec<Vec<usize>> = vec![Vec::new(); k];
-        for i in 0..k {
-            let Some(bi) = resolved[i].clone() else {
-                continue;
-            };
-            for j in 0..k {
-                if i == j {
-                    continue;
-                }
-                let Some(bj) = resolved[j].clone() else {
-                    continue;
-                };
-                if self.excludes(&bi, &bj, 0)? {
-                    continue;
-                }
-                // A key branch j requires that branch i may leave out.
-                let key = bj.required.iter().find(|r| !bi.required.contains(r));
-                match key {
-                    Some(key) if self.object_only(&bi) && self.object_only(&bj) => {
-                        if !forbids[i].contains(key) {
-                            forbids[i].push(key.clone());
-                        }
-                    }
-                    _ => {
-                        if self.opts.coerce_one_of {
-                            coerced = true;
-                        } else {
-                            overlaps[i].push(j);
-                        }
-                    }
-                }
-            }
-        }
-        if coerced {
-            self.doc.warn(
-                &group.at,
-                "oneOf compiled as anyOf (branches not provably disjoint)".into(),
-            );
-        }
-        let mut parts = Vec::new();
-        let mut len = 0;
-        let rest_trivial = base.is_trivial();
-        for (i, b) in group.value.iter().enumerate() {
-            if resolved[i].is_none() {
-                continue;
-            }
-            // Exactly one: this branch and the complement of every branch
-            // it may overlap.
-            let exact;
-            let b = if overlaps[i].is_empty() {
-                b
-            } else {
-                let others: Vec<&Schema> = overlaps[i].iter().map(|&j| &group.value[j]).collect();
-                exact = self.exactly_one(b, &others, &group.at).map_err(|_| {
-                    SchemaError::OneOfOverlap {
-                        pointer: group.at.clone(),
-                        first: i.min(overlaps[i][0]),
-                        second: i.max(overlaps[i][0]),
-                    }
-                })?;
-                &exact
-            };
-            let r = if rest_trivial {
-                self.value(b, &forbids[i])?
-            } else {
-                self.merged_branch(&base, b, &forbids[i])?
-            };
-            self.grow_alternation(&mut len, &r, &group.at)?;
-            parts.extend(r);
-        }
-        Ok(alt_all(parts))
-    }
-
     /// The types a node generates (as in [`Gen::leaf`]).
     fn gen_types(&self, n: &Node) -> Types {
         if n.never {
@@ -691,74 +650,6 @@ impl<'d, 'a> Gen<'d, 'a> {
     fn object_only(&self, n: &Node) -> bool {
         let t = self.gen_types(n);
         t == Types::OBJECT && n.any_of.is_empty() && n.one_of.is_empty()
-    }
-
-    /// Proves that nothing branch `a` generates validates against `b`.
-    #[inline(never)]
-    fn excludes(&mut self, a: &Node, b: &Node, depth: usize) -> Result<bool, SchemaError> {
-        if depth > 4 {
-            return Ok(false);
-        }
-        if !a.any_of.is_empty() || !a.one_of.is_empty() {
-            return Ok(false);
-        }
-        let ta = self.gen_types(a);
-        let tb = Self::valid_types(b);
-        if ta.intersect(tb).is_empty() {
-            return Ok(true);
-        }
-        if let Some(vals) = &a.enumeration {
-            if vals.iter().all(|v| satisfies(b, v) == Some(false)) {
-                return Ok(true);
-            }
-        }
-        if let (Some(va), Some(vb)) = (&a.enumeration, &b.enumeration) {
-            if !va.iter().any(|x| vb.iter().any(|y| ir::json_eq(x, y))) {
-                return Ok(true);
-            }
-        }
-        // Numbers: disjoint ranges.
-        if ta.intersect(tb).0 & !(Types::INTEGER.0 | Types::NUMBER.0) == 0 && ranges_disjoint(a, b)
-        {
-            return Ok(true);
-        }
-        // Objects: a key `a` always writes whose values cannot validate in `b`.
-        if ta == Types::OBJECT {
-            for r in &a.required {
-                let pa = a
-                    .properties
-                    .iter()
-                    .find(|(k, _)| k == r)
-                    .map(|(_, s)| s.clone());
-                let pb = b
-                    .properties
-                    .iter()
-                    .find(|(k, _)| k == r)
-                    .map(|(_, s)| s.clone());
-                if let (Some(pa), Some(pb)) = (pa, pb) {
-                    let mut e = Vec::new();
-                    let na = self.schema_node(&pa, &mut e)?;
-                    let nb = self.schema_node(&pb, &mut e)?;
-                    match (na, nb) {
-                        (None, _) => return Ok(true),
-                        (_, None) => return Ok(true),
-                        (Some(na), Some(nb)) => {
-                            if self.excludes(&na, &nb, depth + 1)? {
-                                return Ok(true);
-                            }
-                        }
-                    }
-                }
-            }
-            // A key `b` requires that `a` can never write.
-            let a_extras = self.extras_schema(a).is_some() || !a.pattern_properties.is_empty();
-            for r in &b.required {
-                if !a.properties.iter().any(|(k, _)| k == r) && !a_extras {
-                    return Ok(true);
-                }
-            }
-        }
-        Ok(false)
     }
 
     /// The schema extra keys get, or `None` when none are allowed.
@@ -862,326 +753,6 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         Ok(alt_all(parts))
     }
-
-    #[inline(never)]
-    fn literal(&self, v: &Value) -> String {
-        let Layout {
-            inner,
-            comma,
-            colon,
-        } = &self.lay;
-        match v {
-            Value::Null => "null".into(),
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) => number_literal(n),
-            Value::String(s) => regex_syntax::escape(&py_string(s)),
-            Value::Array(a) => {
-                let items: Vec<String> = a.iter().map(|x| self.literal(x)).collect();
-                format!("\\[{inner}{}{inner}\\]", items.join(comma))
-            }
-            Value::Object(m) => {
-                let items: Vec<String> = m
-                    .iter()
-                    .map(|(k, x)| {
-                        format!(
-                            "{}{colon}{}",
-                            regex_syntax::escape(&py_string(k)),
-                            self.literal(x)
-                        )
-                    })
-                    .collect();
-                format!("\\{{{inner}{}{inner}\\}}", items.join(comma))
-            }
-        }
-    }
-
-    #[inline(never)]
-    fn number(&mut self, n: &Node, types: Types) -> Result<Lang, SchemaError> {
-        let integer_only = !types.has(Types::NUMBER);
-        if n.fractional {
-            return self.fractional_number(n, types);
-        }
-        let lo = n.minimum.as_ref();
-        let hi = n.maximum.as_ref();
-        if let Some(m) = &n.multiple_of {
-            if m.value.is_integer() {
-                let Some(k) = m.value.to_i128() else {
-                    return self.soft_number(n, "multipleOf too large");
-                };
-                let (l, h) = numeric::integer_bounds(lo, hi);
-                if k == 1 {
-                    return Ok(numeric::int_range(l.as_ref(), h.as_ref()));
-                }
-                if let (Some(l), Some(h)) = (&l, &h) {
-                    let (Some(li), Some(hi_)) = (l.to_i128(), h.to_i128()) else {
-                        return self.soft_number(n, "bounds too large for multipleOf");
-                    };
-                    if hi_ < li {
-                        return Ok(None);
-                    }
-                    let count = ((hi_ - li) / k) as u64;
-                    if count > self.opts.max_enumerated_multiples {
-                        return Err(SchemaError::TooBig {
-                            what: "multipleOf values in range".into(),
-                            pointer: m.at.clone(),
-                            size: count,
-                            limit: self.opts.max_enumerated_multiples,
-                            knob: "max_enumerated_multiples",
-                        });
-                    }
-                    return Ok(numeric::enumerate_multiples(li, hi_, k));
-                }
-                if l.is_none() && h.is_none() {
-                    if let Some(r) = u64::try_from(k).ok().and_then(numeric::multiple_of_suffix) {
-                        return Ok(Some(r));
-                    }
-                }
-                return self.soft_number(
-                    n,
-                    &format!("multipleOf {} without a bounded range", m.value),
-                );
-            }
-            return self.soft_number(
-                n,
-                &format!(
-                    "fractional multipleOf {} (floating-point semantics)",
-                    m.value
-                ),
-            );
-        }
-        if integer_only {
-            let (l, h) = numeric::integer_bounds(lo, hi);
-            if let (Some(a), Some(b)) = (lo, hi) {
-                if a.value > b.value {
-                    return Err(SchemaError::Contradiction {
-                        pointer: n.at.clone(),
-                        detail: format!("minimum {} is greater than maximum {}", a.value, b.value),
-                    });
-                }
-            }
-            Ok(numeric::int_range(l.as_ref(), h.as_ref()))
-        } else {
-            if let (Some(a), Some(b)) = (lo, hi) {
-                if a.value > b.value {
-                    return Err(SchemaError::Contradiction {
-                        pointer: n.at.clone(),
-                        detail: format!("minimum {} is greater than maximum {}", a.value, b.value),
-                    });
-                }
-            }
-            Ok(numeric::decimal_range(lo, hi))
-        }
-    }
-
-    fn soft_number(&mut self, n: &Node, detail: &str) -> Result<Lang, SchemaError> {
-        self.doc.soft(
-            SchemaError::UnsupportedValue {
-                what: "multipleOf".into(),
-                pointer: n
-                    .multiple_of
-                    .as_ref()
-                    .map(|m| m.at.clone())
-                    .unwrap_or_default(),
-                detail: detail.into(),
-            },
-            self.opts.lenient,
-        )?;
-        let (l, h) = numeric::integer_bounds(n.minimum.as_ref(), n.maximum.as_ref());
-        Ok(numeric::int_range(l.as_ref(), h.as_ref()))
-    }
-
-    #[inline(never)]
-    fn string(&mut self, n: &Node) -> Result<Lang, SchemaError> {
-        let min = n.min_length.unwrap_or(0);
-        let max = n.max_length;
-        if let Some(m) = max {
-            if m < min {
-                return Err(SchemaError::Contradiction {
-                    pointer: n.at.clone(),
-                    detail: format!("minLength {min} is greater than maxLength {m}"),
-                });
-            }
-        }
-        let mut max = max;
-        if let (Some(cap), Some(m)) = (self.opts.max_length_cap, max) {
-            if m > cap.max(min) {
-                max = Some(cap.max(min));
-                self.doc.warn(
-                    &n.at,
-                    format!(
-                        "maxLength {m} narrowed to {} (max_length_cap)",
-                        cap.max(min)
-                    ),
-                );
-            }
-        }
-        let big = max.unwrap_or(min);
-        if big > self.opts.max_repeat {
-            return Err(SchemaError::TooBig {
-                what: "string length bound".into(),
-                pointer: n.at.clone(),
-                size: big,
-                limit: self.opts.max_repeat,
-                knob: "max_repeat",
-            });
-        }
-        let lenient = self.opts.lenient;
-        if n.patterns.len() + n.formats.len() > 1 {
-            let at = n
-                .patterns
-                .first()
-                .map(|p| p.at.clone())
-                .unwrap_or_else(|| n.at.clone());
-            self.doc.soft(
-                SchemaError::UnsupportedValue {
-                    what: "string constraints".into(),
-                    pointer: at,
-                    detail: "several patterns/formats on one string (their intersection)".into(),
-                },
-                lenient,
-            )?;
-        } else if let Some(f) = n.formats.first() {
-            let re = formats::format_regex(&f.value).expect("supported format");
-            return match pattern::restrict_regex(&re, min, max) {
-                Ok(c) => {
-                    if let Some(w) = c.narrowed {
-                        self.doc.warn(&f.at, format!("format \"{}\": {w}", f.value));
-                    }
-                    Ok(c.regex.map(|r| format!("\"{r}\"")))
-                }
-                Err(e) => {
-                    self.doc.soft(
-                        SchemaError::UnsupportedValue {
-                            what: "format".into(),
-                            pointer: f.at.clone(),
-                            detail: format!("format \"{}\" with length bounds: {e}", f.value),
-                        },
-                        lenient,
-                    )?;
-                    Ok(Some(format!("\"{re}\"")))
-                }
-            };
-        } else if let Some(p) = n.patterns.first() {
-            match pattern::compile_pattern(&p.value, min, max) {
-                Ok(c) => {
-                    if let Some(w) = c.narrowed {
-                        self.doc.warn(&p.at, w);
-                    }
-                    return Ok(c.regex.map(|r| format!("\"{r}\"")));
-                }
-                Err(e) => {
-                    self.doc.soft(
-                        SchemaError::Pattern {
-                            pointer: p.at.clone(),
-                            detail: format!("{:?}: {e}", p.value),
-                        },
-                        lenient,
-                    )?;
-                }
-            }
-        }
-        if min == 0 && max.is_none() {
-            return Ok(Some(format!("\"{CHAR}*\"")));
-        }
-        // Counted: the short character form keeps each counted position small
-        // (no `\u00XX` escapes: about 9 DFA states per position instead of 13).
-        Ok(Some(format!("\"{KEY_CHAR}{}\"", repeat(min, max))))
-    }
-
-    fn array(&mut self, n: &Node) -> Result<Lang, SchemaError> {
-        if n.unique_items {
-            return self.array_unique(n);
-        }
-        if !n.contains.is_empty() {
-            return self.array_contains(n);
-        }
-        let min = n.min_items.unwrap_or(0);
-        let mut max = n.max_items;
-        if let Some(m) = max {
-            if m < min {
-                return Err(SchemaError::Contradiction {
-                    pointer: n.at.clone(),
-                    detail: format!("minItems {min} is greater than maxItems {m}"),
-                });
-            }
-        }
-        let mut pre: Vec<String> = Vec::new();
-        if let Some(p) = &n.prefix_items {
-            for s in p {
-                match self.value(s, &[])? {
-                    Some(r) => pre.push(r),
-                    None => break, // no array can be that long
-                }
-            }
-            if pre.len() < p.len() {
-                max = Some(max.map_or(pre.len() as u64, |m| m.min(pre.len() as u64)));
-            }
-        }
-        let k = pre.len() as u64;
-        let item = match &n.items {
-            None => Some(self.any()),
-            Some(s) => self.value(s, &[])?,
-        };
-        if item.is_none() {
-            max = Some(max.map_or(k, |m| m.min(k)));
-        }
-        if max.is_some_and(|m| m < min) {
-            return Ok(None);
-        }
-        let big = max.unwrap_or(min);
-        if big > self.opts.max_repeat {
-            return Err(SchemaError::TooBig {
-                what: "array length bound".into(),
-                pointer: n.at.clone(),
-                size: big,
-                limit: self.opts.max_repeat,
-                knob: "max_repeat",
-            });
-        }
-        let Layout { inner, comma, .. } = self.lay.clone();
-        if max == Some(0) {
-            return Ok(Some(format!("\\[{inner}\\]")));
-        }
-        // Elements after the i-th (i ≥ 1 already written).
-        let rest_items = |i: u64| -> String {
-            let Some(it) = &item else {
-                return String::new();
-            };
-            let a = min.saturating_sub(i);
-            let b = max.map(|m| m.saturating_sub(i));
-            if b == Some(0) {
-                return String::new();
-            }
-            format!("(?:{comma}{it}){}", repeat(a, b))
-        };
-        let mut tail = rest_items(k.max(1));
-        if k > 0 {
-            for i in (1..k).rev() {
-                if max.is_some_and(|m| i >= m) {
-                    tail = String::new();
-                    continue;
-                }
-                let body = format!("{comma}{}{tail}", pre[i as usize]);
-                tail = if i >= min {
-                    format!("(?:{body})?")
-                } else {
-                    body
-                };
-            }
-        }
-        let elements = if k > 0 {
-            format!("{}{tail}", pre[0])
-        } else {
-            let it = item.clone().expect("max > 0 implies items");
-            format!("{it}{tail}")
-        };
-        let body = if min == 0 {
-            format!("(?:{elements})?")
-        } else {
-            elements
-        };
-        Ok(Some(format!("\\[{inner}{body}{inner}\\]")))
-    }
 }
 
 fn collect_refs(s: &Schema, out: &mut Vec<String>) {
@@ -1214,16 +785,6 @@ fn collect_refs(s: &Schema, out: &mut Vec<String>) {
             }
         }
     }
-}
-
-fn ranges_disjoint(a: &Node, b: &Node) -> bool {
-    let below = |hi: &Option<numeric::Bound>, lo: &Option<numeric::Bound>| match (hi, lo) {
-        (Some(h), Some(l)) => {
-            h.value < l.value || (h.value == l.value && (h.exclusive || l.exclusive))
-        }
-        _ => false,
-    };
-    below(&a.maximum, &b.minimum) || below(&b.maximum, &a.minimum)
 }
 
 fn type_ok(t: Types, v: &Value) -> bool {

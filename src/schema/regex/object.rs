@@ -3,6 +3,7 @@
 //! [`Gen::object`], which puts them together. Split from `regex.rs` by job.
 
 use super::*;
+use crate::dfa::algebra::Op;
 
 pub(super) struct TrieNode {
     pub(super) terminal: bool,
@@ -183,6 +184,7 @@ impl Gen<'_, '_> {
         // out unless the pattern's schema is `true`: a sound narrowing).
         let mut pattern_extra: Option<(String, Schema)> = None;
         let mut pattern_matches_declared = false;
+        let mut multi_patterns = false;
         if !n.pattern_properties.is_empty() {
             let trivial = n.pattern_properties.iter().all(|(_, s)| {
                 matches!(s, Schema::Bool(true)) || matches!(s, Schema::Node(x) if x.is_trivial())
@@ -194,13 +196,18 @@ impl Gen<'_, '_> {
                 v
             };
             if !trivial && distinct.len() > 1 {
-                self.doc.soft(
-                    SchemaError::Unsupported {
-                        keyword: "patternProperties".into(),
-                        pointer: n.at.clone(),
-                    },
-                    self.opts.lenient,
-                )?;
+                // Several patterns: every key meets each pattern that
+                // matches it (declared keys here; extra keys by region in
+                // `pattern_regions`).
+                for (k, s) in declared.iter_mut() {
+                    let hits = pattern_hits(&n.pattern_properties, k)?;
+                    if !hits.is_empty() {
+                        let mut all = vec![s.clone()];
+                        all.extend(hits);
+                        *s = all_of(&n.at, all);
+                    }
+                }
+                multi_patterns = true;
             } else {
                 let (p, ps) = &n.pattern_properties[0];
                 for (k, s) in declared.iter_mut() {
@@ -251,6 +258,13 @@ impl Gen<'_, '_> {
             if declared.iter().any(|(k, _)| k == r) {
                 continue;
             }
+            if multi_patterns {
+                let hits = pattern_hits(&n.pattern_properties, r)?;
+                if !hits.is_empty() {
+                    declared.push((r.clone(), all_of(&n.at, hits)));
+                    continue;
+                }
+            }
             if let Some((p, ps)) = &pattern_extra {
                 if ir::pattern_matches(p, r) == Some(true) {
                     declared.push((r.clone(), ps.clone()));
@@ -259,7 +273,7 @@ impl Gen<'_, '_> {
             }
             match &n.additional {
                 Some(Schema::Bool(false)) => {
-                    return Err(SchemaError::Contradiction {
+                    return self.contradiction(SchemaError::Contradiction {
                         pointer: n.at.clone(),
                         detail: format!(
                         "required property \"{r}\" is not allowed by additionalProperties: false"
@@ -294,47 +308,64 @@ impl Gen<'_, '_> {
                 None => {}
             }
         }
-        let extra = match &extras_schema {
-            None => match &pattern_extra {
-                Some((p, ps))
-                    if !pattern_matches_declared
-                        && !names
-                            .iter()
-                            .any(|k| ir::pattern_matches(p, k) == Some(true)) =>
-                {
-                    let key = match pattern::compile_pattern(p, 0, None) {
-                        Ok(c) => c.regex,
-                        Err(e) => {
-                            return Err(SchemaError::Pattern {
-                                pointer: n.at.clone(),
-                                detail: format!("patternProperties {p:?}: {e}"),
-                            })
+        let extra = if multi_patterns {
+            self.pattern_regions(n, extras_schema.as_ref(), &names, names_key.clone())?
+        } else {
+            match &extras_schema {
+                None => match &pattern_extra {
+                    Some((p, ps))
+                        if !pattern_matches_declared
+                            && !names
+                                .iter()
+                                .any(|k| ir::pattern_matches(p, k) == Some(true)) =>
+                    {
+                        let key = match pattern::compile_pattern(p, 0, None) {
+                            Ok(c) => c.regex,
+                            Err(e) => {
+                                return Err(SchemaError::Pattern {
+                                    pointer: n.at.clone(),
+                                    detail: format!("patternProperties {p:?}: {e}"),
+                                })
+                            }
+                        };
+                        match (key, self.value(ps, &[])?) {
+                            (Some(k), Some(v)) => Some(format!("\"{k}\"{colon}{v}")),
+                            _ => None,
                         }
-                    };
-                    match (key, self.value(ps, &[])?) {
-                        (Some(k), Some(v)) => Some(format!("\"{k}\"{colon}{v}")),
-                        _ => None,
                     }
+                    _ => None,
+                },
+                Some(Schema::Bool(true)) if n.additional.is_none() => {
+                    // Compliant mode's implicit extras: a cheaper free-form
+                    // value beside declared keys; an object that declares
+                    // nothing is itself a free-form object (`{"type":
+                    // "object"}`), its values as deep as any free-form
+                    // value's.
+                    let declares_nothing = declared.is_empty() && n.pattern_properties.is_empty();
+                    let depth = if declares_nothing {
+                        self.opts
+                            .free_form_depth
+                            .saturating_sub(1)
+                            .max(self.opts.extra_value_depth)
+                    } else {
+                        self.opts.extra_value_depth
+                    };
+                    let v = self.free_form(depth);
+                    let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
+                    Some(format!("{k}{colon}{v}"))
                 }
-                _ => None,
-            },
-            Some(Schema::Bool(true)) if n.additional.is_none() => {
-                // Compliant mode's implicit extras: a cheaper free-form value.
-                let v = self.free_form(self.opts.extra_value_depth);
-                let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
-                Some(format!("{k}{colon}{v}"))
+                Some(s) => self.value(s, &[])?.map(|v| {
+                    let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
+                    format!("{k}{colon}{v}")
+                }),
             }
-            Some(s) => self.value(s, &[])?.map(|v| {
-                let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
-                format!("{k}{colon}{v}")
-            }),
         };
         let req = props.iter().filter(|p| p.required).count() as u64;
         let total = props.len() as u64;
         let min_p = n.min_properties.unwrap_or(0);
         let max_p = n.max_properties;
         if max_p.is_some_and(|m| m < min_p) {
-            return Err(SchemaError::Contradiction {
+            return self.contradiction(SchemaError::Contradiction {
                 pointer: n.at.clone(),
                 detail: format!(
                     "minProperties {min_p} is greater than maxProperties {}",
@@ -543,4 +574,115 @@ pub(super) fn any_order_tree(
         return alts.pop().expect("one");
     }
     format!("(?:{})", alts.join("|"))
+}
+
+/// The schemas of the `patternProperties` entries whose pattern matches
+/// `key` (an error when a pattern cannot be compiled).
+fn pattern_hits(
+    pats: &[(ir::Located<String>, Schema)],
+    key: &str,
+) -> Result<Vec<Schema>, SchemaError> {
+    let mut out = Vec::new();
+    for (p, ps) in pats {
+        match ir::pattern_matches(&p.value, key) {
+            Some(true) => out.push(ps.clone()),
+            Some(false) => {}
+            None => {
+                return Err(SchemaError::Pattern {
+                    pointer: p.at.clone(),
+                    detail: format!("{:?} cannot be compiled", p.value),
+                })
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `allOf` of `parts` as one schema.
+fn all_of(at: &Pointer, parts: Vec<Schema>) -> Schema {
+    Schema::Node(Box::new(Node {
+        at: at.clone(),
+        all_of: parts,
+        ..Default::default()
+    }))
+}
+
+impl Gen<'_, '_> {
+    /// One extra member (`key: value`) of an object with several
+    /// `patternProperties`, exactly: the undeclared keys are split by which
+    /// patterns match them; a key matched by the patterns `S` takes the
+    /// `allOf` of their schemas, a key matched by none takes `rest` (the
+    /// `additionalProperties` schema; `None`: not allowed). Key regions are
+    /// products of the pattern languages (intersection and difference
+    /// within canonical spellings, as `extra_key` writes keys).
+    fn pattern_regions(
+        &mut self,
+        n: &Node,
+        rest: Option<&Schema>,
+        names: &[String],
+        names_key: Option<String>,
+    ) -> Result<Lang, SchemaError> {
+        let pats = &n.pattern_properties;
+        let at = &pats[0].0.at;
+        let regions = 1u64 << pats.len().min(63);
+        if regions > self.opts.max_branches as u64 {
+            return Err(SchemaError::TooBig {
+                what: "patternProperties key regions".into(),
+                pointer: n.at.clone(),
+                size: regions,
+                limit: self.opts.max_branches as u64,
+                knob: "max_branches",
+            });
+        }
+        let colon = self.lay.colon.clone();
+        let base = names_key.unwrap_or_else(|| extra_key(names));
+        let mut langs: Vec<Lang> = Vec::new();
+        for (p, _) in pats {
+            match pattern::compile_pattern(&p.value, 0, None) {
+                Ok(c) => langs.push(c.regex.map(|r| format!("\"{r}\""))),
+                Err(e) => {
+                    return Err(SchemaError::Pattern {
+                        pointer: p.at.clone(),
+                        detail: format!("{:?}: {e}", p.value),
+                    })
+                }
+            }
+        }
+        let mut parts = Vec::new();
+        for mask in 0u32..(1 << pats.len()) {
+            let mut key = Some(base.clone());
+            for (i, l) in langs.iter().enumerate() {
+                let Some(k) = key.as_deref() else { break };
+                let inside = mask & (1 << i) != 0;
+                key = match (inside, l) {
+                    (true, None) => None,
+                    (false, None) => Some(k.to_string()),
+                    (true, Some(l)) => self.combine(k, l, Op::And, "patternProperties", at)?,
+                    (false, Some(l)) => self.combine(k, l, Op::AndNot, "patternProperties", at)?,
+                };
+            }
+            let Some(key) = key else { continue };
+            let value = if mask == 0 {
+                match rest {
+                    None => continue,
+                    Some(Schema::Bool(true)) if n.additional.is_none() => {
+                        Some(self.free_form(self.opts.extra_value_depth))
+                    }
+                    Some(s) => self.value(s, &[])?,
+                }
+            } else {
+                let hits: Vec<Schema> = pats
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| mask & (1 << i) != 0)
+                    .map(|(_, (_, s))| s.clone())
+                    .collect();
+                self.value(&all_of(&n.at, hits), &[])?
+            };
+            if let Some(v) = value {
+                parts.push(format!("{key}{colon}{v}"));
+            }
+        }
+        Ok(alt_all(parts))
+    }
 }

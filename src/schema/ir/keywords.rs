@@ -1,0 +1,223 @@
+//! Keyword tables of the IR parser: which keywords are annotations,
+//! which are unsupported, which are enforced, the near-miss check that keeps
+//! misspelt keywords errors, and the small forms parsed in place (`not` of a
+//! type, a required key or one bound; the numeric formats of OpenAPI).
+//! Split from `ir.rs` by job; moved as is.
+
+use super::*;
+
+/// Keywords that are annotations (or structure handled elsewhere) and never
+/// change what validates.
+pub(super) const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "example",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "$schema",
+    "$id",
+    "id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$vocabulary",
+    "definitions",
+    "$defs",
+];
+
+/// Keywords some draft defines that this compiler does not enforce.
+pub(super) const UNSUPPORTED: &[&str] = &[
+    "patternProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "disallow",
+    "extends",
+    "divisibleBy",
+];
+
+/// Keywords this compiler enforces.
+pub(super) const ENFORCED: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "minProperties",
+    "maxProperties",
+    "$ref",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "minContains",
+    "maxContains",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "propertyNames",
+];
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Whether `k` looks like a misspelling of a keyword that changes validation.
+pub(super) fn near_miss(k: &str) -> Option<&'static str> {
+    if k.starts_with('_') || k.starts_with('$') {
+        return None; // `_uniqueItems`: a keyword deliberately switched off
+    }
+    let lower = k.to_lowercase();
+    ENFORCED
+        .iter()
+        .chain(UNSUPPORTED)
+        .copied()
+        .find(|kw| kw.to_lowercase() == lower || (kw.len() >= 7 && edit_distance(k, kw) <= 2))
+}
+
+/// Applies `not: v` to `n` when `v` has one of the enforceable forms:
+/// `{}`/`true` (nothing validates), `false` (no-op), `{type: ...}`,
+/// `{required: [k]}` (`k` is never written), or one
+/// numeric bound (`{maximum: x}` → a number above x, and so on).
+pub(super) fn simple_not(v: &Value, n: &mut Node) -> bool {
+    let m = match v {
+        Value::Bool(true) => {
+            n.never = true;
+            return true;
+        }
+        Value::Bool(false) => return true,
+        Value::Object(m) => m,
+        _ => return false,
+    };
+    let keys: Vec<&str> = m
+        .keys()
+        .map(|k| k.as_str())
+        .filter(|k| !ANNOTATIONS.contains(k) && !k.starts_with("x-"))
+        .collect();
+    match keys.as_slice() {
+        [] => {
+            n.never = true;
+            true
+        }
+        ["type"] => {
+            let names: Vec<&Value> = match &m["type"] {
+                Value::Array(a) => a.iter().collect(),
+                other => vec![other],
+            };
+            let mut t = Types::NONE;
+            for name in names {
+                match name.as_str().and_then(Types::from_name) {
+                    Some(x) => t = t.union(x),
+                    None => return false,
+                }
+            }
+            if t.has(Types::INTEGER) && !t.has(Types::NUMBER) {
+                // The non-integers stay: the general complement has them.
+                return false;
+            }
+            n.not_types = n.not_types.union(t);
+            true
+        }
+        // `not {maximum: x}` holds exactly for numbers above x (a non-number
+        // satisfies `maximum` vacuously, so the `not` rejects it): the same
+        // as `type: number` plus the opposite, strict or not, bound.
+        [kw @ ("maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum")] => {
+            let Some(value) = as_dec(&m[*kw]) else {
+                return false;
+            };
+            n.not_types = n
+                .not_types
+                .union(Types(Types::ALL.0 & !(Types::INTEGER.0 | Types::NUMBER.0)));
+            match *kw {
+                "maximum" | "exclusiveMaximum" => {
+                    let b = Bound {
+                        value,
+                        exclusive: *kw == "maximum",
+                    };
+                    raise_lo(&mut n.minimum, b);
+                }
+                _ => {
+                    let b = Bound {
+                        value,
+                        exclusive: *kw == "minimum",
+                    };
+                    lower_hi(&mut n.maximum, b);
+                }
+            }
+            true
+        }
+        ["required"] => match &m["required"] {
+            Value::Array(a) if a.is_empty() => {
+                n.never = true;
+                true
+            }
+            Value::Array(a) if a.len() > 1 => false,
+            Value::Array(a) => match a[0].as_str() {
+                Some(k) => {
+                    if !n.forbid_keys.iter().any(|f| f == k) {
+                        n.forbid_keys.push(k.to_string());
+                    }
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Bounds of the numeric formats of OpenAPI and schemars (`None`: not one).
+pub(super) fn numeric_format(f: &str) -> Option<(Option<&'static str>, Option<&'static str>)> {
+    Some(match f {
+        "int8" => (Some("-128"), Some("127")),
+        "uint8" => (Some("0"), Some("255")),
+        "int16" => (Some("-32768"), Some("32767")),
+        "uint16" => (Some("0"), Some("65535")),
+        "int32" => (Some("-2147483648"), Some("2147483647")),
+        "uint32" => (Some("0"), Some("4294967295")),
+        "int64" => (Some("-9223372036854775808"), Some("9223372036854775807")),
+        "uint64" | "uint" => (Some("0"), Some("18446744073709551615")),
+        "float" | "double" => (None, None),
+        _ => return None,
+    })
+}

@@ -1,0 +1,283 @@
+//! Scalar leaves: literals (`enum`/`const`), numbers (integer and decimal
+//! ranges, `multipleOf`) and strings (length, `pattern`, `format`). Split
+//! from `regex.rs` by job; moved as is.
+
+use super::*;
+
+impl<'d, 'a> Gen<'d, 'a> {
+    #[inline(never)]
+    pub(super) fn literal(&self, v: &Value) -> String {
+        let Layout {
+            inner,
+            comma,
+            colon,
+        } = &self.lay;
+        match v {
+            Value::Null => "null".into(),
+            Value::Bool(b) => b.to_string(),
+            Value::Number(n) => number_literal(n),
+            Value::String(s) => regex_syntax::escape(&py_string(s)),
+            Value::Array(a) => {
+                let items: Vec<String> = a.iter().map(|x| self.literal(x)).collect();
+                format!("\\[{inner}{}{inner}\\]", items.join(comma))
+            }
+            Value::Object(m) => {
+                let items: Vec<String> = m
+                    .iter()
+                    .map(|(k, x)| {
+                        format!(
+                            "{}{colon}{}",
+                            regex_syntax::escape(&py_string(k)),
+                            self.literal(x)
+                        )
+                    })
+                    .collect();
+                format!("\\{{{inner}{}{inner}\\}}", items.join(comma))
+            }
+        }
+    }
+
+    #[inline(never)]
+    pub(super) fn number(&mut self, n: &Node, types: Types) -> Result<Lang, SchemaError> {
+        let integer_only = !types.has(Types::NUMBER);
+        if n.fractional {
+            return self.fractional_number(n, types);
+        }
+        let lo = n.minimum.as_ref();
+        let hi = n.maximum.as_ref();
+        if let Some(m) = &n.multiple_of {
+            if m.value.is_integer() {
+                let Some(k) = m.value.to_i128() else {
+                    return self.soft_number(n, "multipleOf too large");
+                };
+                let (l, h) = numeric::integer_bounds(lo, hi);
+                if k == 1 {
+                    return Ok(numeric::int_range(l.as_ref(), h.as_ref()));
+                }
+                if let (Some(l), Some(h)) = (&l, &h) {
+                    let (Some(li), Some(hi_)) = (l.to_i128(), h.to_i128()) else {
+                        return self.soft_number(n, "bounds too large for multipleOf");
+                    };
+                    if hi_ < li {
+                        return Ok(None);
+                    }
+                    let count = ((hi_ - li) / k) as u64;
+                    if count > self.opts.max_enumerated_multiples {
+                        return Err(SchemaError::TooBig {
+                            what: "multipleOf values in range".into(),
+                            pointer: m.at.clone(),
+                            size: count,
+                            limit: self.opts.max_enumerated_multiples,
+                            knob: "max_enumerated_multiples",
+                        });
+                    }
+                    return Ok(numeric::enumerate_multiples(li, hi_, k));
+                }
+                if l.is_none() && h.is_none() {
+                    if let Some(r) = u64::try_from(k).ok().and_then(numeric::multiple_of_suffix) {
+                        return Ok(Some(r));
+                    }
+                }
+                return self.soft_number(
+                    n,
+                    &format!("multipleOf {} without a bounded range", m.value),
+                );
+            }
+            return self.soft_number(
+                n,
+                &format!(
+                    "fractional multipleOf {} (floating-point semantics)",
+                    m.value
+                ),
+            );
+        }
+        if integer_only {
+            let (l, h) = numeric::integer_bounds(lo, hi);
+            if let (Some(a), Some(b)) = (lo, hi) {
+                if a.value > b.value {
+                    return self.contradiction(SchemaError::Contradiction {
+                        pointer: n.at.clone(),
+                        detail: format!("minimum {} is greater than maximum {}", a.value, b.value),
+                    });
+                }
+            }
+            Ok(numeric::int_range(l.as_ref(), h.as_ref()))
+        } else {
+            if let (Some(a), Some(b)) = (lo, hi) {
+                if a.value > b.value {
+                    return self.contradiction(SchemaError::Contradiction {
+                        pointer: n.at.clone(),
+                        detail: format!("minimum {} is greater than maximum {}", a.value, b.value),
+                    });
+                }
+            }
+            Ok(numeric::decimal_range(lo, hi))
+        }
+    }
+
+    pub(super) fn soft_number(&mut self, n: &Node, detail: &str) -> Result<Lang, SchemaError> {
+        self.doc.soft(
+            SchemaError::UnsupportedValue {
+                what: "multipleOf".into(),
+                pointer: n
+                    .multiple_of
+                    .as_ref()
+                    .map(|m| m.at.clone())
+                    .unwrap_or_default(),
+                detail: detail.into(),
+            },
+            self.opts.lenient,
+        )?;
+        let (l, h) = numeric::integer_bounds(n.minimum.as_ref(), n.maximum.as_ref());
+        Ok(numeric::int_range(l.as_ref(), h.as_ref()))
+    }
+
+    #[inline(never)]
+    pub(super) fn string(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        let min = n.min_length.unwrap_or(0);
+        let max = n.max_length;
+        if let Some(m) = max {
+            if m < min {
+                return self.contradiction(SchemaError::Contradiction {
+                    pointer: n.at.clone(),
+                    detail: format!("minLength {min} is greater than maxLength {m}"),
+                });
+            }
+        }
+        let mut max = max;
+        if let (Some(cap), Some(m)) = (self.opts.max_length_cap, max) {
+            if m > cap.max(min) {
+                max = Some(cap.max(min));
+                self.doc.warn(
+                    &n.at,
+                    format!(
+                        "maxLength {m} narrowed to {} (max_length_cap)",
+                        cap.max(min)
+                    ),
+                );
+            }
+        }
+        let big = max.unwrap_or(min);
+        if big > self.opts.max_repeat {
+            return Err(SchemaError::TooBig {
+                what: "string length bound".into(),
+                pointer: n.at.clone(),
+                size: big,
+                limit: self.opts.max_repeat,
+                knob: "max_repeat",
+            });
+        }
+        let lenient = self.opts.lenient;
+        if n.patterns.len() + n.formats.len() > 1 {
+            let at = n
+                .patterns
+                .first()
+                .map(|p| p.at.clone())
+                .unwrap_or_else(|| n.at.clone());
+            self.doc.soft(
+                SchemaError::UnsupportedValue {
+                    what: "string constraints".into(),
+                    pointer: at,
+                    detail: "several patterns/formats on one string (their intersection)".into(),
+                },
+                lenient,
+            )?;
+        } else if let Some(f) = n.formats.first() {
+            let re = formats::format_regex(&f.value).expect("supported format");
+            let restricted = pattern::restrict_regex(&re, min, max);
+            if !matches!(restricted, Ok(ref c) if c.narrowed.is_none()) {
+                if let Some(exact) = self.length_product(&format!("\"{re}\""), min, max, &f.at) {
+                    return Ok(exact);
+                }
+            }
+            return match restricted {
+                Ok(c) => {
+                    if let Some(w) = c.narrowed {
+                        self.doc.warn(&f.at, format!("format \"{}\": {w}", f.value));
+                    }
+                    Ok(c.regex.map(|r| format!("\"{r}\"")))
+                }
+                Err(e) => {
+                    self.doc.soft(
+                        SchemaError::UnsupportedValue {
+                            what: "format".into(),
+                            pointer: f.at.clone(),
+                            detail: format!("format \"{}\" with length bounds: {e}", f.value),
+                        },
+                        lenient,
+                    )?;
+                    Ok(Some(format!("\"{re}\"")))
+                }
+            };
+        } else if let Some(p) = n.patterns.first() {
+            let compiled = pattern::compile_pattern(&p.value, min, max);
+            if !matches!(compiled, Ok(ref c) if c.narrowed.is_none()) {
+                if let Ok(free) = pattern::compile_pattern(&p.value, 0, None) {
+                    if let Some(l) = free.regex {
+                        if let Some(exact) =
+                            self.length_product(&format!("\"{l}\""), min, max, &p.at)
+                        {
+                            return Ok(exact);
+                        }
+                    } else {
+                        return Ok(None);
+                    }
+                }
+            }
+            match compiled {
+                Ok(c) => {
+                    if let Some(w) = c.narrowed {
+                        self.doc.warn(&p.at, w);
+                    }
+                    return Ok(c.regex.map(|r| format!("\"{r}\"")));
+                }
+                Err(e) => {
+                    self.doc.soft(
+                        SchemaError::Pattern {
+                            pointer: p.at.clone(),
+                            detail: format!("{:?}: {e}", p.value),
+                        },
+                        lenient,
+                    )?;
+                }
+            }
+        }
+        if min == 0 && max.is_none() {
+            return Ok(Some(format!("\"{CHAR}*\"")));
+        }
+        // Counted: the short character form keeps each counted position small
+        // (no `\u00XX` escapes: about 9 DFA states per position instead of 13).
+        Ok(Some(format!("\"{KEY_CHAR}{}\"", repeat(min, max))))
+    }
+
+    /// A quoted string language (a pattern or format) cut to `min..=max`
+    /// characters exactly, by a product with the counted string language:
+    /// used where the pattern's own shape cannot carry the bounds (it would
+    /// otherwise be narrowed, or be an error). `None` when the product is
+    /// over its bounds (`max_product_states` / `max_product_len`); the
+    /// caller then narrows or reports as before. `Some(None)`: no string
+    /// of the pattern has an allowed length.
+    fn length_product(
+        &self,
+        quoted: &str,
+        min: u64,
+        max: Option<u64>,
+        at: &Pointer,
+    ) -> Option<Lang> {
+        if (min == 0 && max.is_none()) || max.unwrap_or(min) as usize > self.opts.max_product_states
+        {
+            return None;
+        }
+        // Canonical spellings only (no `\u` escapes), so that counting
+        // `KEY_CHAR`s counts characters.
+        let counted = format!("\"{KEY_CHAR}{}\"", repeat(min, max));
+        self.combine(
+            quoted,
+            &counted,
+            crate::dfa::algebra::Op::And,
+            "pattern with length bounds",
+            at,
+        )
+        .ok()
+    }
+}
