@@ -60,7 +60,7 @@ mod lazy;
 pub(crate) mod trie;
 
 pub use automaton::{ByteAutomaton, LiveTable, DEAD};
-use backend::Backend;
+pub(crate) use backend::{Backend, Classes, Slots};
 
 use crate::vocab::{TokenId, Vocabulary};
 use std::collections::HashMap;

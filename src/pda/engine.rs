@@ -17,8 +17,8 @@
 //!   behind a mutex, as in the lazy index.
 
 use super::{Pda, INF};
-use crate::index::trie::{self, VocabTries};
-use crate::index::{Backend, TokenSet, DEAD};
+use crate::index::trie::VocabTries;
+use crate::index::{Backend, Classes, Slots, TokenSet, DEAD};
 use crate::vocab::Vocabulary;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -70,7 +70,6 @@ struct Core {
     trans: Vec<u32>,
     stride: usize,
     max_sets: usize,
-    budget: Vec<u32>,
     /// Limits that cut the language, in the order first hit.
     limits: Vec<String>,
     /// Set when a mask walk met an [`Set::opaque`] configuration.
@@ -223,7 +222,6 @@ impl Core {
         });
         self.set_ids.insert(key, id);
         self.trans.resize(self.sets.len() * self.stride, UNKNOWN);
-        self.budget.push(UNKNOWN);
         id
     }
 
@@ -341,79 +339,6 @@ impl Core {
     fn dist(&self, s: u32) -> u32 {
         self.sets.get(s as usize).map_or(INF, |x| x.dist)
     }
-
-    /// Live byte classes of `s`, as (smallest byte, class size).
-    fn live_classes(&mut self, s: u32) -> Vec<(u8, u32)> {
-        let reps = self.pda.reps.clone();
-        let mut out = Vec::new();
-        for (c, &b) in reps.iter().enumerate() {
-            if self.next(s, b) != DEAD {
-                out.push((b, self.pda.class_size[c]));
-            }
-        }
-        out
-    }
-
-    /// The smallest byte one byte closer to acceptance, if any.
-    fn canonical_byte(&mut self, s: u32) -> Option<u8> {
-        let d = self.dist(s);
-        if d == 0 || d == INF {
-            return None;
-        }
-        let mut reps = self.pda.reps.clone();
-        reps.sort_unstable();
-        reps.into_iter().find(|&b| {
-            let t = self.next(s, b);
-            t != DEAD && self.dist(t) == d - 1
-        })
-    }
-
-    /// Greedy longest-token tokenization of the canonical shortest
-    /// completion (as the DFA indexes compute it), memoized per set.
-    fn budget(&mut self, tries: &VocabTries, s: u32) -> u32 {
-        let mut chain = Vec::new();
-        let mut cur = s;
-        let mut base = loop {
-            if cur == DEAD {
-                break INF;
-            }
-            let b = self.budget[cur as usize];
-            if b != UNKNOWN {
-                break b;
-            }
-            if self.sets[cur as usize].accepting {
-                self.budget[cur as usize] = 0;
-                break 0;
-            }
-            let mut path: Vec<u32> = Vec::with_capacity(16);
-            let mut at = cur;
-            let tok = trie::longest_prefix_token(&tries.full, |k| {
-                if k == 0 {
-                    at = cur;
-                    path.clear();
-                }
-                if at == DEAD || self.sets[at as usize].accepting {
-                    return None;
-                }
-                let b = self.canonical_byte(at)?;
-                at = self.next(at, b);
-                path.push(at);
-                Some(b)
-            });
-            match tok {
-                Some((len, _)) => {
-                    chain.push(cur);
-                    cur = path[len - 1];
-                }
-                _ => break INF,
-            }
-        };
-        for &st in chain.iter().rev() {
-            base = base.saturating_add(1);
-            self.budget[st as usize] = base;
-        }
-        base
-    }
 }
 
 /// [`CHUNK`] write-once mask cells.
@@ -428,6 +353,10 @@ pub(crate) struct Engine {
     /// into the frames cut off, so it decides nothing).
     shared: Mutex<FastMap<u32, Option<Arc<TokenSet>>>>,
     distinct: Mutex<FastMap<u64, Vec<Arc<TokenSet>>>>,
+    /// The pushdown's joint byte classes (for the index's shared algorithms).
+    classes: Classes,
+    /// The memo of the fewest-tokens budget per configuration.
+    budgets: Slots,
 }
 
 impl Engine {
@@ -462,7 +391,6 @@ impl Engine {
             trans: Vec::new(),
             stride,
             max_sets,
-            budget: Vec::new(),
             limits: Vec::new(),
             opaque_hit: false,
             max_token_len: 0,
@@ -475,7 +403,10 @@ impl Engine {
         if start == DEAD {
             return None;
         }
+        let classes = Classes::new(&core.pda.classes);
         Some(Engine {
+            budgets: Slots::new(max_sets),
+            classes,
             core: Mutex::new(core),
             start,
             masks: (0..max_sets.div_ceil(CHUNK))
@@ -631,27 +562,16 @@ impl Backend for Engine {
         self.core().next(s, b)
     }
 
-    fn has_continuation(&self, s: u32) -> bool {
-        !self.core().live_classes(s).is_empty()
-    }
-
-    fn budget(&self, s: u32, tries: &VocabTries) -> u32 {
-        self.core().budget(tries, s)
-    }
-
     fn dist(&self, s: u32) -> u32 {
         self.core().dist(s)
     }
 
-    fn forced_byte(&self, s: u32) -> Option<u8> {
-        let mut core = self.core();
-        if core.sets.get(s as usize)?.accepting {
-            return None;
-        }
-        match core.live_classes(s)[..] {
-            [(b, 1)] => Some(b),
-            _ => None,
-        }
+    fn classes(&self) -> &Classes {
+        &self.classes
+    }
+
+    fn budgets(&self) -> &Slots {
+        &self.budgets
     }
 
     fn memory_usage(&self) -> usize {
