@@ -438,10 +438,19 @@ impl Engine {
     /// decides it (so configurations that differ only deep in their stacks
     /// share one walk), else by walking from `s` itself.
     fn compute(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Arc<TokenSet> {
+        // Truncated copies are a shortcut that must never decide a mask the
+        // real configuration would not: once a limit has been hit (stacks
+        // pruned, configurations refused) or the table is half full, walk
+        // the real configuration, whose successors are then interned (or
+        // refused, so never allowed).
+        let shortcut_ok = |core: &Core| core.limits.is_empty() && core.sets.len() < core.max_sets / 2;
         for k in TRUNCATIONS {
             let Some(t) = ({
                 let mut core = self.core();
                 core.max_token_len = tries.full.max_depth as u32;
+                if !shortcut_ok(&core) {
+                    break;
+                }
                 core.truncate(s, k)
             }) else {
                 continue;
@@ -456,6 +465,9 @@ impl Engine {
                 Some(m) => m,
                 None => {
                     let m = self.walk_mask(t, tries, vocab);
+                    if !shortcut_ok(&self.core()) {
+                        break;
+                    }
                     self.shared
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())

@@ -196,6 +196,8 @@ pub enum GenerateError {
     ZeroDraftTokens,
     #[error("the sampler picked token {token}, which the guide forbids")]
     MaskIgnored { token: TokenId },
+    #[error("the constraint's automaton hit a resource limit while generating: {limit}")]
+    LimitHit { limit: String },
     #[error("no token keeps the output completable within the {remaining} tokens left")]
     NoViableToken { remaining: usize },
     #[error("the model's output does not deserialize: {0}")]
@@ -505,6 +507,13 @@ impl<'a> Decoder<'a> {
             }
             return Ok(self.sampler.sample(logits, None, history)?);
         };
+        // A lazy automaton that hit a size limit leaves states with nothing
+        // allowed: name the limit rather than an empty distribution.
+        if m.allowed().is_empty() {
+            if let Some(limit) = m.index().lazy_limit_error() {
+                return Err(GenerateError::LimitHit { limit });
+            }
+        }
         // The sampler works in place: keep the logits only where a redraw
         // can happen.
         let redraw_possible = !m.always_fits(remaining);

@@ -225,10 +225,22 @@ fn decode_loop<B: BatchModel>(
         let chunks: Vec<Vec<TokenId>> = pending.iter().map(|r| r.tokens.clone()).collect();
         let chunk_refs: Vec<&[TokenId]> = chunks.iter().map(Vec::as_slice).collect();
         let positions: Vec<usize> = pending.iter().map(|r| r.pos).collect();
-        let result = {
+        // A panic inside the model must not take the only decode thread
+        // (and so every later request) down: the requests of this pass get
+        // an error and the loop goes on.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut seqs: Vec<&mut B::Seq> = pending.iter_mut().map(|r| &mut r.seq).collect();
             model.step_batch(&mut seqs, &chunk_refs, &positions)
-        };
+        }))
+        .unwrap_or_else(|_| {
+            (0..pending.len())
+                .map(|_| {
+                    Err(ModelError::Interrupted(
+                        "the model panicked during a batched pass".into(),
+                    ))
+                })
+                .collect()
+        });
         steps.fetch_add(1, Ordering::Relaxed);
         rows.fetch_add(pending.len(), Ordering::Relaxed);
         for (r, out) in pending.into_iter().zip(result) {

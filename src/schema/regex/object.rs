@@ -624,8 +624,10 @@ impl Gen<'_, '_> {
     ) -> Result<Lang, SchemaError> {
         let pats = &n.pattern_properties;
         let at = &pats[0].0.at;
+        // (At most 2^24 regions, whatever `max_branches` says: the masks
+        // below are u32.)
         let regions = 1u64 << pats.len().min(63);
-        if regions > self.opts.max_branches as u64 {
+        if regions > (self.opts.max_branches as u64).min(1 << 24) {
             return Err(SchemaError::TooBig {
                 what: "patternProperties key regions".into(),
                 pointer: n.at.clone(),

@@ -343,11 +343,12 @@ impl QwenWeights {
                     context: c.context_length,
                 });
             }
-            if let Some(&tok) = t.iter().find(|t| t.as_usize() >= c.logits_width) {
-                return Err(ModelError::TokenOutOfRange {
-                    token: tok,
-                    width: c.logits_width,
-                });
+            // A token needs a logit and an embedding row (a file whose
+            // `output.weight` has more rows than `token_embd` has ids past
+            // the embeddings).
+            let width = c.logits_width.min(self.embed.len() / c.hidden.max(1));
+            if let Some(&tok) = t.iter().find(|t| t.as_usize() >= width) {
+                return Err(ModelError::TokenOutOfRange { token: tok, width });
             }
         }
         let starts: Vec<usize> = seqs.iter().map(|s| s.len).collect();
