@@ -99,9 +99,9 @@ impl Core {
         }
         let truncated = self.nodes[parent as usize].truncated;
         if !truncated && depth.saturating_add(need) > self.pda.max_stack_depth {
-            let limit = self.pda.max_stack_depth;
+            let (limit, knob) = (self.pda.max_stack_depth, self.pda.depth_knob);
             self.hit_limit(format!(
-                "the stack depth limit GbnfOptions::max_stack_depth ({limit}) was reached: \
+                "the stack depth limit {knob} ({limit}) was reached: \
                  deeper nesting is not offered"
             ));
             return None;
