@@ -99,10 +99,9 @@ impl Core {
         }
         let truncated = self.nodes[parent as usize].truncated;
         if !truncated && depth.saturating_add(need) > self.pda.max_stack_depth {
-            let (limit, knob) = (self.pda.max_stack_depth, self.pda.depth_knob);
+            let knob = &self.pda.depth_knob;
             self.hit_limit(format!(
-                "the stack depth limit {knob} ({limit}) was reached: \
-                 deeper nesting is not offered"
+                "the stack depth limit {knob} was reached: deeper nesting is not offered"
             ));
             return None;
         }

@@ -118,7 +118,8 @@ impl Fragment {
 pub(crate) struct Limits {
     pub max_stack_depth: usize,
     pub max_stacks: usize,
-    pub depth_knob: &'static str,
+    /// The option and its value, as errors name them.
+    pub depth_knob: String,
 }
 
 /// Why [`Pda::build_with`] refused the fragments.
@@ -142,8 +143,9 @@ pub struct Pda {
     pub(crate) reps: Vec<u8>,
     pub(crate) class_size: Vec<u32>,
     pub(crate) max_stack_depth: u32,
-    /// The option that set `max_stack_depth`, as errors name it.
-    pub(crate) depth_knob: &'static str,
+    /// The option that set `max_stack_depth` and its value, as errors
+    /// name them.
+    pub(crate) depth_knob: String,
     pub(crate) max_stacks: usize,
     /// Total DFA states of the fragments.
     pub states: usize,
@@ -160,7 +162,7 @@ impl Pda {
         let limits = Limits {
             max_stack_depth: opts.max_stack_depth,
             max_stacks: opts.max_stacks,
-            depth_knob: "GbnfOptions::max_stack_depth",
+            depth_knob: format!("GbnfOptions::max_stack_depth ({})", opts.max_stack_depth),
         };
         Self::build_with(fragments, &limits, size, config).map_err(|e| match e {
             BuildError::Empty => GbnfError::EmptyLanguage {
@@ -200,7 +202,7 @@ impl Pda {
             reps: Vec::new(),
             class_size: Vec::new(),
             max_stack_depth: limits.max_stack_depth.min(u32::MAX as usize - 1) as u32,
-            depth_knob: limits.depth_knob,
+            depth_knob: limits.depth_knob.clone(),
             max_stacks: limits.max_stacks.max(1),
             states: 0,
         };

@@ -57,7 +57,10 @@ pub(crate) fn build(
     let limits = Limits {
         max_stack_depth: opts.max_depth.saturating_add(1),
         max_stacks: MAX_STACKS,
-        depth_knob: "SchemaOptions::max_depth (--max-depth)",
+        depth_knob: format!(
+            "SchemaOptions::max_depth (--max-depth {}: the document and {} nested recursive $refs)",
+            opts.max_depth, opts.max_depth
+        ),
     };
     let pda = Pda::build_with(&fragments, &limits, size, config).map_err(|e| match e {
         BuildError::Empty => SchemaError::Empty {
