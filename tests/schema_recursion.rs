@@ -20,8 +20,26 @@ fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
     let mut toks: Vec<(TokenId, Vec<u8>)> =
         (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
     for t in [
-        "[[", "]]", "]]]", "],", "},", "\"}", "\":", "{\"", "}]", "}]}", "[]", "{}", "null}",
-        ",\"", "true]", "1,", "12", "\"next\":", "\"children\":[", "]}",
+        "[[",
+        "]]",
+        "]]]",
+        "],",
+        "},",
+        "\"}",
+        "\":",
+        "{\"",
+        "}]",
+        "}]}",
+        "[]",
+        "{}",
+        "null}",
+        ",\"",
+        "true]",
+        "1,",
+        "12",
+        "\"next\":",
+        "\"children\":[",
+        "]}",
     ] {
         toks.push((TokenId(toks.len() as u32), t.as_bytes().to_vec()));
     }
@@ -102,7 +120,11 @@ fn opts(max_depth: usize) -> SchemaOptions {
     }
 }
 
-fn compile(v: &Arc<Vocabulary>, schema: &Value, o: SchemaOptions) -> Result<Arc<Compiled>, CompileError> {
+fn compile(
+    v: &Arc<Vocabulary>,
+    schema: &Value,
+    o: SchemaOptions,
+) -> Result<Arc<Compiled>, CompileError> {
     Compiler::new(v.clone(), CompilerConfig::default())
         .compile(&Source::json_schema(schema.clone()).with_schema_options(o))
 }
@@ -228,18 +250,29 @@ fn budget_never_cuts_a_recursive_structure() {
                 let mut ended = false;
                 for used in 0..max_tokens {
                     let remaining = max_tokens - used;
-                    let fits: Vec<TokenId> =
-                        m.allowed().iter().filter(|&t| m.fits(t, remaining)).collect();
-                    assert!(!fits.is_empty(), "{name}: no token fits with {remaining} left");
+                    let fits: Vec<TokenId> = m
+                        .allowed()
+                        .iter()
+                        .filter(|&t| m.fits(t, remaining))
+                        .collect();
+                    assert!(
+                        !fits.is_empty(),
+                        "{name}: no token fits with {remaining} left"
+                    );
                     // Adversarial: open a structure whenever the budget allows.
                     let open: Vec<TokenId> = fits
                         .iter()
                         .copied()
                         .filter(|&t| {
-                            v.token_bytes(t).is_some_and(|b| b.iter().any(|b| b"[{".contains(b)))
+                            v.token_bytes(t)
+                                .is_some_and(|b| b.iter().any(|b| b"[{".contains(b)))
                         })
                         .collect();
-                    let pool = if !open.is_empty() && rng.random_bool(0.7) { &open } else { &fits };
+                    let pool = if !open.is_empty() && rng.random_bool(0.7) {
+                        &open
+                    } else {
+                        &fits
+                    };
                     let t = pool[rng.random_range(0..pool.len())];
                     assert!(m.accept_token(t));
                     if t == eos {
@@ -248,7 +281,10 @@ fn budget_never_cuts_a_recursive_structure() {
                     }
                     out.extend_from_slice(v.token_bytes(t).unwrap());
                 }
-                assert!(ended || m.is_accepting(), "{name}: cut at {max_tokens} tokens");
+                assert!(
+                    ended || m.is_accepting(),
+                    "{name}: cut at {max_tokens} tokens"
+                );
                 let text = String::from_utf8(out).unwrap();
                 assert!(valid(&o, &text), "{name}: {text}");
             }
@@ -271,7 +307,9 @@ fn a_schema_without_recursion_keeps_the_flat_path() {
                    "$defs": {"x": {"type": "array", "items": {"type": "integer"}}}});
     let c = compile(&v, &s, SchemaOptions::default()).unwrap();
     assert_eq!(c.stats().fragments, 0);
-    let regex = constrain::schema::compile(&s, &SchemaOptions::default()).unwrap().regex;
+    let regex = constrain::schema::compile(&s, &SchemaOptions::default())
+        .unwrap()
+        .regex;
     assert_eq!(c.stats().regex_len, regex.len());
 }
 
@@ -301,7 +339,11 @@ fn walks(v: &Arc<Vocabulary>, seed: u64, n: usize, steps: usize) {
                     .copied()
                     .filter(|&t| v.token_bytes(t).unwrap().iter().any(|b| b"[{".contains(b)))
                     .collect();
-                let pool = if !open.is_empty() && rng.random_bool(0.6) { &open } else { &allowed };
+                let pool = if !open.is_empty() && rng.random_bool(0.6) {
+                    &open
+                } else {
+                    &allowed
+                };
                 let t = pool[rng.random_range(0..pool.len())];
                 assert!(m.accept_token(t));
                 out.extend_from_slice(v.token_bytes(t).unwrap());

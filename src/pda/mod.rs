@@ -192,8 +192,8 @@ impl Pda {
         let mut frags = Vec::with_capacity(n);
         for (name, body) in fragments.names.iter().zip(&fragments.bodies) {
             let hir = body.clone().unwrap_or_else(regex_syntax::hir::Hir::fail);
-            let dfa = ByteDfa::from_hir(&hir, size, config)
-                .map_err(|e| BuildError::Compile(e.into()))?;
+            let dfa =
+                ByteDfa::from_hir(&hir, size, config).map_err(|e| BuildError::Compile(e.into()))?;
             frags.push(Self::fragment(name, dfa, n));
         }
         let mut pda = Pda {

@@ -82,7 +82,11 @@ fn budget_safe_generation_under_recursion_ends_valid() {
             assert!(out.accepted, "max_tokens {max_tokens}: {}", out.text());
             let v: Value = serde_json::from_str(&out.text())
                 .unwrap_or_else(|e| panic!("max_tokens {max_tokens}: {e}: {}", out.text()));
-            assert!(oracle.is_valid(&v), "max_tokens {max_tokens}: {}", out.text());
+            assert!(
+                oracle.is_valid(&v),
+                "max_tokens {max_tokens}: {}",
+                out.text()
+            );
         }
     }
 }
