@@ -94,6 +94,9 @@ impl Gen<'_, '_> {
         let [Schema::Ref { target, .. }] = n.all_of.as_slice() else {
             return Ok(None);
         };
+        if !self.reachable(target)?.contains(target) {
+            return Ok(None);
+        }
         let mut rest = n.clone();
         rest.all_of.clear();
         if !rest.is_trivial() {
