@@ -348,12 +348,17 @@ impl Compiler {
         let t = Instant::now();
         let (regex, warnings) = match source {
             Source::JsonSchema { schema, options } => {
-                let c = schema::compile(schema, options)?;
-                (c.regex, c.warnings)
+                match self.schema_regex(schema, options, &mut stats, t)? {
+                    Ok(c) => c,
+                    Err(done) => return Ok(done),
+                }
             }
             Source::Tools { tools, options } => {
-                let c = schema::compile(&schema::tools_schema(tools)?, options)?;
-                (c.regex, c.warnings)
+                let schema = schema::tools_schema(tools)?;
+                match self.schema_regex(&schema, options, &mut stats, t)? {
+                    Ok(c) => c,
+                    Err(done) => return Ok(done),
+                }
             }
             Source::Regex(p) => (p.clone(), Vec::new()),
             Source::Grammar(g) => (g.pattern.clone(), Vec::new()),
@@ -401,6 +406,49 @@ impl Compiler {
         let dfa = ByteDfa::build(&regex, &self.config.dfa)?;
         drop(regex);
         self.finish(dfa, warnings, stats, t)
+    }
+
+    /// A schema's regex and warnings; or, when a recursive `$ref` is met
+    /// and the vocabulary has every single byte, the schema compiled
+    /// through the pushdown engine (`Err`: finished; recursion exact, see
+    /// `schema::regex::calls`). A schema without recursion gets exactly
+    /// the regex `schema::compile` writes.
+    #[allow(clippy::type_complexity)]
+    fn schema_regex(
+        &self,
+        schema: &serde_json::Value,
+        options: &SchemaOptions,
+        stats: &mut CompileStats,
+        t: Instant,
+    ) -> Result<Result<(String, Vec<SchemaWarning>), Compiled>, CompileError> {
+        if !crate::index::has_every_byte(&self.vocab) {
+            let c = schema::compile(schema, options)?;
+            return Ok(Ok((c.regex, c.warnings)));
+        }
+        let (names, bodies, warnings) = match schema::regex::compile_fragments(schema, options)? {
+            schema::regex::SchemaFragments::Regex(c) => return Ok(Ok((c.regex, c.warnings))),
+            schema::regex::SchemaFragments::Fragments {
+                names,
+                bodies,
+                warnings,
+            } => (names, bodies, warnings),
+        };
+        stats.schema_time = t.elapsed();
+        stats.regex_len = bodies.iter().flatten().map(String::len).sum();
+        let t = Instant::now();
+        let pda = crate::pda::schema::build(&names, &bodies, options, &self.config.dfa)?;
+        drop(bodies);
+        stats.dfa_time = t.elapsed();
+        stats.dfa_states = pda.states;
+        stats.fragments = pda.fragment_count();
+        let t = Instant::now();
+        let index = TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
+        stats.index_time = t.elapsed();
+        Ok(Err(Compiled {
+            index: Arc::new(index),
+            warnings,
+            stats: std::mem::take(stats),
+        }))
     }
 
     /// DFA → token index: the common end of every compile (`t`: when the

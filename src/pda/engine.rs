@@ -98,10 +98,9 @@ impl Core {
         }
         let truncated = self.nodes[parent as usize].truncated;
         if !truncated && depth.saturating_add(need) > self.pda.max_stack_depth {
-            let limit = self.pda.max_stack_depth;
+            let knob = &self.pda.depth_knob;
             self.hit_limit(format!(
-                "the stack depth limit GbnfOptions::max_stack_depth ({limit}) was reached: \
-                 deeper nesting is not offered"
+                "the stack depth limit {knob} was reached: deeper nesting is not offered"
             ));
             return None;
         }
@@ -443,7 +442,8 @@ impl Engine {
         // pruned, configurations refused) or the table is half full, walk
         // the real configuration, whose successors are then interned (or
         // refused, so never allowed).
-        let shortcut_ok = |core: &Core| core.limits.is_empty() && core.sets.len() < core.max_sets / 2;
+        let shortcut_ok =
+            |core: &Core| core.limits.is_empty() && core.sets.len() < core.max_sets / 2;
         for k in TRUNCATIONS {
             let Some(t) = ({
                 let mut core = self.core();

@@ -61,6 +61,7 @@
 //! stack" for the figures.
 
 mod engine;
+pub(crate) mod schema;
 
 pub(crate) use engine::Engine;
 
@@ -112,6 +113,26 @@ impl Fragment {
     }
 }
 
+/// The limits of an engine, with the name of the option that set the depth.
+#[derive(Clone, Debug)]
+pub(crate) struct Limits {
+    pub max_stack_depth: usize,
+    pub max_stacks: usize,
+    /// The option and its value, as errors name them.
+    pub depth_knob: String,
+}
+
+/// Why [`Pda::build_with`] refused the fragments.
+#[derive(Debug)]
+pub(crate) enum BuildError {
+    /// No text of the root fragment can finish.
+    Empty,
+    /// Every text nests `need` frames, past the depth limit.
+    Depth { need: usize },
+    /// A fragment's automaton could not be built.
+    Compile(crate::CompileError),
+}
+
 /// The compiled fragments of a grammar, with the limits of its engine.
 #[derive(Debug)]
 pub struct Pda {
@@ -122,6 +143,9 @@ pub struct Pda {
     pub(crate) reps: Vec<u8>,
     pub(crate) class_size: Vec<u32>,
     pub(crate) max_stack_depth: u32,
+    /// The option that set `max_stack_depth` and its value, as errors
+    /// name them.
+    pub(crate) depth_knob: String,
     pub(crate) max_stacks: usize,
     /// Total DFA states of the fragments.
     pub states: usize,
@@ -135,11 +159,41 @@ impl Pda {
         size: usize,
         config: &DfaConfig,
     ) -> Result<Pda, crate::CompileError> {
+        let limits = Limits {
+            max_stack_depth: opts.max_stack_depth,
+            max_stacks: opts.max_stacks,
+            depth_knob: format!("GbnfOptions::max_stack_depth ({})", opts.max_stack_depth),
+        };
+        Self::build_with(fragments, &limits, size, config).map_err(|e| match e {
+            BuildError::Empty => GbnfError::EmptyLanguage {
+                max_depth: opts.max_stack_depth,
+            }
+            .into(),
+            BuildError::Depth { need } => GbnfError::StackDepth {
+                limit: opts.max_stack_depth,
+                need,
+            }
+            .into(),
+            BuildError::Compile(e) => e,
+        })
+    }
+
+    /// [`Pda::build`] for any front end: the limits are given with the
+    /// name of the option that set them, and the two refusals that a front
+    /// end words itself (an empty language, a shortest text deeper than the
+    /// stack) come back as [`BuildError`].
+    pub(crate) fn build_with(
+        fragments: &Fragments,
+        limits: &Limits,
+        size: usize,
+        config: &DfaConfig,
+    ) -> Result<Pda, BuildError> {
         let n = fragments.bodies.len();
         let mut frags = Vec::with_capacity(n);
         for (name, body) in fragments.names.iter().zip(&fragments.bodies) {
             let hir = body.clone().unwrap_or_else(regex_syntax::hir::Hir::fail);
-            let dfa = ByteDfa::from_hir(&hir, size, config)?;
+            let dfa =
+                ByteDfa::from_hir(&hir, size, config).map_err(|e| BuildError::Compile(e.into()))?;
             frags.push(Self::fragment(name, dfa, n));
         }
         let mut pda = Pda {
@@ -147,8 +201,9 @@ impl Pda {
             classes: [0; 256],
             reps: Vec::new(),
             class_size: Vec::new(),
-            max_stack_depth: opts.max_stack_depth.min(u32::MAX as usize - 1) as u32,
-            max_stacks: opts.max_stacks.max(1),
+            max_stack_depth: limits.max_stack_depth.min(u32::MAX as usize - 1) as u32,
+            depth_knob: limits.depth_knob.clone(),
+            max_stacks: limits.max_stacks.max(1),
             states: 0,
         };
         pda.states = pda.frags.iter().map(Fragment::states).sum();
@@ -160,17 +215,12 @@ impl Pda {
             root.need[root.start as usize],
         );
         if d == INF {
-            return Err(GbnfError::EmptyLanguage {
-                max_depth: opts.max_stack_depth,
-            }
-            .into());
+            return Err(BuildError::Empty);
         }
-        if need as usize + 1 > opts.max_stack_depth {
-            return Err(GbnfError::StackDepth {
-                limit: opts.max_stack_depth,
+        if need as usize + 1 > limits.max_stack_depth {
+            return Err(BuildError::Depth {
                 need: need as usize + 1,
-            }
-            .into());
+            });
         }
         Ok(pda)
     }

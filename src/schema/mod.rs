@@ -115,8 +115,13 @@ pub struct SchemaOptions {
     /// JSON semantics (default [`JsonMode::Strict`]).
     pub mode: JsonMode,
     /// How many times one `$ref` may be entered recursively inside itself
-    /// (default 3). Deeper nesting is not offered.
+    /// where recursion is unrolled into a regular language (default 3).
+    /// Deeper nesting is not offered there. (Where recursion is exact, on the
+    /// pushdown engine, [`Self::max_stack_depth`] bounds it instead.)
     pub max_depth: usize,
+    /// How many recursive `$ref`s may be open at once where recursion is
+    /// exact (the pushdown engine's stack limit; default 1024).
+    pub max_stack_depth: usize,
     /// Downgrade unsupported keywords to warnings (default false). The
     /// resulting regex then does not enforce them: output may not validate.
     pub lenient: bool,
@@ -183,6 +188,7 @@ impl Default for SchemaOptions {
             whitespace: Whitespace::Compact,
             mode: JsonMode::Strict,
             max_depth: 3,
+            max_stack_depth: 1024,
             lenient: false,
             coerce_one_of: false,
             allow_unknown_keywords: false,

@@ -36,8 +36,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
 mod array;
+mod calls;
 mod leaves;
 mod logic;
+pub use calls::{compile_fragments, SchemaFragments};
 mod object;
 mod one_of;
 mod scalars;
@@ -236,6 +238,9 @@ pub(crate) struct Gen<'d, 'a> {
     /// Set by `propertyNames` for the next [`Gen::object`]: the language of
     /// its extra keys (none of the declared names is in it).
     extra_key_lang: Option<String>,
+    /// Set for the pushdown engine: a reference into a recursive component
+    /// becomes a call marker instead of being unrolled ([`calls`]).
+    calls: Option<calls::Calls>,
 }
 
 /// Deepest nesting of schemas the generator follows.
@@ -257,6 +262,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             nesting: 0,
             neg_active: HashMap::new(),
             extra_key_lang: None,
+            calls: None,
         }
     }
 
@@ -388,6 +394,11 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     fn enter_ref(&mut self, target: &str, forbid: &[String]) -> Result<Lang, SchemaError> {
+        if self.calls.is_some() && forbid.is_empty() {
+            if let Some(call) = self.call(target)? {
+                return Ok(Some(call));
+            }
+        }
         let count = self.active.get(target).copied().unwrap_or(0);
         if count > self.opts.max_depth {
             return Ok(None);
@@ -534,6 +545,11 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     fn node(&mut self, n: &Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        if self.calls.is_some() && forbid.is_empty() {
+            if let Some(call) = self.ref_call(n)? {
+                return Ok(Some(call));
+            }
+        }
         let mut entered = Vec::new();
         let Some(flat) = self.flatten(n, &mut entered)? else {
             return Ok(None);

@@ -35,10 +35,12 @@ pub struct SchemaArgs {
     /// What an absent additionalProperties / type means.
     #[arg(long, value_enum, default_value = "strict")]
     pub json_mode: JsonModeArg,
-    /// How deep a recursive $ref is unrolled (GBNF recursion is exact; this only
-    /// bounds the regular fallback for vocabularies without every single byte).
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub max_depth: usize,
+    /// Deepest recursive $ref nesting: the stack limit where recursion is exact
+    /// (the pushdown engine; default 1024) and the unroll depth where it is not
+    /// (recursive refs under not/oneOf/siblings, vocabularies without every
+    /// single byte; default 3).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<usize>,
     /// Downgrade unsupported keywords to warnings (output may then not validate).
     #[arg(long)]
     pub lenient: bool,
@@ -64,7 +66,10 @@ impl SchemaArgs {
                 JsonModeArg::Strict => JsonMode::Strict,
                 JsonModeArg::Compliant => JsonMode::Compliant,
             },
-            max_depth: self.max_depth,
+            max_depth: self.max_depth.unwrap_or(SchemaOptions::default().max_depth),
+            max_stack_depth: self
+                .max_depth
+                .unwrap_or(SchemaOptions::default().max_stack_depth),
             lenient: self.lenient,
             coerce_one_of: self.coerce_one_of,
             allow_unknown_keywords: self.allow_unknown_keywords,
@@ -102,10 +107,11 @@ mod tests {
         let o = t.s.options();
         assert_eq!(o.whitespace, Whitespace::Flexible { max: 3 });
         assert_eq!(o.mode, JsonMode::Compliant);
-        assert_eq!(o.max_depth, 5);
+        assert_eq!((o.max_depth, o.max_stack_depth), (5, 5));
         assert!(o.lenient && o.coerce_one_of && !o.allow_unknown_keywords);
         let d = T::parse_from(["t"]).s.options();
         assert_eq!(d.whitespace, Whitespace::Compact);
         assert_eq!(d.mode, JsonMode::Strict);
+        assert_eq!((d.max_depth, d.max_stack_depth), (3, 1024));
     }
 }

@@ -1,0 +1,148 @@
+//! # JSON Schema fragments → pushdown automaton
+//!
+//! The schema front end ([`crate::schema::regex::compile_fragments`]) writes
+//! one regex text per fragment, with call markers `(?-u:\xF8\xHH\xLL)` where
+//! a recursive `$ref` is. Here each text is parsed with `utf8(false)` (the
+//! marker bytes are no UTF-8) into a syntax tree and the set goes through
+//! [`Pda::build_with`], the same build as a GBNF grammar's fragments. The
+//! limits and refusals are worded in the schema's terms: the return stack
+//! holds at most `SchemaOptions::max_stack_depth + 1` frames (the document and
+//! `max_stack_depth` nested recursive references), an empty language is a
+//! [`SchemaError::Empty`], and a fragment that can call into its own cycle
+//! before reading a byte (left recursion, `{"anyOf": [{"$ref": "#"}, ...]}`)
+//! is refused by name rather than left to grow stacks.
+
+use super::{BuildError, Limits, Pda};
+use crate::dfa::{DfaConfig, DfaError, NEST_LIMIT};
+use crate::grammar::gbnf::lower::Fragments;
+use crate::schema::{Pointer, SchemaError, SchemaOptions};
+use crate::CompileError;
+
+/// Stacks one configuration holds at most (as GBNF's default).
+const MAX_STACKS: usize = 256;
+
+/// Builds the pushdown automaton of a schema's fragments (`names[0]` is the
+/// document; `bodies` are regex texts with call markers).
+pub(crate) fn build(
+    names: &[String],
+    bodies: &[Option<String>],
+    opts: &SchemaOptions,
+    config: &DfaConfig,
+) -> Result<Pda, CompileError> {
+    let mut hirs = Vec::with_capacity(bodies.len());
+    let mut size = 0;
+    for body in bodies {
+        let Some(text) = body else {
+            hirs.push(None);
+            continue;
+        };
+        size += text.len();
+        let hir = regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .nest_limit(NEST_LIMIT)
+            .build()
+            .parse(text)
+            .map_err(|e| {
+                CompileError::from(DfaError::Syntax {
+                    offset: e_offset(&e),
+                    message: e.to_string(),
+                })
+            })?;
+        hirs.push(Some(hir));
+    }
+    let fragments = Fragments {
+        names: names.to_vec(),
+        bodies: hirs,
+    };
+    let limits = Limits {
+        max_stack_depth: opts.max_stack_depth.saturating_add(1),
+        max_stacks: MAX_STACKS,
+        depth_knob: format!(
+            "SchemaOptions::max_stack_depth ({}: the document and {} nested recursive $refs)",
+            opts.max_stack_depth, opts.max_stack_depth
+        ),
+    };
+    let pda = Pda::build_with(&fragments, &limits, size, config).map_err(|e| match e {
+        BuildError::Empty => SchemaError::Empty {
+            pointer: Pointer::root(),
+            detail: format!(
+                " (recursive $ref nesting at most {} deep, the limit SchemaOptions::max_stack_depth)",
+                opts.max_stack_depth
+            ),
+        }
+        .into(),
+        BuildError::Depth { need } => SchemaError::TooBig {
+            what: "recursive $ref nesting of the shortest value".into(),
+            pointer: Pointer::root(),
+            size: need.saturating_sub(1) as u64,
+            limit: opts.max_stack_depth as u64,
+            knob: "max_stack_depth",
+        }
+        .into(),
+        BuildError::Compile(e) => e,
+    })?;
+    if let Some(f) = pda.left_recursive() {
+        return Err(SchemaError::UnsupportedValue {
+            what: "$ref".into(),
+            pointer: Pointer(pda.frags[f].name.clone()),
+            detail: "a recursive $ref that can be entered again before any text is written \
+                     (left recursion, as in {\"anyOf\": [{\"$ref\": \"#\"}, ...]})"
+                .into(),
+        }
+        .into());
+    }
+    Ok(pda)
+}
+
+fn e_offset(e: &regex_syntax::Error) -> usize {
+    match e {
+        regex_syntax::Error::Parse(p) => p.span().start.offset,
+        regex_syntax::Error::Translate(t) => t.span().start.offset,
+        _ => 0,
+    }
+}
+
+impl Pda {
+    /// A fragment that can call into its own cycle before any byte is read
+    /// (calls at states reached from its start through nullable callees
+    /// only), when there is one.
+    pub(crate) fn left_recursive(&self) -> Option<usize> {
+        let n = self.frags.len();
+        // first[f]: the fragments f may call before reading a byte.
+        let first: Vec<Vec<usize>> = (0..n)
+            .map(|f| {
+                let fr = &self.frags[f];
+                let mut out = Vec::new();
+                let mut seen = vec![false; fr.accepting.len()];
+                let mut todo = vec![fr.start as usize];
+                while let Some(s) = todo.pop() {
+                    if std::mem::replace(&mut seen[s], true) {
+                        continue;
+                    }
+                    for &(g, r) in &fr.calls[s] {
+                        out.push(g as usize);
+                        let c = &self.frags[g as usize];
+                        if c.dist[c.start as usize] == 0 {
+                            todo.push(r as usize);
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        // A cycle in `first` through f.
+        (0..n).find(|&f| {
+            let mut seen = vec![false; n];
+            let mut todo = first[f].clone();
+            while let Some(g) = todo.pop() {
+                if g == f {
+                    return true;
+                }
+                if !std::mem::replace(&mut seen[g], true) {
+                    todo.extend(&first[g]);
+                }
+            }
+            false
+        })
+    }
+}

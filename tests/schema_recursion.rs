@@ -1,0 +1,398 @@
+//! Recursive `$ref` in a JSON Schema over the pushdown engine (issue 16,
+//! item 3): a tree, a linked list through `$defs` and a recursive JSON
+//! value compile to fragments, accept instances 50 levels deep and reject
+//! invalid ones, as the `jsonschema` crate (the oracle) decides; random
+//! token walks over a tiny and the Qwen vocabulary never reach a dead end
+//! and end in valid documents; a `max_tokens` budget never cuts a
+//! recursive structure; `max_stack_depth` is the stack limit, named in errors;
+//! a schema without recursion keeps the flat path.
+
+use constrain::schema::SchemaOptions;
+use constrain::vocab::{TokenId, Vocabulary};
+use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// ids 0..=255 are the single bytes, then a few multi-byte tokens that
+/// cross value boundaries; EOS is the last id.
+fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
+    let mut toks: Vec<(TokenId, Vec<u8>)> =
+        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
+    for t in [
+        "[[",
+        "]]",
+        "]]]",
+        "],",
+        "},",
+        "\"}",
+        "\":",
+        "{\"",
+        "}]",
+        "}]}",
+        "[]",
+        "{}",
+        "null}",
+        ",\"",
+        "true]",
+        "1,",
+        "12",
+        "\"next\":",
+        "\"children\":[",
+        "]}",
+    ] {
+        toks.push((TokenId(toks.len() as u32), t.as_bytes().to_vec()));
+    }
+    let eos = TokenId(toks.len() as u32);
+    (
+        Arc::new(Vocabulary::new(toks, [eos], eos.0 as usize + 1).unwrap()),
+        eos,
+    )
+}
+
+fn tree() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"children": {"type": "array", "items": {"$ref": "#"}}},
+        "required": ["children"],
+        "additionalProperties": false
+    })
+}
+
+fn list() -> Value {
+    json!({
+        "$ref": "#/$defs/node",
+        "$defs": {"node": {
+            "type": "object",
+            "properties": {
+                "value": {"type": "integer"},
+                "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}
+            },
+            "required": ["value", "next"],
+            "additionalProperties": false
+        }}
+    })
+}
+
+fn json_value() -> Value {
+    json!({
+        "$ref": "#/$defs/v",
+        "$defs": {"v": {"anyOf": [
+            {"type": "null"}, {"type": "boolean"}, {"type": "number"}, {"type": "string"},
+            {"type": "array", "items": {"$ref": "#/$defs/v"}},
+            {"type": "object", "additionalProperties": {"$ref": "#/$defs/v"}}
+        ]}}
+    })
+}
+
+fn deep_tree(d: usize) -> String {
+    if d <= 1 {
+        r#"{"children":[]}"#.to_string()
+    } else {
+        format!(r#"{{"children":[{},{{"children":[]}}]}}"#, deep_tree(d - 1))
+    }
+}
+
+fn deep_list(d: usize) -> String {
+    let mut s = "null".to_string();
+    for i in 0..d {
+        s = format!(r#"{{"value":{i},"next":{s}}}"#);
+    }
+    s
+}
+
+fn deep_value(d: usize) -> String {
+    let mut s = r#""leaf""#.to_string();
+    for i in 0..d {
+        s = if i % 2 == 0 {
+            format!("[1,{s},true]")
+        } else {
+            format!(r#"{{"k":{s},"n":null}}"#)
+        };
+    }
+    s
+}
+
+/// `depth` as both limits: the stack limit of the exact engine and the
+/// unroll depth of the regular fallback (what `--max-depth` sets).
+fn opts(depth: usize) -> SchemaOptions {
+    SchemaOptions {
+        max_depth: depth,
+        max_stack_depth: depth,
+        ..SchemaOptions::default()
+    }
+}
+
+fn compile(
+    v: &Arc<Vocabulary>,
+    schema: &Value,
+    o: SchemaOptions,
+) -> Result<Arc<Compiled>, CompileError> {
+    Compiler::new(v.clone(), CompilerConfig::default())
+        .compile(&Source::json_schema(schema.clone()).with_schema_options(o))
+}
+
+/// Walks `text` byte by byte (single-byte tokens); whether it ends accepted.
+fn accepts(c: &Compiled, text: &str) -> bool {
+    let mut m = c.matcher();
+    text.bytes().all(|b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
+}
+
+fn oracle(schema: &Value) -> jsonschema::Validator {
+    jsonschema::validator_for(schema).unwrap()
+}
+
+fn valid(o: &jsonschema::Validator, text: &str) -> bool {
+    serde_json::from_str::<Value>(text).is_ok_and(|v| o.is_valid(&v))
+}
+
+fn cases() -> Vec<(&'static str, Value, fn(usize) -> String)> {
+    vec![
+        ("tree", tree(), deep_tree as fn(usize) -> String),
+        ("list", list(), deep_list),
+        ("value", json_value(), deep_value),
+    ]
+}
+
+#[test]
+fn fifty_deep_instances_are_accepted_as_the_oracle_decides() {
+    let (v, _) = tiny_vocab();
+    for (name, schema, deep) in cases() {
+        let c = compile(&v, &schema, opts(64)).unwrap();
+        assert!(c.stats().fragments >= 2, "{name}: not through fragments");
+        let o = oracle(&schema);
+        for d in [1, 2, 5, 20, 50] {
+            let t = deep(d);
+            assert!(valid(&o, &t), "{name} {d}: the oracle rejects the fixture");
+            assert!(accepts(&c, &t), "{name}: depth {d} rejected: {t}");
+        }
+        // Every proper prefix of a valid text is not accepted, and broken
+        // texts are rejected exactly when the oracle rejects them.
+        let t = deep(50);
+        let broken = [
+            t[..t.len() - 1].to_string(),
+            format!("{t}]"),
+            t.replacen("null", "nul", 1),
+            t.replacen("[]", "[[]]", 1),
+            t.replacen(":", "::", 1),
+            t.replacen("{", "{\"extra\":1,", 1),
+            t.replacen("1", "\"1\"", 1),
+        ];
+        for b in broken {
+            assert_eq!(accepts(&c, &b), valid(&o, &b), "{name}: {b}");
+        }
+    }
+}
+
+#[test]
+fn default_options_accept_a_depth_50_tree() {
+    let (v, _) = tiny_vocab();
+    let c = compile(&v, &tree(), SchemaOptions::default()).unwrap();
+    assert!(accepts(&c, &deep_tree(50)));
+    let l = compile(&v, &list(), SchemaOptions::default()).unwrap();
+    assert!(accepts(&l, &deep_list(50)));
+}
+
+#[test]
+fn max_stack_depth_is_the_stack_limit() {
+    let (v, _) = tiny_vocab();
+    let c = compile(&v, &tree(), opts(10)).unwrap();
+    // The document is one frame; max_stack_depth nested recursive references.
+    assert!(accepts(&c, &deep_tree(11)));
+    assert!(!accepts(&c, &deep_tree(12)));
+    let mut m = c.matcher();
+    let t = deep_tree(12);
+    for b in t.bytes() {
+        if !m.accept_token(TokenId(b as u32)) {
+            break;
+        }
+    }
+    let e = c.index().lazy_limit_error().expect("the limit was hit");
+    assert!(
+        e.to_string().contains("SchemaOptions::max_stack_depth"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_value_deeper_than_the_limit_is_a_named_error() {
+    let (v, _) = tiny_vocab();
+    // a -> b -> c -> a: the shortest value, `[null]`, nests the document,
+    // a, b and c (three recursive references).
+    let s = json!({
+        "$ref": "#/$defs/a",
+        "$defs": {
+            "a": {"anyOf": [
+                {"type": "array", "items": {"$ref": "#/$defs/a"}, "minItems": 1, "maxItems": 1},
+                {"$ref": "#/$defs/b"}
+            ]},
+            "b": {"type": "array", "items": {"$ref": "#/$defs/c"}, "minItems": 1, "maxItems": 1},
+            "c": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "null"}]}
+        }
+    });
+    let e = compile(&v, &s, opts(2)).unwrap_err();
+    assert!(e.to_string().contains("max_stack_depth"), "{e}");
+    let c = compile(&v, &s, opts(3)).unwrap();
+    assert!(accepts(&c, "[null]"));
+    assert!(!accepts(&c, "[[null]]"), "needs one frame more than 3");
+    let c = compile(&v, &s, opts(4)).unwrap();
+    assert!(accepts(&c, "[[null]]"));
+}
+
+#[test]
+fn a_recursion_without_a_base_case_admits_no_value() {
+    let (v, _) = tiny_vocab();
+    let s = json!({
+        "$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}, "minItems": 1}},
+        "$ref": "#/$defs/n"
+    });
+    let e = compile(&v, &s, opts(8)).unwrap_err();
+    assert!(e.to_string().contains("admits no value"), "{e}");
+}
+
+#[test]
+fn budget_never_cuts_a_recursive_structure() {
+    let (v, eos) = tiny_vocab();
+    let mut rng = StdRng::seed_from_u64(3);
+    for (name, schema, _) in cases() {
+        let c = compile(&v, &schema, opts(64)).unwrap();
+        let o = oracle(&schema);
+        let start_need = c.matcher().tokens_to_accept().unwrap() as usize;
+        for max_tokens in start_need..start_need + 30 {
+            for _ in 0..3 {
+                let mut m = c.matcher();
+                let mut out = Vec::new();
+                let mut ended = false;
+                for used in 0..max_tokens {
+                    let remaining = max_tokens - used;
+                    let fits: Vec<TokenId> = m
+                        .allowed()
+                        .iter()
+                        .filter(|&t| m.fits(t, remaining))
+                        .collect();
+                    assert!(
+                        !fits.is_empty(),
+                        "{name}: no token fits with {remaining} left"
+                    );
+                    // Adversarial: open a structure whenever the budget allows.
+                    let open: Vec<TokenId> = fits
+                        .iter()
+                        .copied()
+                        .filter(|&t| {
+                            v.token_bytes(t)
+                                .is_some_and(|b| b.iter().any(|b| b"[{".contains(b)))
+                        })
+                        .collect();
+                    let pool = if !open.is_empty() && rng.random_bool(0.7) {
+                        &open
+                    } else {
+                        &fits
+                    };
+                    let t = pool[rng.random_range(0..pool.len())];
+                    assert!(m.accept_token(t));
+                    if t == eos {
+                        ended = true;
+                        break;
+                    }
+                    out.extend_from_slice(v.token_bytes(t).unwrap());
+                }
+                assert!(
+                    ended || m.is_accepting(),
+                    "{name}: cut at {max_tokens} tokens"
+                );
+                let text = String::from_utf8(out).unwrap();
+                assert!(valid(&o, &text), "{name}: {text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn left_recursion_is_refused_by_name() {
+    let (v, _) = tiny_vocab();
+    let s = json!({"anyOf": [{"$ref": "#"}, {"type": "null"}]});
+    let e = compile(&v, &s, opts(8)).unwrap_err();
+    assert!(e.to_string().contains("left recursion"), "{e}");
+}
+
+#[test]
+fn a_schema_without_recursion_keeps_the_flat_path() {
+    let (v, _) = tiny_vocab();
+    let s = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+                   "$defs": {"x": {"type": "array", "items": {"type": "integer"}}}});
+    let c = compile(&v, &s, SchemaOptions::default()).unwrap();
+    assert_eq!(c.stats().fragments, 0);
+    let regex = constrain::schema::compile(&s, &SchemaOptions::default())
+        .unwrap()
+        .regex;
+    assert_eq!(c.stats().regex_len, regex.len());
+}
+
+/// Random token walks: every allowed token keeps a completion (the walk
+/// then finishes by the shortest path), and the text the walk ends with is
+/// valid per the oracle.
+fn walks(v: &Arc<Vocabulary>, seed: u64, n: usize, steps: usize) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    for (name, schema, _) in cases() {
+        let c = compile(v, &schema, opts(64)).unwrap();
+        let o = oracle(&schema);
+        for _ in 0..n {
+            let mut m = c.matcher();
+            let mut out = Vec::new();
+            for _ in 0..steps {
+                let allowed: Vec<TokenId> = m
+                    .allowed()
+                    .iter()
+                    .filter(|t| v.token_bytes(*t).is_some())
+                    .collect();
+                if allowed.is_empty() {
+                    break;
+                }
+                // Adversarial: prefer tokens that open a structure.
+                let open: Vec<TokenId> = allowed
+                    .iter()
+                    .copied()
+                    .filter(|&t| v.token_bytes(t).unwrap().iter().any(|b| b"[{".contains(b)))
+                    .collect();
+                let pool = if !open.is_empty() && rng.random_bool(0.6) {
+                    &open
+                } else {
+                    &allowed
+                };
+                let t = pool[rng.random_range(0..pool.len())];
+                assert!(m.accept_token(t));
+                out.extend_from_slice(v.token_bytes(t).unwrap());
+            }
+            // Finish within the budget the matcher promises.
+            let need = m.tokens_to_accept().expect("a completion is reachable") as usize;
+            let mut left = need;
+            while !m.is_accepting() {
+                let t = m
+                    .allowed()
+                    .iter()
+                    .find(|&t| v.token_bytes(t).is_some() && m.fits(t, left))
+                    .expect("a token fits the promised budget");
+                assert!(m.accept_token(t));
+                out.extend_from_slice(v.token_bytes(t).unwrap());
+                left -= 1;
+            }
+            let text = String::from_utf8(out).unwrap();
+            assert!(valid(&o, &text), "{name}: walk ended invalid: {text}");
+        }
+    }
+}
+
+#[test]
+fn no_dead_ends_on_a_tiny_vocabulary() {
+    let (v, _) = tiny_vocab();
+    walks(&v, 5, 40, 80);
+}
+
+#[test]
+fn no_dead_ends_over_the_qwen_vocabulary() {
+    let Some(v) = constrain_testkit::assets::qwen_vocab() else {
+        eprintln!("skipping: no tokenizer.json in ~/.cache/constrain (scripts/fetch-assets)");
+        return;
+    };
+    walks(&v, 9, 8, 60);
+}
