@@ -27,8 +27,18 @@ use std::collections::HashMap;
 /// it); the same bound as the regex parser's.
 const MAX_HIR_DEPTH: usize = crate::dfa::NEST_LIMIT as usize;
 
-/// Lowers `g` to the `Hir` of its (depth-bounded) language.
-pub fn lower(g: &Gbnf, opts: &GbnfOptions) -> Result<Hir, GbnfError> {
+/// What [`lower`] and [`fragments`] both start from: the rule bodies with
+/// immediate recursion rewritten, rule ids by name, each rule's strongly
+/// connected component, and `root`'s id; remaining left recursion is an
+/// error.
+struct Analysis<'g> {
+    bodies: Vec<Expr>,
+    ids: HashMap<&'g str, usize>,
+    scc: Vec<Vec<usize>>,
+    root: usize,
+}
+
+fn analyse(g: &Gbnf) -> Result<Analysis<'_>, GbnfError> {
     let bodies = rewritten_bodies(g);
     let ids: HashMap<&str, usize> = g
         .rules
@@ -39,6 +49,22 @@ pub fn lower(g: &Gbnf, opts: &GbnfOptions) -> Result<Hir, GbnfError> {
     check_left_recursion(&g.rules, &bodies, &ids)?;
     let scc = components(&bodies, &ids);
     let root = ids["root"];
+    Ok(Analysis {
+        bodies,
+        ids,
+        scc,
+        root,
+    })
+}
+
+/// Lowers `g` to the `Hir` of its (depth-bounded) language.
+pub fn lower(g: &Gbnf, opts: &GbnfOptions) -> Result<Hir, GbnfError> {
+    let Analysis {
+        bodies,
+        ids,
+        scc,
+        root,
+    } = analyse(g)?;
     let mut l = Lowerer {
         bodies: &bodies,
         ids: &ids,
@@ -457,16 +483,12 @@ pub struct Fragments {
 /// is inlined. `None` when no such rule is reachable (the grammar is regular
 /// as rewritten: [`lower`] compiles it exactly).
 pub fn fragments(g: &Gbnf, opts: &GbnfOptions) -> Result<Option<Fragments>, GbnfError> {
-    let bodies = rewritten_bodies(g);
-    let ids: HashMap<&str, usize> = g
-        .rules
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.name.as_str(), i))
-        .collect();
-    check_left_recursion(&g.rules, &bodies, &ids)?;
-    let scc = components(&bodies, &ids);
-    let root = ids["root"];
+    let Analysis {
+        bodies,
+        ids,
+        scc,
+        root,
+    } = analyse(g)?;
     // Rules reachable from root, in discovery order.
     let mut seen = vec![false; bodies.len()];
     let mut order = vec![root];
