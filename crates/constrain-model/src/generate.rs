@@ -507,13 +507,6 @@ impl<'a> Decoder<'a> {
             }
             return Ok(self.sampler.sample(logits, None, history)?);
         };
-        // A lazy automaton that hit a size limit leaves states with nothing
-        // allowed: name the limit rather than an empty distribution.
-        if m.allowed().is_empty() {
-            if let Some(limit) = m.index().lazy_limit_error() {
-                return Err(GenerateError::LimitHit { limit });
-            }
-        }
         // The sampler works in place: keep the logits only where a redraw
         // can happen.
         let redraw_possible = !m.always_fits(remaining);
@@ -521,7 +514,16 @@ impl<'a> Decoder<'a> {
             self.original.clear();
             self.original.extend_from_slice(logits);
         }
-        let t = self.sampler.sample(logits, Some(m.allowed()), history)?;
+        // A lazy automaton that hit a size limit leaves states with nothing
+        // allowed: name the limit rather than an empty distribution (checked
+        // only when sampling failed, off the hot path).
+        let t = self
+            .sampler
+            .sample(logits, Some(m.allowed()), history)
+            .map_err(|e| match m.index().lazy_limit_error() {
+                Some(limit) if m.allowed().is_empty() => GenerateError::LimitHit { limit },
+                _ => e.into(),
+            })?;
         if !m.is_allowed(t) {
             return Err(GenerateError::MaskIgnored { token: t });
         }
