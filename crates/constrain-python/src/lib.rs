@@ -27,6 +27,7 @@ mod buffer;
 mod compiler;
 mod errors;
 mod matcher;
+mod pool;
 mod tokenizer;
 
 use pyo3::prelude::*;
@@ -40,6 +41,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compiler::Compiled>()?;
     m.add_class::<matcher::Matcher>()?;
     m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmask_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(matcher::_fill_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,342 @@
+//! The batch fill's workers: a few persistent threads that fill bitmask rows
+//! beside the calling thread.
+//!
+//! A batch of 64 Qwen rows is about 35 µs of copying on one thread (a row is
+//! a 19 KB memory-bound copy), so what a helper costs to reach decides
+//! whether it helps at all. A task handed to a sleeping pool (rayon, a
+//! condition variable) waits for the kernel to wake a thread: tens of µs on
+//! a busy machine, the whole batch. Here:
+//!
+//! * **Persistent workers that spin, then park.** After each job a worker
+//!   watches the job counter for [`spin`] (default 200 µs, env
+//!   `CONSTRAIN_FILL_SPIN_US`) before it parks, so a batch that follows
+//!   soon after the last one (a serving loop under load, a benchmark) finds
+//!   it awake: hand-off is one cache-line transfer. A parked worker is woken
+//!   with `unpark` by the caller (one system call, only when some worker is
+//!   parked), and each worker that joins wakes the next parked one while
+//!   enough rows are left, so waking many is never on the caller's path.
+//! * **The caller works too, and never waits for a worker that has not
+//!   started.** Rows are claimed in groups of [`CLAIM`] from one counter;
+//!   the caller claims like any worker, so a late or descheduled worker just
+//!   finds nothing left. The caller then waits only for groups already
+//!   claimed (a few µs).
+//! * **No allocation and no lock per call.** The job lives on the caller's
+//!   stack and is published through one atomic pointer; a second batch
+//!   arriving while one is published (another Python thread: the GIL is
+//!   released) fills its rows alone instead of queueing.
+//!
+//! ## Why the job on the stack is safe
+//!
+//! A worker announces itself in `active` *before* it reads the job pointer;
+//! the caller clears the pointer *before* it waits for `active` to reach
+//! zero (all `SeqCst`). So a worker that read the pointer is counted until
+//! it stops touching the job, and a worker counted after the caller saw
+//! zero reads a null (or a later job's) pointer. Rows are written before the
+//! worker's `active` decrement (release) and read by Python after the
+//! caller's load that sees zero (acquire).
+
+use crate::buffer::RowPtr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::*};
+use std::sync::OnceLock;
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// Rows a thread claims at a time (4 Qwen rows: ~2 µs).
+pub const CLAIM: usize = 4;
+
+/// Fewest rows per thread worth a helper (below that, the hand-off costs
+/// about what the rows do).
+pub const MIN_ROWS: usize = 8;
+
+/// Most threads a batch fill uses, the caller included (more threads only
+/// contend for memory bandwidth: a row is a straight copy).
+const MAX_THREADS: usize = 8;
+
+/// Longest gap between two clock reads of a spinning worker that counts as
+/// spinning (64 polls take well under 1 µs; more is a deschedule).
+const DESCHEDULED: Duration = Duration::from_micros(20);
+
+/// One batch fill: `(address of a constrain::Matcher, row)` per row.
+pub struct Job<'a> {
+    next: AtomicUsize,
+    /// Workers that may still join.
+    tickets: AtomicUsize,
+    work: &'a [(usize, usize)],
+    rows: RowPtr,
+}
+
+impl Job<'_> {
+    /// Claims and fills groups of rows until none is left.
+    ///
+    /// # Safety
+    /// Until the caller's `run` returns, every matcher address is a live
+    /// `constrain::Matcher` not mutated meanwhile, and every row is in range
+    /// of the held export and named once.
+    unsafe fn fill(&self) -> usize {
+        let n = self.work.len();
+        let mut filled = 0;
+        loop {
+            let start = self.next.fetch_add(CLAIM, Relaxed);
+            if start >= n {
+                return filled;
+            }
+            let group = &self.work[start..(start + CLAIM).min(n)];
+            filled += group.len();
+            for &(m, i) in group {
+                let m = &*(m as *const constrain::Matcher);
+                // The row has exactly the words the core asks for (checked
+                // by the buffer view), so the fill cannot fail.
+                let _ = m.fill_bitmask(self.rows.row(i));
+            }
+        }
+    }
+
+    /// Whether rows enough for one more thread are unclaimed.
+    fn wants_more(&self) -> bool {
+        self.tickets.load(Relaxed) > 0
+            && self.work.len().saturating_sub(self.next.load(Relaxed)) >= 2 * MIN_ROWS
+    }
+}
+
+// Counters since the start, for `_fill_stats` (whether the workers take part
+// on this machine); relaxed increments off the rows' path.
+/// Rows filled by workers.
+pub static WORKER_ROWS: AtomicUsize = AtomicUsize::new(0);
+/// Jobs a worker took part in.
+pub static WORKER_JOBS: AtomicUsize = AtomicUsize::new(0);
+/// Times a worker parked after its spin window.
+pub static PARKS: AtomicUsize = AtomicUsize::new(0);
+/// Times a parked worker was woken.
+pub static WAKES: AtomicUsize = AtomicUsize::new(0);
+/// Batch fills published to the workers.
+pub static PUBLISHED: AtomicUsize = AtomicUsize::new(0);
+
+struct Shared {
+    /// The published job (null: none).
+    slot: AtomicPtr<Job<'static>>,
+    /// Bumped at every publication; workers watch it.
+    epoch: AtomicUsize,
+    /// Workers between announcing themselves and leaving a job.
+    active: AtomicUsize,
+    /// Per worker: parked (or about to park).
+    parked: Vec<AtomicBool>,
+    spin: Duration,
+}
+
+struct Pool {
+    shared: &'static Shared,
+    threads: Vec<Thread>,
+}
+
+/// The spin window of an idle worker before it parks.
+fn spin() -> Duration {
+    let us = std::env::var("CONSTRAIN_FILL_SPIN_US")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(200);
+    Duration::from_micros(us)
+}
+
+/// Threads of a batch fill, the caller included: `CONSTRAIN_FILL_THREADS`,
+/// else the CPUs this process may run on, at most [`MAX_THREADS`].
+fn threads() -> usize {
+    std::env::var("CONSTRAIN_FILL_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(MAX_THREADS)
+        })
+}
+
+/// `CONSTRAIN_FILL_TEST_WORKERS_ONLY` (tests): the caller of a batch fill
+/// offered to the workers fills nothing itself unless they have not claimed
+/// every row within 5 s.
+fn workers_only() -> bool {
+    static ONLY: OnceLock<bool> = OnceLock::new();
+    *ONLY.get_or_init(|| std::env::var_os("CONSTRAIN_FILL_TEST_WORKERS_ONLY").is_some())
+}
+
+/// The pool, started at the first batch fill that can use it (`None`: one
+/// thread only, or no thread could be started).
+static POOL: OnceLock<Option<Pool>> = OnceLock::new();
+
+fn pool() -> Option<&'static Pool> {
+    POOL.get_or_init(|| {
+        let n = threads().saturating_sub(1);
+        if n == 0 {
+            return None;
+        }
+        let shared: &'static Shared = Box::leak(Box::new(Shared {
+            slot: AtomicPtr::new(std::ptr::null_mut()),
+            epoch: AtomicUsize::new(0),
+            active: AtomicUsize::new(0),
+            parked: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            spin: spin(),
+        }));
+        let mut threads = Vec::with_capacity(n);
+        for me in 0..n {
+            let spawned = std::thread::Builder::new()
+                .name(format!("constrain-fill-{me}"))
+                .stack_size(256 << 10)
+                .spawn(move || worker(shared, me));
+            match spawned {
+                Ok(h) => threads.push(h.thread().clone()),
+                Err(_) => break,
+            }
+        }
+        if threads.is_empty() {
+            return None;
+        }
+        Some(Pool { shared, threads })
+    })
+    .as_ref()
+}
+
+impl Shared {
+    /// Wakes one parked worker, if any.
+    fn wake_one(&self) {
+        // `get`, not `pool()`: never waits for (or starts) the pool.
+        let Some(Some(pool)) = POOL.get() else { return };
+        for (flag, t) in self.parked.iter().zip(&pool.threads) {
+            if flag.load(SeqCst) && flag.swap(false, SeqCst) {
+                WAKES.fetch_add(1, Relaxed);
+                t.unpark();
+                return;
+            }
+        }
+    }
+
+    /// Joins the published job, if there is one that wants a thread.
+    fn enter(&self) {
+        self.active.fetch_add(1, SeqCst);
+        let p = self.slot.load(SeqCst);
+        if !p.is_null() {
+            // SAFETY: counted in `active` before reading `slot`, so the job
+            // lives until the decrement below (see the module essay).
+            let job = unsafe { &*p };
+            if job
+                .tickets
+                .fetch_update(AcqRel, Acquire, |t| t.checked_sub(1))
+                .is_ok()
+            {
+                if job.wants_more() {
+                    self.wake_one();
+                }
+                // SAFETY: as `run`'s, which holds until `active` is zero.
+                let filled = unsafe { job.fill() };
+                WORKER_ROWS.fetch_add(filled, Relaxed);
+                WORKER_JOBS.fetch_add(1, Relaxed);
+            }
+        }
+        self.active.fetch_sub(1, Release);
+    }
+}
+
+fn worker(sh: &'static Shared, me: usize) {
+    // 0, the epoch before any publication: a job published while this
+    // thread was starting is still joined.
+    let mut seen = 0;
+    loop {
+        // Spin while jobs keep coming: `spun` counts the time this thread
+        // ran polling (a gap longer than [`DESCHEDULED`] between two looks
+        // at the clock is time it was descheduled, not spinning), so a busy
+        // machine does not send it to sleep between two close batches.
+        let mut spun = Duration::ZERO;
+        let mut last = Instant::now();
+        let mut polls = 0u32;
+        loop {
+            let e = sh.epoch.load(Acquire);
+            if e != seen {
+                seen = e;
+                sh.enter();
+                spun = Duration::ZERO;
+                last = Instant::now();
+                continue;
+            }
+            polls = polls.wrapping_add(1);
+            if polls % 64 == 0 {
+                let now = Instant::now();
+                spun += (now - last).min(DESCHEDULED);
+                last = now;
+                if spun >= sh.spin {
+                    break;
+                }
+            }
+            std::hint::spin_loop();
+        }
+        // Park until the next publication (`run` stores `epoch`, then reads
+        // `parked`; this stores `parked`, then reads `epoch`: one of the two
+        // sees the other). A spurious wake just spins again.
+        sh.parked[me].store(true, SeqCst);
+        if sh.epoch.load(SeqCst) == seen {
+            PARKS.fetch_add(1, Relaxed);
+            std::thread::park();
+        }
+        sh.parked[me].store(false, SeqCst);
+    }
+}
+
+/// Fills `work` (`(address of a constrain::Matcher, row)` pairs) into
+/// `rows`, on the calling thread and as many pool workers as the rows are
+/// worth. Call with the GIL released.
+///
+/// # Safety
+/// Every matcher address is a live `constrain::Matcher` that nothing mutates
+/// until this returns, every row is in range of an export held until this
+/// returns, and no row is named twice.
+pub unsafe fn run(work: &[(usize, usize)], rows: RowPtr) {
+    let helpers = (work.len() / MIN_ROWS).saturating_sub(1);
+    let job = Job {
+        next: AtomicUsize::new(0),
+        tickets: AtomicUsize::new(helpers),
+        work,
+        rows,
+    };
+    let published = if helpers > 0 {
+        pool().map(|p| p.shared).filter(|sh| {
+            let ptr = &job as *const Job<'_> as *mut Job<'static>;
+            sh.slot
+                .compare_exchange(std::ptr::null_mut(), ptr, SeqCst, Relaxed)
+                .is_ok()
+        })
+    } else {
+        None
+    };
+    if let Some(sh) = published {
+        PUBLISHED.fetch_add(1, Relaxed);
+        sh.epoch.fetch_add(1, SeqCst);
+        if sh.parked.iter().any(|p| p.load(SeqCst)) {
+            sh.wake_one();
+        }
+    }
+    if published.is_some() && workers_only() {
+        // Test hook: leave the rows to the workers (for at most 5 s), so a
+        // test can check the rows they fill.
+        let start = Instant::now();
+        while job.next.load(Relaxed) < work.len() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::yield_now();
+        }
+    }
+    let _ = job.fill();
+    if let Some(sh) = published {
+        sh.slot.store(std::ptr::null_mut(), SeqCst);
+        let mut spins = 0u32;
+        while sh.active.load(SeqCst) != 0 {
+            spins += 1;
+            if spins < 1 << 12 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// The matchers are read from several threads at once.
+const _: fn() = || {
+    fn sync<T: Sync>() {}
+    sync::<constrain::Matcher>();
+};
