@@ -285,7 +285,9 @@ mod native {
         if !INT32.contains(&format) {
             return None;
         }
-        let ndim = usize::try_from(b.ndim).ok().filter(|n| (1..=2).contains(n))?;
+        let ndim = usize::try_from(b.ndim)
+            .ok()
+            .filter(|n| (1..=2).contains(n))?;
         // SAFETY: `shape` and `strides` (when not null) have `ndim` items.
         let shape = unsafe { std::slice::from_raw_parts(b.shape, ndim) };
         let (rows, words) = if ndim == 1 {

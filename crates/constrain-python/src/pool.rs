@@ -126,6 +126,9 @@ struct Shared {
 struct Pool {
     shared: &'static Shared,
     threads: Vec<Thread>,
+    /// The process that started the workers: a child made by `fork` (e.g.
+    /// `multiprocessing`) has none of them, and fills its batches alone.
+    pid: u32,
 }
 
 /// The spin window of an idle worker before it parks.
@@ -190,7 +193,11 @@ fn pool() -> Option<&'static Pool> {
         if threads.is_empty() {
             return None;
         }
-        Some(Pool { shared, threads })
+        Some(Pool {
+            shared,
+            threads,
+            pid: std::process::id(),
+        })
     })
     .as_ref()
 }
@@ -296,12 +303,15 @@ pub unsafe fn run(work: &[(usize, usize)], rows: RowPtr) {
         rows,
     };
     let published = if helpers > 0 {
-        pool().map(|p| p.shared).filter(|sh| {
-            let ptr = &job as *const Job<'_> as *mut Job<'static>;
-            sh.slot
-                .compare_exchange(std::ptr::null_mut(), ptr, SeqCst, Relaxed)
-                .is_ok()
-        })
+        pool()
+            .filter(|p| p.pid == std::process::id())
+            .map(|p| p.shared)
+            .filter(|sh| {
+                let ptr = &job as *const Job<'_> as *mut Job<'static>;
+                sh.slot
+                    .compare_exchange(std::ptr::null_mut(), ptr, SeqCst, Relaxed)
+                    .is_ok()
+            })
     } else {
         None
     };

@@ -223,3 +223,42 @@ def test_batch_fill_bad_arguments_raise(tiny_path, tiny_compiler):
     # Negative indices count from the end, as in numpy.
     constrain.fill_next_token_bitmask_batch(ms, bm, indices=[-1, -2, -3])
     assert (bm[::-1] == singles(ms)).all()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="skipping: no os.fork on this platform")
+def test_batch_fill_after_fork(tiny_path):
+    """A child made by fork has none of the parent's worker threads: its
+    batch fills are filled by the caller alone (not offered to workers that
+    do not exist there), and are right."""
+    run_child(
+        """
+        import os
+        import constrain
+        from test_batch import matchers_at, singles
+
+        info = constrain.TokenizerInfo.from_tokenizer_json(path, vocab_size=300)
+        compiled = constrain.Compiler(info).compile_regex("[a-c]{1,3}(yes|no)")
+        ms = matchers_at(compiled, 64)
+        want = singles(ms, 300)
+        bm = constrain.allocate_token_bitmask(64, 300)
+        constrain.fill_next_token_bitmask_batch(ms, bm)  # starts the pool here
+        assert (bm == want).all()
+        pid = os.fork()
+        if pid == 0:
+            ok = False
+            try:
+                before = constrain._core._fill_stats()["published"]
+                for _ in range(20):
+                    bm[:] = 0
+                    constrain.fill_next_token_bitmask_batch(ms, bm)
+                    assert (bm == want).all()
+                ok = constrain._core._fill_stats()["published"] == before
+            finally:
+                os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        """,
+        tiny_path,
+        CONSTRAIN_FILL_THREADS=2,
+        CONSTRAIN_FILL_TEST_WORKERS_ONLY=1,
+    )
