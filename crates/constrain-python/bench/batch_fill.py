@@ -77,6 +77,7 @@ def main():
     fill_batch = constrain.fill_next_token_bitmask_batch
     gap = a.gap_us / 1e6
     before = constrain._core._fill_stats()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     for _ in range(a.reps):
         if gap:
             time.sleep(gap)
@@ -92,6 +93,7 @@ def main():
         singles.append(t1 - t0)
         batches.append(t3 - t2)
     after = constrain._core._fill_stats()
+    got = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
     if bytes(memoryview(bitmask)) != bytes(memoryview(check)):
         sys.exit("error: the batch fill and the single fills differ")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -106,7 +108,8 @@ def main():
     d = {k: after[k] - before[k] for k in after}
     print(
         f"workers: joined {d['joined']} of {d['published']} batches offered, filled "
-        f"{d['rows'] / max(1, a.reps):.1f} rows a batch; parked {d['parks']} times, woken {d['wakes']}"
+        f"{d['rows'] / max(1, a.reps):.1f} rows a batch; parked {d['parks']} times, woken {d['wakes']}; "
+        f"this process ran on {got:.2f} CPUs on average (CPU time / wall time, workers included)"
     )
     print(
         f"batch / singles: p50 {b50 / s50:.2f}  p10 {b10 / s10:.2f}; "
