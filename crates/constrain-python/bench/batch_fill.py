@@ -15,9 +15,10 @@ pool's counters (how many batches a worker joined, how many rows it filled,
 how often it went to sleep). ``--gap-us N`` sleeps N µs before every batch
 fill, as a serving loop waits for the model's forward pass between two fills:
 past the workers' spin window (``CONSTRAIN_FILL_SPIN_US``, default 200) they
-are asleep when a batch comes, and each batch pays a wake-up. Set
-``CONSTRAIN_FILL_THREADS`` to pin the batch fill's thread count (1: the
-calling thread alone).
+are asleep when a batch comes, and each batch pays a wake-up. ``--batch-only``
+times batch fills back to back (the single fills run once, for the check;
+compare runs with ``CONSTRAIN_FILL_THREADS=1`` and without). Set ``CONSTRAIN_FILL_THREADS`` to
+pin the batch fill's thread count (1: the calling thread alone).
 """
 
 import argparse
@@ -51,6 +52,7 @@ def main():
     ap.add_argument("--rows", type=int, default=64)
     ap.add_argument("--reps", type=int, default=400)
     ap.add_argument("--gap-us", type=float, default=0.0)
+    ap.add_argument("--batch-only", action="store_true")
     ap.add_argument("--corpus", default=str(SHARED / "maskbench-dev"))
     ap.add_argument("--tokenizer", default=str(QWEN_TOKENIZER))
     a = ap.parse_args()
@@ -81,16 +83,19 @@ def main():
     for _ in range(a.reps):
         if gap:
             time.sleep(gap)
+        run_singles = not a.batch_only or not singles
         t0 = clock()
-        for i, m in enumerate(matchers):
-            m.fill_next_token_bitmask(check, i)
+        if run_singles:
+            for i, m in enumerate(matchers):
+                m.fill_next_token_bitmask(check, i)
         t1 = clock()
         if gap:
             time.sleep(gap)
         t2 = clock()
         fill_batch(matchers, bitmask)
         t3 = clock()
-        singles.append(t1 - t0)
+        if run_singles:
+            singles.append(t1 - t0)
         batches.append(t3 - t2)
     after = constrain._core._fill_stats()
     got = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
