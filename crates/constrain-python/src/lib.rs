@@ -16,12 +16,17 @@
 //! * No Python error is a crash: every core error becomes a Python exception
 //!   ([`errors`]), every size and id from Python is checked before use.
 //! * Compiling and every bitmask fill run with the GIL released.
-//! * Bitmasks are reached through the buffer protocol by the Python helper
-//!   `constrain._buffer` (`memoryview` + `ctypes`: the C buffer API is not in
-//!   the limited API before 3.11, and the wheel is abi3 for 3.9+). The helper
-//!   checks dtype (int32), C-contiguity, writability and shape, and its
-//!   returned memoryview is held for the whole fill, so the buffer can
-//!   neither move nor be freed while the GIL is released.
+//! * Bitmasks are reached through the buffer protocol ([`buffer`]):
+//!   `PyObject_GetBuffer` from Rust on CPython >= 3.11 (stable ABI there),
+//!   else the Python helper `constrain._buffer` (`memoryview` + `ctypes`:
+//!   the C buffer API is not in the limited API before 3.11, and the wheel
+//!   is abi3 for 3.9+), which also words every refusal. Either checks dtype
+//!   (int32), C-contiguity, writability and shape, and holds the export for
+//!   the whole fill, so the buffer can neither move nor be freed while the
+//!   GIL is released. Nothing holds a bitmask past the call, except a
+//!   matcher's last one on the helper path.
+//! * The batch fill runs on the calling thread and a pool of persistent
+//!   workers ([`pool`]).
 
 mod buffer;
 mod compiler;
