@@ -36,7 +36,9 @@
 //!   vocabulary's EOS set.)
 
 use crate::index::{StateId, TokenIndex, TokenSet};
-use crate::vocab::{TextTokenizer, TokenId, VocabError};
+use crate::vocab::TokenId;
+#[cfg(feature = "tokenizers")]
+use crate::vocab::{TextTokenizer, VocabError};
 use std::sync::Arc;
 
 /// Why the matcher refused a step.
@@ -431,6 +433,7 @@ impl Matcher {
     /// is held back unless it finishes the output, so that the boundary with
     /// what follows is the model's choice, not an artefact of tokenizing the
     /// forced bytes alone.
+    #[cfg(feature = "tokenizers")]
     pub fn jump_forward(
         &mut self,
         tokenizer: &TextTokenizer,

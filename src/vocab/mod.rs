@@ -32,10 +32,12 @@
 
 pub mod bytelevel;
 pub mod hf;
+#[cfg(feature = "tokenizers")]
 mod tokenizer;
 
 pub use hf::{StopConfig, TokenEncoding};
 
+#[cfg(feature = "tokenizers")]
 pub use tokenizer::TextTokenizer;
 
 use std::fmt;

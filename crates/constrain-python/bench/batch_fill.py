@@ -3,15 +3,22 @@
 filled one ``fill_next_token_bitmask`` call at a time (Qwen vocabulary,
 logits width 151,936). The target (issue 19): batch <= rows x single / cores.
 
-    python bench/batch_fill.py [--rows 64] [--reps 400] [--tokenizer PATH] [--corpus DIR]
+    python bench/batch_fill.py [--rows 64] [--reps 400] [--gap-us N] [--tokenizer PATH] [--corpus DIR]
 
 The matchers stand at different points of valid instances of a few
 MaskBench dev schemas (so their masks differ, some sparse, some dense, as in
 a serving batch). Prints the p50 and p10 (ns) of both over ``--reps``
 alternating repetitions, the ratio, the target, the number of CPUs this
 process may run on and the 1-minute load average (on a shared machine the
-parallel fill can only be as fast as the idle cores allow). Set
-``RAYON_NUM_THREADS`` to pin the batch fill's thread count.
+parallel fill can only be as fast as the idle cores allow), and the worker
+pool's counters (how many batches a worker joined, how many rows it filled,
+how often it went to sleep). ``--gap-us N`` sleeps N µs before every batch
+fill, as a serving loop waits for the model's forward pass between two fills:
+past the workers' spin window (``CONSTRAIN_FILL_SPIN_US``, default 200) they
+are asleep when a batch comes, and each batch pays a wake-up. ``--batch-only``
+times batch fills back to back (the single fills run once, for the check;
+compare runs with ``CONSTRAIN_FILL_THREADS=1`` and without). Set ``CONSTRAIN_FILL_THREADS`` to
+pin the batch fill's thread count (1: the calling thread alone).
 """
 
 import argparse
@@ -44,6 +51,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=64)
     ap.add_argument("--reps", type=int, default=400)
+    ap.add_argument("--gap-us", type=float, default=0.0)
+    ap.add_argument("--batch-only", action="store_true")
     ap.add_argument("--corpus", default=str(SHARED / "maskbench-dev"))
     ap.add_argument("--tokenizer", default=str(QWEN_TOKENIZER))
     a = ap.parse_args()
@@ -68,23 +77,45 @@ def main():
     singles, batches = [], []
     clock = time.perf_counter_ns
     fill_batch = constrain.fill_next_token_bitmask_batch
+    gap = a.gap_us / 1e6
+    before = constrain._core._fill_stats()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     for _ in range(a.reps):
+        if gap:
+            time.sleep(gap)
+        run_singles = not a.batch_only or not singles
         t0 = clock()
-        for i, m in enumerate(matchers):
-            m.fill_next_token_bitmask(check, i)
+        if run_singles:
+            for i, m in enumerate(matchers):
+                m.fill_next_token_bitmask(check, i)
         t1 = clock()
-        fill_batch(matchers, bitmask)
+        if gap:
+            time.sleep(gap)
         t2 = clock()
-        singles.append(t1 - t0)
-        batches.append(t2 - t1)
+        fill_batch(matchers, bitmask)
+        t3 = clock()
+        if run_singles:
+            singles.append(t1 - t0)
+        batches.append(t3 - t2)
+    after = constrain._core._fill_stats()
+    got = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
     if bytes(memoryview(bitmask)) != bytes(memoryview(check)):
         sys.exit("error: the batch fill and the single fills differ")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     s50, b50 = pct(singles, 50), pct(batches, 50)
     s10, b10 = pct(singles, 10), pct(batches, 10)
-    print(f"{a.rows} rows, width {QWEN_LOGITS}, {cores} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{a.rows} rows, width {QWEN_LOGITS}, {cores} CPUs, load average {os.getloadavg()[0]:.1f}"
+        + (f", {a.gap_us:g} us before each fill" if gap else "")
+    )
     print(f"single fills: p50 {s50} ns  p10 {s10} ns  ({s50 / a.rows:.0f} ns a row)")
     print(f"batch fill:   p50 {b50} ns  p10 {b10} ns  ({b50 / a.rows:.0f} ns a row)")
+    d = {k: after[k] - before[k] for k in after}
+    print(
+        f"workers: joined {d['joined']} of {d['published']} batches offered, filled "
+        f"{d['rows'] / max(1, a.reps):.1f} rows a batch; parked {d['parks']} times, woken {d['wakes']}; "
+        f"this process ran on {got:.2f} CPUs on average (CPU time / wall time, workers included)"
+    )
     print(
         f"batch / singles: p50 {b50 / s50:.2f}  p10 {b10 / s10:.2f}; "
         f"target <= 1/{cores} = {1 / cores:.2f}: p50 {'met' if b50 * cores <= s50 else 'missed'}"

@@ -89,10 +89,19 @@ impl Compiler {
 impl Compiler {
     /// `cache_bytes`: most index memory the cache keeps (default 2 GiB; 0
     /// disables caching). `max_threads`: threads building an index (default
-    /// 0 = all cores).
+    /// 0 = all cores). `lazy_states`: automata of more states than this are
+    /// built, and their masks computed, as matchers first reach each state
+    /// (default 128: compiling takes milliseconds, a state's first visit
+    /// pays its mask); `None` builds every automaton and mask up front, as
+    /// XGrammar does (slower compiles, every step a copy).
     #[new]
-    #[pyo3(signature = (tokenizer_info, cache_bytes=2usize << 30, max_threads=0))]
-    fn new(tokenizer_info: Py<TokenizerInfo>, cache_bytes: usize, max_threads: usize) -> Self {
+    #[pyo3(signature = (tokenizer_info, cache_bytes=2usize << 30, max_threads=0, lazy_states=Some(constrain::dfa::LAZY_STATES)))]
+    fn new(
+        tokenizer_info: Py<TokenizerInfo>,
+        cache_bytes: usize,
+        max_threads: usize,
+        lazy_states: Option<usize>,
+    ) -> Self {
         let mut config = CompilerConfig {
             cache_bytes,
             ..CompilerConfig::default()
@@ -101,6 +110,7 @@ impl Compiler {
             config.cache_entries = 0;
         }
         config.index.threads = max_threads;
+        config.dfa.lazy_states = lazy_states;
         let vocab = tokenizer_info.get().vocab.clone();
         Compiler {
             inner: Arc::new(constrain::Compiler::new(vocab, config)),

@@ -16,17 +16,23 @@
 //! * No Python error is a crash: every core error becomes a Python exception
 //!   ([`errors`]), every size and id from Python is checked before use.
 //! * Compiling and every bitmask fill run with the GIL released.
-//! * Bitmasks are reached through the buffer protocol by the Python helper
-//!   `constrain._buffer` (`memoryview` + `ctypes`: the C buffer API is not in
-//!   the limited API before 3.11, and the wheel is abi3 for 3.9+). The helper
-//!   checks dtype (int32), C-contiguity, writability and shape, and its
-//!   returned memoryview is held for the whole fill, so the buffer can
-//!   neither move nor be freed while the GIL is released.
+//! * Bitmasks are reached through the buffer protocol ([`buffer`]):
+//!   `PyObject_GetBuffer` from Rust on CPython >= 3.11 (stable ABI there),
+//!   else the Python helper `constrain._buffer` (`memoryview` + `ctypes`:
+//!   the C buffer API is not in the limited API before 3.11, and the wheel
+//!   is abi3 for 3.9+), which also words every refusal. Either checks dtype
+//!   (int32), C-contiguity, writability and shape, and holds the export for
+//!   the whole fill, so the buffer can neither move nor be freed while the
+//!   GIL is released. Nothing holds a bitmask past the call, except a
+//!   matcher's last one on the helper path.
+//! * The batch fill runs on the calling thread and a pool of persistent
+//!   workers ([`pool`]).
 
 mod buffer;
 mod compiler;
 mod errors;
 mod matcher;
+mod pool;
 mod tokenizer;
 
 use pyo3::prelude::*;
@@ -40,6 +46,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compiler::Compiled>()?;
     m.add_class::<matcher::Matcher>()?;
     m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmask_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(matcher::_fill_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,105 +1,13 @@
 //! `Matcher`: XGrammar's `GrammarMatcher` over one `constrain::Matcher`, and
 //! the batch fill.
 
-use crate::buffer::{RowPtr, Rows};
+use crate::buffer::{with_rows, Held};
 use crate::compiler::Compiled;
+use crate::pool;
 use constrain::{bitmask_words, MatcherError, TokenId};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
-/// Fewest rows per thread of a batch fill (below that, handing rows to
-/// another thread costs more than copying them).
-const PARALLEL_MIN_ROWS: usize = 8;
-
-/// Rows a thread of a batch fill claims at a time.
-const CLAIM: usize = 4;
-
-/// One batch fill shared by the calling thread and its helpers. The caller
-/// never waits for a helper that has not started: rows are claimed in
-/// groups of [`CLAIM`] from `next`, the caller claims too, and it waits only
-/// until `done` counts every row, i.e. for groups already claimed and being
-/// filled. A helper that starts after that finds nothing to claim and
-/// touches nothing but the counters (this `Arc`), so the matchers and the
-/// buffer (raw addresses here) are never read or written once the caller has
-/// returned. A worker pool woken every step starts late (tens of µs on a
-/// busy machine), longer than a batch of 64 Qwen rows takes one thread.
-///
-/// Helpers are woken one by one: the caller spawns the first, each helper
-/// spawns the next while enough rows are unclaimed, so waking the pool
-/// (a system call per sleeping thread) is not on the caller's path.
-struct Shared {
-    next: AtomicUsize,
-    done: AtomicUsize,
-    /// Helpers that may still be spawned.
-    helpers: AtomicUsize,
-    /// (address of the matcher, row) per row to fill.
-    work: Vec<(usize, usize)>,
-    rows: RowPtr,
-}
-
-impl Shared {
-    /// Spawns a helper onto the rayon pool when one may still be spawned
-    /// and enough rows are unclaimed to be worth it.
-    fn spawn_helper(self: &Arc<Self>) {
-        let unclaimed = self
-            .work
-            .len()
-            .saturating_sub(self.next.load(Ordering::Acquire));
-        if unclaimed < 2 * PARALLEL_MIN_ROWS {
-            return;
-        }
-        if self
-            .helpers
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(1))
-            .is_ok()
-        {
-            let s = self.clone();
-            // SAFETY: as for `fill`; a helper that starts late claims nothing.
-            rayon::spawn(move || {
-                s.spawn_helper();
-                unsafe { s.fill() }
-            });
-        }
-    }
-
-    /// Claims and fills groups of rows until none is left.
-    ///
-    /// # Safety
-    /// While any row is unclaimed, every matcher address is live and the rows
-    /// are in range, distinct and writable (the caller waits for `done`).
-    unsafe fn fill(&self) {
-        let n = self.work.len();
-        loop {
-            let start = self.next.fetch_add(CLAIM, Ordering::AcqRel);
-            if start >= n {
-                return;
-            }
-            let end = (start + CLAIM).min(n);
-            for &(m, i) in &self.work[start..end] {
-                let m = &*(m as *const constrain::Matcher);
-                // The row has exactly the words the core asks for (checked
-                // by `Rows::of`), so the fill cannot fail.
-                let _ = m.fill_bitmask(self.rows.row(i));
-            }
-            self.done.fetch_add(end - start, Ordering::Release);
-        }
-    }
-
-    /// Waits until every row is filled (only for claimed groups in flight).
-    fn wait(&self) {
-        let mut spins = 0u32;
-        while self.done.load(Ordering::Acquire) < self.work.len() {
-            spins += 1;
-            if spins < 1 << 10 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-    }
-}
+use std::cell::Cell;
 
 /// The per-request cursor over a compiled constraint: fills the next token
 /// bitmask, accepts tokens, rolls back. Cheap to create; not shared between
@@ -110,8 +18,10 @@ pub struct Matcher {
     terminate_without_stop_token: bool,
     max_rollback_tokens: i64,
     words: usize,
-    /// The bitmask filled last (engines fill one bitmask every step).
-    last: Option<Rows>,
+    /// The bitmask filled last, kept only where its buffer is opened by the
+    /// Python helper (CPython < 3.11; see `buffer`), to skip the helper when
+    /// the same array comes again (engines fill one bitmask every step).
+    last: Option<Held>,
 }
 
 fn token(id: i64, width: usize) -> PyResult<TokenId> {
@@ -127,12 +37,6 @@ impl Matcher {
     fn tokens(&self, ids: Vec<i64>) -> PyResult<Vec<TokenId>> {
         let width = self.inner.index().vocab().logits_width();
         ids.into_iter().map(|t| token(t, width)).collect()
-    }
-
-    fn fill_row(&self, row: &mut [u32]) {
-        // The row has exactly `words` words (checked by `Rows::of`), the
-        // size the core asks for, so the fill cannot fail.
-        let _ = self.inner.fill_bitmask(row);
     }
 }
 
@@ -187,9 +91,10 @@ impl Matcher {
     /// Writes the allowed next tokens into row `index` of `bitmask` (int32,
     /// shape `(batch, ceil(vocab_size / 32))` or `(ceil(vocab_size / 32),)`;
     /// token t is bit t % 32 of word t // 32, 1 = allowed). Releases the GIL.
-    /// The matcher keeps a reference to the last bitmask it filled (and its
-    /// buffer export, so numpy refuses to resize it meanwhile) to find the
-    /// memory of the same bitmask faster at the next step.
+    /// Nothing is kept past the call on CPython >= 3.11; on older ones the
+    /// matcher keeps the last bitmask it filled (and its buffer export, so
+    /// numpy refuses to resize it meanwhile) to find its memory faster at
+    /// the next step.
     #[pyo3(signature = (bitmask, index=0))]
     fn fill_next_token_bitmask(
         &mut self,
@@ -197,19 +102,19 @@ impl Matcher {
         bitmask: &Bound<'_, PyAny>,
         index: isize,
     ) -> PyResult<()> {
-        let rows = match self.last.take() {
-            Some(r) if r.is_of(bitmask) => r,
-            _ => Rows::of(bitmask, self.words)?,
-        };
-        let i = rows.row_index(index);
-        let ptr = rows.ptr();
-        self.last = Some(rows);
-        let i = i?;
-        let this = &*self;
-        // SAFETY: `i` is in range, `self.last` holds the buffer export until
-        // after the fill, and this is the only slice of the row.
-        py.detach(|| this.fill_row(unsafe { ptr.row(i) }));
-        Ok(())
+        let inner = &self.inner;
+        with_rows(bitmask, self.words, Some(&mut self.last), |view| {
+            let i = view.row_index(index)?;
+            let ptr = view.ptr();
+            // SAFETY: `i` is in range, the export is held until `with_rows`
+            // returns, and this is the only slice of the row. The row has
+            // exactly `words` words (checked by `with_rows`), the size the
+            // core asks for, so the fill cannot fail.
+            py.detach(|| {
+                let _ = inner.fill_bitmask(unsafe { ptr.row(i) });
+            });
+            Ok(())
+        })
     }
 
     /// Takes token `token_id` if it is allowed: True when taken, False (and
@@ -301,10 +206,16 @@ impl Matcher {
     }
 }
 
+thread_local! {
+    /// The batch fill's work list, reused from call to call.
+    static WORK: Cell<Vec<(usize, usize)>> = const { Cell::new(Vec::new()) };
+    /// Rows already named in this call (one bit a row), reused too.
+    static SEEN: Cell<Vec<u64>> = const { Cell::new(Vec::new()) };
+}
+
 /// Fills row `i` of `bitmask` from `matchers[i]` (or row `indices[i]`),
-/// rows in parallel (the calling thread and rayon helpers, see [`Shared`]),
-/// with the GIL released. The bitmask's buffer view is kept for the next
-/// call with the same array, as a matcher keeps its own.
+/// rows in parallel (the calling thread and the pool's workers, see
+/// `pool`), with the GIL released. Nothing is kept past the call.
 #[pyfunction]
 #[pyo3(signature = (matchers, bitmask, indices=None))]
 pub fn fill_next_token_bitmask_batch(
@@ -323,64 +234,65 @@ pub fn fill_next_token_bitmask_batch(
             words, m.words
         )));
     }
-    // The bitmask filled by the last batch call, reused when it comes again
-    // (as it does every step of an engine), as a matcher does for its own.
-    // The lock is held only with the GIL and never across the fill (a
-    // thread waiting for it while holding the GIL would block the filler's
-    // return).
-    static LAST: Mutex<Option<Rows>> = Mutex::new(None);
-    let cached = LAST.lock().unwrap_or_else(|e| e.into_inner()).take();
-    let rows = match cached {
-        Some(r) if r.is_of(bitmask) && r.cols == words => r,
-        _ => Rows::of(bitmask, words)?,
-    };
-    let targets: Vec<usize> = match indices {
-        Some(ix) => {
-            if ix.len() != matchers.len() {
-                return Err(PyTypeError::new_err(format!(
-                    "{} indices for {} matchers",
-                    ix.len(),
-                    matchers.len()
-                )));
-            }
-            ix.into_iter()
-                .map(|i| rows.row_index(i))
-                .collect::<PyResult<_>>()?
+    if let Some(ix) = &indices {
+        if ix.len() != matchers.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} indices for {} matchers",
+                ix.len(),
+                matchers.len()
+            )));
         }
-        None => (0..matchers.len())
-            .map(|i| rows.row_index(i as isize))
-            .collect::<PyResult<_>>()?,
-    };
-    let mut seen = targets.clone();
-    seen.sort_unstable();
-    if seen.windows(2).any(|w| w[0] == w[1]) {
-        return Err(PyValueError::new_err(
-            "two matchers would fill the same bitmask row",
-        ));
     }
-    let work: Vec<(&Matcher, usize)> = matchers.iter().map(|m| &**m).zip(targets).collect();
-    let shared = Arc::new(Shared {
-        next: AtomicUsize::new(0),
-        done: AtomicUsize::new(0),
-        work: work
-            .iter()
-            .map(|&(m, i)| (&m.inner as *const constrain::Matcher as usize, i))
-            .collect(),
-        rows: rows.ptr(),
-        helpers: AtomicUsize::new(
-            rayon::current_num_threads()
-                .min(work.len() / PARALLEL_MIN_ROWS)
-                .saturating_sub(1),
-        ),
-    });
-    // SAFETY (of `Shared::fill`): every target row is in range and distinct
-    // (checked above); `rows` holds the buffer export and `matchers` the
-    // borrows of the matchers until after `wait` (see `Shared`).
-    py.detach(|| {
-        shared.spawn_helper();
-        unsafe { shared.fill() };
-        shared.wait();
-    });
-    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(rows);
-    Ok(())
+    with_rows(bitmask, words, None, |view| {
+        let mut work = WORK.take();
+        let mut seen = SEEN.take();
+        let r = (|| {
+            work.clear();
+            seen.clear();
+            seen.resize(view.rows.div_ceil(64), 0);
+            for (k, m) in matchers.iter().enumerate() {
+                let i = match &indices {
+                    Some(ix) => view.row_index(ix[k])?,
+                    None => view.row_index(k as isize)?,
+                };
+                let bit = 1u64 << (i % 64);
+                if seen[i / 64] & bit != 0 {
+                    return Err(PyValueError::new_err(
+                        "two matchers would fill the same bitmask row",
+                    ));
+                }
+                seen[i / 64] |= bit;
+                work.push((&m.inner as *const constrain::Matcher as usize, i));
+            }
+            let ptr = view.ptr();
+            let work = &work[..];
+            // SAFETY (of `pool::run`): every row is in range and named once
+            // (checked above); the export is held until `with_rows` returns
+            // and `matchers` holds the borrows of the matchers (no mutation
+            // meanwhile) until after `run` returns.
+            py.detach(|| unsafe { pool::run(work, ptr) });
+            Ok(())
+        })();
+        WORK.set(work);
+        SEEN.set(seen);
+        r
+    })
+}
+
+/// Counters of the batch fill's worker pool since the start, for
+/// benchmarks and diagnostics (whether the workers take part on this
+/// machine): `published` (batch fills offered to the workers), `joined`
+/// (times a worker took part in one), `rows` (rows the workers filled),
+/// `parks` (times a worker went to sleep after its spin window) and `wakes`
+/// (times a caller or worker woke a sleeping one).
+#[pyfunction]
+pub fn _fill_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("published", pool::PUBLISHED.load(Relaxed))?;
+    d.set_item("joined", pool::WORKER_JOBS.load(Relaxed))?;
+    d.set_item("rows", pool::WORKER_ROWS.load(Relaxed))?;
+    d.set_item("parks", pool::PARKS.load(Relaxed))?;
+    d.set_item("wakes", pool::WAKES.load(Relaxed))?;
+    Ok(d)
 }

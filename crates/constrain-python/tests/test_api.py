@@ -480,3 +480,21 @@ def test_stop_tokens_from_the_configs_beside_the_file(tmp_path, tiny_path):
     (d / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<|no_such_token|>"}))
     with pytest.raises(ValueError, match="no_such_token"):
         constrain.TokenizerInfo.from_tokenizer_json(str(d / "tokenizer.json"))
+
+
+def test_eager_and_lazy_compiles_agree(tiny_info, tiny_tok):
+    """Compiler(lazy_states=None) builds every mask up front; the default
+    builds big automata on demand: the masks are the same."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}},
+              "required": ["a"]}
+    eager = constrain.Compiler(tiny_info, lazy_states=None).compile_json_schema(schema)
+    lazy = constrain.Compiler(tiny_info, lazy_states=1).compile_json_schema(schema)
+    assert lazy.is_lazy and not eager.is_lazy
+    text = tiny_tok.encode('{"a":12,"b":true}')
+    me, ml = constrain.Matcher(eager), constrain.Matcher(lazy)
+    for t in text:
+        assert mask(me) == mask(ml)
+        assert me.accept_token(t) and ml.accept_token(t)
+    assert mask(me) == mask(ml) == [TINY_EOS]
+    with pytest.raises((OverflowError, TypeError)):
+        constrain.Compiler(tiny_info, lazy_states=-1)
