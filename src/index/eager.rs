@@ -13,8 +13,8 @@
 use super::backend::{self, Backend, Classes, Slots};
 use super::trie::{self, TokenTrie, VocabTries};
 use super::{
-    has_every_byte, mix, plain_successors, ByteAutomaton, FastMap, IndexConfig, IndexError,
-    IndexStats, LiveTable, PlainReps, TokenSet, DEAD, NO_LEVEL,
+    mix, plain_successors, ByteAutomaton, FastMap, IndexConfig, IndexError, IndexStats, LiveTable,
+    PlainReps, TokenSet, DEAD, NO_LEVEL,
 };
 use crate::vocab::{TokenId, Vocabulary};
 use rayon::prelude::*;
@@ -122,7 +122,7 @@ impl Eager {
         tries: &VocabTries,
         vocab: &Vocabulary,
     ) -> Result<(), IndexError> {
-        if has_every_byte(&vocab) {
+        if tries.every_byte {
             return Ok(());
         }
         let n = self.table.len();

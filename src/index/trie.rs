@@ -40,6 +40,10 @@ pub(crate) struct VocabTries {
     /// Tokens longer than `horizon` bytes.
     pub long: TokenTrie,
     pub horizon: usize,
+    /// Whether every single byte is a text token (then byte-live states are
+    /// token-live): read on every compile, so computed once here rather than
+    /// by a scan of the whole vocabulary each time.
+    pub every_byte: bool,
     /// The logits width (the size of every set here).
     width: usize,
     /// Every text token's bytes, concatenated in sorted order, and per token
@@ -195,7 +199,10 @@ impl VocabTries {
                 (start, bytes.len() as u32, id)
             })
             .collect();
+        let every_byte =
+            (0..=255u8).all(|b| full.child(None, b).is_some_and(|n| full.token[n] != NONE));
         VocabTries {
+            every_byte,
             full,
             short,
             long,
