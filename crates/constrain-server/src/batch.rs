@@ -314,9 +314,17 @@ impl<S> Work<S> {
 
 /// Takes a request into the loop: a new prompt starts from the longest
 /// cached prefix when there is one.
-fn admit<B: BatchModel>(model: &B, cache: &mut PrefixCache<B::Seq>, r: Request<B::Seq>) -> Work<B::Seq> {
+fn admit<B: BatchModel>(
+    model: &B,
+    cache: &mut PrefixCache<B::Seq>,
+    r: Request<B::Seq>,
+) -> Work<B::Seq> {
     let fresh = r.pos == 0;
-    let mut w = Work { req: r, fed: 0, fresh };
+    let mut w = Work {
+        req: r,
+        fed: 0,
+        fresh,
+    };
     if fresh {
         if let Some((entry, len)) = cache.lookup(&w.req.tokens) {
             if let Some(seq) = model.fork_prefix(entry, len) {

@@ -181,12 +181,24 @@ mod tests {
         let mut c = PrefixCache::new(1000);
         c.insert(t(&[1, 2, 3, 4]), "a", 10);
         c.insert(t(&[1, 2, 9]), "b", 10);
-        assert_eq!(c.lookup(&t(&[1, 2, 3, 7])).map(|(s, l)| (*s, l)), Some(("a", 3)));
+        assert_eq!(
+            c.lookup(&t(&[1, 2, 3, 7])).map(|(s, l)| (*s, l)),
+            Some(("a", 3))
+        );
         // The whole entry matches, but one token must still be fed.
-        assert_eq!(c.lookup(&t(&[1, 2, 3, 4])).map(|(s, l)| (*s, l)), Some(("a", 3)));
-        assert_eq!(c.lookup(&t(&[1, 2, 9, 9])).map(|(s, l)| (*s, l)), Some(("b", 3)));
+        assert_eq!(
+            c.lookup(&t(&[1, 2, 3, 4])).map(|(s, l)| (*s, l)),
+            Some(("a", 3))
+        );
+        assert_eq!(
+            c.lookup(&t(&[1, 2, 9, 9])).map(|(s, l)| (*s, l)),
+            Some(("b", 3))
+        );
         assert!(c.lookup(&t(&[5, 1])).is_none());
-        assert!(c.lookup(&t(&[1])).is_none(), "a one-token prompt reuses nothing");
+        assert!(
+            c.lookup(&t(&[1])).is_none(),
+            "a one-token prompt reuses nothing"
+        );
         let s = c.stats();
         assert_eq!((s.hits, s.misses, s.reused_tokens), (3, 2, 9));
     }

@@ -120,7 +120,12 @@ fn assert_echoes(logits: &[f32], seq: &[TokenId]) {
     for (i, t) in seq.iter().enumerate() {
         assert_eq!(logits[i], t.0 as f32 + 1.0, "position {i}");
     }
-    assert_eq!(logits[seq.len()], 0.0, "nothing past position {}", seq.len());
+    assert_eq!(
+        logits[seq.len()],
+        0.0,
+        "nothing past position {}",
+        seq.len()
+    );
 }
 
 #[test]
@@ -164,10 +169,7 @@ fn a_decoding_sequence_keeps_stepping_while_a_long_prompt_is_fed_in_chunks() {
     decoder.join().unwrap();
 
     let log = log.lock().unwrap();
-    let prompt_passes: Vec<&Vec<Row>> = log
-        .iter()
-        .filter(|p| p.iter().any(|r| r.0 == 1))
-        .collect();
+    let prompt_passes: Vec<&Vec<Row>> = log.iter().filter(|p| p.iter().any(|r| r.0 == 1)).collect();
     let fed: Vec<(usize, usize)> = prompt_passes
         .iter()
         .flat_map(|p| p.iter().filter(|r| r.0 == 1).map(|r| (r.1, r.2)))
@@ -176,7 +178,7 @@ fn a_decoding_sequence_keeps_stepping_while_a_long_prompt_is_fed_in_chunks() {
     let mut at = 0;
     for &(pos, n) in &fed {
         assert_eq!(pos, at, "chunks out of order: {fed:?}");
-        assert!(n >= 1 && n <= BUDGET, "a chunk of {n} tokens: {fed:?}");
+        assert!((1..=BUDGET).contains(&n), "a chunk of {n} tokens: {fed:?}");
         at += n;
     }
     assert_eq!(at, 64);
@@ -272,7 +274,10 @@ fn a_shared_prompt_prefix_is_fed_once_and_the_logits_do_not_change() {
     // Without the cache every prompt is fed from 0; with it, the second
     // starts where it parts from the first (40) and the third, identical to
     // the second, feeds only its last token.
-    assert_eq!(starts_and_tokens(&rows_off), vec![(0, 50), (0, 45), (0, 45)]);
+    assert_eq!(
+        starts_and_tokens(&rows_off),
+        vec![(0, 50), (0, 45), (0, 45)]
+    );
     assert_eq!(starts_and_tokens(&rows_on), vec![(0, 50), (40, 5), (44, 1)]);
     let s = b.prefix_stats();
     assert_eq!((s.hits, s.misses, s.reused_tokens), (2, 1, 40 + 44));

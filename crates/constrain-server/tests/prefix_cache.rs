@@ -32,7 +32,10 @@ fn serve(path: &Path, config: BatchConfig) -> (SocketAddr, Arc<Batcher<QwenBatch
         factory,
     )
     .unwrap();
-    (constrain_server::spawn(state, "127.0.0.1:0").unwrap(), batcher)
+    (
+        constrain_server::spawn(state, "127.0.0.1:0").unwrap(),
+        batcher,
+    )
 }
 
 fn requests() -> Vec<Value> {

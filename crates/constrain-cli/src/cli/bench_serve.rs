@@ -55,6 +55,11 @@ pub struct BenchServeArgs {
         default_value = "What is the weather like in Paris right now, in celsius?"
     )]
     prompt: String,
+    /// Make every request's prompt its own: the user message ends with
+    /// " (request N)", so prompts share the chat template but not their
+    /// last tokens (the prompt-prefix cache then reuses only the shared part).
+    #[arg(long)]
+    distinct_prompts: bool,
     /// Bearer token.
     #[arg(long)]
     api_key: Option<String>,
@@ -168,7 +173,11 @@ pub fn run(a: BenchServeArgs) -> anyhow::Result<ExitCode> {
                 };
                 let mut body = json!({
                     "model": "bench", "stream": true, "stream_options": {"include_usage": true},
-                    "messages": [{"role": "user", "content": a.prompt}],
+                    "messages": [{"role": "user", "content": if a.distinct_prompts {
+                        format!("{} (request {i})", a.prompt)
+                    } else {
+                        a.prompt.clone()
+                    }}],
                     "max_tokens": a.max_tokens, "seed": i, "temperature": 0.7,
                 });
                 if let Some(s) = &schema {
