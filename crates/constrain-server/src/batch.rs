@@ -17,6 +17,27 @@
 //! own position; the matmuls run once over all the rows, attention per
 //! sequence.
 //!
+//! ## Chunked prefill
+//!
+//! A ~200-token prompt is a pass of its own weight: fed whole, it would
+//! stall every decoding sequence for as long as a few dozen of their steps.
+//! So a pass holds at most [`BatchConfig::prefill_chunk`] tokens besides
+//! one token per decoding sequence (vLLM's `max_num_batched_tokens`,
+//! llama.cpp's `n_batch`): a longer prompt (or jump-forward stretch) is
+//! fed a chunk per pass, oldest first, while the others keep stepping every
+//! pass, and its request hears back (with the logits after its last token)
+//! once the last chunk is in. A decode step never waits for room, and a
+//! prompt advances by at least one token a pass.
+//!
+//! ## Prompt-prefix cache
+//!
+//! A new prompt (position 0) first looks in the loop's
+//! [`PrefixCache`](crate::prefix::PrefixCache): when an earlier prompt
+//! shared its first tokens (the chat template, the system prompt, the
+//! tools), the sequence starts from a copy of that one's KV cache and only
+//! the rest is fed. Each finished prompt is offered to the cache. See
+//! [`crate::prefix`].
+//!
 //! Admission is continuous: a request that gets a slot (see
 //! [`crate::scheduler`]) joins at the next step. A sequence is *active*
 //! from its first forward until it is reset (its slot is freed: the
@@ -26,6 +47,7 @@
 //! A model without a batched pass (the fake model of the tests) fits too:
 //! [`BatchModel::step_batch`]'s default runs the steps one by one.
 
+use crate::prefix::{PrefixCache, PrefixStats};
 use constrain::TokenId;
 use constrain_model::net::QwenWeights;
 use constrain_model::{LanguageModel, ModelError, QwenModel};
@@ -57,6 +79,20 @@ pub trait BatchModel: Send + Sync + 'static {
         positions: &[usize],
     ) -> Vec<Result<Vec<f32>, ModelError>> {
         one_by_one(seqs, chunks, positions)
+    }
+
+    /// A copy of `seq` cut to its first `len` positions, continuing on its
+    /// own (the prompt-prefix cache keeps and hands out such copies);
+    /// `None` when the model cannot copy a sequence: nothing is cached.
+    fn fork_prefix(&self, seq: &Self::Seq, len: usize) -> Option<Self::Seq> {
+        let _ = (seq, len);
+        None
+    }
+
+    /// Bytes a sequence holds (its KV cache): what the prefix cache counts.
+    fn seq_bytes(&self, seq: &Self::Seq) -> usize {
+        let _ = seq;
+        0
     }
 }
 
@@ -95,9 +131,22 @@ impl BatchModel for QwenBatch {
         // one alone, with its own error.
         one_by_one(seqs, chunks, positions)
     }
+
+    fn fork_prefix(&self, seq: &QwenModel, len: usize) -> Option<QwenModel> {
+        if len > seq.sequence().len() {
+            return None;
+        }
+        let mut copy = seq.fork();
+        copy.truncate(len).then_some(copy)
+    }
+
+    fn seq_bytes(&self, seq: &QwenModel) -> usize {
+        seq.sequence().kv_bytes()
+    }
 }
 
-fn one_by_one<M: LanguageModel>(
+/// Runs the chunks one sequence after the other (each `forward` on its own).
+pub fn one_by_one<M: LanguageModel>(
     seqs: &mut [&mut M],
     chunks: &[&[TokenId]],
     positions: &[usize],
@@ -130,42 +179,79 @@ struct Request<S> {
     reply: Sender<(S, Result<Vec<f32>, ModelError>)>,
 }
 
+/// The decode loop's settings (`constrain serve --prefill-chunk`,
+/// `--prefix-cache-mb`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchConfig {
+    /// Tokens one pass feeds at most, besides one token per decoding
+    /// sequence (vLLM's `max_num_batched_tokens`, llama.cpp's `n_batch`): a
+    /// longer prompt or jump-forward stretch is fed in chunks over several
+    /// passes while the other sequences keep stepping. 0: no limit (a
+    /// prompt runs whole in one pass).
+    pub prefill_chunk: usize,
+    /// Bytes of KV cache the prompt-prefix cache may hold ([`crate::prefix`]);
+    /// 0 turns it off.
+    pub prefix_cache_bytes: usize,
+}
+
+/// Default per-pass prefill budget (tokens), chosen by measurement on the
+/// 0.5B model (see the README's server section).
+pub const DEFAULT_PREFILL_CHUNK: usize = 64;
+/// Default prompt-prefix cache size: 256 MiB (about 10,000 positions of the
+/// 0.5B model, whose KV cache takes 24 KiB a position).
+pub const DEFAULT_PREFIX_CACHE_BYTES: usize = 256 << 20;
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        BatchConfig {
+            prefill_chunk: DEFAULT_PREFILL_CHUNK,
+            prefix_cache_bytes: DEFAULT_PREFIX_CACHE_BYTES,
+        }
+    }
+}
+
+/// Counters the loop keeps (all relaxed; for reports and tests).
+#[derive(Default)]
+struct Counters {
+    steps: AtomicUsize,
+    rows: AtomicUsize,
+    tokens: AtomicUsize,
+    prefix: std::sync::Mutex<PrefixStats>,
+}
+
 /// The decode loop's mailbox and its count of active sequences.
 pub struct Batcher<B: BatchModel> {
     model: Arc<B>,
     tx: std::sync::Mutex<Sender<Request<B::Seq>>>,
     active: Arc<AtomicUsize>,
-    steps: Arc<AtomicUsize>,
-    batched_rows: Arc<AtomicUsize>,
+    counters: Arc<Counters>,
 }
 
 impl<B: BatchModel> Batcher<B> {
+    /// Starts the decode loop with the default [`BatchConfig`].
+    pub fn start(model: B) -> Arc<Batcher<B>> {
+        Self::start_with(model, BatchConfig::default())
+    }
+
     /// Starts the decode loop on a thread of its own; it ends when the
     /// batcher and every sequence handle are dropped.
-    pub fn start(model: B) -> Arc<Batcher<B>> {
+    pub fn start_with(model: B, config: BatchConfig) -> Arc<Batcher<B>> {
         let model = Arc::new(model);
         let (tx, rx) = mpsc::channel();
         let active = Arc::new(AtomicUsize::new(0));
-        let steps = Arc::new(AtomicUsize::new(0));
-        let batched_rows = Arc::new(AtomicUsize::new(0));
+        let counters = Arc::new(Counters::default());
         {
-            let (model, active, steps, rows) = (
-                model.clone(),
-                active.clone(),
-                steps.clone(),
-                batched_rows.clone(),
-            );
+            let (model, active, counters) = (model.clone(), active.clone(), counters.clone());
             std::thread::Builder::new()
                 .name("constrain-decode".into())
-                .spawn(move || decode_loop(&*model, rx, &active, &steps, &rows))
+                .spawn(move || decode_loop(&*model, rx, &active, &counters, config))
                 .expect("spawning the decode thread");
         }
         Arc::new(Batcher {
             model,
             tx: std::sync::Mutex::new(tx),
             active,
-            steps,
-            batched_rows,
+            counters,
         })
     }
 
@@ -191,49 +277,153 @@ impl<B: BatchModel> Batcher<B> {
     /// is the mean batch size).
     pub fn batched(&self) -> (usize, usize) {
         (
-            self.steps.load(Ordering::Relaxed),
-            self.batched_rows.load(Ordering::Relaxed),
+            self.counters.steps.load(Ordering::Relaxed),
+            self.counters.rows.load(Ordering::Relaxed),
         )
     }
+
+    /// Tokens fed by all passes so far (prompt tokens reused from the
+    /// prefix cache are not fed).
+    pub fn tokens_fed(&self) -> usize {
+        self.counters.tokens.load(Ordering::Relaxed)
+    }
+
+    /// The prompt-prefix cache's counters.
+    pub fn prefix_stats(&self) -> PrefixStats {
+        *self
+            .counters
+            .prefix
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A request in the loop: how much of its tokens has been fed, and whether
+/// it is a new prompt (position 0: the prefix cache's business).
+struct Work<S> {
+    req: Request<S>,
+    fed: usize,
+    fresh: bool,
+}
+
+impl<S> Work<S> {
+    fn left(&self) -> usize {
+        self.req.tokens.len() - self.fed
+    }
+}
+
+/// Takes a request into the loop: a new prompt starts from the longest
+/// cached prefix when there is one.
+fn admit<B: BatchModel>(
+    model: &B,
+    cache: &mut PrefixCache<B::Seq>,
+    r: Request<B::Seq>,
+) -> Work<B::Seq> {
+    let fresh = r.pos == 0;
+    let mut w = Work {
+        req: r,
+        fed: 0,
+        fresh,
+    };
+    if fresh {
+        if let Some((entry, len)) = cache.lookup(&w.req.tokens) {
+            if let Some(seq) = model.fork_prefix(entry, len) {
+                w.req.seq = seq;
+                w.fed = len;
+            }
+        }
+    }
+    w
+}
+
+/// How many tokens of each work item go into this pass: one for every
+/// item with one token left (a decode step never waits), then the older
+/// items first, a chunk each from what is left of `budget` (at least one
+/// token a pass, so a prompt always advances).
+fn plan(left: &[usize], budget: usize) -> Vec<usize> {
+    if budget == 0 {
+        return left.to_vec();
+    }
+    let singles = left.iter().filter(|&&l| l <= 1).count();
+    let mut room = budget.saturating_sub(singles).max(1);
+    left.iter()
+        .map(|&l| {
+            if l <= 1 {
+                l
+            } else {
+                let take = l.min(room);
+                room -= take;
+                take
+            }
+        })
+        .collect()
 }
 
 fn decode_loop<B: BatchModel>(
     model: &B,
     rx: Receiver<Request<B::Seq>>,
     active: &AtomicUsize,
-    steps: &AtomicUsize,
-    rows: &AtomicUsize,
+    counters: &Counters,
+    config: BatchConfig,
 ) {
-    while let Ok(first) = rx.recv() {
-        let mut pending = vec![first];
+    let mut cache: PrefixCache<B::Seq> = PrefixCache::new(config.prefix_cache_bytes);
+    // Requests being fed in chunks (and any that had no room in a pass),
+    // oldest first.
+    let mut carry: Vec<Work<B::Seq>> = Vec::new();
+    loop {
+        let mut arrived = Vec::new();
+        if carry.is_empty() {
+            match rx.recv() {
+                Ok(r) => arrived.push(r),
+                Err(_) => return,
+            }
+        }
         let deadline = Instant::now() + GATHER;
-        while pending.len() < active.load(Ordering::SeqCst) {
+        while arrived.len() + carry.len() < active.load(Ordering::SeqCst) {
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
             match rx.recv_timeout(deadline - now) {
-                Ok(r) => pending.push(r),
+                Ok(r) => arrived.push(r),
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
             }
         }
         while let Ok(r) = rx.try_recv() {
-            pending.push(r);
+            arrived.push(r);
         }
-        // Everything that arrived goes into one pass: single-token steps,
-        // jump-forward stretches and new prompts alike.
-        let chunks: Vec<Vec<TokenId>> = pending.iter().map(|r| r.tokens.clone()).collect();
+        let mut work = std::mem::take(&mut carry);
+        work.extend(arrived.into_iter().map(|r| admit(model, &mut cache, r)));
+        // Everything that arrived goes into one pass (single-token steps,
+        // jump-forward stretches and prompts alike), long ones in chunks.
+        let lefts: Vec<usize> = work.iter().map(Work::left).collect();
+        let takes = plan(&lefts, config.prefill_chunk);
+        let mut in_pass = Vec::new();
+        let mut sizes = Vec::new();
+        for (w, take) in work.into_iter().zip(takes) {
+            if take == 0 {
+                carry.push(w);
+            } else {
+                in_pass.push(w);
+                sizes.push(take);
+            }
+        }
+        let chunks: Vec<Vec<TokenId>> = in_pass
+            .iter()
+            .zip(&sizes)
+            .map(|(w, &n)| w.req.tokens[w.fed..w.fed + n].to_vec())
+            .collect();
         let chunk_refs: Vec<&[TokenId]> = chunks.iter().map(Vec::as_slice).collect();
-        let positions: Vec<usize> = pending.iter().map(|r| r.pos).collect();
+        let positions: Vec<usize> = in_pass.iter().map(|w| w.req.pos + w.fed).collect();
         // A panic inside the model must not take the only decode thread
         // (and so every later request) down: the requests of this pass get
         // an error and the loop goes on.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut seqs: Vec<&mut B::Seq> = pending.iter_mut().map(|r| &mut r.seq).collect();
+            let mut seqs: Vec<&mut B::Seq> = in_pass.iter_mut().map(|w| &mut w.req.seq).collect();
             model.step_batch(&mut seqs, &chunk_refs, &positions)
         }))
         .unwrap_or_else(|_| {
-            (0..pending.len())
+            (0..in_pass.len())
                 .map(|_| {
                     Err(ModelError::Interrupted(
                         "the model panicked during a batched pass".into(),
@@ -241,10 +431,37 @@ fn decode_loop<B: BatchModel>(
                 })
                 .collect()
         });
-        steps.fetch_add(1, Ordering::Relaxed);
-        rows.fetch_add(pending.len(), Ordering::Relaxed);
-        for (r, out) in pending.into_iter().zip(result) {
-            let _ = r.reply.send((r.seq, out));
+        counters.steps.fetch_add(1, Ordering::Relaxed);
+        counters.rows.fetch_add(in_pass.len(), Ordering::Relaxed);
+        counters
+            .tokens
+            .fetch_add(sizes.iter().sum(), Ordering::Relaxed);
+        let mut finished = Vec::new();
+        for ((mut w, n), out) in in_pass.into_iter().zip(sizes).zip(result) {
+            match out {
+                Ok(logits) if w.fed + n < w.req.tokens.len() => {
+                    // More chunks to come; these logits are not needed.
+                    drop(logits);
+                    w.fed += n;
+                    finished.push(None);
+                    carry.push(w);
+                }
+                out => {
+                    if out.is_ok() && w.fresh && cache.wants(&w.req.tokens) {
+                        if let Some(copy) = model.fork_prefix(&w.req.seq, w.req.tokens.len()) {
+                            let bytes = model.seq_bytes(&copy);
+                            cache.insert(std::mem::take(&mut w.req.tokens), copy, bytes);
+                        }
+                    }
+                    finished.push(Some((w.req.reply, w.req.seq, out)));
+                }
+            }
+        }
+        if cache.enabled() {
+            *counters.prefix.lock().unwrap_or_else(|e| e.into_inner()) = cache.stats();
+        }
+        for (reply, seq, out) in finished.into_iter().flatten() {
+            let _ = reply.send((seq, out));
         }
     }
 }
@@ -395,5 +612,18 @@ mod tests {
             rows == 4 * 22 && steps <= rows,
             "{steps} steps, {rows} rows"
         );
+    }
+
+    #[test]
+    fn a_pass_plan_keeps_every_step_and_chunks_long_feeds() {
+        // Three decoders and a 200-token prompt under a 64-token budget.
+        assert_eq!(plan(&[1, 1, 200, 1], 64), vec![1, 1, 61, 1]);
+        // The older prompt (first) takes the room before the newer one.
+        assert_eq!(plan(&[100, 50, 1], 64), vec![63, 0, 1]);
+        assert_eq!(plan(&[10, 50, 1], 64), vec![10, 50, 1]);
+        // More decoders than budget: still one prompt token a pass.
+        assert_eq!(plan(&[1, 1, 1, 30], 2), vec![1, 1, 1, 1]);
+        // 0: no budget, everything whole.
+        assert_eq!(plan(&[1, 300, 7], 0), vec![1, 300, 7]);
     }
 }

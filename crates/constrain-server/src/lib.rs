@@ -36,7 +36,10 @@
 //!    the slot's own sequence; bytes stream out as they are taken. With the
 //!    Qwen model the sequences share one copy of the weights and one decode
 //!    loop that runs one batched forward pass per step over all of them
-//!    ([`batch`]). A client that goes away cancels its sequence before the
+//!    ([`batch`]), a long prompt fed in chunks so that the others keep
+//!    stepping, and a prompt that shares its start with an earlier one
+//!    (chat template, system prompt, tools) starting from a copy of that
+//!    one's KV cache ([`prefix`]). A client that goes away cancels its sequence before the
 //!    next forward pass.
 //!
 //! ## Errors
@@ -51,6 +54,7 @@ pub mod api;
 pub mod batch;
 pub mod chat;
 pub mod error;
+pub mod prefix;
 pub mod run;
 pub mod scheduler;
 mod server;
@@ -160,8 +164,19 @@ pub fn load_qwen(
     path: &std::path::Path,
     tokenizer: &constrain_model::TokenizerSource,
 ) -> Result<(TextTokenizer, Arc<Vocabulary>, ModelFactory), ModelError> {
+    load_qwen_with(path, tokenizer, batch::BatchConfig::default())
+}
+
+/// [`load_qwen`] with the decode loop's settings (per-pass prefill budget,
+/// prompt-prefix cache size).
+pub fn load_qwen_with(
+    path: &std::path::Path,
+    tokenizer: &constrain_model::TokenizerSource,
+    config: batch::BatchConfig,
+) -> Result<(TextTokenizer, Arc<Vocabulary>, ModelFactory), ModelError> {
     let loaded = constrain_model::load(path, tokenizer)?;
-    let batcher = batch::Batcher::start(batch::QwenBatch(loaded.model.weights().clone()));
+    let batcher =
+        batch::Batcher::start_with(batch::QwenBatch(loaded.model.weights().clone()), config);
     let factory: ModelFactory = Arc::new(move || Ok(Box::new(batcher.handle()?) as SeqModel));
     Ok((loaded.tokenizer, loaded.vocab, factory))
 }

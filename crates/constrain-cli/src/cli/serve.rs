@@ -31,6 +31,16 @@ pub struct ServeArgs {
     /// Sequences decoded at once (each holds its own model instance and KV cache).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     parallel: u16,
+    /// Prompt tokens one forward pass feeds at most, besides one token per
+    /// decoding sequence: a longer prompt is fed in chunks over several
+    /// passes while the other sequences keep decoding (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = constrain_server::batch::DEFAULT_PREFILL_CHUNK)]
+    prefill_chunk: usize,
+    /// MiB of KV cache kept for prompt prefixes shared between requests
+    /// (chat template, system prompt, tools), least recently used evicted
+    /// first (0: off).
+    #[arg(long, value_name = "MIB", default_value_t = constrain_server::batch::DEFAULT_PREFIX_CACHE_BYTES >> 20)]
+    prefix_cache_mb: usize,
     /// Require `Authorization: Bearer KEY` on /v1/* requests.
     #[arg(long, value_name = "KEY")]
     api_key: Option<String>,
@@ -49,7 +59,14 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         None => TokenizerSource::Gguf,
     };
     eprintln!("loading model {} ...", model_path.display());
-    let (tokenizer, vocab, factory) = constrain_server::load_qwen(&model_path, &tok_src)?;
+    let (tokenizer, vocab, factory) = constrain_server::load_qwen_with(
+        &model_path,
+        &tok_src,
+        constrain_server::batch::BatchConfig {
+            prefill_chunk: a.prefill_chunk,
+            prefix_cache_bytes: a.prefix_cache_mb.saturating_mul(1 << 20),
+        },
+    )?;
     let name = model_path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
