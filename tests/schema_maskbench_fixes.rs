@@ -164,3 +164,18 @@ fn not_additional_properties_needs_closed_keys() {
         "{msg}"
     );
 }
+
+/// Strict mode writes a required name it does not declare; such a key is an
+/// extra key for the complement of `additionalProperties`, like a declared
+/// one.
+#[test]
+fn strict_required_undeclared_key_counts_as_extra() {
+    check_in(
+        json!({"type": "object", "properties": {"a": {"type": "integer"}},
+               "required": ["a", "z"],
+               "not": {"properties": {"a": {}}, "additionalProperties": false}}),
+        &[json!({"a": 1, "z": 2})],
+        &[json!({"a": 1}), json!({"z": 1})],
+        &[constrain::schema::JsonMode::Strict],
+    );
+}

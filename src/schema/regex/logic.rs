@@ -696,7 +696,16 @@ impl<'d, 'a> Gen<'d, 'a> {
                 ));
             }
             let mut group = Vec::new();
-            for (k, s) in &n.properties {
+            // The keys an object of `n` can have: declared ones, and
+            // required names it does not declare (written in strict mode).
+            let any = Schema::Bool(true);
+            let keys = n.properties.iter().map(|(k, s)| (k, s)).chain(
+                n.required
+                    .iter()
+                    .filter(|r| !n.properties.iter().any(|(k, _)| k == *r))
+                    .map(|r| (r, &any)),
+            );
+            for (k, s) in keys {
                 if matches!(s, Schema::Bool(false)) || e.names.contains(k) {
                     continue;
                 }
