@@ -153,6 +153,19 @@ pub struct Contains {
     pub at: Pointer,
 }
 
+/// "The object has at least one key that is not one of `names`, matches
+/// none of `patterns`, and whose value validates against `value`": the
+/// complement of `additionalProperties` (see `regex/logic.rs`). Resolved
+/// against a node whose keys are closed (a finite declared set) into an
+/// `anyOf` of required keys; elsewhere an error.
+#[derive(Clone, Debug)]
+pub struct SomeExtra {
+    pub names: Vec<String>,
+    pub patterns: Vec<Located<String>>,
+    pub value: Schema,
+    pub at: Pointer,
+}
+
 /// A schema object with its keywords typed. Absent keywords are `None`/empty.
 #[derive(Clone, Debug, Default)]
 pub struct Node {
@@ -214,6 +227,9 @@ pub struct Node {
     pub property_names: Vec<Schema>,
     /// `uniqueItems: true` (see `Gen::array_unique`).
     pub unique_items: bool,
+    /// Extra keys that must exist (the complement of
+    /// `additionalProperties`).
+    pub some_extra: Vec<SomeExtra>,
     // applicators
     pub all_of: Vec<Schema>,
     pub any_of: Vec<Vec<Schema>>,
@@ -254,6 +270,7 @@ impl Node {
             || !self.dependent_required.is_empty()
             || !self.dependent_schemas.is_empty()
             || !self.property_names.is_empty()
+            || !self.some_extra.is_empty()
     }
     /// Types implied by the keywords present (for strict-mode inference).
     pub fn keyword_types(&self) -> Types {

@@ -78,6 +78,7 @@
 //! [`SchemaOptions::default`]: compact whitespace, strict JSON semantics,
 //! recursion depth 3, free-form depth 3, fail closed on everything.
 
+mod eval;
 pub mod formats;
 pub mod ir;
 pub mod numeric;
@@ -292,11 +293,13 @@ pub enum SchemaError {
     #[error("unresolvable $ref \"{reference}\" at {pointer}")]
     Ref { reference: String, pointer: Pointer },
     /// A `oneOf` whose branches could not be proven disjoint.
-    #[error("oneOf at {pointer}: branches {first} and {second} may both match (set SchemaOptions::coerce_one_of to compile it as anyOf)")]
+    /// `cause` says why the exact form (`Bᵢ ∧ ¬Bⱼ`) could not be built.
+    #[error("oneOf at {pointer}: branches {first} and {second} may both match (set SchemaOptions::coerce_one_of to compile it as anyOf); exactly-one failed: {cause}")]
     OneOfOverlap {
         pointer: Pointer,
         first: usize,
         second: usize,
+        cause: String,
     },
     /// A size knob was hit.
     #[error(

@@ -26,6 +26,7 @@
 //!   declared ones; their names are the complement of the declared names.
 //! - Free-form values: one depth-bounded regex built once per depth.
 
+use super::eval;
 use super::ir::{self, Document, Node, Schema, Types};
 use super::numeric::{self, Dec};
 use super::pattern;
@@ -136,7 +137,7 @@ fn repeat(n: u64, m: Option<u64>) -> String {
 /// `t` without the types a `not: {type}` excludes. Excluding `integer`
 /// removes all numbers (the non-integers alone cannot be described: a
 /// sound narrowing).
-fn minus_not(t: Types, not: Types) -> Types {
+pub(crate) fn minus_not(t: Types, not: Types) -> Types {
     let mut bits = t.0 & !not.0;
     if not.has_numeric() {
         bits &= !(Types::INTEGER.0 | Types::NUMBER.0);
@@ -566,6 +567,7 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     /// Expands `anyOf` / `oneOf` groups, then generates the leaf.
     fn branches(&mut self, mut n: Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        self.decide_enum(&mut n);
         self.lower_logic(&mut n)?;
         let groups: u64 = n
             .any_of
@@ -600,7 +602,55 @@ impl<'d, 'a> Gen<'d, 'a> {
         if let Some(group) = n.one_of.pop() {
             return self.one_of(n, group, forbid);
         }
+        if !n.some_extra.is_empty() {
+            self.resolve_some_extra(&mut n)?;
+            return self.branches(n, forbid);
+        }
         self.leaf(&n, forbid)
+    }
+
+    /// An `enum`/`const` under applicators (`not`, `if`, `anyOf`, `oneOf`,
+    /// dependencies): when every listed value can be validated against the
+    /// whole node ([`eval`]), the node becomes the values that validate, and
+    /// nothing needs a complement. Otherwise `n` is left as it is.
+    #[inline(never)]
+    fn decide_enum(&mut self, n: &mut Node) {
+        let Some(vals) = &n.enumeration else {
+            return;
+        };
+        let logic = !n.any_of.is_empty()
+            || !n.one_of.is_empty()
+            || !n.nots.is_empty()
+            || !n.conditionals.is_empty()
+            || !n.dependent_required.is_empty()
+            || !n.dependent_schemas.is_empty();
+        if !logic {
+            return;
+        }
+        let mut ev = eval::Eval::new(self.doc);
+        let mut kept = Vec::new();
+        for v in vals {
+            match ev.node(n, v, eval::Polarity::Pos) {
+                Some(true) => kept.push(v.clone()),
+                Some(false) => {}
+                None => return,
+            }
+        }
+        n.enumeration = Some(kept);
+        // Strict mode infers types from the keywords: keep what the keywords
+        // cleared below implied.
+        if n.types.is_none() && self.opts.mode == JsonMode::Strict {
+            let k = n.keyword_types();
+            if !k.is_empty() {
+                n.types = Some(k);
+            }
+        }
+        n.any_of.clear();
+        n.one_of.clear();
+        n.nots.clear();
+        n.conditionals.clear();
+        n.dependent_required.clear();
+        n.dependent_schemas.clear();
     }
 
     #[inline(never)]
@@ -726,7 +776,15 @@ impl<'d, 'a> Gen<'d, 'a> {
                 if !type_ok(types, v) {
                     continue;
                 }
-                match satisfies(n, v) {
+                // A listed object never writes a key this branch must not.
+                if v.as_object()
+                    .is_some_and(|o| forbid.iter().any(|k| o.contains_key(k)))
+                {
+                    continue;
+                }
+                let ok = satisfies(n, v)
+                    .or_else(|| eval::Eval::new(self.doc).node(n, v, eval::Polarity::Pos));
+                match ok {
                     Some(true) => parts.push(self.literal(v)),
                     Some(false) => {}
                     None => {
@@ -803,7 +861,7 @@ fn collect_refs(s: &Schema, out: &mut Vec<String>) {
     }
 }
 
-fn type_ok(t: Types, v: &Value) -> bool {
+pub(crate) fn type_ok(t: Types, v: &Value) -> bool {
     match v {
         Value::Null => t.has(Types::NULL),
         Value::Bool(_) => t.has(Types::BOOLEAN),

@@ -10,6 +10,8 @@ use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
+pub mod logic;
+
 /// Python's `json.dumps(v)` (separators `", "`, `": "`, ensure_ascii=False),
 /// as the MaskBench runner writes instances.
 pub use constrain_testkit::maskbench::python_dumps as py_dumps;

@@ -213,6 +213,7 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
     n.unique_items = a.unique_items || b.unique_items;
     n.contains.extend(b.contains.iter().cloned());
     n.property_names.extend(b.property_names.iter().cloned());
+    n.some_extra.extend(b.some_extra.iter().cloned());
     n.properties = props;
     n.required = a.required.clone();
     for r in &b.required {

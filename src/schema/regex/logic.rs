@@ -48,7 +48,7 @@
 //! creates are bounded by the same knob in [`Gen::branches`].
 
 use super::*;
-use crate::schema::ir::{Conditional, Contains};
+use crate::schema::ir::{Conditional, Contains, SomeExtra};
 use crate::schema::numeric::Bound;
 
 /// A node with only `at` set.
@@ -543,11 +543,32 @@ impl<'d, 'a> Gen<'d, 'a> {
             if !n.pattern_properties.is_empty() {
                 return Err(self.not_error(at, "\"patternProperties\""));
             }
-            if n.additional
-                .as_ref()
-                .is_some_and(|a| !matches!(a, Schema::Bool(true)))
-            {
-                return Err(self.not_error(at, "\"additionalProperties\""));
+            if let Some(a) = n.additional.as_ref() {
+                // Some key outside the declared names and patterns whose
+                // value is in `¬a` (resolved where the keys are closed,
+                // see `Gen::resolve_some_extra`).
+                let na = self.negate(a, at)?;
+                if !na.is_empty() {
+                    out.extend(typed(
+                        Types::OBJECT,
+                        Node {
+                            some_extra: vec![SomeExtra {
+                                names: n.properties.iter().map(|(k, _)| k.clone()).collect(),
+                                patterns: n
+                                    .pattern_properties
+                                    .iter()
+                                    .map(|(p, _)| p.clone())
+                                    .collect(),
+                                value: disj(at, na),
+                                at: at.clone(),
+                            }],
+                            ..blank(at)
+                        },
+                    ));
+                }
+            }
+            if !n.some_extra.is_empty() {
+                return Err(self.not_error(at, "\"additionalProperties\" twice"));
             }
             if !n.property_names.is_empty() {
                 return Err(self.not_error(at, "\"propertyNames\""));
@@ -651,6 +672,71 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
         }
         Ok(out)
+    }
+
+    /// Rewrites each "some extra key" requirement (the complement of
+    /// `additionalProperties`) of a node whose keys are closed — no extra
+    /// keys are generated (`additionalProperties: false`, or absent in strict
+    /// mode) and no `patternProperties` — into an `anyOf` over its declared
+    /// keys that are extra for the requirement: `required [k]` with `k`'s
+    /// value in the requirement's schema. Elsewhere the complement is not
+    /// supported (an error naming `not`, as before).
+    #[inline(never)]
+    pub(super) fn resolve_some_extra(&mut self, n: &mut Node) -> Result<(), SchemaError> {
+        let reqs = std::mem::take(&mut n.some_extra);
+        if reqs.is_empty() {
+            return Ok(());
+        }
+        let closed = self.extras_schema(n).is_none() && n.pattern_properties.is_empty();
+        for e in reqs {
+            if !closed {
+                return Err(self.not_error(
+                    &e.at,
+                    "\"additionalProperties\" (the object's keys are open)",
+                ));
+            }
+            let mut group = Vec::new();
+            // The keys an object of `n` can have: declared ones, and
+            // required names it does not declare (written in strict mode).
+            let any = Schema::Bool(true);
+            let keys = n.properties.iter().map(|(k, s)| (k, s)).chain(
+                n.required
+                    .iter()
+                    .filter(|r| !n.properties.iter().any(|(k, _)| k == *r))
+                    .map(|r| (r, &any)),
+            );
+            for (k, s) in keys {
+                if matches!(s, Schema::Bool(false)) || e.names.contains(k) {
+                    continue;
+                }
+                let mut hit = false;
+                for p in &e.patterns {
+                    match ir::pattern_matches(&p.value, k) {
+                        Some(m) => hit |= m,
+                        None => {
+                            return Err(SchemaError::Pattern {
+                                pointer: p.at.clone(),
+                                detail: format!("{:?} cannot be compiled", p.value),
+                            })
+                        }
+                    }
+                }
+                if hit {
+                    continue;
+                }
+                group.push(node(Node {
+                    required: vec![k.clone()],
+                    properties: vec![(k.clone(), e.value.clone())],
+                    ..blank(&e.at)
+                }));
+            }
+            if group.is_empty() {
+                n.never = true;
+            } else {
+                n.any_of.push(group);
+            }
+        }
+        Ok(())
     }
 
     /// Branch `i` of a `oneOf` made exact: `Bᵢ ∧ ¬Bⱼ` for every `j` in

@@ -84,11 +84,12 @@ impl<'d, 'a> Gen<'d, 'a> {
                 b
             } else {
                 let others: Vec<&Schema> = overlaps[i].iter().map(|&j| &group.value[j]).collect();
-                exact = self.exactly_one(b, &others, &group.at).map_err(|_| {
+                exact = self.exactly_one(b, &others, &group.at).map_err(|e| {
                     SchemaError::OneOfOverlap {
                         pointer: group.at.clone(),
                         first: i.min(overlaps[i][0]),
                         second: i.max(overlaps[i][0]),
+                        cause: e.to_string(),
                     }
                 })?;
                 &exact

@@ -1,0 +1,181 @@
+//! Regression tests for MaskBench dev files that used to fail (issue 17),
+//! each reduced from the named file and checked against the `jsonschema`
+//! oracle with valid and invalid instances (the harness of
+//! `schema_util::logic`: listed instances confirmed by the oracle, then
+//! random walks and random values checked for soundness, in both modes and
+//! every whitespace policy).
+
+mod schema_util;
+
+use schema_util::logic::*;
+use serde_json::json;
+
+/// `Synthesized---draft2019_09_nonvalid_maxProperties_id1_subschema1_not_2`:
+/// an `enum` object under `not: {not: {maxProperties}}` is decided by
+/// validating the listed value (was "enum/const values together with array
+/// or object keywords").
+#[test]
+fn enum_objects_under_not_are_validated_value_by_value() {
+    check(
+        json!({"allOf": [{"enum": [{"foo": 1}, {"foo": 1, "bar": 2, "baz": 3}]},
+                         {"not": {"not": {"maxProperties": 2}}}]}),
+        &[json!({"foo": 1})],
+        &[
+            json!({"foo": 1, "bar": 2, "baz": 3}),
+            json!({"foo": 1, "bar": null}),
+            json!({"foo": 2}),
+        ],
+    );
+}
+
+/// `Synthesized---draft2019_09_valid_patternProperties_id3_subschema1_not_2`:
+/// the complement of `patternProperties` is never needed when the node is
+/// an `enum` (was "the complement of patternProperties is not supported").
+#[test]
+fn enum_objects_decide_a_not_pattern_properties() {
+    check(
+        json!({"allOf": [{"enum": [{"foo": "bar", "fooooo": 2}, {"foo": 1, "fooooo": 2}]},
+                         {"not": {"patternProperties": {"f.*o": {"type": "integer"}}}}]}),
+        &[json!({"foo": "bar", "fooooo": 2})],
+        &[
+            json!({"foo": 1, "fooooo": 2}),
+            json!({"foo": "bar", "fooooo": 3}),
+        ],
+    );
+}
+
+/// `Handwritten---key5`: array `enum`s intersected through `allOf` and
+/// `$ref`, with `if`/`then`/`else` on `minItems`.
+#[test]
+fn enum_arrays_with_if_then_else_and_refs() {
+    check(
+        json!({"type": "array",
+               "allOf": [{"$ref": "#/definitions/x"}, {"$ref": "#/definitions/y"}],
+               "if": {"minItems": 1}, "then": {"minItems": 2}, "else": {"minItems": 1},
+               "definitions": {
+                   "x": {"enum": [[1], [1, 2], [2, 3], [1, 2, 3], []]},
+                   "y": {"enum": [[1], [1, 2], [2, 3], [3]]}}}),
+        &[json!([1, 2]), json!([2, 3])],
+        &[json!([1]), json!([]), json!([1, 2, 3]), json!([3])],
+    );
+}
+
+/// `oneOf` over `enum` values with array and object keywords: exactly one
+/// branch must hold for each listed value.
+#[test]
+fn enum_under_one_of_counts_matching_branches() {
+    check(
+        json!({"enum": [[1, 2], [1], [1, 1], [2], {"a": 1}, {"a": 1, "b": 2}, {"b": 1}, "s"],
+               "oneOf": [{"type": "array", "minItems": 2},
+                         {"type": "array", "items": {"const": 1}},
+                         {"type": "object", "required": ["b"]},
+                         {"type": "object", "maxProperties": 1}]}),
+        &[
+            json!([1, 2]),
+            json!([1]),
+            json!({"a": 1}),
+            json!({"a": 1, "b": 2}),
+        ],
+        &[json!([1, 1]), json!([2]), json!({"b": 1}), json!("s")],
+    );
+}
+
+/// `uniqueItems`, `contains`, dependencies and a `not` over `propertyNames`
+/// (whose complement is unsupported), each decided per listed value.
+#[test]
+fn enum_with_uniqueness_contains_and_dependencies() {
+    check(
+        json!({"enum": [[1, 1], [1, 2], [2, 3], {"a": 1}, {"a": 1, "b": 2}, {"b": 1}],
+               "uniqueItems": true,
+               "contains": {"const": 2},
+               "dependentRequired": {"a": ["b"]},
+               "not": {"type": "object", "propertyNames": {"maxLength": 0}}}),
+        &[
+            json!([1, 2]),
+            json!([2, 3]),
+            json!({"a": 1, "b": 2}),
+            json!({"b": 1}),
+        ],
+        &[json!([1, 1]), json!({"a": 1}), json!({})],
+    );
+}
+
+/// `Github_easy---o74185`: `oneOf` over two closed objects
+/// (`additionalProperties: false`) overlapping only at `{}`. Exactly-one
+/// needs the complement of `additionalProperties` ("some key outside the
+/// declared ones"), which against a closed branch is an `anyOf` of its
+/// other keys (was "the complement of additionalProperties is not
+/// supported").
+#[test]
+fn one_of_closed_objects_uses_the_complement_of_additional_properties() {
+    check(
+        json!({"type": "object",
+               "oneOf": [{"$ref": "#/definitions/add"}, {"$ref": "#/definitions/replace"}],
+               "definitions": {
+                   "add": {"type": "object",
+                           "properties": {"delete": {"type": "array", "minItems": 1,
+                                                     "items": {"type": "string"}},
+                                          "set": {"type": "object", "minProperties": 1}},
+                           "additionalProperties": false},
+                   "replace": {"type": "object", "properties": {"replace": {"type": "object"}},
+                               "additionalProperties": false}}}),
+        &[
+            json!({"set": {"a": 1}}),
+            json!({"replace": {}}),
+            json!({"delete": ["x"], "set": {"a": 1}}),
+            json!({"delete": ["x"]}),
+        ],
+        &[
+            json!({}),
+            json!({"set": {"a": 1}, "replace": {}}),
+            json!({"x": 1}),
+            json!({"delete": []}),
+        ],
+    );
+}
+
+/// `not` over an object with `additionalProperties: false` inside a closed
+/// object: some declared key outside the negated schema's names must be
+/// present; with open keys (compliant mode, no `additionalProperties`) it
+/// stays an error naming `not`.
+#[test]
+fn not_additional_properties_needs_closed_keys() {
+    check(
+        json!({"type": "object",
+               "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+                              "c": {"type": "string"}},
+               "additionalProperties": false,
+               "not": {"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}}),
+        &[json!({"c": "x"}), json!({"a": 1, "c": "y"})],
+        &[json!({}), json!({"a": 1}), json!({"a": 1, "b": 2})],
+    );
+    let open = json!({"type": "object", "not": {"additionalProperties": false}});
+    let e = constrain::schema::compile(
+        &open,
+        &schema_util::opts(
+            constrain::schema::Whitespace::Compact,
+            constrain::schema::JsonMode::Compliant,
+        ),
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("\"not\"") && msg.contains("additionalProperties"),
+        "{msg}"
+    );
+}
+
+/// Strict mode writes a required name it does not declare; such a key is an
+/// extra key for the complement of `additionalProperties`, like a declared
+/// one.
+#[test]
+fn strict_required_undeclared_key_counts_as_extra() {
+    check_in(
+        json!({"type": "object", "properties": {"a": {"type": "integer"}},
+               "required": ["a", "z"],
+               "not": {"properties": {"a": {}}, "additionalProperties": false}}),
+        &[json!({"a": 1, "z": 2})],
+        &[json!({"a": 1}), json!({"z": 1})],
+        &[constrain::schema::JsonMode::Strict],
+    );
+}
