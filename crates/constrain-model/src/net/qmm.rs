@@ -19,9 +19,14 @@
 //!   candle's thread pool), for each block, the block is loaded and unpacked
 //!   once into registers, then every row of the pass takes its dot products
 //!   against it with AVX-512 VNNI (`vpdpbusd`).
+//! * `Q6_K` (the 0.5B's and 1.5B's `ffn_down` half the layers, the 1.5B's
+//!   output head): the same tiles over 256-value superblocks, 16-value
+//!   sub-blocks unpacked once from the compact 6-bit form (210 bytes per
+//!   column and superblock, as in the file).
 //! * `F32` (the tiny test files): plain dot products, one order per row.
-//! * anything else (`Q4_K`, `Q6_K`, `F16`, ...) or a CPU without AVX-512
-//!   VNNI: candle's `QMatMul`.
+//! * anything else (`Q4_K`, `F16`, ...) or a CPU without AVX-512 VNNI:
+//!   candle's `QMatMul` (whose `Q4_K` kernel on AVX-512 VNNI is already
+//!   tiled and row-independent).
 //!
 //! ## Invariant: a row's result does not depend on the other rows
 //!
@@ -40,10 +45,13 @@
 //!
 //! candle's own path is not row-independent for `Q6_K`: one row takes the
 //! compact AVX2 `vec_dot`, several rows a repacked VNNI kernel with another
-//! order of additions. [`Linear`] therefore runs a one-row `Q6_K` matmul as
-//! a two-row one (the row and zeros) so that it takes the same kernel.
+//! order of additions (and a second copy of the weight). The own `Q6_K`
+//! kernel repeats the several-row arithmetic for every number of rows, on
+//! the compact layout; where it does not apply (no VNNI, odd shapes), a
+//! one-row `Q6_K` matmul runs through candle as a two-row one (the row and
+//! zeros) so that it takes the same kernel as several rows.
 
-use candle_core::quantized::k_quants::{BlockQ8_0, GgmlType};
+use candle_core::quantized::k_quants::{BlockQ8K, BlockQ8_0, GgmlType};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 
@@ -51,7 +59,9 @@ use candle_core::{Device, Module, Tensor};
 const TILE: usize = 16;
 /// Values per `Q5_0` / `Q8_0` block.
 const QK: usize = 32;
-/// Rows that share one unpacked `Q5_0` block in registers.
+/// Values per K-quant superblock.
+const QK_K: usize = 256;
+/// Rows that share one unpacked block in registers.
 const ROWS: usize = 4;
 
 /// 16 columns × one 32-value `Q5_0` block. `qs[p]` holds, for column `c`
@@ -93,6 +103,7 @@ struct Act {
 enum Kind {
     Q5_0(Vec<TileQ5_0>),
     Q8_0(Vec<TileQ8_0>),
+    Q6K(Vec<TileQ6K>),
     /// Row-major `n × k`.
     F32(Vec<f32>),
     Candle {
@@ -128,9 +139,16 @@ fn vnni() -> bool {
 }
 
 impl Linear {
-    /// Takes a GGUF weight of shape `(n, k)`.
+    /// Takes a GGUF weight of shape `(n, k)`. The environment variable
+    /// `CONSTRAIN_KERNELS=candle` (read once) turns the own kernels off:
+    /// every matmul through candle's `QMatMul` as it was, for benchmarks
+    /// and comparisons.
     pub(crate) fn new(t: QTensor) -> candle_core::Result<Linear> {
-        Linear::with_kernels(t, true)
+        static OWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let own = *OWN.get_or_init(|| {
+            std::env::var("CONSTRAIN_KERNELS").map_or(true, |v| v != "candle")
+        });
+        Linear::with_kernels(t, own)
     }
 
     /// `own`: whether to use the own kernels where they apply (tests turn
@@ -147,8 +165,9 @@ impl Linear {
                     .flatten_all()?
                     .to_vec1::<f32>()?,
             ),
+            GgmlDType::Q6K if tiled && k % QK_K == 0 => Kind::Q6K(pack_q6k(&t.data()?, n, k)),
             _ => Kind::Candle {
-                pad_one_row: dtype == GgmlDType::Q6K,
+                pad_one_row: own && dtype == GgmlDType::Q6K,
                 mm: QMatMul::from_qtensor(t)?,
             },
         };
@@ -189,6 +208,27 @@ impl Linear {
                 #[cfg(not(target_arch = "x86_64"))]
                 let _ = (tiles, acts, out);
             })),
+            Kind::Q6K(tiles) => {
+                let kb = k / QK_K;
+                let mut blocks = vec![BlockQ8K::zeros(); m * kb];
+                for r in 0..m {
+                    BlockQ8K::from_float(&x[r * k..(r + 1) * k], &mut blocks[r * kb..(r + 1) * kb]);
+                }
+                // SAFETY: same size, alignment and field layout (checked
+                // at `RawQ8K`).
+                let acts = unsafe {
+                    std::slice::from_raw_parts(blocks.as_ptr() as *const RawQ8K, blocks.len())
+                };
+                let mut out = vec![0f32; m * n];
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `vnni()` held when the tiles were built.
+                unsafe {
+                    simd::q6k(tiles, acts, m, n, kb, &mut out)
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let _ = (tiles, acts);
+                Ok(out)
+            }
             Kind::Q8_0(tiles) => Ok(tiled_mm(x, m, n, k, |acts, out| {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: as above.
@@ -258,6 +298,16 @@ struct RawQ8_0 {
 }
 const _: () = assert!(std::mem::size_of::<RawQ8_0>() == std::mem::size_of::<BlockQ8_0>());
 const _: () = assert!(std::mem::align_of::<RawQ8_0>() == std::mem::align_of::<BlockQ8_0>());
+
+/// candle's `BlockQ8K`: `#[repr(C)] { d: f32, qs: [i8; 256], bsums: [i16; 16] }`.
+#[repr(C)]
+struct RawQ8K {
+    d: f32,
+    qs: [i8; QK_K],
+    bsums: [i16; QK_K / 16],
+}
+const _: () = assert!(std::mem::size_of::<RawQ8K>() == std::mem::size_of::<BlockQ8K>());
+const _: () = assert!(std::mem::align_of::<RawQ8K>() == std::mem::align_of::<BlockQ8K>());
 
 fn act(b: &BlockQ8_0) -> Act {
     // SAFETY: same size, alignment and field layout (checked above).
@@ -377,10 +427,79 @@ fn pack_q8_0(data: &[u8], n: usize, k: usize) -> Vec<TileQ8_0> {
     out
 }
 
+/// 16 columns × one 256-value `Q6_K` superblock, in the layout of the
+/// kernel: per 16-value sub-block `s`, `qs[s][0]` holds the low 4 bits of
+/// groups `4s` (low nibbles) and `4s+1` (high nibbles), `qs[s][1]` those of
+/// groups `4s+2` and `4s+3`, and `qs[s][2]` the top 2 bits of the four
+/// groups at bits `2i..2i+2` (group `4s+i`); a group is 4 inputs of 16
+/// columns, column `c` at bytes `4c..4c+4`. The same 210 bytes per column
+/// and superblock as the GGUF block.
+#[repr(C, align(64))]
+#[derive(Clone)]
+struct TileQ6K {
+    qs: [[[u8; 64]; 3]; 16],
+    /// `scales[s][c]`: sub-block `s` of column `c`.
+    scales: [[i8; TILE]; 16],
+    d: [u16; TILE],
+}
+
+/// The 256 unsigned 6-bit values of a `Q6_K` block (`ql`, `qh`, `scales`,
+/// `d` bytes), as candle's `pack_q6k` reads them.
+fn q6k_values(b: &[u8]) -> [u8; QK_K] {
+    let (ql, qh) = (&b[..128], &b[128..192]);
+    let mut v = [0u8; QK_K];
+    for h in 0..2 {
+        let (ql, qh) = (&ql[h * 64..], &qh[h * 32..]);
+        for j in 0..32 {
+            v[h * 128 + j] = (ql[j] & 0x0f) | ((qh[j] & 3) << 4);
+            v[h * 128 + j + 32] = (ql[j + 32] & 0x0f) | (((qh[j] >> 2) & 3) << 4);
+            v[h * 128 + j + 64] = (ql[j] >> 4) | (((qh[j] >> 4) & 3) << 4);
+            v[h * 128 + j + 96] = (ql[j + 32] >> 4) | (((qh[j] >> 6) & 3) << 4);
+        }
+    }
+    v
+}
+
+fn pack_q6k(data: &[u8], n: usize, k: usize) -> Vec<TileQ6K> {
+    const B: usize = 210;
+    let kb = k / QK_K;
+    let mut out = Vec::with_capacity(n / TILE * kb);
+    for t in 0..n / TILE {
+        for b in 0..kb {
+            let mut tile = TileQ6K {
+                qs: [[[0; 64]; 3]; 16],
+                scales: [[0; TILE]; 16],
+                d: [0; TILE],
+            };
+            for c in 0..TILE {
+                let at = ((t * TILE + c) * kb + b) * B;
+                let blk = &data[at..at + B];
+                tile.d[c] = u16::from_le_bytes([blk[208], blk[209]]);
+                for s in 0..16 {
+                    tile.scales[s][c] = blk[192 + s] as i8;
+                }
+                let v = q6k_values(blk);
+                for s in 0..16 {
+                    for i in 0..4 {
+                        for j in 0..4 {
+                            let x = v[16 * s + 4 * i + j];
+                            let at = 4 * c + j;
+                            tile.qs[s][i / 2][at] |= (x & 0x0f) << if i % 2 == 1 { 4 } else { 0 };
+                            tile.qs[s][2][at] |= (x >> 4) << (2 * i);
+                        }
+                    }
+                }
+            }
+            out.push(tile);
+        }
+    }
+    out
+}
+
 #[cfg(target_arch = "x86_64")]
 mod simd {
     //! The AVX-512 VNNI kernels. Callers have checked `vnni()`.
-    use super::{Act, SendPtr, TileQ5_0, TileQ8_0, ROWS, TILE};
+    use super::{Act, RawQ8K, SendPtr, TileQ5_0, TileQ6K, TileQ8_0, ROWS, TILE};
     use core::arch::x86_64::*;
 
     /// All tiles × all rows; rayon-style chunks of tiles on candle's pool.
@@ -510,6 +629,99 @@ mod simd {
         _mm512_storeu_ps(out, x);
     }
 
+    pub(super) unsafe fn q6k(
+        tiles: &[TileQ6K],
+        acts: &[RawQ8K],
+        m: usize,
+        n: usize,
+        kb: usize,
+        out: &mut [f32],
+    ) {
+        let ptr = SendPtr(out.as_mut_ptr());
+        candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
+            let ptr = &ptr;
+            for t in range {
+                let tiles = &tiles[t * kb..(t + 1) * kb];
+                let mut r0 = 0;
+                while r0 < m {
+                    let rows = (m - r0).min(ROWS);
+                    // SAFETY: as in `q5_0`.
+                    unsafe {
+                        match rows {
+                            1 => q6k_unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
+                            2 => q6k_unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
+                            3 => q6k_unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
+                            _ => q6k_unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
+                        }
+                    }
+                    r0 += rows;
+                }
+            }
+        });
+    }
+
+    /// candle's repacked `q6k_tile` arithmetic (its path for several rows),
+    /// on the compact layout: per 16-value sub-block, the exact integer sum
+    /// of the unsigned 6-bit values times the inputs, less `32 · bsum` in
+    /// f32, times `(d · scale) · d_x`, fused into the accumulator.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn q6k_unit<const R: usize>(
+        tiles: &[TileQ6K],
+        acts: &[RawQ8K],
+        kb: usize,
+        r0: usize,
+        out: *mut f32,
+        n: usize,
+        t: usize,
+    ) {
+        let low = _mm512_set1_epi8(0x0f);
+        let top = _mm512_set1_epi8(0x30);
+        let mut acc = [_mm512_setzero_ps(); R];
+        for (b, tile) in tiles.iter().enumerate() {
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr() as *const __m256i));
+            for s in 0..16 {
+                let sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                    tile.scales[s].as_ptr() as *const __m128i,
+                )));
+                let scale = _mm512_mul_ps(dw, sc);
+                let a = _mm512_loadu_si512(tile.qs[s][0].as_ptr() as *const __m512i);
+                let c = _mm512_loadu_si512(tile.qs[s][1].as_ptr() as *const __m512i);
+                let h = _mm512_loadu_si512(tile.qs[s][2].as_ptr() as *const __m512i);
+                let w = [
+                    _mm512_or_si512(
+                        _mm512_and_si512(a, low),
+                        _mm512_and_si512(_mm512_slli_epi16(h, 4), top),
+                    ),
+                    _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16(a, 4), low),
+                        _mm512_and_si512(_mm512_slli_epi16(h, 2), top),
+                    ),
+                    _mm512_or_si512(_mm512_and_si512(c, low), _mm512_and_si512(h, top)),
+                    _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16(c, 4), low),
+                        _mm512_and_si512(_mm512_srli_epi16(h, 2), top),
+                    ),
+                ];
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = &acts[(r0 + r) * kb + b];
+                    let q = x.qs.as_ptr().add(16 * s) as *const i32;
+                    let mut isum = _mm512_setzero_si512();
+                    for (g, w) in w.iter().enumerate() {
+                        let v = std::ptr::read_unaligned(q.add(g));
+                        isum = _mm512_dpbusd_epi32(isum, *w, _mm512_set1_epi32(v));
+                    }
+                    let bsum = x.bsums[s] as f32;
+                    let f = _mm512_sub_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(32.0 * bsum));
+                    *acc = _mm512_fmadd_ps(f, _mm512_mul_ps(scale, _mm512_set1_ps(x.d)), *acc);
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            _mm512_storeu_ps(out.add((r0 + r) * n + t * TILE), *acc);
+        }
+    }
+
     const _: () = assert!(TILE == 16);
 }
 
@@ -614,6 +826,38 @@ mod tests {
     }
 
     #[test]
+    fn own_q6k_equals_candles_several_row_kernel_bitwise() {
+        if !vnni() {
+            eprintln!("skipping: this CPU has no AVX-512 VNNI, the own kernels are off");
+            return;
+        }
+        // candle runs several Q6_K rows through its repacked VNNI kernel
+        // (n a multiple of 16, k of 256): the oracle, for 2..=7 rows.
+        let (n, k) = (48, 768);
+        let w = random(n * k, 5, 0.5);
+        let x = random(7 * k, 6, 2.0);
+        let q = || qtensor(&w, n, k, GgmlDType::Q6K);
+        let candle = Linear::with_kernels(q(), false).unwrap();
+        assert!(matches!(candle.kind, Kind::Candle { .. }));
+        let want = candle.forward(&x).unwrap();
+        let own = Linear::new(q()).unwrap();
+        assert!(matches!(own.kind, Kind::Q6K(_)));
+        for m in 1..=7 {
+            let got = own.forward(&x[..m * k]).unwrap();
+            assert_eq!(bits(&got), bits(&want[..m * n]), "{m} rows");
+            if m >= 2 {
+                let theirs = candle.forward(&x[..m * k]).unwrap();
+                assert_eq!(bits(&theirs), bits(&want[..m * n]), "candle, {m} rows");
+            }
+        }
+        // Each row alone.
+        for r in 0..7 {
+            let got = own.forward(&x[r * k..(r + 1) * k]).unwrap();
+            assert_eq!(bits(&got), bits(&want[r * n..(r + 1) * n]), "row {r} alone");
+        }
+    }
+
+    #[test]
     fn extreme_values_do_not_overflow() {
         if !vnni() {
             eprintln!("skipping: this CPU has no AVX-512 VNNI");
@@ -632,6 +876,16 @@ mod tests {
             let got = Linear::new(q).unwrap().forward(&x).unwrap();
             assert_eq!(bits(&got), bits(&want), "{dtype:?}");
         }
+        // Q6_K: against candle's kernel for several rows.
+        let want = Linear::with_kernels(qtensor(&w, n, k, GgmlDType::Q6K), false)
+            .unwrap()
+            .forward(&x)
+            .unwrap();
+        let got = Linear::new(qtensor(&w, n, k, GgmlDType::Q6K))
+            .unwrap()
+            .forward(&x)
+            .unwrap();
+        assert_eq!(bits(&got), bits(&want), "Q6K");
     }
 
     #[test]
