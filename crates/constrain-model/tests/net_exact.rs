@@ -138,7 +138,10 @@ fn step_batch_equals_steps(m: &QwenModel, prompts: &[Vec<TokenId>], next: &[Toke
     for (i, (s, a)) in seqs.iter_mut().zip(&mut alone).enumerate() {
         let x = s.forward(&ids(&[42]), prompts[i].len() + 1).unwrap();
         let y = a.forward(&ids(&[42]), prompts[i].len() + 1).unwrap();
-        assert!(bits(&x) == bits(&y), "{what}: the step after the batch, seq {i}");
+        assert!(
+            bits(&x) == bits(&y),
+            "{what}: the step after the batch, seq {i}"
+        );
     }
 }
 

@@ -53,8 +53,8 @@ use crate::gguf::GgufFile;
 use crate::ModelError;
 use candle_core::quantized::{gguf_file, QTensor};
 use candle_core::Device;
-use qmm::Linear;
 use constrain::vocab::TokenId;
+use qmm::Linear;
 use rayon::prelude::*;
 
 /// The model families, from `general.architecture`.

@@ -145,9 +145,8 @@ impl Linear {
     /// and comparisons.
     pub(crate) fn new(t: QTensor) -> candle_core::Result<Linear> {
         static OWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let own = *OWN.get_or_init(|| {
-            std::env::var("CONSTRAIN_KERNELS").map_or(true, |v| v != "candle")
-        });
+        let own =
+            *OWN.get_or_init(|| std::env::var("CONSTRAIN_KERNELS").map_or(true, |v| v != "candle"));
         Linear::with_kernels(t, own)
     }
 
@@ -597,7 +596,13 @@ mod simd {
                 let tiles = &tiles[t * kb..(t + 1) * kb];
                 for r in 0..m {
                     // SAFETY: as in `q5_0`.
-                    unsafe { q8_0_unit(tiles, &acts[r * kb..(r + 1) * kb], ptr.0.add(r * n + t * TILE)) }
+                    unsafe {
+                        q8_0_unit(
+                            tiles,
+                            &acts[r * kb..(r + 1) * kb],
+                            ptr.0.add(r * n + t * TILE),
+                        )
+                    }
                 }
             }
         });
@@ -776,7 +781,10 @@ mod tests {
         for h in (0..=u16::MAX).step_by(7) {
             let a = f16_to_f32(h);
             let b = half_ref(h);
-            assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "{h:#x}");
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "{h:#x}"
+            );
         }
     }
 
@@ -812,7 +820,11 @@ mod tests {
             };
             let mm = QMatMul::from_qtensor(qtensor(&w, n, k, dtype)).unwrap();
             let candle = candle_mm(&mm, x.clone(), 7, k).unwrap();
-            assert_eq!(bits(&candle), bits(&want), "{dtype:?}: the oracle is candle's path");
+            assert_eq!(
+                bits(&candle),
+                bits(&want),
+                "{dtype:?}: the oracle is candle's path"
+            );
             let lin = Linear::new(q).unwrap();
             assert!(!matches!(lin.kind, Kind::Candle { .. }), "{dtype:?}");
             for m in 1..=7 {
@@ -865,8 +877,12 @@ mod tests {
         }
         // Weights and inputs at full scale: every value at its extreme.
         let (n, k) = (16, 256);
-        let w: Vec<f32> = (0..n * k).map(|i| if i % 3 == 0 { -1.0 } else { 1.0 }).collect();
-        let x: Vec<f32> = (0..2 * k).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
+        let w: Vec<f32> = (0..n * k)
+            .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+            .collect();
+        let x: Vec<f32> = (0..2 * k)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
         for dtype in [GgmlDType::Q5_0, GgmlDType::Q8_0] {
             let q = qtensor(&w, n, k, dtype);
             let want = match dtype {
@@ -906,7 +922,11 @@ mod tests {
             let all = lin.forward(&x).unwrap();
             for r in 0..5 {
                 let one = lin.forward(&x[r * k..(r + 1) * k]).unwrap();
-                assert_eq!(bits(&one), bits(&all[r * n..(r + 1) * n]), "{dtype:?} row {r}");
+                assert_eq!(
+                    bits(&one),
+                    bits(&all[r * n..(r + 1) * n]),
+                    "{dtype:?} row {r}"
+                );
             }
             // And close to the exact product of the dequantized weights.
             let deq: Vec<f32> = qtensor(&w, n, k, dtype)
