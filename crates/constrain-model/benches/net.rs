@@ -4,9 +4,16 @@
 //! * one batched step over B = 1, 2, 4, 8 sequences (each at its own
 //!   position, after its own prompt) against B single steps.
 //!
-//! `cargo bench -p constrain-model --bench net [-- --reps N --model FILE]`;
-//! prints milliseconds (median of N repetitions, default 5) and ratios.
-//! Skips with a message when the model is absent.
+//! `cargo bench -p constrain-model --bench net [-- --reps N --model FILE
+//! --skip-prefill]`; prints milliseconds (median of N repetitions, default
+//! 5) and ratios, wall-clock and CPU time (summed over the process's
+//! threads, from `/proc/self/task/*/schedstat`: on a machine shared with
+//! other jobs the CPU time is the steadier figure; run with
+//! `CANDLE_NUM_THREADS=1 RAYON_NUM_THREADS=1` so that no thread spins
+//! waiting for work). `CONSTRAIN_KERNELS=candle` runs every matmul through
+//! candle's `QMatMul` instead of the own kernels (the figures before them).
+//! `--skip-prefill` leaves out the four 200-token prompts. Skips with a
+//! message when the model is absent.
 
 use constrain::vocab::TokenId;
 use constrain_model::{LanguageModel, QwenModel};
@@ -16,6 +23,43 @@ use std::time::Instant;
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// CPU time of every thread of this process so far, in milliseconds.
+fn cpu_ms() -> f64 {
+    let mut ns = 0u64;
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for e in dir.flatten() {
+            if let Ok(s) = std::fs::read_to_string(e.path().join("schedstat")) {
+                ns += s
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    ns as f64 / 1e6
+}
+
+/// Wall-clock and CPU milliseconds of `f`.
+fn timed(f: impl FnOnce()) -> (f64, f64) {
+    let (t, c) = (Instant::now(), cpu_ms());
+    f();
+    (t.elapsed().as_secs_f64() * 1e3, cpu_ms() - c)
+}
+
+/// Prints one comparison: medians of wall and CPU times of `a` and `b`.
+fn report(what: &str, a_name: &str, a: &[(f64, f64)], b_name: &str, b: &[(f64, f64)]) {
+    let m = |v: &[(f64, f64)], cpu: bool| {
+        median(v.iter().map(|p| if cpu { p.1 } else { p.0 }).collect())
+    };
+    let (aw, ac, bw, bc) = (m(a, false), m(a, true), m(b, false), m(b, true));
+    println!(
+        "{what}: {a_name} {aw:.1} ms (cpu {ac:.1}), {b_name} {bw:.1} ms (cpu {bc:.1}), ratio {:.2} (cpu {:.2})",
+        aw / bw,
+        ac / bc
+    );
 }
 
 fn main() {
@@ -41,12 +85,18 @@ fn main() {
         );
         return;
     }
+    let skip_prefill = args.iter().any(|a| a == "--skip-prefill");
     let mut m = QwenModel::load(&path).expect("loading the model");
     println!(
-        "model: {} ({} threads)",
+        "model: {} ({} threads, kernels: {})",
         path.display(),
-        constrain_model::threads()
+        constrain_model::threads(),
+        std::env::var("CONSTRAIN_KERNELS").unwrap_or_else(|_| "own".into())
     );
+    // Warm up (candle builds its repacked weights on first use).
+    m.forward(&[TokenId(1000), TokenId(1001)], 0).unwrap();
+    m.forward(&[TokenId(1002)], 2).unwrap();
+    m.reset();
     let prompt: Vec<TokenId> = (0..32u32).map(|i| TokenId(1000 + i * 37)).collect();
     let more: Vec<TokenId> = (0..8u32).map(|i| TokenId(2000 + i * 11)).collect();
     let p = prompt.len();
@@ -55,44 +105,42 @@ fn main() {
     let (mut pass, mut steps) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         m.forward(&prompt, 0).unwrap();
-        let t = Instant::now();
-        m.forward_all(&more, p).unwrap();
-        pass.push(t.elapsed().as_secs_f64() * 1e3);
+        pass.push(timed(|| {
+            m.forward_all(&more, p).unwrap();
+        }));
         assert!(m.truncate(p));
-        let t = Instant::now();
-        for (i, tok) in more.iter().enumerate() {
-            m.forward(std::slice::from_ref(tok), p + i).unwrap();
-        }
-        steps.push(t.elapsed().as_secs_f64() * 1e3);
+        steps.push(timed(|| {
+            for (i, tok) in more.iter().enumerate() {
+                m.forward(std::slice::from_ref(tok), p + i).unwrap();
+            }
+        }));
     }
-    let (a, b) = (median(pass), median(steps));
-    println!(
-        "8 positions: one pass {a:.1} ms, 8 single steps {b:.1} ms, ratio {:.2}",
-        a / b
-    );
+    report("8 positions", "one pass", &pass, "8 single steps", &steps);
 
     // Four 200-token prompts in one pass vs four passes.
-    let long: Vec<TokenId> = (0..200u32).map(|i| TokenId(500 + i * 13)).collect();
-    let mut four: Vec<QwenModel> = (0..4)
-        .map(|_| QwenModel::from_weights(m.weights().clone()))
-        .collect();
-    let t = Instant::now();
-    for s in four.iter_mut() {
-        s.forward(&long, 0).unwrap();
-    }
-    let alone = t.elapsed().as_secs_f64() * 1e3;
-    for s in four.iter_mut() {
-        s.reset();
-    }
-    let t = Instant::now();
-    let chunks = vec![long.as_slice(); 4];
-    let mut refs: Vec<&mut QwenModel> = four.iter_mut().collect();
-    QwenModel::forward_batch(&mut refs, &chunks).unwrap();
-    let together = t.elapsed().as_secs_f64() * 1e3;
-    println!(
+    if !skip_prefill {
+        let long: Vec<TokenId> = (0..200u32).map(|i| TokenId(500 + i * 13)).collect();
+        let mut four: Vec<QwenModel> = (0..4)
+            .map(|_| QwenModel::from_weights(m.weights().clone()))
+            .collect();
+        let t = Instant::now();
+        for s in four.iter_mut() {
+            s.forward(&long, 0).unwrap();
+        }
+        let alone = t.elapsed().as_secs_f64() * 1e3;
+        for s in four.iter_mut() {
+            s.reset();
+        }
+        let t = Instant::now();
+        let chunks = vec![long.as_slice(); 4];
+        let mut refs: Vec<&mut QwenModel> = four.iter_mut().collect();
+        QwenModel::forward_batch(&mut refs, &chunks).unwrap();
+        let together = t.elapsed().as_secs_f64() * 1e3;
+        println!(
         "4 prompts of 200 tokens: one pass {together:.1} ms, 4 passes {alone:.1} ms, ratio {:.2}",
         together / alone
     );
+    }
 
     // A batched step over B sequences vs B single steps.
     for bsz in [1usize, 2, 4, 8] {
@@ -107,26 +155,28 @@ fn main() {
         let (mut batched, mut single) = (Vec::new(), Vec::new());
         for _ in 0..reps {
             let lens: Vec<usize> = seqs.iter().map(|s| s.sequence().len()).collect();
-            let t = Instant::now();
-            let mut refs: Vec<&mut QwenModel> = seqs.iter_mut().collect();
-            QwenModel::step_batch(&mut refs, &toks).unwrap();
-            batched.push(t.elapsed().as_secs_f64() * 1e3);
+            batched.push(timed(|| {
+                let mut refs: Vec<&mut QwenModel> = seqs.iter_mut().collect();
+                QwenModel::step_batch(&mut refs, &toks).unwrap();
+            }));
             for (s, &l) in seqs.iter_mut().zip(&lens) {
                 s.truncate(l);
             }
-            let t = Instant::now();
-            for (s, (tok, &l)) in seqs.iter_mut().zip(toks.iter().zip(&lens)) {
-                s.forward(std::slice::from_ref(tok), l).unwrap();
-            }
-            single.push(t.elapsed().as_secs_f64() * 1e3);
+            single.push(timed(|| {
+                for (s, (tok, &l)) in seqs.iter_mut().zip(toks.iter().zip(&lens)) {
+                    s.forward(std::slice::from_ref(tok), l).unwrap();
+                }
+            }));
             for (s, &l) in seqs.iter_mut().zip(&lens) {
                 s.truncate(l);
             }
         }
-        let (a, b) = (median(batched), median(single));
-        println!(
-            "B={bsz}: batched step {a:.1} ms, {bsz} single steps {b:.1} ms, ratio {:.2}",
-            a / b
+        report(
+            &format!("B={bsz}"),
+            "batched step",
+            &batched,
+            &format!("{bsz} single steps"),
+            &single,
         );
     }
 }

@@ -1,8 +1,7 @@
 //! The small f32 kernels of the forward pass that are not matmuls: RMS norm,
 //! rotary embedding, SiLU gating and causal attention over one sequence's KV
 //! cache. They work on plain slices so that each row of a batch can carry its
-//! own sequence and position; the matmuls go through candle's quantized
-//! `QMatMul` (see [`super`]).
+//! own sequence and position; the matmuls are in [`super::qmm`].
 
 /// Sum of products, with eight independent accumulators so that the compiler
 /// can vectorize it without reassociating one long chain.

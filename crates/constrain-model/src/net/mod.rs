@@ -14,10 +14,14 @@
 //! ([`Sequence::fork`]). One forward *pass* takes any number of sequences,
 //! each with its own chunk of new tokens at its own position, stacks all
 //! their rows, and runs every matmul (Q/K/V/O projections, the MLP, the
-//! output head) once over the stacked rows with candle's quantized
-//! `QMatMul` — the kernels llama.cpp's formats need, read straight from the
-//! GGUF file. Only attention is per row: each row reads its own sequence's
-//! cache up to its own position. From that one pass come:
+//! output head) once over the stacked rows with [`qmm::Linear`]: the
+//! weights read once per pass and reused from cache for every row (own
+//! AVX-512 VNNI kernels for `Q5_0` / `Q8_0`, candle's `QMatMul` for the
+//! other GGUF types). Only attention is per row: each row reads its own
+//! sequence's cache up to its own position. Every step of a row (norms,
+//! rotary, attention, the matmuls) is computed in the same order whatever
+//! else is in the pass, so a row's logits are bitwise the same alone or in
+//! a batch. From that one pass come:
 //!
 //! * [`QwenWeights::forward`]: a chunk of one sequence, logits of its last
 //!   token (prefill, jump-forward, decoding);
@@ -41,14 +45,16 @@
 
 mod kernels;
 mod kv;
+mod qmm;
 
 pub use kv::Sequence;
 
 use crate::gguf::GgufFile;
 use crate::ModelError;
-use candle_core::quantized::{gguf_file, QMatMul, QTensor};
-use candle_core::{Device, Module, Tensor};
+use candle_core::quantized::{gguf_file, QTensor};
+use candle_core::Device;
 use constrain::vocab::TokenId;
+use qmm::Linear;
 use rayon::prelude::*;
 
 /// The model families, from `general.architecture`.
@@ -88,17 +94,17 @@ pub struct Config {
 struct Layer {
     attn_norm: Vec<f32>,
     ffn_norm: Vec<f32>,
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    wo: QMatMul,
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
+    wo: Linear,
     /// Qwen2's Q/K/V biases.
     bias: Option<[Vec<f32>; 3]>,
     /// Qwen3's per-head Q/K norms.
     qk_norm: Option<[Vec<f32>; 2]>,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
 }
 
 /// The weights of a quantized Qwen2 / Qwen3 network, shared (behind an
@@ -109,7 +115,7 @@ pub struct QwenWeights {
     embed: Vec<f32>,
     layers: Vec<Layer>,
     norm: Vec<f32>,
-    output: QMatMul,
+    output: Linear,
     /// Rotary tables, `context_length * head_dim / 2` each.
     cos: Vec<f32>,
     sin: Vec<f32>,
@@ -180,7 +186,7 @@ impl QwenWeights {
         let embed_q = tensor("token_embd.weight")?;
         let logits_width = embed_q.shape().dims().first().copied().unwrap_or(0);
         let embed = f32s(&embed_q).map_err(load)?;
-        let qmm = |t: QTensor| QMatMul::from_qtensor(t).map_err(load);
+        let qmm = |t: QTensor| Linear::new(t).map_err(load);
         let mut layers = Vec::with_capacity(layers_n);
         for l in 0..layers_n {
             let p = format!("blk.{l}");
@@ -396,10 +402,9 @@ impl QwenWeights {
         }
         for (l, layer) in self.layers.iter().enumerate() {
             let xn = kernels::rms_norm(&x, &layer.attn_norm, c.rms_eps);
-            let xt = Tensor::from_vec(xn, (rows, h), &Device::Cpu)?;
-            let mut q = mm(&layer.wq, &xt)?;
-            let mut k = mm(&layer.wk, &xt)?;
-            let mut v = mm(&layer.wv, &xt)?;
+            let mut q = layer.wq.forward(&xn)?;
+            let mut k = layer.wk.forward(&xn)?;
+            let mut v = layer.wv.forward(&xn)?;
             if let Some([bq, bk, bv]) = &layer.bias {
                 add_rows(&mut q, bq);
                 add_rows(&mut k, bk);
@@ -448,21 +453,13 @@ impl QwenWeights {
                     att.chunks_mut(q_dim).enumerate().for_each(one);
                 }
             }
-            let o = mm(
-                &layer.wo,
-                &Tensor::from_vec(att, (rows, q_dim), &Device::Cpu)?,
-            )?;
+            let o = layer.wo.forward(&att)?;
             add_in_place(&mut x, &o);
             let xn = kernels::rms_norm(&x, &layer.ffn_norm, c.rms_eps);
-            let xt = Tensor::from_vec(xn, (rows, h), &Device::Cpu)?;
-            let mut g = mm(&layer.gate, &xt)?;
-            let u = mm(&layer.up, &xt)?;
+            let mut g = layer.gate.forward(&xn)?;
+            let u = layer.up.forward(&xn)?;
             kernels::silu_mul(&mut g, &u);
-            let ffn = g.len() / rows;
-            let d = mm(
-                &layer.down,
-                &Tensor::from_vec(g, (rows, ffn), &Device::Cpu)?,
-            )?;
+            let d = layer.down.forward(&g)?;
             add_in_place(&mut x, &d);
         }
         // The rows whose logits are wanted.
@@ -481,18 +478,10 @@ impl QwenWeights {
             last.extend_from_slice(&x[r * h..(r + 1) * h]);
         }
         let xn = kernels::rms_norm(&last, &self.norm, c.rms_eps);
-        let logits = mm(
-            &self.output,
-            &Tensor::from_vec(xn, (pick.len(), h), &Device::Cpu)?,
-        )?;
-        let w = logits.len() / pick.len();
+        let logits = self.output.forward(&xn)?;
+        let w = self.output.out_dim();
         Ok(logits.chunks_exact(w).map(<[f32]>::to_vec).collect())
     }
-}
-
-/// `x · wᵀ` for the rows of `x`, flattened.
-fn mm(w: &QMatMul, x: &Tensor) -> candle_core::Result<Vec<f32>> {
-    w.forward(x)?.flatten_all()?.to_vec1::<f32>()
 }
 
 fn add_rows(x: &mut [f32], b: &[f32]) {

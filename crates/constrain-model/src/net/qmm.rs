@@ -1,0 +1,957 @@
+//! # qmm: the quantized matmul of the forward pass, weights read once per pass
+//!
+//! Every projection of the network is `y = x · Wᵀ` with `x` a few rows of
+//! f32 activations (one per token of the pass) and `W` a GGUF weight of
+//! `n` output columns by `k` inputs. On a memory-bound CPU the cost of a
+//! decode step is reading `W`; a pass over several rows (a batch of
+//! sequences, or the K+1 positions of speculative verification) should read
+//! it once, not once per row, and should not unpack its quantized blocks
+//! once per row either.
+//!
+//! [`Linear`] is one such weight. For the GGUF types the Qwen2.5-Coder
+//! Q4_K_M files are made of, it keeps the weight in its own layout (built
+//! once at load, replacing candle's copy: the model stays in one copy):
+//!
+//! * `Q5_0` and `Q8_0` (most of the 0.5B: attention, gate/up, the output
+//!   head): columns in tiles of 16, each 32-value block of a tile stored so
+//!   that one 512-bit register holds 4 inputs of 16 columns. The kernel
+//!   walks weights outer, rows inner: for each tile (rayon-like chunks on
+//!   candle's thread pool), for each block, the block is loaded and unpacked
+//!   once into registers, then every row of the pass takes its dot products
+//!   against it with AVX-512 VNNI (`vpdpbusd`).
+//! * `Q6_K` (the 0.5B's and 1.5B's `ffn_down` half the layers, the 1.5B's
+//!   output head): the same tiles over 256-value superblocks, 16-value
+//!   sub-blocks unpacked once from the compact 6-bit form (210 bytes per
+//!   column and superblock, as in the file).
+//! * `F32` (the tiny test files): plain dot products, one order per row.
+//! * anything else (`Q4_K`, `F16`, ...) or a CPU without AVX-512 VNNI:
+//!   candle's `QMatMul` (whose `Q4_K` kernel on AVX-512 VNNI is already
+//!   tiled and row-independent).
+//!
+//! ## Invariant: a row's result does not depend on the other rows
+//!
+//! Each output is computed by the same sequence of operations whatever the
+//! number of rows in the pass and wherever the row sits in it; so the
+//! logits of a token are bitwise the same in a one-token step, in a batch
+//! of sequences, and in a pass over K+1 positions (what makes speculative
+//! greedy decoding give exactly the target model's text). The own kernels
+//! go further and reproduce candle's one-row arithmetic exactly: the input
+//! rows are quantized with candle's own `from_float`, the integer part of
+//! each block's dot product is exact, and the f32 part repeats candle's
+//! operations in candle's order (`Q5_0`: its scalar `vec_dot`, block after
+//! block; `Q8_0`: its AVX2 `vec_dot` with eight lanes and the same final
+//! horizontal sum), lane-wise over 16 columns. The tests compare them
+//! bitwise with `GgmlType::vec_dot`.
+//!
+//! candle's own path is not row-independent for `Q6_K`: one row takes the
+//! compact AVX2 `vec_dot`, several rows a repacked VNNI kernel with another
+//! order of additions (and a second copy of the weight). The own `Q6_K`
+//! kernel repeats the several-row arithmetic for every number of rows, on
+//! the compact layout; where it does not apply (no VNNI, odd shapes), a
+//! one-row `Q6_K` matmul runs through candle as a two-row one (the row and
+//! zeros) so that it takes the same kernel as several rows.
+
+use candle_core::quantized::k_quants::{BlockQ8K, BlockQ8_0, GgmlType};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{Device, Module, Tensor};
+
+/// Columns per tile: one 512-bit register of f32 or of 4-byte groups.
+const TILE: usize = 16;
+/// Values per `Q5_0` / `Q8_0` block.
+const QK: usize = 32;
+/// Values per K-quant superblock.
+const QK_K: usize = 256;
+/// Rows that share one unpacked block in registers.
+const ROWS: usize = 4;
+
+/// 16 columns × one 32-value `Q5_0` block. `qs[p]` holds, for column `c`
+/// at bytes `4c..4c+4`, the low 4 bits of inputs `4p..4p+4` (low nibbles)
+/// and `4(p+4)..4(p+4)+4` (high nibbles); bit `4c + j` of `qh[g]` is the
+/// fifth bit of input `4g + j` of column `c`.
+#[repr(C, align(64))]
+#[derive(Clone)]
+struct TileQ5_0 {
+    qs: [[u8; 64]; 4],
+    qh: [u64; 8],
+    d: [u16; TILE],
+}
+
+/// 16 columns × one 32-value `Q8_0` block: `qs[g]` holds inputs
+/// `4g..4g+4` of column `c` at bytes `4c..4c+4`, offset by +128 (unsigned,
+/// for `vpdpbusd`).
+#[repr(C, align(64))]
+#[derive(Clone)]
+struct TileQ8_0 {
+    qs: [[u8; 64]; 8],
+    d: [u16; TILE],
+}
+
+/// One input row's 32-value block, quantized by candle's
+/// `BlockQ8_0::from_float`, with the sums the kernels' unsigned trick needs.
+#[derive(Clone, Copy)]
+struct Act {
+    /// The 32 values, 4 per `i32`.
+    q: [i32; 8],
+    /// Its scale (f16 widened).
+    d: f32,
+    /// `16 · Σ q` (`Q5_0` stores values + 16).
+    sum16: i32,
+    /// `128 · Σ` of each group of 4 (`Q8_0` tiles store values + 128).
+    sum128: [i32; 8],
+}
+
+enum Kind {
+    Q5_0(Vec<TileQ5_0>),
+    Q8_0(Vec<TileQ8_0>),
+    Q6K(Vec<TileQ6K>),
+    /// Row-major `n × k`.
+    F32(Vec<f32>),
+    Candle {
+        mm: QMatMul,
+        /// Run one row as two (see the module docs).
+        pad_one_row: bool,
+    },
+}
+
+/// One weight matrix (`n` outputs by `k` inputs) and its matmul.
+pub(crate) struct Linear {
+    n: usize,
+    k: usize,
+    kind: Kind,
+}
+
+/// Whether this CPU runs the own kernels (AVX-512 with VNNI).
+fn vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *OK.get_or_init(|| {
+            is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vnni")
+                && is_x86_feature_detected!("f16c")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+impl Linear {
+    /// Takes a GGUF weight of shape `(n, k)`. The environment variable
+    /// `CONSTRAIN_KERNELS=candle` (read once) turns the own kernels off:
+    /// every matmul through candle's `QMatMul` as it was, for benchmarks
+    /// and comparisons.
+    pub(crate) fn new(t: QTensor) -> candle_core::Result<Linear> {
+        static OWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let own =
+            *OWN.get_or_init(|| std::env::var("CONSTRAIN_KERNELS").map_or(true, |v| v != "candle"));
+        Linear::with_kernels(t, own)
+    }
+
+    /// `own`: whether to use the own kernels where they apply (tests turn
+    /// them off to compare with candle).
+    pub(crate) fn with_kernels(t: QTensor, own: bool) -> candle_core::Result<Linear> {
+        let (n, k) = t.shape().dims2()?;
+        let dtype = t.dtype();
+        let tiled = own && vnni() && n % TILE == 0 && k % QK == 0 && n > 0 && k > 0;
+        let kind = match dtype {
+            GgmlDType::Q5_0 if tiled => Kind::Q5_0(pack_q5_0(&t.data()?, n, k)),
+            GgmlDType::Q8_0 if tiled => Kind::Q8_0(pack_q8_0(&t.data()?, n, k)),
+            GgmlDType::F32 if own => Kind::F32(
+                t.dequantize(&Device::Cpu)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?,
+            ),
+            GgmlDType::Q6K if tiled && k % QK_K == 0 => Kind::Q6K(pack_q6k(&t.data()?, n, k)),
+            _ => Kind::Candle {
+                pad_one_row: own && dtype == GgmlDType::Q6K,
+                mm: QMatMul::from_qtensor(t)?,
+            },
+        };
+        Ok(Linear { n, k, kind })
+    }
+
+    /// Output columns.
+    pub(crate) fn out_dim(&self) -> usize {
+        self.n
+    }
+
+    /// `x · Wᵀ` for the `x.len() / k` rows of `x`, row-major.
+    pub(crate) fn forward(&self, x: &[f32]) -> candle_core::Result<Vec<f32>> {
+        let (n, k) = (self.n, self.k);
+        if k == 0 || x.len() % k != 0 {
+            candle_core::bail!("matmul input of {} values for {k} columns", x.len());
+        }
+        let m = x.len() / k;
+        match &self.kind {
+            Kind::Candle { mm, pad_one_row } => {
+                if m == 1 && *pad_one_row {
+                    let mut two = x.to_vec();
+                    two.resize(2 * k, 0.0);
+                    let mut y = candle_mm(mm, two, 2, k)?;
+                    y.truncate(n);
+                    Ok(y)
+                } else {
+                    candle_mm(mm, x.to_vec(), m, k)
+                }
+            }
+            Kind::F32(w) => Ok(f32_mm(w, x, m, n, k)),
+            Kind::Q5_0(tiles) => Ok(tiled_mm(x, m, n, k, |acts, out| {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `vnni()` held when the tiles were built.
+                unsafe {
+                    simd::q5_0(tiles, acts, m, n, k / QK, out)
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                let _ = (tiles, acts, out);
+            })),
+            Kind::Q6K(tiles) => {
+                let kb = k / QK_K;
+                let mut blocks = vec![BlockQ8K::zeros(); m * kb];
+                for r in 0..m {
+                    BlockQ8K::from_float(&x[r * k..(r + 1) * k], &mut blocks[r * kb..(r + 1) * kb]);
+                }
+                // SAFETY: same size, alignment and field layout (checked
+                // at `RawQ8K`).
+                let acts = unsafe {
+                    std::slice::from_raw_parts(blocks.as_ptr() as *const RawQ8K, blocks.len())
+                };
+                let mut out = vec![0f32; m * n];
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `vnni()` held when the tiles were built.
+                unsafe {
+                    simd::q6k(tiles, acts, m, n, kb, &mut out)
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let _ = (tiles, acts);
+                Ok(out)
+            }
+            Kind::Q8_0(tiles) => Ok(tiled_mm(x, m, n, k, |acts, out| {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: as above.
+                unsafe {
+                    simd::q8_0(tiles, acts, m, n, k / QK, out)
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                let _ = (tiles, acts, out);
+            })),
+        }
+    }
+}
+
+fn candle_mm(mm: &QMatMul, x: Vec<f32>, m: usize, k: usize) -> candle_core::Result<Vec<f32>> {
+    let x = Tensor::from_vec(x, (m, k), &Device::Cpu)?;
+    mm.forward(&x)?.flatten_all()?.to_vec1::<f32>()
+}
+
+/// The f32 matmul: one dot product per output, in one fixed order.
+fn f32_mm(w: &[f32], x: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let mut out = vec![0f32; m * n];
+    let ptr = SendPtr(out.as_mut_ptr());
+    candle_core::utils::barrier_pool().execute_chunked(n, |cols| {
+        let ptr = &ptr;
+        for c in cols {
+            let wc = &w[c * k..(c + 1) * k];
+            for r in 0..m {
+                let v = super::kernels::dot(&x[r * k..(r + 1) * k], wc);
+                // SAFETY: each (r, c) is written by exactly one item.
+                unsafe { *ptr.0.add(r * n + c) = v };
+            }
+        }
+    });
+    out
+}
+
+struct SendPtr(*mut f32);
+// SAFETY: the workers write disjoint elements (see the callers).
+unsafe impl Sync for SendPtr {}
+unsafe impl Send for SendPtr {}
+
+/// Quantizes the rows of `x` as candle does, then runs `kernel` over them.
+fn tiled_mm(
+    x: &[f32],
+    m: usize,
+    n: usize,
+    k: usize,
+    kernel: impl FnOnce(&[Act], &mut [f32]),
+) -> Vec<f32> {
+    let kb = k / QK;
+    let mut blocks = vec![BlockQ8_0::zeros(); m * kb];
+    for r in 0..m {
+        BlockQ8_0::from_float(&x[r * k..(r + 1) * k], &mut blocks[r * kb..(r + 1) * kb]);
+    }
+    let acts: Vec<Act> = blocks.iter().map(act).collect();
+    let mut out = vec![0f32; m * n];
+    kernel(&acts, &mut out);
+    out
+}
+
+/// candle's `BlockQ8_0` is `#[repr(C)] { d: f16, qs: [i8; 32] }` with
+/// private fields; this is the same layout.
+#[repr(C)]
+struct RawQ8_0 {
+    d: u16,
+    qs: [i8; QK],
+}
+const _: () = assert!(std::mem::size_of::<RawQ8_0>() == std::mem::size_of::<BlockQ8_0>());
+const _: () = assert!(std::mem::align_of::<RawQ8_0>() == std::mem::align_of::<BlockQ8_0>());
+
+/// candle's `BlockQ8K`: `#[repr(C)] { d: f32, qs: [i8; 256], bsums: [i16; 16] }`.
+#[repr(C)]
+struct RawQ8K {
+    d: f32,
+    qs: [i8; QK_K],
+    bsums: [i16; QK_K / 16],
+}
+const _: () = assert!(std::mem::size_of::<RawQ8K>() == std::mem::size_of::<BlockQ8K>());
+const _: () = assert!(std::mem::align_of::<RawQ8K>() == std::mem::align_of::<BlockQ8K>());
+
+fn act(b: &BlockQ8_0) -> Act {
+    // SAFETY: same size, alignment and field layout (checked above).
+    let raw = unsafe { &*(b as *const BlockQ8_0 as *const RawQ8_0) };
+    let mut q = [0i32; 8];
+    let mut sum128 = [0i32; 8];
+    let mut sum = 0i32;
+    for g in 0..8 {
+        let bytes = [
+            raw.qs[4 * g] as u8,
+            raw.qs[4 * g + 1] as u8,
+            raw.qs[4 * g + 2] as u8,
+            raw.qs[4 * g + 3] as u8,
+        ];
+        q[g] = i32::from_le_bytes(bytes);
+        let s: i32 = raw.qs[4 * g..4 * g + 4].iter().map(|&v| v as i32).sum();
+        sum128[g] = 128 * s;
+        sum += s;
+    }
+    Act {
+        q,
+        d: f16_to_f32(raw.d),
+        sum16: 16 * sum,
+        sum128,
+    }
+}
+
+/// IEEE half to single (exact, as `half::f16::to_f32`).
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h as u32) & 0x8000) << 16;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let man = (h & 0x3ff) as u32;
+    let bits = match (exp, man) {
+        (0, 0) => sign,
+        (0, _) => {
+            // Subnormal: normalize.
+            let mut e = 127 - 15 + 1;
+            let mut m = man;
+            while m & 0x400 == 0 {
+                m <<= 1;
+                e -= 1;
+            }
+            sign | ((e as u32) << 23) | ((m & 0x3ff) << 13)
+        }
+        (0x1f, _) => sign | 0x7f80_0000 | (man << 13),
+        _ => sign | ((exp + 127 - 15) << 23) | (man << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// The 32 unsigned 5-bit values of a `Q5_0` block (`d`, `qh`, `qs` bytes).
+fn q5_0_values(b: &[u8]) -> [u8; QK] {
+    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+    let qs = &b[6..22];
+    let mut v = [0u8; QK];
+    for j in 0..16 {
+        v[j] = (qs[j] & 0x0f) | ((((qh >> j) & 1) as u8) << 4);
+        v[j + 16] = (qs[j] >> 4) | ((((qh >> (j + 16)) & 1) as u8) << 4);
+    }
+    v
+}
+
+fn pack_q5_0(data: &[u8], n: usize, k: usize) -> Vec<TileQ5_0> {
+    const B: usize = 22;
+    let kb = k / QK;
+    let mut out = Vec::with_capacity(n / TILE * kb);
+    for t in 0..n / TILE {
+        for b in 0..kb {
+            let mut tile = TileQ5_0 {
+                qs: [[0; 64]; 4],
+                qh: [0; 8],
+                d: [0; TILE],
+            };
+            for c in 0..TILE {
+                let at = ((t * TILE + c) * kb + b) * B;
+                let blk = &data[at..at + B];
+                tile.d[c] = u16::from_le_bytes([blk[0], blk[1]]);
+                let v = q5_0_values(blk);
+                for g in 0..8 {
+                    for j in 0..4 {
+                        let x = v[4 * g + j];
+                        tile.qh[g] |= ((x >> 4) as u64) << (4 * c + j);
+                        tile.qs[g % 4][4 * c + j] |= (x & 0x0f) << if g >= 4 { 4 } else { 0 };
+                    }
+                }
+            }
+            out.push(tile);
+        }
+    }
+    out
+}
+
+fn pack_q8_0(data: &[u8], n: usize, k: usize) -> Vec<TileQ8_0> {
+    const B: usize = 34;
+    let kb = k / QK;
+    let mut out = Vec::with_capacity(n / TILE * kb);
+    for t in 0..n / TILE {
+        for b in 0..kb {
+            let mut tile = TileQ8_0 {
+                qs: [[0; 64]; 8],
+                d: [0; TILE],
+            };
+            for c in 0..TILE {
+                let at = ((t * TILE + c) * kb + b) * B;
+                let blk = &data[at..at + B];
+                tile.d[c] = u16::from_le_bytes([blk[0], blk[1]]);
+                for g in 0..8 {
+                    for j in 0..4 {
+                        let x = blk[2 + 4 * g + j] as i8;
+                        tile.qs[g][4 * c + j] = (x as i16 + 128) as u8;
+                    }
+                }
+            }
+            out.push(tile);
+        }
+    }
+    out
+}
+
+/// 16 columns × one 256-value `Q6_K` superblock, in the layout of the
+/// kernel: per 16-value sub-block `s`, `qs[s][0]` holds the low 4 bits of
+/// groups `4s` (low nibbles) and `4s+1` (high nibbles), `qs[s][1]` those of
+/// groups `4s+2` and `4s+3`, and `qs[s][2]` the top 2 bits of the four
+/// groups at bits `2i..2i+2` (group `4s+i`); a group is 4 inputs of 16
+/// columns, column `c` at bytes `4c..4c+4`. The same 210 bytes per column
+/// and superblock as the GGUF block.
+#[repr(C, align(64))]
+#[derive(Clone)]
+struct TileQ6K {
+    qs: [[[u8; 64]; 3]; 16],
+    /// `scales[s][c]`: sub-block `s` of column `c`.
+    scales: [[i8; TILE]; 16],
+    d: [u16; TILE],
+}
+
+/// The 256 unsigned 6-bit values of a `Q6_K` block (`ql`, `qh`, `scales`,
+/// `d` bytes), as candle's `pack_q6k` reads them.
+fn q6k_values(b: &[u8]) -> [u8; QK_K] {
+    let (ql, qh) = (&b[..128], &b[128..192]);
+    let mut v = [0u8; QK_K];
+    for h in 0..2 {
+        let (ql, qh) = (&ql[h * 64..], &qh[h * 32..]);
+        for j in 0..32 {
+            v[h * 128 + j] = (ql[j] & 0x0f) | ((qh[j] & 3) << 4);
+            v[h * 128 + j + 32] = (ql[j + 32] & 0x0f) | (((qh[j] >> 2) & 3) << 4);
+            v[h * 128 + j + 64] = (ql[j] >> 4) | (((qh[j] >> 4) & 3) << 4);
+            v[h * 128 + j + 96] = (ql[j + 32] >> 4) | (((qh[j] >> 6) & 3) << 4);
+        }
+    }
+    v
+}
+
+fn pack_q6k(data: &[u8], n: usize, k: usize) -> Vec<TileQ6K> {
+    const B: usize = 210;
+    let kb = k / QK_K;
+    let mut out = Vec::with_capacity(n / TILE * kb);
+    for t in 0..n / TILE {
+        for b in 0..kb {
+            let mut tile = TileQ6K {
+                qs: [[[0; 64]; 3]; 16],
+                scales: [[0; TILE]; 16],
+                d: [0; TILE],
+            };
+            for c in 0..TILE {
+                let at = ((t * TILE + c) * kb + b) * B;
+                let blk = &data[at..at + B];
+                tile.d[c] = u16::from_le_bytes([blk[208], blk[209]]);
+                for s in 0..16 {
+                    tile.scales[s][c] = blk[192 + s] as i8;
+                }
+                let v = q6k_values(blk);
+                for s in 0..16 {
+                    for i in 0..4 {
+                        for j in 0..4 {
+                            let x = v[16 * s + 4 * i + j];
+                            let at = 4 * c + j;
+                            tile.qs[s][i / 2][at] |= (x & 0x0f) << if i % 2 == 1 { 4 } else { 0 };
+                            tile.qs[s][2][at] |= (x >> 4) << (2 * i);
+                        }
+                    }
+                }
+            }
+            out.push(tile);
+        }
+    }
+    out
+}
+
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    //! The AVX-512 VNNI kernels. Callers have checked `vnni()`.
+    use super::{Act, RawQ8K, SendPtr, TileQ5_0, TileQ6K, TileQ8_0, ROWS, TILE};
+    use core::arch::x86_64::*;
+
+    /// All tiles × all rows; rayon-style chunks of tiles on candle's pool.
+    pub(super) unsafe fn q5_0(
+        tiles: &[TileQ5_0],
+        acts: &[Act],
+        m: usize,
+        n: usize,
+        kb: usize,
+        out: &mut [f32],
+    ) {
+        let ptr = SendPtr(out.as_mut_ptr());
+        candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
+            let ptr = &ptr;
+            for t in range {
+                let tiles = &tiles[t * kb..(t + 1) * kb];
+                let mut r0 = 0;
+                while r0 < m {
+                    let rows = (m - r0).min(ROWS);
+                    // SAFETY: the caller checked the CPU; each (row, tile)
+                    // is written by one item only.
+                    unsafe {
+                        match rows {
+                            1 => q5_0_unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
+                            2 => q5_0_unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
+                            3 => q5_0_unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
+                            _ => q5_0_unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
+                        }
+                    }
+                    r0 += rows;
+                }
+            }
+        });
+    }
+
+    /// Rows `r0..r0+R` against one tile of 16 columns. Per block and row:
+    /// `sumi` (exact) for the 16 columns, then candle's scalar
+    /// `sumf += sumi as f32 * d_w * d_x`, lane-wise.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn q5_0_unit<const R: usize>(
+        tiles: &[TileQ5_0],
+        acts: &[Act],
+        kb: usize,
+        r0: usize,
+        out: *mut f32,
+        n: usize,
+        t: usize,
+    ) {
+        let low = _mm512_set1_epi8(0x0f);
+        let five = _mm512_set1_epi8(0x10);
+        let mut acc = [_mm512_setzero_ps(); R];
+        for (b, tile) in tiles.iter().enumerate() {
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr() as *const __m256i));
+            let mut w = [_mm512_setzero_si512(); 8];
+            for p in 0..4 {
+                let q = _mm512_loadu_si512(tile.qs[p].as_ptr() as *const __m512i);
+                let lo = _mm512_and_si512(q, low);
+                let hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low);
+                w[p] = _mm512_mask_add_epi8(lo, _cvtu64_mask64(tile.qh[p]), lo, five);
+                w[p + 4] = _mm512_mask_add_epi8(hi, _cvtu64_mask64(tile.qh[p + 4]), hi, five);
+            }
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let a = &acts[(r0 + r) * kb + b];
+                // Two chains of dependent vpdpbusd instead of one.
+                let mut s0 = _mm512_setzero_si512();
+                let mut s1 = _mm512_setzero_si512();
+                for g in (0..8).step_by(2) {
+                    s0 = _mm512_dpbusd_epi32(s0, w[g], _mm512_set1_epi32(a.q[g]));
+                    s1 = _mm512_dpbusd_epi32(s1, w[g + 1], _mm512_set1_epi32(a.q[g + 1]));
+                }
+                let sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(a.sum16));
+                let f = _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), dw);
+                let f = _mm512_mul_ps(f, _mm512_set1_ps(a.d));
+                *acc = _mm512_add_ps(*acc, f);
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            _mm512_storeu_ps(out.add((r0 + r) * n + t * TILE), *acc);
+        }
+    }
+
+    pub(super) unsafe fn q8_0(
+        tiles: &[TileQ8_0],
+        acts: &[Act],
+        m: usize,
+        n: usize,
+        kb: usize,
+        out: &mut [f32],
+    ) {
+        let ptr = SendPtr(out.as_mut_ptr());
+        candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
+            let ptr = &ptr;
+            for t in range {
+                let tiles = &tiles[t * kb..(t + 1) * kb];
+                for r in 0..m {
+                    // SAFETY: as in `q5_0`.
+                    unsafe {
+                        q8_0_unit(
+                            tiles,
+                            &acts[r * kb..(r + 1) * kb],
+                            ptr.0.add(r * n + t * TILE),
+                        )
+                    }
+                }
+            }
+        });
+    }
+
+    /// One row against one tile. candle's AVX2 `vec_dot_q8_0_q8_0` keeps
+    /// eight f32 lanes, lane `g` summing inputs `4g..4g+4` of each block
+    /// (`acc = fma(d_w·d_x, lane, acc)`), and adds them at the end as
+    /// `((l4+l0)+(l6+l2)) + ((l5+l1)+(l7+l3))`; here `acc[g]` is lane `g`
+    /// of 16 columns at once.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    unsafe fn q8_0_unit(tiles: &[TileQ8_0], acts: &[Act], out: *mut f32) {
+        let zero = _mm512_setzero_si512();
+        let mut acc = [_mm512_setzero_ps(); 8];
+        for (tile, a) in tiles.iter().zip(acts) {
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr() as *const __m256i));
+            let d = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
+            for g in 0..8 {
+                let w = _mm512_loadu_si512(tile.qs[g].as_ptr() as *const __m512i);
+                let s = _mm512_dpbusd_epi32(zero, w, _mm512_set1_epi32(a.q[g]));
+                let s = _mm512_sub_epi32(s, _mm512_set1_epi32(a.sum128[g]));
+                acc[g] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[g]);
+            }
+        }
+        let x = _mm512_add_ps(
+            _mm512_add_ps(_mm512_add_ps(acc[4], acc[0]), _mm512_add_ps(acc[6], acc[2])),
+            _mm512_add_ps(_mm512_add_ps(acc[5], acc[1]), _mm512_add_ps(acc[7], acc[3])),
+        );
+        _mm512_storeu_ps(out, x);
+    }
+
+    pub(super) unsafe fn q6k(
+        tiles: &[TileQ6K],
+        acts: &[RawQ8K],
+        m: usize,
+        n: usize,
+        kb: usize,
+        out: &mut [f32],
+    ) {
+        let ptr = SendPtr(out.as_mut_ptr());
+        candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
+            let ptr = &ptr;
+            for t in range {
+                let tiles = &tiles[t * kb..(t + 1) * kb];
+                let mut r0 = 0;
+                while r0 < m {
+                    let rows = (m - r0).min(ROWS);
+                    // SAFETY: as in `q5_0`.
+                    unsafe {
+                        match rows {
+                            1 => q6k_unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
+                            2 => q6k_unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
+                            3 => q6k_unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
+                            _ => q6k_unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
+                        }
+                    }
+                    r0 += rows;
+                }
+            }
+        });
+    }
+
+    /// candle's repacked `q6k_tile` arithmetic (its path for several rows),
+    /// on the compact layout: per 16-value sub-block, the exact integer sum
+    /// of the unsigned 6-bit values times the inputs, less `32 · bsum` in
+    /// f32, times `(d · scale) · d_x`, fused into the accumulator.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn q6k_unit<const R: usize>(
+        tiles: &[TileQ6K],
+        acts: &[RawQ8K],
+        kb: usize,
+        r0: usize,
+        out: *mut f32,
+        n: usize,
+        t: usize,
+    ) {
+        let low = _mm512_set1_epi8(0x0f);
+        let top = _mm512_set1_epi8(0x30);
+        let mut acc = [_mm512_setzero_ps(); R];
+        for (b, tile) in tiles.iter().enumerate() {
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr() as *const __m256i));
+            for s in 0..16 {
+                let sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                    tile.scales[s].as_ptr() as *const __m128i,
+                )));
+                let scale = _mm512_mul_ps(dw, sc);
+                let a = _mm512_loadu_si512(tile.qs[s][0].as_ptr() as *const __m512i);
+                let c = _mm512_loadu_si512(tile.qs[s][1].as_ptr() as *const __m512i);
+                let h = _mm512_loadu_si512(tile.qs[s][2].as_ptr() as *const __m512i);
+                let w = [
+                    _mm512_or_si512(
+                        _mm512_and_si512(a, low),
+                        _mm512_and_si512(_mm512_slli_epi16(h, 4), top),
+                    ),
+                    _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16(a, 4), low),
+                        _mm512_and_si512(_mm512_slli_epi16(h, 2), top),
+                    ),
+                    _mm512_or_si512(_mm512_and_si512(c, low), _mm512_and_si512(h, top)),
+                    _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16(c, 4), low),
+                        _mm512_and_si512(_mm512_srli_epi16(h, 2), top),
+                    ),
+                ];
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = &acts[(r0 + r) * kb + b];
+                    let q = x.qs.as_ptr().add(16 * s) as *const i32;
+                    let mut isum = _mm512_setzero_si512();
+                    for (g, w) in w.iter().enumerate() {
+                        let v = std::ptr::read_unaligned(q.add(g));
+                        isum = _mm512_dpbusd_epi32(isum, *w, _mm512_set1_epi32(v));
+                    }
+                    let bsum = x.bsums[s] as f32;
+                    let f = _mm512_sub_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(32.0 * bsum));
+                    *acc = _mm512_fmadd_ps(f, _mm512_mul_ps(scale, _mm512_set1_ps(x.d)), *acc);
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            _mm512_storeu_ps(out.add((r0 + r) * n + t * TILE), *acc);
+        }
+    }
+
+    const _: () = assert!(TILE == 16);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::k_quants::BlockQ5_0;
+    use rand::{Rng, SeedableRng};
+
+    fn random(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        (0..n)
+            .map(|_| scale * (rng.random::<f32>() * 2.0 - 1.0))
+            .collect()
+    }
+
+    fn qtensor(w: &[f32], n: usize, k: usize, dtype: GgmlDType) -> QTensor {
+        let t = Tensor::from_vec(w.to_vec(), (n, k), &Device::Cpu).unwrap();
+        QTensor::quantize(&t, dtype).unwrap()
+    }
+
+    /// candle's one-row arithmetic: its `from_float` then `vec_dot` per
+    /// output (the path `QMatMul` takes for these types when `k` is not a
+    /// multiple of 256).
+    fn oracle<T: GgmlType>(q: &QTensor, x: &[f32], n: usize, k: usize) -> Vec<f32> {
+        let bytes = q.data().unwrap();
+        let kb = k / T::BLCK_SIZE;
+        let mut w = vec![T::zeros(); n * kb];
+        assert_eq!(bytes.len(), std::mem::size_of_val(w.as_slice()));
+        // SAFETY: `T` is a plain `repr(C)` block of that many bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), w.as_mut_ptr() as *mut u8, bytes.len())
+        };
+        let m = x.len() / k;
+        let mut out = Vec::new();
+        for r in 0..m {
+            let mut xq = vec![T::VecDotType::zeros(); kb];
+            T::VecDotType::from_float(&x[r * k..(r + 1) * k], &mut xq);
+            for c in 0..n {
+                out.push(T::vec_dot(k, &w[c * kb..(c + 1) * kb], &xq));
+            }
+        }
+        out
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|f| f.to_bits()).collect()
+    }
+
+    #[test]
+    fn f16_widening_is_exact() {
+        for h in (0..=u16::MAX).step_by(7) {
+            let a = f16_to_f32(h);
+            let b = half_ref(h);
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "{h:#x}"
+            );
+        }
+    }
+
+    /// The reference widening through candle: a `Q8_0` block with scale
+    /// `h` and first value 1 dequantizes to exactly `h` widened.
+    fn half_ref(h: u16) -> f32 {
+        let mut data = [0u8; 34];
+        data[..2].copy_from_slice(&h.to_le_bytes());
+        data[2] = 1;
+        let mut blk = vec![BlockQ8_0::zeros(); 1];
+        // SAFETY: 34 plain bytes into a `repr(C)` block of 34 bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), blk.as_mut_ptr() as *mut u8, 34) };
+        let mut out = [0f32; 32];
+        BlockQ8_0::to_float(&blk, &mut out);
+        out[0]
+    }
+
+    #[test]
+    fn own_kernels_equal_candles_vec_dot_bitwise_for_any_rows() {
+        if !vnni() {
+            eprintln!("skipping: this CPU has no AVX-512 VNNI, the own kernels are off");
+            return;
+        }
+        // k = 896 (not a multiple of 256: candle's QMatMul takes vec_dot).
+        let (n, k) = (48, 896);
+        let w = random(n * k, 1, 0.5);
+        let x = random(7 * k, 2, 2.0);
+        for dtype in [GgmlDType::Q5_0, GgmlDType::Q8_0] {
+            let q = qtensor(&w, n, k, dtype);
+            let want = match dtype {
+                GgmlDType::Q5_0 => oracle::<BlockQ5_0>(&q, &x, n, k),
+                _ => oracle::<BlockQ8_0>(&q, &x, n, k),
+            };
+            let mm = QMatMul::from_qtensor(qtensor(&w, n, k, dtype)).unwrap();
+            let candle = candle_mm(&mm, x.clone(), 7, k).unwrap();
+            assert_eq!(
+                bits(&candle),
+                bits(&want),
+                "{dtype:?}: the oracle is candle's path"
+            );
+            let lin = Linear::new(q).unwrap();
+            assert!(!matches!(lin.kind, Kind::Candle { .. }), "{dtype:?}");
+            for m in 1..=7 {
+                let got = lin.forward(&x[..m * k]).unwrap();
+                assert_eq!(bits(&got), bits(&want[..m * n]), "{dtype:?}, {m} rows");
+            }
+            // A row alone equals the same row inside a pass.
+            let last = lin.forward(&x[6 * k..]).unwrap();
+            assert_eq!(bits(&last), bits(&want[6 * n..]), "{dtype:?}: row 6 alone");
+        }
+    }
+
+    #[test]
+    fn own_q6k_equals_candles_several_row_kernel_bitwise() {
+        if !vnni() {
+            eprintln!("skipping: this CPU has no AVX-512 VNNI, the own kernels are off");
+            return;
+        }
+        // candle runs several Q6_K rows through its repacked VNNI kernel
+        // (n a multiple of 16, k of 256): the oracle, for 2..=7 rows.
+        let (n, k) = (48, 768);
+        let w = random(n * k, 5, 0.5);
+        let x = random(7 * k, 6, 2.0);
+        let q = || qtensor(&w, n, k, GgmlDType::Q6K);
+        let candle = Linear::with_kernels(q(), false).unwrap();
+        assert!(matches!(candle.kind, Kind::Candle { .. }));
+        let want = candle.forward(&x).unwrap();
+        let own = Linear::new(q()).unwrap();
+        assert!(matches!(own.kind, Kind::Q6K(_)));
+        for m in 1..=7 {
+            let got = own.forward(&x[..m * k]).unwrap();
+            assert_eq!(bits(&got), bits(&want[..m * n]), "{m} rows");
+            if m >= 2 {
+                let theirs = candle.forward(&x[..m * k]).unwrap();
+                assert_eq!(bits(&theirs), bits(&want[..m * n]), "candle, {m} rows");
+            }
+        }
+        // Each row alone.
+        for r in 0..7 {
+            let got = own.forward(&x[r * k..(r + 1) * k]).unwrap();
+            assert_eq!(bits(&got), bits(&want[r * n..(r + 1) * n]), "row {r} alone");
+        }
+    }
+
+    #[test]
+    fn extreme_values_do_not_overflow() {
+        if !vnni() {
+            eprintln!("skipping: this CPU has no AVX-512 VNNI");
+            return;
+        }
+        // Weights and inputs at full scale: every value at its extreme.
+        let (n, k) = (16, 256);
+        let w: Vec<f32> = (0..n * k)
+            .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+            .collect();
+        let x: Vec<f32> = (0..2 * k)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        for dtype in [GgmlDType::Q5_0, GgmlDType::Q8_0] {
+            let q = qtensor(&w, n, k, dtype);
+            let want = match dtype {
+                GgmlDType::Q5_0 => oracle::<BlockQ5_0>(&q, &x, n, k),
+                _ => oracle::<BlockQ8_0>(&q, &x, n, k),
+            };
+            let got = Linear::new(q).unwrap().forward(&x).unwrap();
+            assert_eq!(bits(&got), bits(&want), "{dtype:?}");
+        }
+        // Q6_K: against candle's kernel for several rows.
+        let want = Linear::with_kernels(qtensor(&w, n, k, GgmlDType::Q6K), false)
+            .unwrap()
+            .forward(&x)
+            .unwrap();
+        let got = Linear::new(qtensor(&w, n, k, GgmlDType::Q6K))
+            .unwrap()
+            .forward(&x)
+            .unwrap();
+        assert_eq!(bits(&got), bits(&want), "Q6K");
+    }
+
+    #[test]
+    fn every_type_is_row_independent() {
+        // Q6_K and Q4_K through candle, F32 through the own dot product;
+        // k a multiple of 256 so that candle's repacked kernels apply.
+        let (n, k) = (32, 512);
+        let w = random(n * k, 3, 0.5);
+        let x = random(5 * k, 4, 2.0);
+        for dtype in [
+            GgmlDType::Q6K,
+            GgmlDType::Q4K,
+            GgmlDType::Q5_0,
+            GgmlDType::Q8_0,
+            GgmlDType::F32,
+        ] {
+            let lin = Linear::new(qtensor(&w, n, k, dtype)).unwrap();
+            let all = lin.forward(&x).unwrap();
+            for r in 0..5 {
+                let one = lin.forward(&x[r * k..(r + 1) * k]).unwrap();
+                assert_eq!(
+                    bits(&one),
+                    bits(&all[r * n..(r + 1) * n]),
+                    "{dtype:?} row {r}"
+                );
+            }
+            // And close to the exact product of the dequantized weights.
+            let deq: Vec<f32> = qtensor(&w, n, k, dtype)
+                .dequantize(&Device::Cpu)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
+            // (The inputs are quantized too: the bound is a fraction of
+            // the Cauchy-Schwarz bound |x|·|w|.)
+            let norm = |v: &[f32]| v.iter().map(|a| a * a).sum::<f32>().sqrt();
+            for r in 0..5 {
+                let xr = &x[r * k..(r + 1) * k];
+                for c in 0..n {
+                    let wc = &deq[c * k..(c + 1) * k];
+                    let exact: f32 = xr.iter().zip(wc).map(|(a, b)| a * b).sum();
+                    let got = all[r * n + c];
+                    let bound = 0.005 * norm(xr) * norm(wc);
+                    assert!(
+                        (got - exact).abs() < bound,
+                        "{dtype:?} row {r} column {c}: {got} vs {exact}"
+                    );
+                }
+            }
+        }
+    }
+}
