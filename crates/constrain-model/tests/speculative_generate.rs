@@ -248,7 +248,7 @@ fn speculative(
         Some(&mut g),
         &s.prompt,
         cfg,
-        &SpeculativeConfig { draft_tokens: k },
+        &SpeculativeConfig::fixed(k),
         &mut |b| streamed.extend_from_slice(b),
     )
     .unwrap_or_else(|e| panic!("target {target:?} draft {draft:?} K {k}: {e}"));
@@ -525,7 +525,7 @@ fn bad_drafts_are_errors() {
             Some(&mut g),
             &s.prompt,
             &GenerateConfig::greedy(20),
-            &SpeculativeConfig { draft_tokens: k },
+            &SpeculativeConfig::fixed(k),
             &mut |_| {},
         )
     };
