@@ -160,7 +160,7 @@ fn main() {
 
     // 2. End to end.
     let config = GenerateConfig::greedy(max_tokens);
-    let mut alone = |engine: &mut Engine<QwenModel>| -> (f64, f64, Generation) {
+    let alone = |engine: &mut Engine<QwenModel>| -> (f64, f64, Generation) {
         let c = cpu();
         let g = engine
             .generate(&p, Some(index.clone()), &config, &mut |_| {})

@@ -103,7 +103,8 @@ pub struct GenerateArgs {
     no_jump_forward: bool,
     /// Write the step trace (JSON: model, prompt, settings, steps,
     /// sequence_logprob) to FILE; stdout is unchanged. `constrain view FILE`
-    /// renders it.
+    /// renders it. With --draft-model the steps show the target's logits,
+    /// with --guidance-scale or --contrastive-model the guided logits.
     #[arg(long, value_name = "FILE", conflicts_with = "beam")]
     trace: Option<PathBuf>,
     /// Constrained beam search with N beams (1 = greedy): the likeliest

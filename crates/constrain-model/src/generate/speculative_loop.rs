@@ -46,14 +46,61 @@
 //! its one verification call, the tokens it has not read yet (the previous
 //! round's replacement or bonus token and any forced tokens) followed by the
 //! drafted ones, so a round costs `K` draft steps and one target pass over
-//! `K + 1` positions.
+//! `K + 1` positions. The draft reads one token per proposal: after the
+//! round's first pass (the tokens it has not read yet), one single-token
+//! pass per further proposal.
+//!
+//! The draft reads the prompt during prefill (its time is
+//! [`SpeculativeStats::draft_prefill_time`], part of the generation's
+//! `prefill_time`), so that decode figures compare with the target alone's.
+//!
+//! ## The matcher's rollback window
+//!
+//! Drafting advances the matcher through up to `K` proposals and rolls them
+//! back, so a matcher whose window ([`Matcher::with_max_rollback`]) is
+//! shorter than `K` is refused up front ([`GenerateError::RollbackWindow`]);
+//! [`super::Engine::generate_speculative`] makes its matcher with a window
+//! of exactly `K`. Whether a forced continuation follows is asked of a copy
+//! of the matcher, since a forced stretch can be longer than the window.
+//!
+//! ## Adaptive draft length
+//!
+//! Whether drafting pays depends on the machine: a round drafting `k`
+//! tokens costs `k` draft passes plus one target pass over `k + 1`
+//! positions, and yields `1 + a + ... + a^k` tokens on average at a
+//! per-token acceptance rate `a`. On a GPU a pass over `k + 1` positions
+//! costs about one step and drafting wins; on a small CPU it costs nearly
+//! `k + 1` steps and it cannot. With [`SpeculativeConfig::adaptive`] (the
+//! default) each round picks the `k` in `0..=K` with the most expected
+//! tokens per second, from moving averages of the measured draft pass and
+//! target pass (per number of positions, interpolated where not yet
+//! measured) and Laplace's estimate of `a`; `k = 0` is a plain target step
+//! (counted in [`SpeculativeStats::plain_steps`]), and after
+//! `PROBE_EVERY` = 16 of those in a row one round drafts again, so a change
+//! is noticed. The choice never depends on the round's own random draws, so
+//! the output distribution stays the target's, and greedy output is the
+//! target's greedy output whatever the schedule; a sampled output does then
+//! depend on timings, so [`SpeculativeConfig::fixed`] (`--draft-fixed`)
+//! always drafts `K` for outputs that depend on the seed alone.
+//!
+//! ## Tracing
+//!
+//! [`generate_speculative_traced`] records one [`TraceStep`] per output
+//! token: a sampled token's step shows the **target's** raw logits at its
+//! position (the verification row it was accepted or replaced from, or the
+//! row that gave the bonus token), under the mask of that position, so a
+//! greedy trace is the trace of the target alone, step for step.
 //!
 //! ## What is counted
 //!
 //! [`SpeculativeStats`]: verification rounds, drafted and accepted tokens
 //! (forced tokens are neither), the acceptance rate `A / D`, and the mean
 //! accepted length `A / rounds` (draft tokens kept per target pass; each pass
-//! also yields one token of its own, the replacement or the bonus).
+//! also yields one token of its own, the replacement or the bonus); and
+//! where the time goes: the draft's passes, the target's passes (with the
+//! positions they scored), and the rest (masks, matcher, sampling,
+//! acceptance tests), printed by the CLI's summary and by `cargo bench
+//! --bench speculative`.
 
 use super::{check_request, Decoder, GenerateConfig, GenerateError, Generation};
 use crate::trace::{self, TraceStep};
@@ -791,4 +838,81 @@ fn verify_round<M: LanguageModel + ?Sized>(
         tfed.rewind(target, &seq, false);
     }
     Ok(go_on)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(adaptive: bool) -> Schedule {
+        Schedule::new(&SpeculativeConfig {
+            draft_tokens: 4,
+            adaptive,
+        })
+    }
+
+    fn stats(drafted: usize, accepted: usize) -> SpeculativeStats {
+        SpeculativeStats {
+            drafted,
+            accepted,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn drafts_k_until_costs_are_measured_and_always_when_fixed() {
+        let mut s = schedule(true);
+        assert_eq!(s.next(&stats(0, 0)), 4);
+        s.draft_pass(1, 0.030);
+        assert_eq!(s.next(&stats(4, 0)), 4, "no target pass measured yet");
+        let mut f = schedule(false);
+        f.draft_pass(1, 1.0);
+        f.target_pass(1, 0.001);
+        f.target_pass(5, 100.0);
+        assert_eq!(f.next(&stats(100, 0)), 4);
+    }
+
+    #[test]
+    fn drafts_the_most_when_verification_is_cheap_and_acceptance_high() {
+        // A GPU-like profile: a pass costs the same over 1 or 5 positions.
+        let mut s = schedule(true);
+        s.draft_pass(1, 0.010);
+        for n in 1..=5 {
+            s.target_pass(n, 0.050);
+        }
+        assert_eq!(s.next(&stats(100, 90)), 4);
+        // Low acceptance: fewer drafted tokens pay better.
+        let k = s.next(&stats(100, 20));
+        assert!((1..4).contains(&k), "{k}");
+    }
+
+    #[test]
+    fn plain_steps_when_drafting_does_not_pay_with_a_probe_now_and_then() {
+        // This CPU's profile: a 0.5B draft step costs 30 ms, a 1.5B step
+        // 57 ms, each further verified position 35 ms more.
+        let mut s = schedule(true);
+        s.draft_pass(1, 0.030);
+        s.target_pass(1, 0.057);
+        s.target_pass(5, 0.057 + 4.0 * 0.035);
+        assert!((s.target_cost(3).unwrap() - (0.057 + 2.0 * 0.035)).abs() < 1e-9);
+        let st = stats(100, 57);
+        let ks: Vec<usize> = (0..PROBE_EVERY).map(|_| s.next(&st)).collect();
+        assert!(ks[..PROBE_EVERY - 1].iter().all(|&k| k == 0), "{ks:?}");
+        assert!(ks[PROBE_EVERY - 1] >= 1, "a probe round: {ks:?}");
+        assert_eq!(s.next(&st), 0);
+    }
+
+    #[test]
+    fn unmeasured_pass_sizes_are_interpolated() {
+        let mut s = schedule(true);
+        assert_eq!(s.target_cost(2), None);
+        s.target_pass(2, 0.2);
+        assert_eq!(s.target_cost(4), Some(0.4));
+        assert_eq!(s.target_cost(1), Some(0.1));
+        s.target_pass(4, 0.3);
+        assert_eq!(s.target_cost(3), Some(0.25));
+        // Moving averages: a new measurement moves the estimate 30 %.
+        s.target_pass(4, 0.4);
+        assert!((s.target_cost(4).unwrap() - 0.33).abs() < 1e-9);
+    }
 }
