@@ -242,7 +242,12 @@ fn trace_combines_with_speculative_and_guidance() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|s| (s["token"]["id"].as_u64().unwrap(), s["forced"].as_bool().unwrap()))
+            .map(|s| {
+                (
+                    s["token"]["id"].as_u64().unwrap(),
+                    s["forced"].as_bool().unwrap(),
+                )
+            })
             .collect()
     };
     let alone_path = tmp("trace-alone.json");
@@ -255,18 +260,36 @@ fn trace_combines_with_speculative_and_guidance() {
     for (i, (extra, logits)) in [
         (vec!["--draft-model", draft.as_str(), "--greedy"], "target"),
         (
-            vec!["--draft-model", draft.as_str(), "--draft-tokens", "2", "--draft-fixed", "--seed", "5"],
+            vec![
+                "--draft-model",
+                draft.as_str(),
+                "--draft-tokens",
+                "2",
+                "--draft-fixed",
+                "--seed",
+                "5",
+            ],
             "target",
         ),
-        (vec!["--guidance-scale", "2", "--negative-prompt", "no"], "guided"),
-        (vec!["--contrastive-model", draft.as_str(), "--greedy"], "guided"),
+        (
+            vec!["--guidance-scale", "2", "--negative-prompt", "no"],
+            "guided",
+        ),
+        (
+            vec!["--contrastive-model", draft.as_str(), "--greedy"],
+            "guided",
+        ),
     ]
     .into_iter()
     .enumerate()
     {
         let path = tmp(&format!("trace-{i}.json"));
         let file = path.to_str().unwrap();
-        let plain = ok(&constrain(&[&base(&target)[..], &extra[..]].concat()), "untraced").0;
+        let plain = ok(
+            &constrain(&[&base(&target)[..], &extra[..]].concat()),
+            "untraced",
+        )
+        .0;
         let (out, _) = ok(
             &constrain(&[&base(&target)[..], &extra[..], &["--trace", file]].concat()),
             "traced",

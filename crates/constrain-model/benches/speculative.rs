@@ -58,11 +58,7 @@ fn cpu() -> f64 {
 fn timed<T>(f: impl FnOnce() -> T) -> (f64, f64, T) {
     let (c, t) = (cpu(), Instant::now());
     let r = f();
-    (
-        t.elapsed().as_secs_f64() * 1e3,
-        (cpu() - c) * 1e3,
-        r,
-    )
+    (t.elapsed().as_secs_f64() * 1e3, (cpu() - c) * 1e3, r)
 }
 
 fn main() {
@@ -178,7 +174,14 @@ fn main() {
         let (a_dec, a_cpu, a) = alone(&mut engine);
         let c = cpu();
         let g = engine
-            .generate_speculative(&mut draft, &p, Some(index.clone()), &config, &spec, &mut |_| {})
+            .generate_speculative(
+                &mut draft,
+                &p,
+                Some(index.clone()),
+                &config,
+                &spec,
+                &mut |_| {},
+            )
             .expect("speculative");
         let s_cpu = (cpu() - c) * 1e3;
         let s_dec = g.stats.decode_time.as_secs_f64() * 1e3;

@@ -755,8 +755,7 @@ impl<M: LanguageModel> Engine<M> {
         on_bytes: &mut dyn FnMut(&[u8]),
     ) -> Result<Generation, GenerateError> {
         // The rollback window speculative decoding needs, and no more.
-        let mut guide =
-            index.map(|i| Matcher::from_index(i).with_max_rollback(spec.draft_tokens));
+        let mut guide = index.map(|i| Matcher::from_index(i).with_max_rollback(spec.draft_tokens));
         generate_speculative(
             &mut self.model,
             draft,
@@ -781,8 +780,7 @@ impl<M: LanguageModel> Engine<M> {
         spec: &SpeculativeConfig,
         on_bytes: &mut dyn FnMut(&[u8]),
     ) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
-        let mut guide =
-            index.map(|i| Matcher::from_index(i).with_max_rollback(spec.draft_tokens));
+        let mut guide = index.map(|i| Matcher::from_index(i).with_max_rollback(spec.draft_tokens));
         generate_speculative_traced(
             &mut self.model,
             draft,

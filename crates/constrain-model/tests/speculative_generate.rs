@@ -670,9 +670,15 @@ fn speculative_trace_is_the_targets_trace() {
                     assert_eq!(got.tokens, want.tokens, "{what}");
                     assert_eq!(steps, want_steps, "{what}");
                     let (untraced, _, _) = speculative(&s, Kind::Random(1), draft, k, &cfg, true);
-                    assert_eq!(untraced.tokens, got.tokens, "{what}: tracing changed the output");
-                    assert_eq!(untraced.stats.speculative.map(|s| (s.drafted, s.accepted)),
-                        got.stats.speculative.map(|s| (s.drafted, s.accepted)), "{what}");
+                    assert_eq!(
+                        untraced.tokens, got.tokens,
+                        "{what}: tracing changed the output"
+                    );
+                    assert_eq!(
+                        untraced.stats.speculative.map(|s| (s.drafted, s.accepted)),
+                        got.stats.speculative.map(|s| (s.drafted, s.accepted)),
+                        "{what}"
+                    );
                 }
             }
         }

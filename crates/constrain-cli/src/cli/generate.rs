@@ -494,7 +494,8 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             )?;
             (o, Some(st))
         } else {
-            let o = engine.generate_guided(&prompt, Some(index), &config, guidance, &mut on_bytes)?;
+            let o =
+                engine.generate_guided(&prompt, Some(index), &config, guidance, &mut on_bytes)?;
             (o, None)
         }
     } else if tracing {

@@ -350,7 +350,9 @@ impl Decoder<'_> {
             }
             return Ok(self.sampler.distribution(work, None, history)?);
         };
-        let p = self.sampler.distribution(work, Some(m.allowed()), history)?;
+        let p = self
+            .sampler
+            .distribution(work, Some(m.allowed()), history)?;
         if m.always_fits(remaining) {
             return Ok(p);
         }
@@ -488,9 +490,7 @@ impl Schedule {
         let below = (1..n).rev().find_map(|i| self.target[i].map(|t| (i, t)));
         let above = (n + 1..self.target.len()).find_map(|i| self.target[i].map(|t| (i, t)));
         match (below, above) {
-            (Some((i, a)), Some((j, b))) => {
-                Some(a + (b - a) * (n - i) as f64 / (j - i) as f64)
-            }
+            (Some((i, a)), Some((j, b))) => Some(a + (b - a) * (n - i) as f64 / (j - i) as f64),
             (Some((i, a)), None) => Some(a * n as f64 / i as f64),
             (None, Some((j, b))) => Some(b * n as f64 / j as f64),
             (None, None) => None,
