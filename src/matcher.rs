@@ -153,6 +153,12 @@ impl Matcher {
         self
     }
 
+    /// The rollback bound set by [`Matcher::with_max_rollback`] (`None`:
+    /// unbounded).
+    pub fn max_rollback(&self) -> Option<usize> {
+        self.max_rollback
+    }
+
     /// The shared index.
     pub fn index(&self) -> &Arc<TokenIndex> {
         &self.index

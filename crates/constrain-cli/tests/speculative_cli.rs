@@ -224,3 +224,104 @@ fn bad_speculative_and_guidance_input_exits_2() {
         bad_input(&constrain(&[&b[..], &extra[..]].concat()), needle);
     }
 }
+
+/// `--trace FILE` with `--draft-model`, `--guidance-scale` and
+/// `--contrastive-model`: stdout is what the same run prints without it, the
+/// trace has one step per output token whose bytes spell stdout, sampled
+/// steps carry logits, and its settings name the strategy and whose logits
+/// the steps show. Under greedy with a draft, the trace's tokens and forced
+/// flags are those of the target traced alone.
+#[test]
+fn trace_combines_with_speculative_and_guidance() {
+    let (target, draft, _) = models();
+    let read = |p: &PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let tokens = |t: &serde_json::Value| -> Vec<(u64, bool)> {
+        t["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["token"]["id"].as_u64().unwrap(),
+                    s["forced"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let alone_path = tmp("trace-alone.json");
+    let alone_file = alone_path.to_str().unwrap();
+    ok(
+        &constrain(&[&base(&target)[..], &["--greedy", "--trace", alone_file]].concat()),
+        "traced alone",
+    );
+    let alone = read(&alone_path);
+    for (i, (extra, logits)) in [
+        (vec!["--draft-model", draft.as_str(), "--greedy"], "target"),
+        (
+            vec![
+                "--draft-model",
+                draft.as_str(),
+                "--draft-tokens",
+                "2",
+                "--draft-fixed",
+                "--seed",
+                "5",
+            ],
+            "target",
+        ),
+        (
+            vec!["--guidance-scale", "2", "--negative-prompt", "no"],
+            "guided",
+        ),
+        (
+            vec!["--contrastive-model", draft.as_str(), "--greedy"],
+            "guided",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let path = tmp(&format!("trace-{i}.json"));
+        let file = path.to_str().unwrap();
+        let plain = ok(
+            &constrain(&[&base(&target)[..], &extra[..]].concat()),
+            "untraced",
+        )
+        .0;
+        let (out, _) = ok(
+            &constrain(&[&base(&target)[..], &extra[..], &["--trace", file]].concat()),
+            "traced",
+        );
+        assert_eq!(out, plain, "{extra:?}: --trace changed stdout");
+        let t = read(&path);
+        assert_eq!(t["settings"]["logits"], logits, "{extra:?}");
+        let steps = t["steps"].as_array().unwrap();
+        let spelled: Vec<u8> = steps
+            .iter()
+            .flat_map(|s| {
+                s["token"]["bytes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| b.as_u64().unwrap() as u8)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(
+            String::from_utf8_lossy(&spelled).trim_end(),
+            out.trim_end(),
+            "{extra:?}: the steps spell stdout"
+        );
+        for s in steps {
+            if !s["forced"].as_bool().unwrap() {
+                assert!(s["token"]["logit"].is_number(), "{extra:?}: {s}");
+                assert!(!s["top"].as_array().unwrap().is_empty(), "{extra:?}");
+            }
+        }
+        if extra.contains(&"--greedy") && logits == "target" {
+            assert_eq!(tokens(&t), tokens(&alone), "{extra:?}: the target's trace");
+        }
+    }
+}

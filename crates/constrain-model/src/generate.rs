@@ -61,8 +61,10 @@ use std::time::{Duration, Instant};
 mod guidance_loop;
 mod speculative_loop;
 
-pub use guidance_loop::{generate_guided, Guidance};
-pub use speculative_loop::{generate_speculative, SpeculativeConfig, SpeculativeStats};
+pub use guidance_loop::{generate_guided, generate_guided_traced, Guidance};
+pub use speculative_loop::{
+    generate_speculative, generate_speculative_traced, SpeculativeConfig, SpeculativeStats,
+};
 
 /// How to generate. Defaults are documented per field.
 #[derive(Clone, Debug)]
@@ -194,6 +196,8 @@ pub enum GenerateError {
     },
     #[error("invalid draft_tokens 0: the draft must propose at least 1 token per step")]
     ZeroDraftTokens,
+    #[error("the matcher's rollback window is {window} tokens but draft_tokens is {draft_tokens}: speculative decoding rolls back up to draft_tokens tokens (Matcher::with_max_rollback)")]
+    RollbackWindow { window: usize, draft_tokens: usize },
     #[error("the sampler picked token {token}, which the guide forbids")]
     MaskIgnored { token: TokenId },
     #[error("the constraint's automaton hit a resource limit while generating: {limit}")]
@@ -750,7 +754,8 @@ impl<M: LanguageModel> Engine<M> {
         spec: &SpeculativeConfig,
         on_bytes: &mut dyn FnMut(&[u8]),
     ) -> Result<Generation, GenerateError> {
-        let mut guide = index.map(Matcher::from_index);
+        // The rollback window speculative decoding needs, and no more.
+        let mut guide = index.map(|i| Matcher::from_index(i).with_max_rollback(spec.draft_tokens));
         generate_speculative(
             &mut self.model,
             draft,
@@ -760,6 +765,54 @@ impl<M: LanguageModel> Engine<M> {
             prompt,
             config,
             spec,
+            on_bytes,
+        )
+    }
+
+    /// [`Engine::generate_speculative`], also recording the step trace of
+    /// the target's distribution (see [`generate_speculative_traced`]).
+    pub fn generate_speculative_traced<D: LanguageModel + ?Sized>(
+        &mut self,
+        draft: &mut D,
+        prompt: &[TokenId],
+        index: Option<Arc<TokenIndex>>,
+        config: &GenerateConfig,
+        spec: &SpeculativeConfig,
+        on_bytes: &mut dyn FnMut(&[u8]),
+    ) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
+        let mut guide = index.map(|i| Matcher::from_index(i).with_max_rollback(spec.draft_tokens));
+        generate_speculative_traced(
+            &mut self.model,
+            draft,
+            &self.vocab,
+            Some(&self.tokenizer),
+            guide.as_mut(),
+            prompt,
+            config,
+            spec,
+            on_bytes,
+        )
+    }
+
+    /// [`Engine::generate_guided`], also recording the step trace of the
+    /// guided distribution (see [`generate_guided_traced`]).
+    pub fn generate_guided_traced(
+        &mut self,
+        prompt: &[TokenId],
+        index: Option<Arc<TokenIndex>>,
+        config: &GenerateConfig,
+        guidance: Guidance<'_>,
+        on_bytes: &mut dyn FnMut(&[u8]),
+    ) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
+        let mut guide = index.map(Matcher::from_index);
+        generate_guided_traced(
+            &mut self.model,
+            &self.vocab,
+            Some(&self.tokenizer),
+            guide.as_mut(),
+            prompt,
+            config,
+            guidance,
             on_bytes,
         )
     }

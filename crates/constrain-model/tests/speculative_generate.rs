@@ -13,7 +13,8 @@ use constrain::sampling::SamplingConfig;
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
 use constrain_model::generate::{
-    generate, generate_speculative, GenerateConfig, GenerateError, Generation, SpeculativeConfig,
+    generate, generate_speculative, generate_speculative_traced, generate_traced, GenerateConfig,
+    GenerateError, Generation, SpeculativeConfig,
 };
 use constrain_model::{LanguageModel, ModelError};
 use constrain_testkit::{tiny, FakeModel};
@@ -248,7 +249,7 @@ fn speculative(
         Some(&mut g),
         &s.prompt,
         cfg,
-        &SpeculativeConfig { draft_tokens: k },
+        &SpeculativeConfig::fixed(k),
         &mut |b| streamed.extend_from_slice(b),
     )
     .unwrap_or_else(|e| panic!("target {target:?} draft {draft:?} K {k}: {e}"));
@@ -525,7 +526,7 @@ fn bad_drafts_are_errors() {
             Some(&mut g),
             &s.prompt,
             &GenerateConfig::greedy(20),
-            &SpeculativeConfig { draft_tokens: k },
+            &SpeculativeConfig::fixed(k),
             &mut |_| {},
         )
     };
@@ -539,4 +540,198 @@ fn bad_drafts_are_errors() {
     assert!(matches!(e, GenerateError::ZeroDraftTokens), "{e}");
     let e = run(&mut FakeModel::uniform(width).with_context_length(5), 2).unwrap_err();
     assert!(matches!(e, GenerateError::ContextTooSmall { .. }), "{e}");
+}
+
+/// The matcher's rollback window: a window shorter than K is refused before
+/// anything runs; a window of exactly K is enough, also where jump-forward
+/// forces stretches longer than K (the draft asks a copy of the matcher
+/// whether a forced continuation follows, never rolling them back), and
+/// the output is the target's alone.
+#[test]
+fn a_rollback_window_of_k_is_enough_and_a_shorter_one_is_refused() {
+    let (_, re) = record();
+    let s = setup(&re);
+    let cfg = GenerateConfig::greedy(60);
+    let want = plain(&s, Kind::Random(1), &cfg);
+    assert!(want.stats.forced_tokens > 3, "the record forces its keys");
+    for k in [1, 2, 4] {
+        for window in [k - 1, k, k + 3] {
+            let mut tm = model(Kind::Random(1), &s.vocab, &s.idx, s.prompt.len());
+            let mut dm = model(Kind::Noisy(1), &s.vocab, &s.idx, s.prompt.len());
+            let mut g = Matcher::from_index(s.idx.clone()).with_max_rollback(window);
+            let r = generate_speculative(
+                &mut tm,
+                &mut dm,
+                &s.vocab,
+                Some(&s.t.tokenizer),
+                Some(&mut g),
+                &s.prompt,
+                &cfg,
+                &SpeculativeConfig::fixed(k),
+                &mut |_| {},
+            );
+            if window < k {
+                let e = r.unwrap_err();
+                assert!(
+                    matches!(e, GenerateError::RollbackWindow { window: w, draft_tokens } if w == window && draft_tokens == k),
+                    "{e}"
+                );
+                assert!(e.to_string().contains("with_max_rollback"), "{e}");
+            } else {
+                let out = r.unwrap_or_else(|e| panic!("K {k} window {window}: {e}"));
+                assert_eq!(out.tokens, want.tokens, "K {k} window {window}");
+                let st = out.stats.speculative.unwrap();
+                assert!(st.drafted > st.accepted, "some proposals were rolled back");
+            }
+        }
+    }
+}
+
+/// The adaptive schedule changes the draft length, never the output: under
+/// greedy it equals the target alone for every draft, with rounds that
+/// draft and (with a target whose passes cost more than a draft's gain)
+/// plain steps counted apart.
+#[test]
+fn adaptive_draft_length_keeps_greedy_identity() {
+    let (_, re) = record();
+    let s = setup(&re);
+    for max in [s.needed, 60] {
+        let cfg = GenerateConfig::greedy(max);
+        let want = plain(&s, Kind::Random(1), &cfg);
+        for draft in DRAFTS {
+            for k in [1, 4] {
+                let mut tm = model(Kind::Random(1), &s.vocab, &s.idx, s.prompt.len());
+                let mut dm = model(draft, &s.vocab, &s.idx, s.prompt.len());
+                let mut g = Matcher::from_index(s.idx.clone());
+                let out = generate_speculative(
+                    &mut tm,
+                    &mut dm,
+                    &s.vocab,
+                    Some(&s.t.tokenizer),
+                    Some(&mut g),
+                    &s.prompt,
+                    &cfg,
+                    &SpeculativeConfig::adaptive(k),
+                    &mut |_| {},
+                )
+                .unwrap();
+                assert_eq!(out.tokens, want.tokens, "{draft:?} K {k} max {max}");
+                assert_eq!(out.stop, want.stop);
+                let st = out.stats.speculative.unwrap();
+                assert!(st.rounds >= 1, "the first round drafts");
+                assert!(st.accepted <= st.drafted);
+            }
+        }
+    }
+}
+
+/// `generate_speculative_traced` records the target's distribution: under
+/// greedy its steps are the steps of the target traced alone (same tokens,
+/// forced flags, log-probabilities, top logits and masses), for any draft
+/// and K, and tracing changes nothing in the output.
+#[test]
+fn speculative_trace_is_the_targets_trace() {
+    let (_, record_re) = record();
+    for re in [record_re.as_str(), WORDS] {
+        let s = setup(re);
+        for max in [s.needed + 2, 60] {
+            let cfg = GenerateConfig::greedy(max);
+            let mut tm = model(Kind::Random(1), &s.vocab, &s.idx, s.prompt.len());
+            let mut g = Matcher::from_index(s.idx.clone());
+            let (want, want_steps) = generate_traced(
+                &mut tm,
+                &s.vocab,
+                Some(&s.t.tokenizer),
+                Some(&mut g),
+                &s.prompt,
+                &cfg,
+                &mut |_| {},
+            )
+            .unwrap();
+            assert_eq!(want_steps.len(), want.tokens.len());
+            for draft in DRAFTS {
+                for k in [1, 3] {
+                    let what = format!("{re} {draft:?} K {k} max {max}");
+                    let mut tm = model(Kind::Random(1), &s.vocab, &s.idx, s.prompt.len());
+                    let mut dm = model(draft, &s.vocab, &s.idx, s.prompt.len());
+                    let mut g = Matcher::from_index(s.idx.clone());
+                    let (got, steps) = generate_speculative_traced(
+                        &mut tm,
+                        &mut dm,
+                        &s.vocab,
+                        Some(&s.t.tokenizer),
+                        Some(&mut g),
+                        &s.prompt,
+                        &cfg,
+                        &SpeculativeConfig::fixed(k),
+                        &mut |_| {},
+                    )
+                    .unwrap();
+                    assert_eq!(got.tokens, want.tokens, "{what}");
+                    assert_eq!(steps, want_steps, "{what}");
+                    let (untraced, _, _) = speculative(&s, Kind::Random(1), draft, k, &cfg, true);
+                    assert_eq!(
+                        untraced.tokens, got.tokens,
+                        "{what}: tracing changed the output"
+                    );
+                    assert_eq!(
+                        untraced.stats.speculative.map(|s| (s.drafted, s.accepted)),
+                        got.stats.speculative.map(|s| (s.drafted, s.accepted)),
+                        "{what}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Sampled speculative decoding with a trace: one step per output token, in
+/// order, each sampled step's token allowed by its own mask and listed with
+/// its logit, forced steps with none; the output is the untraced one.
+#[test]
+fn sampled_speculative_trace_covers_every_token() {
+    let (schema, re) = record();
+    let s = setup(&re);
+    for seed in 0..6 {
+        let cfg = GenerateConfig {
+            sampling: SamplingConfig {
+                temperature: 0.9,
+                ..SamplingConfig::default()
+            },
+            seed,
+            ..GenerateConfig::greedy(60)
+        };
+        let mut tm = model(Kind::Random(1), &s.vocab, &s.idx, s.prompt.len());
+        let mut dm = model(Kind::Noisy(1), &s.vocab, &s.idx, s.prompt.len());
+        let mut g = Matcher::from_index(s.idx.clone());
+        let (out, steps) = generate_speculative_traced(
+            &mut tm,
+            &mut dm,
+            &s.vocab,
+            Some(&s.t.tokenizer),
+            Some(&mut g),
+            &s.prompt,
+            &cfg,
+            &SpeculativeConfig::fixed(3),
+            &mut |_| {},
+        )
+        .unwrap();
+        check_valid(&out, &schema, "traced");
+        let (untraced, _, _) = speculative(&s, Kind::Random(1), Kind::Noisy(1), 3, &cfg, true);
+        assert_eq!(untraced.tokens, out.tokens, "seed {seed}");
+        let eos = out.tokens.len() < steps.len();
+        assert_eq!(steps.len(), out.tokens.len() + eos as usize, "seed {seed}");
+        for (i, st) in steps.iter().enumerate() {
+            assert_eq!(st.step, i);
+            if let Some(&t) = out.tokens.get(i) {
+                assert_eq!(st.token.id, t.0);
+            }
+            if st.forced {
+                assert!(st.top.is_empty() && st.token.logit.is_none());
+            } else {
+                assert!(st.token.logit.is_some() && !st.top.is_empty());
+                assert!(st.logprob <= 0.0 && st.logprob.is_finite(), "{st:?}");
+            }
+        }
+    }
 }

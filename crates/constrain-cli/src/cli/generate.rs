@@ -103,7 +103,8 @@ pub struct GenerateArgs {
     no_jump_forward: bool,
     /// Write the step trace (JSON: model, prompt, settings, steps,
     /// sequence_logprob) to FILE; stdout is unchanged. `constrain view FILE`
-    /// renders it.
+    /// renders it. With --draft-model the steps show the target's logits,
+    /// with --guidance-scale or --contrastive-model the guided logits.
     #[arg(long, value_name = "FILE", conflicts_with = "beam")]
     trace: Option<PathBuf>,
     /// Constrained beam search with N beams (1 = greedy): the likeliest
@@ -126,7 +127,7 @@ pub struct GenerateArgs {
         long = "draft-model",
         visible_alias = "model-draft",
         value_name = "FILE",
-        conflicts_with_all = ["beam", "trace", "guidance_scale", "contrastive_model"]
+        conflicts_with_all = ["beam", "guidance_scale", "contrastive_model"]
     )]
     draft_model: Option<PathBuf>,
     /// Tokens the draft proposes per step, K >= 1 (default 4). llama.cpp's
@@ -139,6 +140,12 @@ pub struct GenerateArgs {
         allow_hyphen_values = true
     )]
     draft_tokens: Option<usize>,
+    /// Always draft K tokens per round (where the output allows). By
+    /// default each round's draft length is chosen in 0..=K from the
+    /// measured cost of a draft pass and of a verification pass and the
+    /// acceptance rate so far, 0 meaning a plain step of the model.
+    #[arg(long = "draft-fixed", requires = "draft_model")]
+    draft_fixed: bool,
     /// Classifier-free guidance scale G: logits_uncond + G (logits_cond -
     /// logits_uncond), the unconditional pass on --negative-prompt (1 = off:
     /// no second pass).
@@ -146,7 +153,7 @@ pub struct GenerateArgs {
         long = "guidance-scale",
         value_name = "G",
         allow_hyphen_values = true,
-        conflicts_with_all = ["beam", "trace", "contrastive_model"]
+        conflicts_with_all = ["beam", "contrastive_model"]
     )]
     guidance_scale: Option<f32>,
     /// The user message of the unconditional pass of --guidance-scale
@@ -162,7 +169,7 @@ pub struct GenerateArgs {
     #[arg(
         long = "contrastive-model",
         value_name = "FILE",
-        conflicts_with_all = ["beam", "trace"]
+        conflicts_with = "beam"
     )]
     contrastive_model: Option<PathBuf>,
     /// Plausibility threshold A of --contrastive-model, in [0, 1]: only
@@ -437,8 +444,68 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let t_gen = Instant::now();
-    let out = if let Some(f) = trace_file.as_mut() {
-        let (out, steps) = engine.generate_traced(&prompt, Some(index), &config, &mut on_bytes)?;
+    let tracing = trace_file.is_some();
+    let (out, steps) = if let (Some(s), true) = (second.as_mut(), a.draft_model.is_some()) {
+        let spec = SpeculativeConfig {
+            draft_tokens: a.draft_tokens.unwrap_or(DEFAULT_DRAFT_TOKENS),
+            adaptive: !a.draft_fixed,
+        };
+        if tracing {
+            let (o, st) = engine.generate_speculative_traced(
+                &mut s.model,
+                &prompt,
+                Some(index),
+                &config,
+                &spec,
+                &mut on_bytes,
+            )?;
+            (o, Some(st))
+        } else {
+            let o = engine.generate_speculative(
+                &mut s.model,
+                &prompt,
+                Some(index),
+                &config,
+                &spec,
+                &mut on_bytes,
+            )?;
+            (o, None)
+        }
+    } else if second.is_some() || uncond.is_some() {
+        let guidance = match (second.as_mut(), uncond.as_mut()) {
+            (Some(s), _) => Guidance::Contrastive {
+                amateur: &mut s.model,
+                alpha: a.contrastive_alpha.unwrap_or(DEFAULT_CONTRASTIVE_ALPHA),
+            },
+            (None, Some(u)) => Guidance::ClassifierFree {
+                uncond: u,
+                negative_prompt: negative,
+                scale: a.guidance_scale.unwrap_or(1.0),
+            },
+            (None, None) => unreachable!("checked above"),
+        };
+        if tracing {
+            let (o, st) = engine.generate_guided_traced(
+                &prompt,
+                Some(index),
+                &config,
+                guidance,
+                &mut on_bytes,
+            )?;
+            (o, Some(st))
+        } else {
+            let o =
+                engine.generate_guided(&prompt, Some(index), &config, guidance, &mut on_bytes)?;
+            (o, None)
+        }
+    } else if tracing {
+        let (o, st) = engine.generate_traced(&prompt, Some(index), &config, &mut on_bytes)?;
+        (o, Some(st))
+    } else {
+        let o = engine.generate(&prompt, Some(index), &config, &mut on_bytes)?;
+        (o, None)
+    };
+    if let (Some(f), Some(steps)) = (trace_file.as_mut(), steps) {
         let trace = Trace::new(
             model_path.display().to_string(),
             user.clone(),
@@ -450,35 +517,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::from)
             .and_then(|_| f.write_all(b"\n").map_err(anyhow::Error::from))
             .with_context(|| format!("cannot write --trace file {}", path.display()))?;
-        out
-    } else if let (Some(s), true) = (second.as_mut(), a.draft_model.is_some()) {
-        let spec = SpeculativeConfig {
-            draft_tokens: a.draft_tokens.unwrap_or(DEFAULT_DRAFT_TOKENS),
-        };
-        engine.generate_speculative(
-            &mut s.model,
-            &prompt,
-            Some(index),
-            &config,
-            &spec,
-            &mut on_bytes,
-        )?
-    } else if let Some(s) = second.as_mut() {
-        let guidance = Guidance::Contrastive {
-            amateur: &mut s.model,
-            alpha: a.contrastive_alpha.unwrap_or(DEFAULT_CONTRASTIVE_ALPHA),
-        };
-        engine.generate_guided(&prompt, Some(index), &config, guidance, &mut on_bytes)?
-    } else if let Some(u) = uncond.as_mut() {
-        let guidance = Guidance::ClassifierFree {
-            uncond: u,
-            negative_prompt: negative,
-            scale: a.guidance_scale.unwrap_or(1.0),
-        };
-        engine.generate_guided(&prompt, Some(index), &config, guidance, &mut on_bytes)?
-    } else {
-        engine.generate(&prompt, Some(index), &config, &mut on_bytes)?
-    };
+    }
     let wall = t_gen.elapsed();
     if let Some(e) = stream_err {
         return Err(e).context("cannot write to stdout");
@@ -524,6 +563,17 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             sp.verify_time.as_secs_f64(),
             s.generated_tokens as f64 / wall.as_secs_f64().max(1e-9),
             wall.as_secs_f64()
+        );
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        eprintln!(
+            "speculative: {} plain steps; draft prefill {:.0} ms; draft passes {:.0} ms ({:.1} ms each); target passes {:.0} ms over {} positions; masks, sampling and acceptance {:.0} ms",
+            sp.plain_steps,
+            ms(sp.draft_prefill_time),
+            ms(sp.draft_model_time),
+            ms(sp.draft_pass_time()),
+            ms(sp.target_model_time),
+            sp.target_positions,
+            ms(sp.overhead_time())
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -641,7 +691,35 @@ fn settings_json(a: &GenerateArgs, c: &GenerateConfig) -> serde_json::Value {
     } else {
         serde_json::Value::Null
     };
-    serde_json::json!({
+    // The strategy, where not plain decoding: whose distribution the steps
+    // show (the target's under a draft, the guided one under guidance).
+    let mut strategy = serde_json::Map::new();
+    if let Some(p) = &a.draft_model {
+        strategy.insert("draft_model".into(), p.display().to_string().into());
+        strategy.insert(
+            "draft_tokens".into(),
+            a.draft_tokens.unwrap_or(DEFAULT_DRAFT_TOKENS).into(),
+        );
+        strategy.insert("draft_fixed".into(), a.draft_fixed.into());
+        strategy.insert("logits".into(), "target".into());
+    }
+    if let Some(g) = a.guidance_scale {
+        strategy.insert("guidance_scale".into(), serde_json::json!(g));
+        strategy.insert(
+            "negative_prompt".into(),
+            a.negative_prompt.clone().unwrap_or_default().into(),
+        );
+        strategy.insert("logits".into(), "guided".into());
+    }
+    if let Some(p) = &a.contrastive_model {
+        strategy.insert("contrastive_model".into(), p.display().to_string().into());
+        strategy.insert(
+            "contrastive_alpha".into(),
+            serde_json::json!(a.contrastive_alpha.unwrap_or(DEFAULT_CONTRASTIVE_ALPHA)),
+        );
+        strategy.insert("logits".into(), "guided".into());
+    }
+    let mut v = serde_json::json!({
         "constraint": constraint,
         "max_tokens": c.max_tokens,
         "greedy": s.is_greedy(),
@@ -657,5 +735,9 @@ fn settings_json(a: &GenerateArgs, c: &GenerateConfig) -> serde_json::Value {
         "seed": c.seed,
         "jump_forward": c.jump_forward,
         "raw": a.raw,
-    })
+    });
+    if let Some(m) = v.as_object_mut() {
+        m.extend(strategy);
+    }
+    v
 }

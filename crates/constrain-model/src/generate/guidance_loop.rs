@@ -27,6 +27,7 @@
 //! apply to the guided logits unchanged.
 
 use super::{check_request, drive, Decoder, GenerateConfig, GenerateError, Generation};
+use crate::trace::TraceStep;
 use crate::LanguageModel;
 use constrain::index::TokenSet;
 use constrain::matcher::Matcher;
@@ -143,6 +144,45 @@ pub fn generate_guided<M: LanguageModel + ?Sized>(
     guidance: Guidance<'_>,
     on_bytes: &mut dyn FnMut(&[u8]),
 ) -> Result<Generation, GenerateError> {
+    run_guided(
+        model, vocab, tokenizer, matcher, prompt, config, guidance, on_bytes, false,
+    )
+    .map(|(g, _)| g)
+}
+
+/// [`generate_guided`], also recording one [`TraceStep`] per output token
+/// ([`crate::trace`]): a sampled token's step shows the **guided** logits
+/// (what the mask and the sampling pipeline saw: `uncond + G (cond −
+/// uncond)`, or the contrastive scores with `-inf` for the tokens below the
+/// plausibility cutoff). Same output as without the trace.
+#[allow(clippy::too_many_arguments)]
+pub fn generate_guided_traced<M: LanguageModel + ?Sized>(
+    model: &mut M,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+    guidance: Guidance<'_>,
+    on_bytes: &mut dyn FnMut(&[u8]),
+) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
+    run_guided(
+        model, vocab, tokenizer, matcher, prompt, config, guidance, on_bytes, true,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_guided<M: LanguageModel + ?Sized>(
+    model: &mut M,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+    guidance: Guidance<'_>,
+    on_bytes: &mut dyn FnMut(&[u8]),
+    trace: bool,
+) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
     check_request(model, vocab, matcher.as_deref(), prompt, config)?;
     let (other, kind, aux_prompt, role) = match guidance {
         Guidance::ClassifierFree {
@@ -196,7 +236,7 @@ pub fn generate_guided<M: LanguageModel + ?Sized>(
             context: other.context_length(),
         });
     }
-    let mut d = Decoder::new(vocab, tokenizer, matcher, prompt, config, on_bytes, false)?;
+    let mut d = Decoder::new(vocab, tokenizer, matcher, prompt, config, on_bytes, trace)?;
     // G = 1 is plain decoding: the second sequence is never run.
     if !matches!(kind, Kind::Cfg(g) if g == 1.0) {
         d.aux = Some(Aux {
@@ -207,5 +247,5 @@ pub fn generate_guided<M: LanguageModel + ?Sized>(
             logits: None,
         });
     }
-    drive(d, model, prompt).map(|(g, _)| g)
+    drive(d, model, prompt)
 }

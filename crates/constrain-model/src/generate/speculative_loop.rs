@@ -46,16 +46,64 @@
 //! its one verification call, the tokens it has not read yet (the previous
 //! round's replacement or bonus token and any forced tokens) followed by the
 //! drafted ones, so a round costs `K` draft steps and one target pass over
-//! `K + 1` positions.
+//! `K + 1` positions. The draft reads one token per proposal: after the
+//! round's first pass (the tokens it has not read yet), one single-token
+//! pass per further proposal.
+//!
+//! The draft reads the prompt during prefill (its time is
+//! [`SpeculativeStats::draft_prefill_time`], part of the generation's
+//! `prefill_time`), so that decode figures compare with the target alone's.
+//!
+//! ## The matcher's rollback window
+//!
+//! Drafting advances the matcher through up to `K` proposals and rolls them
+//! back, so a matcher whose window ([`Matcher::with_max_rollback`]) is
+//! shorter than `K` is refused up front ([`GenerateError::RollbackWindow`]);
+//! [`super::Engine::generate_speculative`] makes its matcher with a window
+//! of exactly `K`. Whether a forced continuation follows is asked of a copy
+//! of the matcher, since a forced stretch can be longer than the window.
+//!
+//! ## Adaptive draft length
+//!
+//! Whether drafting pays depends on the machine: a round drafting `k`
+//! tokens costs `k` draft passes plus one target pass over `k + 1`
+//! positions, and yields `1 + a + ... + a^k` tokens on average at a
+//! per-token acceptance rate `a`. On a GPU a pass over `k + 1` positions
+//! costs about one step and drafting wins; on a small CPU it costs nearly
+//! `k + 1` steps and it cannot. With [`SpeculativeConfig::adaptive`] (the
+//! default) each round picks the `k` in `0..=K` with the most expected
+//! tokens per second, from moving averages of the measured draft pass and
+//! target pass (per number of positions, interpolated where not yet
+//! measured) and Laplace's estimate of `a`; `k = 0` is a plain target step
+//! (counted in [`SpeculativeStats::plain_steps`]), and after
+//! `PROBE_EVERY` = 16 of those in a row one round drafts again, so a change
+//! is noticed. The choice never depends on the round's own random draws, so
+//! the output distribution stays the target's, and greedy output is the
+//! target's greedy output whatever the schedule; a sampled output does then
+//! depend on timings, so [`SpeculativeConfig::fixed`] (`--draft-fixed`)
+//! always drafts `K` for outputs that depend on the seed alone.
+//!
+//! ## Tracing
+//!
+//! [`generate_speculative_traced`] records one [`TraceStep`] per output
+//! token: a sampled token's step shows the **target's** raw logits at its
+//! position (the verification row it was accepted or replaced from, or the
+//! row that gave the bonus token), under the mask of that position, so a
+//! greedy trace is the trace of the target alone, step for step.
 //!
 //! ## What is counted
 //!
 //! [`SpeculativeStats`]: verification rounds, drafted and accepted tokens
 //! (forced tokens are neither), the acceptance rate `A / D`, and the mean
 //! accepted length `A / rounds` (draft tokens kept per target pass; each pass
-//! also yields one token of its own, the replacement or the bonus).
+//! also yields one token of its own, the replacement or the bonus); and
+//! where the time goes: the draft's passes, the target's passes (with the
+//! positions they scored), and the rest (masks, matcher, sampling,
+//! acceptance tests), printed by the CLI's summary and by `cargo bench
+//! --bench speculative`.
 
 use super::{check_request, Decoder, GenerateConfig, GenerateError, Generation};
+use crate::trace::{self, TraceStep};
 use crate::LanguageModel;
 use constrain::index::TokenSet;
 use constrain::matcher::Matcher;
@@ -63,38 +111,78 @@ use constrain::sampling::{verify, Verdict};
 use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How to draft.
 #[derive(Clone, Debug)]
 pub struct SpeculativeConfig {
-    /// Tokens the draft proposes per round, `K >= 1` (default 4).
+    /// Most tokens the draft proposes per round, `K >= 1` (default 4).
     pub draft_tokens: usize,
+    /// Choose each round's draft length in `0..=K` from measured costs and
+    /// the running acceptance rate (see the module docs, "Adaptive draft
+    /// length"; default `true`). `false` always drafts `K` (where the output
+    /// allows): a sampled output then depends on the seed alone, never on
+    /// timings.
+    pub adaptive: bool,
 }
 
 impl Default for SpeculativeConfig {
     fn default() -> Self {
-        SpeculativeConfig { draft_tokens: 4 }
+        SpeculativeConfig {
+            draft_tokens: 4,
+            adaptive: true,
+        }
+    }
+}
+
+impl SpeculativeConfig {
+    /// Always `k` draft tokens per round (no adaptive schedule).
+    pub fn fixed(k: usize) -> Self {
+        SpeculativeConfig {
+            draft_tokens: k,
+            adaptive: false,
+        }
+    }
+
+    /// At most `k` draft tokens per round, the length chosen each round.
+    pub fn adaptive(k: usize) -> Self {
+        SpeculativeConfig {
+            draft_tokens: k,
+            adaptive: true,
+        }
     }
 }
 
 /// Counters of speculative decoding.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SpeculativeStats {
-    /// Verification rounds (one target pass each, at most).
+    /// Verification rounds (one target pass each, at most) that verified at
+    /// least one draft token.
     pub rounds: usize,
+    /// Rounds where the adaptive schedule drafted nothing: one plain target
+    /// step each.
+    pub plain_steps: usize,
     /// Tokens the draft proposed.
     pub drafted: usize,
     /// Proposals the target kept.
     pub accepted: usize,
-    /// Forward passes of the draft model.
+    /// Forward passes of the draft model (its prompt prefill not counted).
     pub draft_calls: usize,
-    /// Time spent drafting.
+    /// Positions the target scored in its verification passes (the tokens
+    /// it had not read yet plus the proposals).
+    pub target_positions: usize,
+    /// Time of the draft's prompt prefill (part of the generation's
+    /// `prefill_time`).
+    pub draft_prefill_time: Duration,
+    /// Time spent drafting (the draft's passes, masks, sampling).
     pub draft_time: Duration,
+    /// Of `draft_time`, inside the draft model's forward passes.
+    pub draft_model_time: Duration,
     /// Time spent verifying (the target's passes and the acceptance tests).
     pub verify_time: Duration,
+    /// Of `verify_time`, inside the target model's forward passes.
+    pub target_model_time: Duration,
 }
 
 impl SpeculativeStats {
@@ -106,6 +194,18 @@ impl SpeculativeStats {
     /// Draft tokens kept per verification round, `accepted / rounds`.
     pub fn mean_accepted_length(&self) -> f64 {
         self.accepted as f64 / (self.rounds.max(1)) as f64
+    }
+
+    /// Mean time of one draft forward pass.
+    pub fn draft_pass_time(&self) -> Duration {
+        self.draft_model_time / (self.draft_calls.max(1) as u32)
+    }
+
+    /// Time outside the models' passes: masks, matcher, sampling,
+    /// acceptance tests, bookkeeping.
+    pub fn overhead_time(&self) -> Duration {
+        (self.draft_time + self.verify_time)
+            .saturating_sub(self.draft_model_time + self.target_model_time)
     }
 }
 
@@ -222,23 +322,37 @@ impl Decoder<'_> {
         extra: &[TokenId],
         remaining: usize,
     ) -> Result<Vec<(TokenId, f32)>, GenerateError> {
-        let history: Cow<[TokenId]> = if extra.is_empty() {
-            Cow::Borrowed(&self.out.tokens)
-        } else {
-            Cow::Owned([&self.out.tokens[..], extra].concat())
-        };
-        let mut work = logits.to_vec();
+        // The output so far and the drafted tokens (a few hundred bytes).
+        let history = [&self.out.tokens[..], extra].concat();
+        // The sampler works in place: on a copy, in the buffer `pick` keeps
+        // for redraws (not in use between picks), so no step allocates.
+        let mut work = std::mem::take(&mut self.original);
+        work.clear();
+        work.extend_from_slice(logits);
+        let p = self.distribution_in(&mut work, logits, &history, remaining);
+        self.original = work;
+        p
+    }
+
+    /// [`Self::effective_distribution`] with `work` a copy of `logits`.
+    fn distribution_in(
+        &mut self,
+        work: &mut [f32],
+        logits: &[f32],
+        history: &[TokenId],
+        remaining: usize,
+    ) -> Result<Vec<(TokenId, f32)>, GenerateError> {
         let Some(m) = self.matcher.as_deref() else {
             if self.config.ignore_eos {
                 for &e in self.vocab.eos() {
                     work[e.as_usize()] = f32::NEG_INFINITY;
                 }
             }
-            return Ok(self.sampler.distribution(&mut work, None, &history)?);
+            return Ok(self.sampler.distribution(work, None, history)?);
         };
         let p = self
             .sampler
-            .distribution(&mut work, Some(m.allowed()), &history)?;
+            .distribution(work, Some(m.allowed()), history)?;
         if m.always_fits(remaining) {
             return Ok(p);
         }
@@ -258,9 +372,7 @@ impl Decoder<'_> {
             return Err(GenerateError::NoViableToken { remaining });
         }
         work.copy_from_slice(logits);
-        let redraw = self
-            .sampler
-            .distribution(&mut work, Some(&viable), &history)?;
+        let redraw = self.sampler.distribution(work, Some(&viable), history)?;
         let mut merged: BTreeMap<TokenId, f64> = p
             .into_iter()
             .filter(|&(t, _)| m.fits(t, remaining))
@@ -273,17 +385,32 @@ impl Decoder<'_> {
     }
 
     /// Whether a forced continuation follows now (jump-forward would append
-    /// tokens with `room` left); the matcher is left as it was.
+    /// tokens with `room` left). Asked of a copy of the matcher, so that it
+    /// needs no rollback (a forced stretch can be longer than the matcher's
+    /// rollback window).
     fn forced_follows(&mut self, room: usize) -> Result<bool, GenerateError> {
-        let (Some(tok), Some(m)) = (self.tokenizer, self.matcher.as_deref_mut()) else {
+        let (Some(tok), Some(m)) = (self.tokenizer, self.matcher.as_deref()) else {
             return Ok(false);
         };
         if room == 0 || m.forced_bytes().is_empty() {
             return Ok(false);
         }
-        let forced = m.jump_forward(tok, room)?;
-        m.rollback(forced.len())?;
-        Ok(!forced.is_empty())
+        Ok(!m.clone().jump_forward(tok, room)?.is_empty())
+    }
+
+    /// Records the step of a sampled token `t` picked from the raw
+    /// `logits` under the current mask (when tracing).
+    fn trace_sampled(&mut self, logits: &[f32], t: TokenId) {
+        if let Some(steps) = self.trace.as_mut() {
+            let allowed = self.matcher.as_deref().map(|m| m.allowed());
+            steps.push(trace::sampled_step(
+                steps.len(),
+                logits,
+                allowed,
+                t,
+                self.vocab,
+            ));
+        }
     }
 
     /// The prompt followed by the output so far.
@@ -302,12 +429,118 @@ struct Draft {
     open_end: bool,
 }
 
+/// A plain target step after this many rounds without drafting is followed
+/// by one round that drafts again, so the schedule notices when drafting has
+/// become worth it (the acceptance rate and the costs are only measured
+/// while drafting).
+const PROBE_EVERY: usize = 16;
+
+/// The adaptive draft length: picks each round the `k` in `0..=K` that
+/// maximises expected tokens per second, from the running acceptance rate
+/// and the measured costs of a draft pass and of a target pass over `n`
+/// positions (exponential moving averages). See the module docs.
+struct Schedule {
+    max: usize,
+    adaptive: bool,
+    /// Seconds of one draft pass (one new token).
+    draft: Option<f64>,
+    /// Seconds of a target pass over `n` positions, at index `n`.
+    target: Vec<Option<f64>>,
+    /// Plain steps in a row.
+    idle: usize,
+}
+
+impl Schedule {
+    fn new(spec: &SpeculativeConfig) -> Self {
+        Schedule {
+            max: spec.draft_tokens,
+            adaptive: spec.adaptive,
+            draft: None,
+            target: vec![None; spec.draft_tokens + 2],
+            idle: 0,
+        }
+    }
+
+    fn ema(slot: &mut Option<f64>, x: f64) {
+        *slot = Some(slot.map_or(x, |v| 0.7 * v + 0.3 * x));
+    }
+
+    /// Records a draft pass over `n` new tokens.
+    fn draft_pass(&mut self, n: usize, secs: f64) {
+        if n == 1 {
+            Self::ema(&mut self.draft, secs);
+        }
+    }
+
+    /// Records a target pass over `n` positions.
+    fn target_pass(&mut self, n: usize, secs: f64) {
+        if let Some(slot) = self.target.get_mut(n) {
+            Self::ema(slot, secs);
+        }
+    }
+
+    /// The cost of a target pass over `n` positions: measured, or
+    /// interpolated between the nearest measured sizes (beyond the largest,
+    /// proportional to `n`, beyond the smallest, proportional too: optimistic
+    /// for small passes, so that they get tried).
+    fn target_cost(&self, n: usize) -> Option<f64> {
+        if let Some(Some(t)) = self.target.get(n) {
+            return Some(*t);
+        }
+        let below = (1..n).rev().find_map(|i| self.target[i].map(|t| (i, t)));
+        let above = (n + 1..self.target.len()).find_map(|i| self.target[i].map(|t| (i, t)));
+        match (below, above) {
+            (Some((i, a)), Some((j, b))) => Some(a + (b - a) * (n - i) as f64 / (j - i) as f64),
+            (Some((i, a)), None) => Some(a * n as f64 / i as f64),
+            (None, Some((j, b))) => Some(b * n as f64 / j as f64),
+            (None, None) => None,
+        }
+    }
+
+    /// The draft length for the next round, given the acceptance so far.
+    fn next(&mut self, stats: &SpeculativeStats) -> usize {
+        if !self.adaptive {
+            return self.max;
+        }
+        let (Some(d), Some(_)) = (self.draft, self.target_cost(1)) else {
+            return self.max;
+        };
+        // Laplace's rule: the per-token acceptance rate.
+        let a = (stats.accepted as f64 + 1.0) / (stats.drafted as f64 + 2.0);
+        // Expected tokens per second of a round drafting k: k draft passes
+        // and one target pass over k + 1 positions yield 1 + a + ... + a^k
+        // tokens on average.
+        let rate: Vec<f64> = (0..=self.max)
+            .map(|k| {
+                let tokens = (0..=k).map(|i| a.powi(i as i32)).sum::<f64>();
+                let cost = k as f64 * d + self.target_cost(k + 1).unwrap_or(f64::INFINITY);
+                tokens / cost.max(1e-12)
+            })
+            .collect();
+        let best_of = |ks: std::ops::RangeInclusive<usize>| {
+            ks.max_by(|&x, &y| rate[x].total_cmp(&rate[y]).then(y.cmp(&x)))
+        };
+        let best = best_of(0..=self.max).unwrap_or(0);
+        if best > 0 {
+            self.idle = 0;
+            return best;
+        }
+        self.idle += 1;
+        if self.idle < PROBE_EVERY {
+            return 0;
+        }
+        self.idle = 0;
+        best_of(1..=self.max).unwrap_or(1)
+    }
+}
+
 /// Generates from `prompt` like [`super::generate`], with `draft` proposing
-/// `spec.draft_tokens` tokens per round and `target` (the model whose
+/// up to `spec.draft_tokens` tokens per round and `target` (the model whose
 /// distribution the output follows) verifying them in one
 /// [`LanguageModel::forward_all`] call. See the module docs. Errors, beyond
 /// [`super::generate`]'s: a draft whose logits width differs from the
-/// target's, `draft_tokens == 0`, a draft whose context is too short.
+/// target's, `draft_tokens == 0`, a draft whose context is too short, a
+/// matcher whose rollback window is shorter than `draft_tokens`.
 #[allow(clippy::too_many_arguments)]
 pub fn generate_speculative<M: LanguageModel + ?Sized, D: LanguageModel + ?Sized>(
     target: &mut M,
@@ -320,9 +553,59 @@ pub fn generate_speculative<M: LanguageModel + ?Sized, D: LanguageModel + ?Sized
     spec: &SpeculativeConfig,
     on_bytes: &mut dyn FnMut(&[u8]),
 ) -> Result<Generation, GenerateError> {
+    run_speculative(
+        target, draft, vocab, tokenizer, matcher, prompt, config, spec, on_bytes, false,
+    )
+    .map(|(g, _)| g)
+}
+
+/// [`generate_speculative`], also recording one [`TraceStep`] per output
+/// token ([`crate::trace`]): a sampled token's step shows the **target's**
+/// logits at its position (the row of the verification pass it was
+/// accepted, replaced or drawn from), so the trace reads as one of the
+/// target alone; forced tokens are forced steps. Same output as without the
+/// trace (the trace draws nothing from the random source).
+#[allow(clippy::too_many_arguments)]
+pub fn generate_speculative_traced<M: LanguageModel + ?Sized, D: LanguageModel + ?Sized>(
+    target: &mut M,
+    draft: &mut D,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+    spec: &SpeculativeConfig,
+    on_bytes: &mut dyn FnMut(&[u8]),
+) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
+    run_speculative(
+        target, draft, vocab, tokenizer, matcher, prompt, config, spec, on_bytes, true,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_speculative<M: LanguageModel + ?Sized, D: LanguageModel + ?Sized>(
+    target: &mut M,
+    draft: &mut D,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    matcher: Option<&mut Matcher>,
+    prompt: &[TokenId],
+    config: &GenerateConfig,
+    spec: &SpeculativeConfig,
+    on_bytes: &mut dyn FnMut(&[u8]),
+    trace: bool,
+) -> Result<(Generation, Vec<TraceStep>), GenerateError> {
     check_request(target, vocab, matcher.as_deref(), prompt, config)?;
     if spec.draft_tokens == 0 {
         return Err(GenerateError::ZeroDraftTokens);
+    }
+    if let Some(window) = matcher.as_deref().and_then(Matcher::max_rollback) {
+        if window < spec.draft_tokens {
+            return Err(GenerateError::RollbackWindow {
+                window,
+                draft_tokens: spec.draft_tokens,
+            });
+        }
     }
     if draft.logits_width() != target.logits_width() {
         return Err(GenerateError::SecondModelWidth {
@@ -338,23 +621,53 @@ pub fn generate_speculative<M: LanguageModel + ?Sized, D: LanguageModel + ?Sized
             context: draft.context_length(),
         });
     }
-    let mut d = Decoder::new(vocab, tokenizer, matcher, prompt, config, on_bytes, false)?;
+    let mut d = Decoder::new(vocab, tokenizer, matcher, prompt, config, on_bytes, trace)?;
     let mut rng = StdRng::seed_from_u64(config.seed ^ RNG_SALT);
     let mut stats = SpeculativeStats::default();
+    let mut schedule = Schedule::new(spec);
     let t0 = Instant::now();
     let mut held = d.prefill(target, prompt)?;
+    let mut dfed = Fed::default();
+    if held.is_some() {
+        // The draft reads the prompt too, up to its last token (its first
+        // round reads that one and proposes): part of the prefill, not of
+        // the rounds.
+        let seq = d.sequence(prompt);
+        let t = Instant::now();
+        if seq.len() > 1 {
+            dfed.forward(draft, &seq[..seq.len() - 1])?;
+        }
+        stats.draft_prefill_time = t.elapsed();
+    }
     d.out.stats.prefill_time = t0.elapsed();
     let t1 = Instant::now();
     let mut tfed = Fed(d.sequence(prompt));
-    let mut dfed = Fed::default();
     if held.is_some() {
         loop {
+            let k = schedule.next(&stats);
             let t = Instant::now();
-            let proposal = propose(&mut d, draft, &mut dfed, prompt, spec, &mut rng, &mut stats)?;
+            let proposal = propose(
+                &mut d,
+                draft,
+                &mut dfed,
+                prompt,
+                k,
+                &mut rng,
+                &mut stats,
+                &mut schedule,
+            )?;
             stats.draft_time += t.elapsed();
             let t = Instant::now();
             let go_on = verify_round(
-                &mut d, target, &mut tfed, &mut held, prompt, proposal, &mut rng, &mut stats,
+                &mut d,
+                target,
+                &mut tfed,
+                &mut held,
+                prompt,
+                proposal,
+                &mut rng,
+                &mut stats,
+                &mut schedule,
             )?;
             stats.verify_time += t.elapsed();
             if !go_on {
@@ -364,29 +677,40 @@ pub fn generate_speculative<M: LanguageModel + ?Sized, D: LanguageModel + ?Sized
     }
     d.out.stats.decode_time = t1.elapsed();
     d.out.stats.speculative = Some(stats);
-    Ok(d.finish().0)
+    Ok(d.finish())
 }
 
-/// The draft's proposals for one round: up to `K` tokens, each drawn from
-/// the draft's effective distribution, the matcher advanced through them.
+/// The draft's proposals for one round: up to `k` tokens, each drawn from
+/// the draft's effective distribution, the matcher advanced through them
+/// and rolled back. `k == 0` drafts nothing (a plain target step follows).
+#[allow(clippy::too_many_arguments)]
 fn propose<D: LanguageModel + ?Sized>(
     d: &mut Decoder<'_>,
     draft: &mut D,
     dfed: &mut Fed,
     prompt: &[TokenId],
-    spec: &SpeculativeConfig,
+    k: usize,
     rng: &mut StdRng,
     stats: &mut SpeculativeStats,
+    schedule: &mut Schedule,
 ) -> Result<Draft, GenerateError> {
-    let seq = d.sequence(prompt);
-    dfed.rewind(draft, &seq, true);
-    let mut logits = dfed.forward(draft, &seq)?;
-    stats.draft_calls += 1;
     let mut p = Draft {
         tokens: Vec::new(),
         dists: Vec::new(),
-        open_end: false,
+        open_end: k == 0,
     };
+    if k == 0 {
+        return Ok(p);
+    }
+    let seq = d.sequence(prompt);
+    dfed.rewind(draft, &seq, true);
+    let t = Instant::now();
+    let fed = seq.len() - dfed.0.len();
+    let mut logits = dfed.forward(draft, &seq)?;
+    let dt = t.elapsed();
+    stats.draft_model_time += dt;
+    schedule.draft_pass(fed, dt.as_secs_f64());
+    stats.draft_calls += 1;
     loop {
         let remaining = d.config.max_tokens - d.out.tokens.len() - p.tokens.len();
         let q = d.effective_distribution(&logits, &p.tokens, remaining)?;
@@ -403,12 +727,16 @@ fn propose<D: LanguageModel + ?Sized>(
         if ends {
             break;
         }
-        if p.tokens.len() == spec.draft_tokens {
+        if p.tokens.len() == k {
             p.open_end = true;
             break;
         }
         let pos = dfed.0.len();
+        let t = Instant::now();
         logits = draft.forward(&[x], pos)?;
+        let dt = t.elapsed();
+        stats.draft_model_time += dt;
+        schedule.draft_pass(1, dt.as_secs_f64());
         dfed.0.push(x);
         stats.draft_calls += 1;
     }
@@ -420,7 +748,8 @@ fn propose<D: LanguageModel + ?Sized>(
 }
 
 /// Verifies one round's proposals with one target pass and takes what is
-/// kept, the replacement or the bonus token; `false` when the output is done.
+/// kept, the replacement or the bonus token; `false` when the output is
+/// done. With no proposals, a plain target step.
 #[allow(clippy::too_many_arguments)]
 fn verify_round<M: LanguageModel + ?Sized>(
     d: &mut Decoder<'_>,
@@ -431,6 +760,7 @@ fn verify_round<M: LanguageModel + ?Sized>(
     p: Draft,
     rng: &mut StdRng,
     stats: &mut SpeculativeStats,
+    schedule: &mut Schedule,
 ) -> Result<bool, GenerateError> {
     let k = p.tokens.len();
     let seq = d.sequence(prompt);
@@ -450,19 +780,34 @@ fn verify_round<M: LanguageModel + ?Sized>(
     }
     let pending = seq.len() - tfed.0.len();
     let mut batch = seq[tfed.0.len()..].to_vec();
-    batch.extend_from_slice(&p.tokens[..k - 1 + p.open_end as usize]);
+    batch.extend_from_slice(&p.tokens[..(k + p.open_end as usize).saturating_sub(1)]);
     if !batch.is_empty() {
-        let r = tfed.forward_all(target, &batch)?;
+        let t = Instant::now();
+        if k == 0 {
+            // A plain step: only the last row is wanted.
+            rows.push(tfed.forward(target, &seq)?);
+        } else {
+            let r = tfed.forward_all(target, &batch)?;
+            rows.extend(r.into_iter().skip(pending.saturating_sub(1)));
+        }
+        let dt = t.elapsed();
+        stats.target_model_time += dt;
+        stats.target_positions += batch.len();
+        schedule.target_pass(batch.len(), dt.as_secs_f64());
         d.out.stats.model_calls += 1;
-        rows.extend(r.into_iter().skip(pending.saturating_sub(1)));
     }
-    stats.rounds += 1;
+    if k == 0 {
+        stats.plain_steps += 1;
+    } else {
+        stats.rounds += 1;
+    }
     let mut go_on = true;
     let mut all_kept = true;
     for i in 0..k {
         let remaining = d.config.max_tokens - d.out.tokens.len();
         let pt = d.effective_distribution(&rows[i], &[], remaining)?;
         let verdict = verify_sparse(&pt, &p.dists[i], p.tokens[i], rng)?;
+        d.trace_sampled(&rows[i], verdict.token());
         let kept = matches!(verdict, Verdict::Accepted(_));
         stats.accepted += kept as usize;
         match d.take(verdict.token())? {
@@ -475,10 +820,14 @@ fn verify_round<M: LanguageModel + ?Sized>(
         }
     }
     if go_on && all_kept && p.open_end {
-        // Every proposal kept: the target's row after the last one gives
-        // one more token (budget-safe like every pick).
+        // Every proposal kept (or none made): the target's row after the
+        // last one gives one more token (budget-safe like every pick).
         let mut bonus = rows.pop().expect("a row after the last proposal");
+        let raw = d.trace.as_ref().map(|_| bonus.clone());
         let t = d.pick(&mut bonus)?;
+        if let Some(raw) = raw {
+            d.trace_sampled(&raw, t);
+        }
         match d.take(t)? {
             None => go_on = false,
             Some(_) => go_on = !d.done(),
@@ -489,4 +838,81 @@ fn verify_round<M: LanguageModel + ?Sized>(
         tfed.rewind(target, &seq, false);
     }
     Ok(go_on)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(adaptive: bool) -> Schedule {
+        Schedule::new(&SpeculativeConfig {
+            draft_tokens: 4,
+            adaptive,
+        })
+    }
+
+    fn stats(drafted: usize, accepted: usize) -> SpeculativeStats {
+        SpeculativeStats {
+            drafted,
+            accepted,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn drafts_k_until_costs_are_measured_and_always_when_fixed() {
+        let mut s = schedule(true);
+        assert_eq!(s.next(&stats(0, 0)), 4);
+        s.draft_pass(1, 0.030);
+        assert_eq!(s.next(&stats(4, 0)), 4, "no target pass measured yet");
+        let mut f = schedule(false);
+        f.draft_pass(1, 1.0);
+        f.target_pass(1, 0.001);
+        f.target_pass(5, 100.0);
+        assert_eq!(f.next(&stats(100, 0)), 4);
+    }
+
+    #[test]
+    fn drafts_the_most_when_verification_is_cheap_and_acceptance_high() {
+        // A GPU-like profile: a pass costs the same over 1 or 5 positions.
+        let mut s = schedule(true);
+        s.draft_pass(1, 0.010);
+        for n in 1..=5 {
+            s.target_pass(n, 0.050);
+        }
+        assert_eq!(s.next(&stats(100, 90)), 4);
+        // Low acceptance: fewer drafted tokens pay better.
+        let k = s.next(&stats(100, 20));
+        assert!((1..4).contains(&k), "{k}");
+    }
+
+    #[test]
+    fn plain_steps_when_drafting_does_not_pay_with_a_probe_now_and_then() {
+        // This CPU's profile: a 0.5B draft step costs 30 ms, a 1.5B step
+        // 57 ms, each further verified position 35 ms more.
+        let mut s = schedule(true);
+        s.draft_pass(1, 0.030);
+        s.target_pass(1, 0.057);
+        s.target_pass(5, 0.057 + 4.0 * 0.035);
+        assert!((s.target_cost(3).unwrap() - (0.057 + 2.0 * 0.035)).abs() < 1e-9);
+        let st = stats(100, 57);
+        let ks: Vec<usize> = (0..PROBE_EVERY).map(|_| s.next(&st)).collect();
+        assert!(ks[..PROBE_EVERY - 1].iter().all(|&k| k == 0), "{ks:?}");
+        assert!(ks[PROBE_EVERY - 1] >= 1, "a probe round: {ks:?}");
+        assert_eq!(s.next(&st), 0);
+    }
+
+    #[test]
+    fn unmeasured_pass_sizes_are_interpolated() {
+        let mut s = schedule(true);
+        assert_eq!(s.target_cost(2), None);
+        s.target_pass(2, 0.2);
+        assert_eq!(s.target_cost(4), Some(0.4));
+        assert_eq!(s.target_cost(1), Some(0.1));
+        s.target_pass(4, 0.3);
+        assert_eq!(s.target_cost(3), Some(0.25));
+        // Moving averages: a new measurement moves the estimate 30 %.
+        s.target_pass(4, 0.4);
+        assert!((s.target_cost(4).unwrap() - 0.33).abs() < 1e-9);
+    }
 }
