@@ -254,8 +254,33 @@ fn a_recursion_without_a_base_case_admits_no_value() {
 fn budget_never_cuts_a_recursive_structure() {
     let (v, eos) = tiny_vocab();
     let mut rng = StdRng::seed_from_u64(3);
-    for (name, schema, _) in cases() {
-        let c = compile(&v, &schema, opts(64)).unwrap();
+    // A roomy stack, and stacks so shallow that the adversary reaches the
+    // limit, where the budget must count the way out that still fits.
+    // `roomy`: the short way out of `a` (`{"c":1}`) calls `c`, the long one
+    // (`"longlonglonglong"`) calls nothing; at the limit only the long one
+    // is left.
+    let roomy = json!({
+        "$defs": {
+            "a": {"anyOf": [
+                {"type": "array", "items": {"$ref": "#/$defs/a"}, "minItems": 1, "maxItems": 1},
+                {"type": "object", "properties": {"c": {"$ref": "#/$defs/c"}},
+                 "required": ["c"], "additionalProperties": false},
+                {"const": "longlonglonglong"}
+            ]},
+            "c": {"anyOf": [
+                {"type": "array", "items": {"$ref": "#/$defs/c"}, "minItems": 1, "maxItems": 1},
+                {"const": 1}
+            ]}
+        },
+        "$ref": "#/$defs/a"
+    });
+    let mut all: Vec<(&str, Value)> = cases().into_iter().map(|(n, s, _)| (n, s)).collect();
+    all.push(("roomy", roomy));
+    for ((name, schema), depth) in all
+        .into_iter()
+        .flat_map(|c| [64, 1, 2, 4].map(|d| (c.clone(), d)))
+    {
+        let c = compile(&v, &schema, opts(depth)).unwrap();
         let o = oracle(&schema);
         let start_need = c.matcher().tokens_to_accept().unwrap() as usize;
         for max_tokens in start_need..start_need + 30 {
@@ -265,6 +290,11 @@ fn budget_never_cuts_a_recursive_structure() {
                 let mut ended = false;
                 for used in 0..max_tokens {
                     let remaining = max_tokens - used;
+                    assert!(
+                        m.tokens_to_accept().is_some(),
+                        "{name} at depth limit {depth}: budget unknown after {:?}",
+                        String::from_utf8_lossy(&out)
+                    );
                     let fits: Vec<TokenId> = m
                         .allowed()
                         .iter()
