@@ -426,3 +426,62 @@ fn no_dead_ends_over_the_qwen_vocabulary() {
     };
     walks(&v, 9, 8, 60);
 }
+
+/// A schema whose regex text runs past `max_regex_len` (free-form values
+/// and a definition copied at each use) is written again with one shared
+/// "any JSON value" fragment and its definitions as fragments: it compiles,
+/// free-form values are exact at any depth, and the oracle agrees.
+#[test]
+fn past_the_regex_limit_free_form_values_and_definitions_are_shared_fragments() {
+    use constrain::schema::regex::{compile_fragments, SchemaFragments, ANY_VALUE};
+    let (v, _) = tiny_vocab();
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "a": {},
+            "b": {"$ref": "#/$defs/pt"},
+            "c": {"type": "array", "items": {"$ref": "#/$defs/pt"}}
+        },
+        "required": ["a", "b"],
+        "additionalProperties": false,
+        "$defs": {"pt": {"type": "object",
+                         "properties": {"x": {"type": "integer"}, "tag": true},
+                         "required": ["x"], "additionalProperties": false}}
+    });
+    let small = SchemaOptions {
+        max_regex_len: 3000,
+        ..SchemaOptions::compliant()
+    };
+    // The plain text is over the limit; the fragments are not.
+    assert!(constrain::schema::compile(&schema, &small).is_err());
+    let f = compile_fragments(&schema, &small).unwrap();
+    let SchemaFragments::Fragments { names, .. } = &f else {
+        panic!("expected fragments");
+    };
+    assert!(names.iter().any(|n| n == ANY_VALUE), "{names:?}");
+    assert!(names.iter().any(|n| n.ends_with("/$defs/pt")), "{names:?}");
+    let shown = f.display();
+    assert!(shown.contains("(?call:(any JSON value))"), "{shown}");
+    assert!(!shown.contains("\\xF8"), "{shown}");
+
+    let c = compile(&v, &schema, small).unwrap();
+    assert!(c.stats().fragments >= 3);
+    let o = oracle(&schema);
+    let deep = format!("{}1{}", "[".repeat(50), "]".repeat(50));
+    let deep_obj = format!("{}null{}", "{\"k\":".repeat(30), "}".repeat(30));
+    let cases = [
+        format!("{{\"a\":{deep},\"b\":{{\"x\":1}}}}"),
+        format!("{{\"a\":{deep_obj},\"b\":{{\"x\":1,\"tag\":{deep}}},\"c\":[{{\"x\":2}}]}}"),
+        "{\"a\":\"s\",\"b\":{\"x\":1.5}}".to_string(),
+        "{\"a\":1,\"b\":{\"tag\":1}}".to_string(),
+        "{\"a\":[1,],\"b\":{\"x\":1}}".to_string(),
+        format!("{{\"a\":{},\"b\":{{\"x\":1}}}}", &deep[1..]),
+    ];
+    for text in cases {
+        assert_eq!(
+            accepts(&c, &text),
+            valid(&o, &text),
+            "{text}: the matcher and jsonschema disagree"
+        );
+    }
+}
