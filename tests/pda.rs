@@ -460,3 +460,111 @@ fn masks_agree_with_token_walks_deep_in_the_stack() {
         }
     }
 }
+
+/// A grammar whose shortest way out of `a` needs a frame more (`<y>`
+/// calls `c`) than its long way out (`longlonglong`): at the depth limit
+/// only the long way is left, and the budget must count it.
+const ROOMY: &str = "root ::= a\na ::= \"(\" a \")\" | \"<\" c \">\" | \"longlonglongx\"\nc ::= \"{\" c \"}\" | \"y\"\n";
+
+/// Generation with a tight `max_tokens` under adversarial choices (open a
+/// frame whenever the budget allows, else the token that fits and is
+/// farthest from done): every run ends complete and recognized.
+fn tight_budget_runs(c: &Compiled, earley: &Earley, rng: &mut StdRng, opener: u8, max_tokens: usize) {
+    let v = c.vocab().clone();
+    let mut m = c.matcher();
+    let mut out = Vec::new();
+    let mut ended = false;
+    for used in 0..max_tokens {
+        let remaining = max_tokens - used;
+        assert!(
+            m.tokens_to_accept().is_some(),
+            "budget unknown after {:?}",
+            String::from_utf8_lossy(&out)
+        );
+        let fits: Vec<TokenId> = m
+            .allowed()
+            .iter()
+            .filter(|&t| m.fits(t, remaining))
+            .collect();
+        assert!(
+            !fits.is_empty(),
+            "no token fits with {remaining} left after {:?}",
+            String::from_utf8_lossy(&out)
+        );
+        let open = TokenId(opener as u32);
+        let t = if fits.contains(&open) && rng.random_bool(0.8) {
+            open
+        } else if rng.random_bool(0.5) {
+            // The token that leaves the most to do.
+            *fits
+                .iter()
+                .max_by_key(|&&t| m.tokens_to_accept_after(t).unwrap_or(0))
+                .unwrap()
+        } else {
+            fits[rng.random_range(0..fits.len())]
+        };
+        assert!(m.accept_token(t));
+        if v.is_eos(t) {
+            ended = true;
+            break;
+        }
+        out.extend_from_slice(v.token_bytes(t).unwrap());
+    }
+    assert!(
+        ended || m.is_accepting(),
+        "cut at {max_tokens} tokens: {:?}",
+        String::from_utf8_lossy(&out)
+    );
+    assert!(earley.accepts(&out), "{:?}", String::from_utf8_lossy(&out));
+}
+
+#[test]
+fn budget_at_the_stack_limit_never_cuts_a_structure() {
+    let (v, _) = tiny_vocab();
+    let mut rng = StdRng::seed_from_u64(17);
+    for (text, opener) in [
+        (ROOMY.to_string(), b'('),
+        (PARENS.to_string(), b'('),
+        (json_gbnf(), b'['),
+        (LIST.to_string(), b'('),
+    ] {
+        let g = Gbnf::parse("t", &text).unwrap();
+        let earley = Earley::new(&g);
+        for depth in [3usize, 4, 6, 9] {
+            let opts = GbnfOptions {
+                max_stack_depth: depth,
+                ..Default::default()
+            };
+            let c = compile(&v, &text, opts);
+            let start_need = c.matcher().tokens_to_accept().unwrap() as usize;
+            for max_tokens in start_need + 1..start_need + 30 {
+                for _ in 0..3 {
+                    tight_budget_runs(&c, &earley, &mut rng, opener, max_tokens);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_budget_at_the_stack_limit_counts_the_long_way_out() {
+    let (v, _) = tiny_vocab();
+    let opts = GbnfOptions {
+        max_stack_depth: 4,
+        ..Default::default()
+    };
+    let c = compile(&v, ROOMY, opts);
+    let mut m = c.matcher();
+    // root is frame 1; `a` frames 2, 3, 4: `<y>` needs a fifth.
+    assert!(m.accept_token(TokenId(b'(' as u32)));
+    assert!(m.accept_token(TokenId(b'(' as u32)));
+    assert!(!m.is_allowed(TokenId(b'(' as u32)) && !m.is_allowed(TokenId(b'<' as u32)));
+    // "longlonglongx))": 15 bytes, 14 tokens here ("x)" is one).
+    assert_eq!(c.index().bytes_to_accept(m.state()), 15);
+    assert_eq!(m.tokens_to_accept(), Some(14));
+    // Taking the long way keeps the count exact, token by token.
+    for (k, b) in b"longlonglong".iter().enumerate() {
+        assert!(m.accept_token(TokenId(*b as u32)));
+        assert_eq!(m.tokens_to_accept(), Some(13 - k as u32));
+    }
+}

@@ -254,8 +254,33 @@ fn a_recursion_without_a_base_case_admits_no_value() {
 fn budget_never_cuts_a_recursive_structure() {
     let (v, eos) = tiny_vocab();
     let mut rng = StdRng::seed_from_u64(3);
-    for (name, schema, _) in cases() {
-        let c = compile(&v, &schema, opts(64)).unwrap();
+    // A roomy stack, and stacks so shallow that the adversary reaches the
+    // limit, where the budget must count the way out that still fits.
+    // `roomy`: the short way out of `a` (`{"c":1}`) calls `c`, the long one
+    // (`"longlonglonglong"`) calls nothing; at the limit only the long one
+    // is left.
+    let roomy = json!({
+        "$defs": {
+            "a": {"anyOf": [
+                {"type": "array", "items": {"$ref": "#/$defs/a"}, "minItems": 1, "maxItems": 1},
+                {"type": "object", "properties": {"c": {"$ref": "#/$defs/c"}},
+                 "required": ["c"], "additionalProperties": false},
+                {"const": "longlonglonglong"}
+            ]},
+            "c": {"anyOf": [
+                {"type": "array", "items": {"$ref": "#/$defs/c"}, "minItems": 1, "maxItems": 1},
+                {"const": 1}
+            ]}
+        },
+        "$ref": "#/$defs/a"
+    });
+    let mut all: Vec<(&str, Value)> = cases().into_iter().map(|(n, s, _)| (n, s)).collect();
+    all.push(("roomy", roomy));
+    for ((name, schema), depth) in all
+        .into_iter()
+        .flat_map(|c| [64, 1, 2, 4].map(|d| (c.clone(), d)))
+    {
+        let c = compile(&v, &schema, opts(depth)).unwrap();
         let o = oracle(&schema);
         let start_need = c.matcher().tokens_to_accept().unwrap() as usize;
         for max_tokens in start_need..start_need + 30 {
@@ -265,6 +290,11 @@ fn budget_never_cuts_a_recursive_structure() {
                 let mut ended = false;
                 for used in 0..max_tokens {
                     let remaining = max_tokens - used;
+                    assert!(
+                        m.tokens_to_accept().is_some(),
+                        "{name} at depth limit {depth}: budget unknown after {:?}",
+                        String::from_utf8_lossy(&out)
+                    );
                     let fits: Vec<TokenId> = m
                         .allowed()
                         .iter()
@@ -395,4 +425,63 @@ fn no_dead_ends_over_the_qwen_vocabulary() {
         return;
     };
     walks(&v, 9, 8, 60);
+}
+
+/// A schema whose regex text runs past `max_regex_len` (free-form values
+/// and a definition copied at each use) is written again with one shared
+/// "any JSON value" fragment and its definitions as fragments: it compiles,
+/// free-form values are exact at any depth, and the oracle agrees.
+#[test]
+fn past_the_regex_limit_free_form_values_and_definitions_are_shared_fragments() {
+    use constrain::schema::regex::{compile_fragments, SchemaFragments, ANY_VALUE};
+    let (v, _) = tiny_vocab();
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "a": {},
+            "b": {"$ref": "#/$defs/pt"},
+            "c": {"type": "array", "items": {"$ref": "#/$defs/pt"}}
+        },
+        "required": ["a", "b"],
+        "additionalProperties": false,
+        "$defs": {"pt": {"type": "object",
+                         "properties": {"x": {"type": "integer"}, "tag": true},
+                         "required": ["x"], "additionalProperties": false}}
+    });
+    let small = SchemaOptions {
+        max_regex_len: 3000,
+        ..SchemaOptions::compliant()
+    };
+    // The plain text is over the limit; the fragments are not.
+    assert!(constrain::schema::compile(&schema, &small).is_err());
+    let f = compile_fragments(&schema, &small).unwrap();
+    let SchemaFragments::Fragments { names, .. } = &f else {
+        panic!("expected fragments");
+    };
+    assert!(names.iter().any(|n| n == ANY_VALUE), "{names:?}");
+    assert!(names.iter().any(|n| n.ends_with("/$defs/pt")), "{names:?}");
+    let shown = f.display();
+    assert!(shown.contains("(?call:(any JSON value))"), "{shown}");
+    assert!(!shown.contains("\\xF8"), "{shown}");
+
+    let c = compile(&v, &schema, small).unwrap();
+    assert!(c.stats().fragments >= 3);
+    let o = oracle(&schema);
+    let deep = format!("{}1{}", "[".repeat(50), "]".repeat(50));
+    let deep_obj = format!("{}null{}", "{\"k\":".repeat(30), "}".repeat(30));
+    let cases = [
+        format!("{{\"a\":{deep},\"b\":{{\"x\":1}}}}"),
+        format!("{{\"a\":{deep_obj},\"b\":{{\"x\":1,\"tag\":{deep}}},\"c\":[{{\"x\":2}}]}}"),
+        "{\"a\":\"s\",\"b\":{\"x\":1.5}}".to_string(),
+        "{\"a\":1,\"b\":{\"tag\":1}}".to_string(),
+        "{\"a\":[1,],\"b\":{\"x\":1}}".to_string(),
+        format!("{{\"a\":{},\"b\":{{\"x\":1}}}}", &deep[1..]),
+    ];
+    for text in cases {
+        assert_eq!(
+            accepts(&c, &text),
+            valid(&o, &text),
+            "{text}: the matcher and jsonschema disagree"
+        );
+    }
 }

@@ -44,7 +44,8 @@ struct Node {
     state: u32,
     parent: u32,
     depth: u32,
-    /// Shortest completion of the whole stack, in bytes.
+    /// Shortest completion of the whole stack, in bytes, each frame
+    /// within the room the depth limit leaves above it.
     dist: u32,
     /// The stack ends in [`OPAQUE`] (a truncated copy, for sharing masks).
     truncated: bool,
@@ -107,7 +108,14 @@ impl Core {
         if let Some(&id) = self.node_ids.get(&(frag, state, parent)) {
             return Some(id);
         }
-        let dist = f.dist[state as usize].saturating_add(self.nodes[parent as usize].dist);
+        // The frame's own way out within the room left above it (the
+        // truncated copies, which only share masks, take the unbounded one).
+        let own = if truncated {
+            f.dist[state as usize]
+        } else {
+            f.dist_within(state, self.pda.max_stack_depth - depth)
+        };
+        let dist = own.saturating_add(self.nodes[parent as usize].dist);
         let id = self.nodes.len() as u32;
         self.nodes.push(Node {
             frag,

@@ -39,10 +39,14 @@
 //!   lead to a non-empty set.
 //! * **EOS** only where some stack has finished its last frame.
 //! * **Budget.** A stack's shortest completion is the sum of each frame's
-//!   shortest completion ([`Fragment::dist`], a callee counted by its own
-//!   shortest text); the set's is the least. The index tokenizes the
-//!   canonical shortest completion greedily, as for a DFA, so `max_tokens`
-//!   never cuts a recursive structure in half.
+//!   shortest way out *within the room the depth limit leaves above it*
+//!   ([`Fragment::dist_within`]: near the limit the shortest text may need
+//!   a call that no longer fits, and the way out is longer); the set's is
+//!   the least. So the distance is exact at every depth, some byte always
+//!   leads one byte closer, and the index tokenizes the canonical shortest
+//!   completion greedily, as for a DFA: the budget is always known and
+//!   `max_tokens` never cuts a recursive structure in half, at the stack
+//!   limit too.
 //! * **Limits.** [`GbnfOptions::max_stack_depth`](crate::grammar::gbnf::GbnfOptions::max_stack_depth)
 //!   bounds the frames, `max_stacks` the stacks of one configuration,
 //!   [`IndexConfig::max_states`](crate::IndexConfig::max_states) the interned
@@ -93,6 +97,12 @@ pub(crate) struct Fragment {
     /// Per state: fewest frames above this one needed to finish it (0: a
     /// path without calls); [`INF`] for a state that cannot finish.
     pub need: Vec<u32>,
+    /// Per state `s`, `room_steps[room_off[s]..room_off[s + 1]]`: the
+    /// `(room, bytes)` pairs at which the fewest bytes to finish `s` with
+    /// `room` frames available above it drops, by increasing room (the
+    /// first is `need`, the last `dist`).
+    room_off: Vec<u32>,
+    room_steps: Vec<(u32, u32)>,
 }
 
 impl Fragment {
@@ -110,6 +120,21 @@ impl Fragment {
 
     fn states(&self) -> usize {
         self.accepting.len()
+    }
+
+    /// Fewest bytes to finish the fragment from `s` when at most `room`
+    /// frames may be opened above it ([`INF`]: it cannot finish so). This
+    /// is what a frame at depth `d` under the stack limit `L` has left
+    /// (`room = L - d`): near the limit the shortest text may need a call
+    /// that no longer fits, and the way out is longer than [`Fragment::dist`].
+    pub fn dist_within(&self, s: u32, room: u32) -> u32 {
+        let steps =
+            &self.room_steps[self.room_off[s as usize] as usize..self.room_off[s as usize + 1] as usize];
+        steps
+            .iter()
+            .rev()
+            .find(|x| x.0 <= room)
+            .map_or(INF, |x| x.1)
     }
 }
 
@@ -251,6 +276,8 @@ impl Pda {
             start: dfa.start().as_usize() as u32,
             dist: vec![INF; count],
             need: vec![INF; count],
+            room_off: vec![0; count + 1],
+            room_steps: Vec::new(),
             dfa,
             calls,
             accepting,
@@ -277,45 +304,150 @@ impl Pda {
         (self.reps, self.class_size) = crate::index::automaton::class_reps(&self.classes);
     }
 
-    /// The fixpoints of `dist` and `need` over every fragment (both only
-    /// decrease, so the sweeps end).
+    /// The fewest bytes to finish each fragment state **with `k` frames of
+    /// room above it**, for every `k` that changes it (see
+    /// [`Fragment::dist_within`]), and from them `dist` (unbounded room) and
+    /// `need` (the least room that finishes at all).
+    ///
+    /// Level `k` is a shortest-path problem inside the fragments: a text byte
+    /// costs 1, a call to `g` costs `g`'s start at level `k - 1` (level 0
+    /// makes no call), an accepting state costs 0. One Dijkstra per level
+    /// over the reversed edges. The levels stop changing once the callees'
+    /// starts do, which takes at most one level per fragment (a shortest
+    /// derivation repeats no rule along a path), and never go past the
+    /// stack limit.
     fn distances(&mut self) {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
         let reps = self.reps.clone();
-        loop {
-            let mut changed = false;
-            for f in 0..self.frags.len() {
-                for s in 1..self.frags[f].states() {
-                    let fr = &self.frags[f];
-                    let (mut d, mut k) = if fr.accepting[s] { (0, 0) } else { (INF, INF) };
-                    for &b in &reps {
-                        let t = fr.next(s as u32, b) as usize;
-                        if t != 0 && fr.dist[t] != INF {
-                            d = d.min(fr.dist[t].saturating_add(1));
-                            k = k.min(fr.need[t]);
-                        }
+        let base: Vec<u32> = self
+            .frags
+            .iter()
+            .scan(0u32, |acc, f| {
+                let b = *acc;
+                *acc += f.states() as u32;
+                Some(b)
+            })
+            .collect();
+        let total = self.frags.iter().map(Fragment::states).sum::<usize>();
+        // Reversed text edges (CSR) and reversed call edges.
+        let mut rev_off = vec![0u32; total + 1];
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        let mut calls: Vec<(u32, u32, u16)> = Vec::new();
+        for (f, fr) in self.frags.iter().enumerate() {
+            let b0 = base[f];
+            for s in 1..fr.states() as u32 {
+                let mut last = 0;
+                for &b in &reps {
+                    let t = fr.next(s, b);
+                    if t != 0 && t != last {
+                        edges.push((b0 + t, b0 + s));
+                        last = t;
                     }
-                    for &(g, r) in &fr.calls[s] {
-                        let callee = &self.frags[g as usize];
-                        let (cd, ck) = (
-                            callee.dist[callee.start as usize],
-                            callee.need[callee.start as usize],
-                        );
-                        let (rd, rk) = (fr.dist[r as usize], fr.need[r as usize]);
-                        if cd != INF && rd != INF {
-                            d = d.min(cd.saturating_add(rd));
-                            k = k.min(ck.saturating_add(1).max(rk));
-                        }
+                }
+                for &(g, r) in &fr.calls[s as usize] {
+                    calls.push((b0 + r, b0 + s, g));
+                }
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        for &(t, _) in &edges {
+            rev_off[t as usize + 1] += 1;
+        }
+        for k in 0..total {
+            rev_off[k + 1] += rev_off[k];
+        }
+        let rev: Vec<u32> = edges.iter().map(|&(_, s)| s).collect();
+        calls.sort_unstable();
+        let mut call_off = vec![0u32; total + 1];
+        for &(r, _, _) in &calls {
+            call_off[r as usize + 1] += 1;
+        }
+        for k in 0..total {
+            call_off[k + 1] += call_off[k];
+        }
+        let starts: Vec<u32> = self
+            .frags
+            .iter()
+            .zip(&base)
+            .map(|(f, &b)| b + f.start)
+            .collect();
+        let accepting: Vec<u32> = self
+            .frags
+            .iter()
+            .zip(&base)
+            .flat_map(|(f, &b)| {
+                (1..f.states() as u32)
+                    .filter(|&s| f.accepting[s as usize])
+                    .map(move |s| b + s)
+            })
+            .collect();
+
+        let mut prev = vec![INF; total];
+        let mut entries: Vec<(u32, u32, u32)> = Vec::new();
+        let mut heap = BinaryHeap::new();
+        let max_level = self.max_stack_depth;
+        for level in 0..=max_level {
+            let mut cur = vec![INF; total];
+            for &a in &accepting {
+                cur[a as usize] = 0;
+                heap.push(Reverse((0u32, a)));
+            }
+            while let Some(Reverse((d, x))) = heap.pop() {
+                if d > cur[x as usize] {
+                    continue;
+                }
+                let x = x as usize;
+                for &p in &rev[rev_off[x] as usize..rev_off[x + 1] as usize] {
+                    if d + 1 < cur[p as usize] {
+                        cur[p as usize] = d + 1;
+                        heap.push(Reverse((d + 1, p)));
                     }
-                    let fr = &mut self.frags[f];
-                    if d < fr.dist[s] || k < fr.need[s] {
-                        fr.dist[s] = fr.dist[s].min(d);
-                        fr.need[s] = fr.need[s].min(k);
-                        changed = true;
+                }
+                if level > 0 {
+                    for &(_, p, g) in &calls[call_off[x] as usize..call_off[x + 1] as usize] {
+                        let c = prev[starts[g as usize] as usize];
+                        if c == INF {
+                            continue;
+                        }
+                        let nd = d.saturating_add(c);
+                        if nd < cur[p as usize] {
+                            cur[p as usize] = nd;
+                            heap.push(Reverse((nd, p)));
+                        }
                     }
                 }
             }
-            if !changed {
-                return;
+            let mut changed = false;
+            for (x, (&c, &p)) in cur.iter().zip(&prev).enumerate() {
+                if c != p {
+                    changed = true;
+                    entries.push((x as u32, level, c));
+                }
+            }
+            prev = cur;
+            if !changed && level > 0 {
+                break;
+            }
+        }
+        // Per fragment state: its (room, distance) steps, by room.
+        entries.sort_unstable();
+        let mut at = 0;
+        for (f, fr) in self.frags.iter_mut().enumerate() {
+            let b0 = base[f];
+            let n = fr.states();
+            fr.room_off = vec![0; n + 1];
+            fr.room_steps.clear();
+            for s in 0..n as u32 {
+                while at < entries.len() && entries[at].0 == b0 + s {
+                    fr.room_steps.push((entries[at].1, entries[at].2));
+                    at += 1;
+                }
+                fr.room_off[s as usize + 1] = fr.room_steps.len() as u32;
+                let steps = &fr.room_steps[fr.room_off[s as usize] as usize..];
+                fr.need[s as usize] = steps.first().map_or(INF, |x| x.0);
+                fr.dist[s as usize] = steps.last().map_or(INF, |x| x.1);
             }
         }
     }

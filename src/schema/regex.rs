@@ -40,7 +40,7 @@ mod array;
 mod calls;
 mod leaves;
 mod logic;
-pub use calls::{compile_fragments, SchemaFragments};
+pub use calls::{compile_fragments, SchemaFragments, ANY_VALUE};
 mod object;
 mod one_of;
 mod scalars;
@@ -323,8 +323,13 @@ impl<'d, 'a> Gen<'d, 'a> {
         )
     }
 
-    /// Any JSON value nesting at most `d` containers.
+    /// Any JSON value nesting at most `d` containers (for the pushdown
+    /// engine, when free-form values are calls: a call of the shared "any
+    /// JSON value" fragment, any depth; see `calls`).
     fn free_form(&mut self, d: usize) -> String {
+        if let Some(call) = self.calls.as_mut().and_then(calls::Calls::any_value) {
+            return call;
+        }
         while self.free.len() <= d {
             let k = self.free.len();
             let s = if k == 0 {

@@ -18,6 +18,18 @@
 //! `max_depth` nested recursive references), and the engine names
 //! `SchemaOptions::max_depth` when that limit is what stopped it.
 //!
+//! **Past the text limit: shared fragments.** When the text runs past
+//! [`SchemaOptions::max_regex_len`] (free-form values and definitions
+//! copied at each use: 143 MaskBench dev schemas), the generator runs once
+//! more with every free-form value ("any JSON value": `{}`, `true`, the
+//! compliant default of `additionalProperties`) a call of one shared
+//! fragment, [`ANY_VALUE`], and every bare `$ref` a call of its target's
+//! fragment, recursive or not. Free-form values are then exact at any
+//! depth (up to the stack limit) rather than
+//! [`SchemaOptions::free_form_depth`] containers deep. Schemas within the
+//! limit are written exactly as before, so no schema that compiled changes
+//! path.
+//!
 //! What stays unrolled, as before: a recursive `$ref` under `oneOf` made
 //! disjoint by forbidden keys (its language depends on the caller), a
 //! recursive `$ref` merged into `allOf`, and `not` over one. A schema in
@@ -26,16 +38,41 @@
 
 use super::super::{CompiledSchema, Pointer, SchemaError, SchemaOptions, SchemaWarning};
 use super::ir::{Document, Node, Schema};
-use super::Gen;
+use super::{Gen, Layout};
 use crate::grammar::gbnf::lower::CALL_MARKER;
 use serde_json::Value;
 use std::collections::HashMap;
+
+/// The name of the shared "any JSON value" fragment (no `$ref` target
+/// is spelled so: targets are JSON Pointers or URIs).
+pub const ANY_VALUE: &str = "(any JSON value)";
 
 /// The recursive targets called so far.
 #[derive(Debug, Default)]
 pub(crate) struct Calls {
     ids: HashMap<String, u16>,
     order: Vec<String>,
+    /// Free-form values ("any JSON value") are calls to one shared
+    /// fragment, [`ANY_VALUE`], instead of depth-bounded copies.
+    free_calls: bool,
+}
+
+impl Calls {
+    /// The call of the shared "any JSON value" fragment when free-form
+    /// values are calls (queued on first use); `None` otherwise, or when
+    /// the fragment ids ran out (then the caller writes the bounded copy).
+    pub(super) fn any_value(&mut self) -> Option<String> {
+        if !self.free_calls {
+            return None;
+        }
+        if let Some(&id) = self.ids.get(ANY_VALUE) {
+            return Some(marker(id));
+        }
+        let id = u16::try_from(self.order.len() + 1).ok()?;
+        self.ids.insert(ANY_VALUE.to_string(), id);
+        self.order.push(ANY_VALUE.to_string());
+        Some(marker(id))
+    }
 }
 
 /// What [`compile_fragments`] made of a schema.
@@ -54,6 +91,46 @@ pub enum SchemaFragments {
     },
 }
 
+impl SchemaFragments {
+    /// The text a reader sees for `--print-regex`: the regex itself, or one
+    /// line per fragment, `NAME ::= REGEX`, the document first, each call
+    /// written `(?call:NAME)` (no regex syntax has it) instead of its
+    /// marker bytes, and `(no value)` for a fragment that admits none.
+    pub fn display(&self) -> String {
+        match self {
+            SchemaFragments::Regex(c) => c.regex.clone(),
+            SchemaFragments::Fragments { names, bodies, .. } => {
+                // The document's own pointer is empty: written `#`.
+                let shown = |n: &str| if n.is_empty() { "#".to_string() } else { n.to_string() };
+                let mut out = String::new();
+                for (name, body) in names.iter().zip(bodies) {
+                    let text = match body {
+                        None => "(no value)".to_string(),
+                        Some(b) => {
+                            let mut t = b.clone();
+                            // Longest ids first is not needed: a marker is
+                            // a fixed-width escape of three bytes.
+                            for (id, callee) in names.iter().enumerate().skip(1) {
+                                t = t.replace(
+                                    &marker(id as u16),
+                                    &format!("(?call:{})", shown(callee)),
+                                );
+                            }
+                            t
+                        }
+                    };
+                    out.push_str(&shown(name));
+                    out.push_str(" ::= ");
+                    out.push_str(&text);
+                    out.push('\n');
+                }
+                out.pop();
+                out
+            }
+        }
+    }
+}
+
 /// The regex text of a call to fragment `id`.
 fn marker(id: u16) -> String {
     let [hi, lo] = id.to_be_bytes();
@@ -64,7 +141,10 @@ impl Gen<'_, '_> {
     /// The call marker of `target` when it lies in a cycle of references
     /// (its fragment is queued on first use); `None` otherwise.
     pub(super) fn call(&mut self, target: &str) -> Result<Option<String>, SchemaError> {
-        if !self.reachable(target)?.contains(target) {
+        // When the text ran past its limit, every referenced definition is
+        // a fragment too (generated once, not copied at each use).
+        let shared = self.calls.as_ref().is_some_and(|c| c.free_calls);
+        if !shared && !self.reachable(target)?.contains(target) {
             return Ok(None);
         }
         let calls = self.calls.as_mut().expect("call mode");
@@ -94,7 +174,8 @@ impl Gen<'_, '_> {
         let [Schema::Ref { target, .. }] = n.all_of.as_slice() else {
             return Ok(None);
         };
-        if !self.reachable(target)?.contains(target) {
+        let shared = self.calls.as_ref().is_some_and(|c| c.free_calls);
+        if !shared && !self.reachable(target)?.contains(target) {
             return Ok(None);
         }
         let mut rest = n.clone();
@@ -106,16 +187,63 @@ impl Gen<'_, '_> {
     }
 }
 
+impl Gen<'_, '_> {
+    /// The body of the shared "any JSON value" fragment: a scalar, or an
+    /// array or object whose values are calls of the fragment itself (the
+    /// same text as a free-form value one container deep, in the schema's
+    /// whitespace layout).
+    fn any_value_body(&mut self) -> String {
+        let v = self
+            .calls
+            .as_mut()
+            .and_then(Calls::any_value)
+            .expect("the fragment was queued by a call");
+        let Layout {
+            inner,
+            comma,
+            colon,
+        } = &self.lay;
+        let key = Self::string_any();
+        format!(
+            "(?:{sc}|\\[{inner}(?:{v}(?:{comma}{v})*)?{inner}\\]|\\{{{inner}(?:{key}{colon}{v}(?:{comma}{key}{colon}{v})*)?{inner}\\}})",
+            sc = Self::scalar_any()
+        )
+    }
+}
+
 /// Compiles `schema` for the pushdown engine: the document and each
-/// recursive `$ref` target as a fragment (see the module docs).
+/// recursive `$ref` target as a fragment (see the module docs). When the
+/// regex text runs past [`SchemaOptions::max_regex_len`] (free-form values
+/// copied wherever they occur), it is written again with every free-form
+/// value a call of one shared "any JSON value" fragment ([`ANY_VALUE`]),
+/// which is then exact at any depth (up to the stack limit) instead of
+/// [`SchemaOptions::free_form_depth`] containers deep.
 pub fn compile_fragments(
     schema: &Value,
     opts: &SchemaOptions,
 ) -> Result<SchemaFragments, SchemaError> {
+    match fragments_with(schema, opts, false) {
+        Err(SchemaError::TooBig {
+            knob: "max_regex_len",
+            ..
+        }) => fragments_with(schema, opts, true),
+        r => r,
+    }
+}
+
+/// [`compile_fragments`], free-form values as calls when `free_calls`.
+fn fragments_with(
+    schema: &Value,
+    opts: &SchemaOptions,
+    free_calls: bool,
+) -> Result<SchemaFragments, SchemaError> {
     let doc = Document::new(schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);
-    g.calls = Some(Calls::default());
+    g.calls = Some(Calls {
+        free_calls,
+        ..Calls::default()
+    });
     let top = g.value(&root, &[])?;
     if g.calls.as_ref().is_some_and(|c| c.order.is_empty()) {
         let Some(regex) = top else {
@@ -136,6 +264,12 @@ pub fn compile_fragments(
     let mut bodies = vec![top];
     let mut i = 0;
     while let Some(t) = g.calls.as_ref().and_then(|c| c.order.get(i).cloned()) {
+        if t == ANY_VALUE {
+            bodies.push(Some(g.any_value_body()));
+            names.push(t);
+            i += 1;
+            continue;
+        }
         *g.active.entry(t.clone()).or_insert(0) += 1;
         let body = doc.get(&t).and_then(|s| g.value(&s, &[]));
         *g.active.get_mut(&t).expect("entered") -= 1;

@@ -44,7 +44,11 @@ pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
     let st = built.index().stats();
     let cs = built.stats();
     if a.print_regex {
-        println!("{}", regex_text(&src)?);
+        if cs.fragments > 0 {
+            println!("{}", fragments_text(&src)?);
+        } else {
+            println!("{}", regex_text(&src)?);
+        }
     }
     if a.json {
         let v = serde_json::json!({
@@ -140,6 +144,19 @@ pub fn run_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
         tokens.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fragments a source compiled to on the pushdown engine
+/// (`--print-regex` for a recursive schema: one `NAME ::= REGEX` line per
+/// fragment, calls written `(?call:NAME)`; a GBNF grammar prints its
+/// lowered form, recursion unrolled, as before).
+fn fragments_text(src: &Source) -> anyhow::Result<String> {
+    let schema = match src {
+        Source::JsonSchema { schema, options } => (schema.clone(), options),
+        Source::Tools { tools, options } => (constrain::schema::tools_schema(tools)?, options),
+        _ => return regex_text(src),
+    };
+    Ok(constrain::schema::regex::compile_fragments(&schema.0, schema.1)?.display())
 }
 
 /// The regex text a source compiles through (`--print-regex`).
