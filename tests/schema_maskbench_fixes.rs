@@ -8,7 +8,8 @@
 mod schema_util;
 
 use schema_util::logic::*;
-use serde_json::json;
+use schema_util::*;
+use serde_json::{json, Value};
 
 /// `Synthesized---draft2019_09_nonvalid_maxProperties_id1_subschema1_not_2`:
 /// an `enum` object under `not: {not: {maxProperties}}` is decided by
@@ -177,5 +178,60 @@ fn strict_required_undeclared_key_counts_as_extra() {
         &[json!({"a": 1, "z": 2})],
         &[json!({"a": 1}), json!({"z": 1})],
         &[constrain::schema::JsonMode::Strict],
+    );
+}
+
+/// Review finds: where the evaluator cannot tell, a listed value is not
+/// kept. Either the schema fails closed or the instance the oracle rejects
+/// is not matched, in every mode and whitespace policy.
+fn never_accepts(schema: Value, invalid: Value) {
+    let oracle = Oracle::new(&schema).expect("oracle compiles the schema");
+    assert!(!oracle.valid(&invalid), "test data: {invalid} is valid for {schema}");
+    for &mode in &MODES {
+        for ws in POLICIES {
+            let Ok(c) = constrain::schema::compile(&schema, &opts(ws, mode)) else {
+                continue;
+            };
+            let t = render(&invalid, ws);
+            assert!(
+                !dfa(&c).matches(t.as_bytes()),
+                "{mode:?} {ws:?}: {t} must not match {schema}"
+            );
+        }
+    }
+}
+
+/// A `patternProperties` pattern the regex engine cannot run (`\b`) may
+/// apply to a listed object's key: its schema must still be met.
+#[test]
+fn an_unrunnable_pattern_does_not_let_a_listed_object_skip_its_schema() {
+    never_accepts(
+        json!({"enum": [{"a": 1}], "patternProperties": {"\\ba": {"type": "string"}}}),
+        json!({"a": 1}),
+    );
+    never_accepts(
+        json!({"enum": [{"a": 1}], "patternProperties": {"\\ba": {"type": "string"}},
+               "additionalProperties": {"type": "integer"}}),
+        json!({"a": 1}),
+    );
+}
+
+/// Bounds from an integer `format` narrow generation, but validators ignore
+/// the format: under `not` they must not make a listed value pass.
+#[test]
+fn integer_format_bounds_under_not_do_not_keep_a_listed_value() {
+    never_accepts(
+        json!({"enum": [3000000000u64], "not": {"type": "integer", "format": "int32"}}),
+        json!(3000000000u64),
+    );
+}
+
+/// The same without a list: the complement of an integer range that came
+/// from a `format` must not offer integers outside it.
+#[test]
+fn integer_format_bounds_under_not_are_not_complemented() {
+    never_accepts(
+        json!({"not": {"type": "integer", "format": "int32"}}),
+        json!(3000000000u64),
     );
 }

@@ -735,7 +735,7 @@ impl<'a> Document<'a> {
             };
             lower_hi(&mut hi, b);
         }
-        if let Some((flo, fhi)) = n.format_bounds.take() {
+        if let Some((flo, fhi)) = n.format_bounds.clone() {
             if let Some(f) = flo {
                 raise_lo(&mut lo, f);
             }

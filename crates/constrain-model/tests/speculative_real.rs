@@ -5,8 +5,9 @@
 //!
 //! * the 0.5B verifying its own fork as draft (K = 4, fixed and adaptive):
 //!   every proposal is the argmax of a single step, so a rejection or a
-//!   different output can only come from the batched pass's rounding
-//!   (`#[ignore]`d while that rounding differs, see below);
+//!   different output can only come from the batched pass's rounding (runs
+//!   in the default test run: `net/qmm.rs` makes a pass's rows bitwise
+//!   those of single steps);
 //! * the 1.5B target with the 0.5B draft (the README's command), slower
 //!   (loads 1.1 GB): `#[ignore]`d, run with `cargo test --release -p
 //!   constrain-model --test speculative_real -- --ignored`.
@@ -70,12 +71,10 @@ fn check(engine: &mut Engine<QwenModel>, draft: &mut QwenModel, specs: &[Specula
     }
 }
 
-// Ignored: fails on this branch until the batched verification pass gives
-// bitwise the logits of single steps (the `net` matmul rewrite): measured
-// here, the one-pass rows round differently and greedy flips at a near tie
-// even with the model as its own draft. Run with `-- --ignored`.
+// Before `net/qmm.rs` the one-pass rows rounded differently from single
+// steps and greedy flipped at a near tie even with the model as its own
+// draft; this test is what shows it no longer does.
 #[test]
-#[ignore = "fails until net's batched pass is bitwise equal to single steps"]
 fn greedy_speculative_with_its_own_fork_as_draft_is_the_models_greedy_output() {
     let Some(p) = gguf("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf") else {
         return;
@@ -89,14 +88,12 @@ fn greedy_speculative_with_its_own_fork_as_draft_is_the_models_greedy_output() {
     );
 }
 
-// Ignored: slow (loads the 1.1 GB 1.5B), and it fails until the batched
-// verification pass gives bitwise the logits of single steps (the `net`
-// matmul rewrite): today the one-pass rows round differently from one-token
-// decoding and greedy flips at a near tie in `"tags"`
-// (`["software","programming","machinelearning"]` alone,
-// `["programming","mathematics","science"]` speculative).
+// Ignored only for its cost (loads the 1.1 GB 1.5B). Before `net/qmm.rs`
+// it failed at a near tie in `"tags"` (`["software","programming",
+// "machinelearning"]` alone, `["programming","mathematics","science"]`
+// speculative).
 #[test]
-#[ignore = "slow (1.5B); fails until net's batched pass is bitwise equal to single steps"]
+#[ignore = "slow: loads the 1.5B; run with -- --ignored"]
 fn greedy_speculative_1_5b_with_0_5b_draft_is_the_targets_greedy_output() {
     let (Some(t), Some(d)) = (
         gguf("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),

@@ -386,6 +386,11 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
         }
         // numbers
+        if t.has_numeric() && n.format_bounds.is_some() {
+            // Bounds from an integer `format` are a narrowing validators do
+            // not share: their complement would offer numbers that fail.
+            return Err(self.not_error(at, "\"format\""));
+        }
         if let Some(b) = &n.minimum {
             out.extend(typed(
                 Types::NUMBER,
