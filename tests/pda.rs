@@ -469,7 +469,13 @@ const ROOMY: &str = "root ::= a\na ::= \"(\" a \")\" | \"<\" c \">\" | \"longlon
 /// Generation with a tight `max_tokens` under adversarial choices (open a
 /// frame whenever the budget allows, else the token that fits and is
 /// farthest from done): every run ends complete and recognized.
-fn tight_budget_runs(c: &Compiled, earley: &Earley, rng: &mut StdRng, opener: u8, max_tokens: usize) {
+fn tight_budget_runs(
+    c: &Compiled,
+    earley: &Earley,
+    rng: &mut StdRng,
+    opener: u8,
+    max_tokens: usize,
+) {
     let v = c.vocab().clone();
     let mut m = c.matcher();
     let mut out = Vec::new();

@@ -186,7 +186,10 @@ fn strict_required_undeclared_key_counts_as_extra() {
 /// is not matched, in every mode and whitespace policy.
 fn never_accepts(schema: Value, invalid: Value) {
     let oracle = Oracle::new(&schema).expect("oracle compiles the schema");
-    assert!(!oracle.valid(&invalid), "test data: {invalid} is valid for {schema}");
+    assert!(
+        !oracle.valid(&invalid),
+        "test data: {invalid} is valid for {schema}"
+    );
     for &mode in &MODES {
         for ws in POLICIES {
             let Ok(c) = constrain::schema::compile(&schema, &opts(ws, mode)) else {

@@ -128,8 +128,8 @@ impl Fragment {
     /// (`room = L - d`): near the limit the shortest text may need a call
     /// that no longer fits, and the way out is longer than [`Fragment::dist`].
     pub fn dist_within(&self, s: u32, room: u32) -> u32 {
-        let steps =
-            &self.room_steps[self.room_off[s as usize] as usize..self.room_off[s as usize + 1] as usize];
+        let steps = &self.room_steps
+            [self.room_off[s as usize] as usize..self.room_off[s as usize + 1] as usize];
         steps
             .iter()
             .rev()

@@ -81,6 +81,16 @@ impl QwenModel {
         }
     }
 
+    /// A copy holding only the first `len` positions of this model's
+    /// sequence (`None` past its end); see [`Sequence::fork_prefix`].
+    pub fn fork_prefix(&self, len: usize) -> Option<QwenModel> {
+        Some(QwenModel {
+            weights: self.weights.clone(),
+            seq: self.seq.fork_prefix(len)?,
+            eos_token_id: self.eos_token_id,
+        })
+    }
+
     /// One decoding step over several models that share weights: feeds
     /// `tokens[i]` to `models[i]` (each at its own position) in one batched
     /// pass and returns each one's logits.

@@ -76,6 +76,9 @@ pub struct Job<'a> {
     ends: AtomicU64,
     /// Workers that may still join.
     tickets: AtomicUsize,
+    /// A worker's fill panicked: its claimed rows may be unfilled, so the
+    /// caller must not report the batch as filled.
+    panicked: std::sync::atomic::AtomicBool,
     work: &'a [(usize, usize)],
     rows: RowPtr,
 }
@@ -85,6 +88,7 @@ impl<'a> Job<'a> {
         Job {
             ends: AtomicU64::new((work.len() as u64) << 32),
             tickets: AtomicUsize::new(tickets),
+            panicked: std::sync::atomic::AtomicBool::new(false),
             work,
             rows,
         }
@@ -273,6 +277,15 @@ impl Shared {
     /// Joins the published job, if there is one that wants a thread.
     fn enter(&self) {
         self.active.fetch_add(1, SeqCst);
+        // Leaves `active` on every path, a panic included: a caller waits
+        // for it to reach zero before its job's memory goes away.
+        struct Leave<'a>(&'a AtomicUsize);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Release);
+            }
+        }
+        let _leave = Leave(&self.active);
         let p = self.slot.load(SeqCst);
         if !p.is_null() {
             // SAFETY: counted in `active` before reading `slot`, so the job
@@ -287,12 +300,18 @@ impl Shared {
                     self.wake_one();
                 }
                 // SAFETY: as `run`'s, which holds until `active` is zero.
-                let filled = unsafe { job.fill(true) };
-                WORKER_ROWS.fetch_add(filled, Relaxed);
-                WORKER_JOBS.fetch_add(1, Relaxed);
+                let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+                    job.fill(true)
+                }));
+                match filled {
+                    Ok(filled) => {
+                        WORKER_ROWS.fetch_add(filled, Relaxed);
+                        WORKER_JOBS.fetch_add(1, Relaxed);
+                    }
+                    Err(_) => job.panicked.store(true, SeqCst),
+                }
             }
         }
-        self.active.fetch_sub(1, Release);
     }
 }
 
@@ -379,18 +398,31 @@ pub unsafe fn run(work: &[(usize, usize)], rows: RowPtr) {
             std::thread::yield_now();
         }
     }
-    let _ = job.fill(false);
-    if let Some(sh) = published {
-        sh.slot.store(std::ptr::null_mut(), SeqCst);
-        let mut spins = 0u32;
-        while sh.active.load(SeqCst) != 0 {
-            spins += 1;
-            if spins < WAIT_SPINS {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
+    // Unpublishes and waits for the workers on every path, a panic in the
+    // caller's own fill included: the job lives on this stack.
+    struct Unpublish(Option<&'static Shared>);
+    impl Drop for Unpublish {
+        fn drop(&mut self) {
+            let Some(sh) = self.0 else { return };
+            sh.slot.store(std::ptr::null_mut(), SeqCst);
+            let mut spins = 0u32;
+            while sh.active.load(SeqCst) != 0 {
+                spins += 1;
+                if spins < WAIT_SPINS {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
             }
         }
+    }
+    let unpublish = Unpublish(published);
+    let _ = job.fill(false);
+    drop(unpublish);
+    if job.panicked.load(SeqCst) {
+        // Rows a worker claimed may be unfilled: never hand them out as a
+        // mask (pyo3 raises this as an exception).
+        panic!("a bitmask fill worker panicked; the batch is not filled");
     }
 }
 

@@ -133,11 +133,7 @@ impl BatchModel for QwenBatch {
     }
 
     fn fork_prefix(&self, seq: &QwenModel, len: usize) -> Option<QwenModel> {
-        if len > seq.sequence().len() {
-            return None;
-        }
-        let mut copy = seq.fork();
-        copy.truncate(len).then_some(copy)
+        seq.fork_prefix(len)
     }
 
     fn seq_bytes(&self, seq: &QwenModel) -> usize {
@@ -447,6 +443,11 @@ fn decode_loop<B: BatchModel>(
                     carry.push(w);
                 }
                 out => {
+                    if out.is_err() && w.fed > 0 {
+                        // Earlier chunks of this request went in: cut them
+                        // back so the caller's position is the cache's.
+                        let _ = w.req.seq.truncate(w.req.pos);
+                    }
                     if out.is_ok() && w.fresh && cache.wants(&w.req.tokens) {
                         if let Some(copy) = model.fork_prefix(&w.req.seq, w.req.tokens.len()) {
                             let bytes = model.seq_bytes(&copy);
@@ -497,6 +498,11 @@ fn gone() -> ModelError {
 
 impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
     fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
+        if tokens.is_empty() {
+            // Nothing to feed: a request with no tokens would never leave
+            // the loop's carry-over.
+            return Err(ModelError::EmptyBatch);
+        }
         let seq = self.seq.take().ok_or_else(gone)?;
         if !self.registered {
             self.registered = true;

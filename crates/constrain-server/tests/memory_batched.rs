@@ -56,7 +56,8 @@ fn memory_is_flat_over_a_thousand_requests_with_the_prefix_cache_evicting() {
     )
     .unwrap();
     let addr = constrain_server::spawn(state, "127.0.0.1:0").unwrap();
-    let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
+    let schema =
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
     let one = |i: usize| {
         // Every prompt its own (the cache stores each and evicts), sharing
         // the system prompt (the cache reuses it).
@@ -89,7 +90,10 @@ fn memory_is_flat_over_a_thousand_requests_with_the_prefix_cache_evicting() {
         after / 1024
     );
     assert!(s.bytes <= CACHE, "{s:?}");
-    assert!(s.hits >= 1000, "the shared system prompt was not reused: {s:?}");
+    assert!(
+        s.hits >= 1000,
+        "the shared system prompt was not reused: {s:?}"
+    );
     let growth = after.saturating_sub(before);
     assert!(
         growth < 8 << 20,

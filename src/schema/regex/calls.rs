@@ -101,7 +101,13 @@ impl SchemaFragments {
             SchemaFragments::Regex(c) => c.regex.clone(),
             SchemaFragments::Fragments { names, bodies, .. } => {
                 // The document's own pointer is empty: written `#`.
-                let shown = |n: &str| if n.is_empty() { "#".to_string() } else { n.to_string() };
+                let shown = |n: &str| {
+                    if n.is_empty() {
+                        "#".to_string()
+                    } else {
+                        n.to_string()
+                    }
+                };
                 let mut out = String::new();
                 for (name, body) in names.iter().zip(bodies) {
                     let text = match body {

@@ -58,6 +58,28 @@ impl Sequence {
         self.clone()
     }
 
+    /// A copy of the first `len` positions only (`None` past the end): a
+    /// prompt-prefix cache hit copies what it reuses, not the whole entry,
+    /// and the copy holds no capacity beyond it.
+    pub fn fork_prefix(&self, len: usize) -> Option<Sequence> {
+        if len > self.len {
+            return None;
+        }
+        let n = len * self.kv_dim;
+        Some(Sequence {
+            layers: self
+                .layers
+                .iter()
+                .map(|l| LayerKv {
+                    k: l.k[..n.min(l.k.len())].to_vec(),
+                    v: l.v[..n.min(l.v.len())].to_vec(),
+                })
+                .collect(),
+            len,
+            kv_dim: self.kv_dim,
+        })
+    }
+
     /// Bytes held by the KV cache (f32 keys and values).
     pub fn kv_bytes(&self) -> usize {
         self.layers
@@ -99,5 +121,24 @@ mod tests {
         assert_eq!(s.len(), 2);
         s.clear();
         assert!(s.is_empty() && s.kv_bytes() == 0);
+    }
+
+    #[test]
+    fn fork_prefix_copies_only_the_prefix() {
+        let mut s = Sequence::new(2, 3);
+        for l in &mut s.layers {
+            l.k = (0..12).map(|i| i as f32).collect();
+            l.v = l.k.clone();
+        }
+        s.len = 4;
+        let p = s.fork_prefix(2).unwrap();
+        assert_eq!(p.len(), 2);
+        assert!(p
+            .layers
+            .iter()
+            .all(|l| l.k == [0., 1., 2., 3., 4., 5.] && l.k.capacity() == 6));
+        assert_eq!(p.kv_bytes(), 2 * 2 * 6 * 4);
+        assert!(s.fork_prefix(5).is_none());
+        assert_eq!(s.fork_prefix(4).unwrap().layers[1].v, s.layers[1].v);
     }
 }

@@ -501,6 +501,36 @@ mod simd {
     use super::{Act, RawQ8K, SendPtr, TileQ5_0, TileQ6K, TileQ8_0, ROWS, TILE};
     use core::arch::x86_64::*;
 
+    /// All tiles × all rows in groups of up to [`ROWS`], chunks of tiles on
+    /// candle's pool: `$unit::<R>` computes rows `r0..r0+R` against one tile.
+    macro_rules! drive {
+        ($unit:ident, $tiles:expr, $acts:expr, $m:expr, $n:expr, $kb:expr, $out:expr) => {{
+            let (tiles, acts, m, n, kb) = ($tiles, $acts, $m, $n, $kb);
+            let ptr = SendPtr($out.as_mut_ptr());
+            candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
+                let ptr = &ptr;
+                for t in range {
+                    let tiles = &tiles[t * kb..(t + 1) * kb];
+                    let mut r0 = 0;
+                    while r0 < m {
+                        let rows = (m - r0).min(ROWS);
+                        // SAFETY: the caller checked the CPU; each (row,
+                        // tile) is written by one item only.
+                        unsafe {
+                            match rows {
+                                1 => $unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
+                                2 => $unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
+                                3 => $unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
+                                _ => $unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
+                            }
+                        }
+                        r0 += rows;
+                    }
+                }
+            });
+        }};
+    }
+
     /// All tiles × all rows; rayon-style chunks of tiles on candle's pool.
     pub(super) unsafe fn q5_0(
         tiles: &[TileQ5_0],
@@ -510,28 +540,7 @@ mod simd {
         kb: usize,
         out: &mut [f32],
     ) {
-        let ptr = SendPtr(out.as_mut_ptr());
-        candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
-            let ptr = &ptr;
-            for t in range {
-                let tiles = &tiles[t * kb..(t + 1) * kb];
-                let mut r0 = 0;
-                while r0 < m {
-                    let rows = (m - r0).min(ROWS);
-                    // SAFETY: the caller checked the CPU; each (row, tile)
-                    // is written by one item only.
-                    unsafe {
-                        match rows {
-                            1 => q5_0_unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
-                            2 => q5_0_unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
-                            3 => q5_0_unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
-                            _ => q5_0_unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
-                        }
-                    }
-                    r0 += rows;
-                }
-            }
-        });
+        drive!(q5_0_unit, tiles, acts, m, n, kb, out);
     }
 
     /// Rows `r0..r0+R` against one tile of 16 columns. Per block and row:
@@ -642,27 +651,7 @@ mod simd {
         kb: usize,
         out: &mut [f32],
     ) {
-        let ptr = SendPtr(out.as_mut_ptr());
-        candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
-            let ptr = &ptr;
-            for t in range {
-                let tiles = &tiles[t * kb..(t + 1) * kb];
-                let mut r0 = 0;
-                while r0 < m {
-                    let rows = (m - r0).min(ROWS);
-                    // SAFETY: as in `q5_0`.
-                    unsafe {
-                        match rows {
-                            1 => q6k_unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
-                            2 => q6k_unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
-                            3 => q6k_unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
-                            _ => q6k_unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
-                        }
-                    }
-                    r0 += rows;
-                }
-            }
-        });
+        drive!(q6k_unit, tiles, acts, m, n, kb, out);
     }
 
     /// candle's repacked `q6k_tile` arithmetic (its path for several rows),
