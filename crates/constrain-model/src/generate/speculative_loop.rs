@@ -356,10 +356,14 @@ impl Decoder<'_> {
         if m.always_fits(remaining) {
             return Ok(p);
         }
+        // Each candidate's fit is asked once (memoized lookups, but this is
+        // the per-position path when the budget is tight).
+        let fit: Vec<bool> = p.iter().map(|&(t, _)| m.fits(t, remaining)).collect();
         let unfit: f64 = p
             .iter()
-            .filter(|&&(t, _)| !m.fits(t, remaining))
-            .map(|&(_, w)| w as f64)
+            .zip(&fit)
+            .filter(|&(_, &f)| !f)
+            .map(|(&(_, w), _)| w as f64)
             .sum();
         if unfit <= 0.0 {
             return Ok(p);
@@ -375,8 +379,9 @@ impl Decoder<'_> {
         let redraw = self.sampler.distribution(work, Some(&viable), history)?;
         let mut merged: BTreeMap<TokenId, f64> = p
             .into_iter()
-            .filter(|&(t, _)| m.fits(t, remaining))
-            .map(|(t, w)| (t, w as f64))
+            .zip(fit)
+            .filter(|&(_, f)| f)
+            .map(|((t, w), _)| (t, w as f64))
             .collect();
         for (t, w) in redraw {
             *merged.entry(t).or_insert(0.0) += unfit * w as f64;
