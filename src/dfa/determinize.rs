@@ -268,16 +268,6 @@ pub(super) struct Determinizer {
     buckets: Vec<Vec<u32>>,
     touched: Vec<usize>,
     scratch: Vec<u32>,
-    /// Per distinct bucket of the row being explored: its hash, its first
-    /// class and that class's target.
-    seen: Vec<(u64, usize, u32)>,
-}
-
-/// A cheap hash of a bucket (NFA state ids in push order).
-fn bucket_hash(b: &[u32]) -> u64 {
-    b.iter().fold(b.len() as u64, |h, &x| {
-        (h ^ x as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
-    })
 }
 
 impl Determinizer {
@@ -311,7 +301,6 @@ impl Determinizer {
             buckets: vec![Vec::new(); stride],
             touched: Vec::new(),
             scratch: Vec::new(),
-            seen: Vec::new(),
             nfa,
         };
         d.map.insert(d.keys[0].clone(), 0);
@@ -453,37 +442,10 @@ impl Determinizer {
         let mut prev: Option<(usize, u32)> = None;
         let touched = std::mem::take(&mut self.touched);
         let mut scratch = std::mem::take(&mut self.scratch);
-        // Classes reached by the same NFA states share one closure and one
-        // lookup, adjacent or not: the classes of a string body's characters
-        // are split into runs by `"`, `\` and every literal's letters, and
-        // each closure of a big NFA (thousands of threads) costs a merge, a
-        // sort and a hash of its key. By the bucket's hash; the bucket of
-        // the first class with that hash is compared.
-        let mut seen = std::mem::take(&mut self.seen);
-        seen.clear();
         for &c in &touched {
-            let adjacent = match prev {
-                Some((pc, t)) if pc + 1 == c && self.buckets[pc] == self.buckets[c] => Some(t),
-                _ => None,
-            };
-            let shared = adjacent.or_else(|| {
-                if touched.len() < 3 {
-                    return None;
-                }
-                let h = bucket_hash(&self.buckets[c]);
-                match seen.iter().find(|&&(hh, _, _)| hh == h) {
-                    Some(&(_, pc, t)) if self.buckets[pc] == self.buckets[c] => Some(t),
-                    Some(_) => None,
-                    None => {
-                        // Filled in below, once the target is known.
-                        seen.push((h, c, u32::MAX));
-                        None
-                    }
-                }
-            });
-            let target = match shared {
-                Some(t) => t,
-                None => {
+            let target = match prev {
+                Some((pc, t)) if pc + 1 == c && self.buckets[pc] == self.buckets[c] => t,
+                _ => {
                     self.closure
                         .of(&self.nfa, &self.nfa_dist, &self.buckets[c], &mut scratch);
                     if scratch.is_empty() {
@@ -500,12 +462,8 @@ impl Determinizer {
                 }
             };
             self.trans[i * self.stride + c] = target;
-            if let Some(e) = seen.last_mut().filter(|e| e.1 == c) {
-                e.2 = target;
-            }
             prev = Some((c, target));
         }
-        self.seen = seen;
         // Clear only after all comparisons with the previous bucket are done.
         for &c in &touched {
             self.buckets[c].clear();
