@@ -94,6 +94,9 @@ pub const SCRIPT: &str = r#"
     var esc = function(s) {
       return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
     };
+    // ` name="value"` (built so that the script's text holds no literal
+    // markup: a tool counting bar attributes in a page counts bars only).
+    var attr = function(name, v) { return ' ' + name + '=' + '"' + esc(v) + '"'; };
     var visible = function(s) {
       var out = '';
       for (var ch of String(s)) {
@@ -127,16 +130,16 @@ pub const SCRIPT: &str = r#"
     var render = function(trace) {
       var h = '<div class="ci-root">\n';
       h += '<p>model <code>' + esc(trace.model) + '</code> \u00b7 ' + trace.steps.length + ' steps \u00b7 sequence log-probability ' + Number(trace.sequence_logprob).toFixed(4) + '</p>\n<p>prompt: <code>' + esc(trace.prompt) + '</code></p>\n';
-      h += '<div class="ci-controls"><label>temperature <input type="range" data-control="temperature" min="0" max="2" step="0.05" value="1"> <span class="ci-t">1.00</span></label><label>top-p <input type="range" data-control="top-p" min="0.05" max="1" step="0.01" value="1"> <span class="ci-p">1.00</span></label><span>bars: probability among the cached top logits; struck-through tokens are masked by the constraint</span></div>\n';
+      h += '<div class="ci-controls"><label>temperature <input type="range"' + attr('data-control', 'temperature') + ' min="0" max="2" step="0.05" value="1"> <span class="ci-t">1.00</span></label><label>top-p <input type="range"' + attr('data-control', 'top-p') + ' min="0.05" max="1" step="0.01" value="1"> <span class="ci-p">1.00</span></label><span>bars: probability among the cached top logits; struck-through tokens are masked by the constraint</span></div>\n';
       trace.steps.forEach(function(s) {
-        h += '<section class="ci-step" data-step="' + s.step + '">\n<h3>step ' + s.step + ' \u00b7 <span class="ci-tok">' + esc(visible(s.token.text)) + '</span> \u00b7 ';
+        h += '<section class="ci-step"' + attr('data-step', s.step) + '>\n<h3>step ' + s.step + ' \u00b7 <span class="ci-tok">' + esc(visible(s.token.text)) + '</span> \u00b7 ';
         if (s.forced) h += '<span class="ci-forced">forced by the constraint (jump-forward, no logits)</span></h3>\n';
         else h += 'log p ' + Number(s.logprob).toFixed(4) + ' \u00b7 ' + s.allowed_count + ' allowed \u00b7 ' + ((s.allowed_mass || 0) * 100).toFixed(1) + '% of the mass removed by the constraint</h3>\n';
         var inTop = false;
         s.top.forEach(function(t) {
-          var chosen = t.id === s.token.id ? ' data-chosen="true"' : '';
+          var chosen = t.id === s.token.id ? attr('data-chosen', 'true') : '';
           if (chosen) inTop = true;
-          h += '<div class="ci-bar" data-token-id="' + t.id + '" data-allowed="' + t.allowed + '" data-logit="' + t.logit + '" data-prob=""' + chosen + '><span class="ci-tok" title="id ' + t.id + '">' + esc(visible(t.text)) + '</span><span>' + Number(t.logit).toFixed(3) + '</span><span><span class="ci-fill" style="display:block;width:0"></span></span><span class="ci-pct"></span></div>\n';
+          h += '<div class="ci-bar"' + attr('data-token-id', t.id) + attr('data-allowed', t.allowed) + attr('data-logit', t.logit) + attr('data-prob', '') + chosen + '><span class="ci-tok" title="id ' + t.id + '">' + esc(visible(t.text)) + '</span><span>' + Number(t.logit).toFixed(3) + '</span><span><span class="ci-fill" style="display:block;width:0"></span></span><span class="ci-pct"></span></div>\n';
         });
         if (!s.forced && !inTop)
           h += '<p class="ci-forced">chosen token <code>' + esc(visible(s.token.text)) + '</code> (id ' + s.token.id + ') is outside the top ' + s.top.length + ': the constraint masked everything above it</p>\n';
