@@ -142,6 +142,8 @@ fn logsumexp<I: Iterator<Item = f32> + Clone>(xs: I) -> f64 {
 /// makes the trace cheap next to a forward pass; relative error ~1e-7),
 /// summed in f64. A small mask sums its own terms; a mask whose terms all
 /// underflow (every allowed logit ~87 below the best) is redone exactly.
+/// A small mask's sum is exact (f64 over its own logits): one allowed token
+/// has log-probability exactly 0.
 fn mass(logits: &[f32], allowed: Option<&TokenSet>) -> (f64, f64, usize) {
     let m = logits
         .iter()
@@ -173,19 +175,16 @@ fn mass(logits: &[f32], allowed: Option<&TokenSet>) -> (f64, f64, usize) {
             for c in logits.chunks(64) {
                 total += c.iter().map(|&x| term(x)).sum::<f32>() as f64;
             }
-            kept = match allowed {
-                None => total,
-                Some(a) => a
-                    .iter()
-                    .filter_map(|t| logits.get(t.as_usize()))
-                    .map(|&x| term(x) as f64)
-                    .sum(),
-            };
+            if allowed.is_none() {
+                kept = total;
+            }
         }
     }
     let all = m as f64 + total.ln();
     let kept = match allowed {
-        Some(a) if kept <= 0.0 => logsumexp(
+        // A small mask (or one whose f32 terms all underflowed): exactly,
+        // in f64 over its own logits.
+        Some(a) if a.len() * 8 < logits.len() || kept <= 0.0 => logsumexp(
             a.iter()
                 .filter_map(|t| logits.get(t.as_usize()).copied())
                 .collect::<Vec<f32>>()
@@ -226,7 +225,8 @@ pub fn sampled_step(
     let is_allowed = |t: TokenId| allowed.is_none_or(|m| m.contains(t));
     let (all, kept, allowed_count) = mass(logits, allowed);
     let logit = logits.get(chosen.as_usize()).copied();
-    let logprob = logit.map_or(f64::NEG_INFINITY, |l| f64::from(l) - kept);
+    // (≤ 0 by definition; the f32 terms of a large mask could round above.)
+    let logprob = logit.map_or(f64::NEG_INFINITY, |l| (f64::from(l) - kept).min(0.0));
     let removed = if all.is_finite() && kept.is_finite() {
         (1.0 - (kept - all).exp()).max(0.0)
     } else {
