@@ -64,7 +64,9 @@ fn visible(s: &str) -> String {
     out
 }
 
-const STYLE: &str = r#"
+/// The component's style sheet, shared with the server playground (which
+/// embeds it once in its own page).
+pub const STYLE: &str = r#"
 .ci-root{font:14px/1.4 system-ui,sans-serif;color:#222;max-width:60em}
 .ci-controls{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ddd;z-index:1}
 .ci-controls label{margin-right:2em}
@@ -80,49 +82,99 @@ const STYLE: &str = r#"
 .ci-tok{white-space:pre;overflow:hidden;text-overflow:ellipsis}
 "#;
 
-const SCRIPT: &str = r#"
+/// The component's script, shared with the server playground. It defines
+/// `window.constrainInspector` once: `render(trace)` builds, from a trace's
+/// JSON, the same markup [`component`] writes (minus style and script);
+/// `mount(root)` wires a `.ci-root`'s sliders to its bars and fills every
+/// `data-prob`. Run inside a `.ci-root` (as [`component`] places it), it
+/// mounts that root.
+pub const SCRIPT: &str = r#"
 (function(){
-  var root = document.currentScript ? document.currentScript.closest('.ci-root') : null;
-  if (!root) { var all = document.querySelectorAll('.ci-root'); root = all[all.length - 1]; }
-  var tIn = root.querySelector('[data-control="temperature"]');
-  var pIn = root.querySelector('[data-control="top-p"]');
-  var tOut = root.querySelector('.ci-t'), pOut = root.querySelector('.ci-p');
-  function probs(logits, allowed, T, P) {
-    var n = logits.length, p = new Array(n).fill(0), idx = [];
-    for (var i = 0; i < n; i++) if (allowed[i] && isFinite(logits[i])) idx.push(i);
-    if (!idx.length) return p;
-    idx.sort(function(a, b){ return logits[b] - logits[a] || a - b; });
-    if (T <= 0) { p[idx[0]] = 1; return p; }
-    var m = logits[idx[0]], z = 0;
-    idx.forEach(function(i){ p[i] = Math.exp((logits[i] - m) / T); z += p[i]; });
-    idx.forEach(function(i){ p[i] /= z; });
-    if (P < 1) {
-      var acc = 0, keep = 0;
-      for (var k = 0; k < idx.length; k++) { acc += p[idx[k]]; keep = k + 1; if (acc >= P) break; }
-      var z2 = 0;
-      idx.forEach(function(i, k){ if (k >= keep) p[i] = 0; else z2 += p[i]; });
-      idx.forEach(function(i){ p[i] /= z2; });
-    }
-    return p;
-  }
-  function update() {
-    var T = parseFloat(tIn.value), P = parseFloat(pIn.value);
-    tOut.textContent = T.toFixed(2); pOut.textContent = P.toFixed(2);
-    root.querySelectorAll('[data-step]').forEach(function(step){
-      var bars = step.querySelectorAll('[data-token-id]');
-      if (!bars.length) return;
-      var logits = [], allowed = [];
-      bars.forEach(function(b){ logits.push(parseFloat(b.getAttribute('data-logit'))); allowed.push(b.getAttribute('data-allowed') === 'true'); });
-      var p = probs(logits, allowed, T, P);
-      bars.forEach(function(b, i){
-        b.setAttribute('data-prob', p[i].toFixed(6));
-        b.querySelector('.ci-fill').style.width = (100 * p[i]).toFixed(2) + '%';
-        b.querySelector('.ci-pct').textContent = (100 * p[i]).toFixed(2) + '%';
+  if (!window.constrainInspector) {
+    var esc = function(s) {
+      return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+    };
+    // ` name="value"` (built so that the script's text holds no literal
+    // markup: a tool counting bar attributes in a page counts bars only).
+    var attr = function(name, v) { return ' ' + name + '=' + '"' + esc(v) + '"'; };
+    var visible = function(s) {
+      var out = '';
+      for (var ch of String(s)) {
+        var c = ch.codePointAt(0);
+        if (ch === ' ') out += '\u2423';
+        else if (ch === '\n') out += '\u21b5';
+        else if (ch === '\t') out += '\u21e5';
+        else if (c < 32 || (c >= 127 && c < 160)) out += '\\u{' + c.toString(16) + '}';
+        else out += ch;
+      }
+      return out === '' ? '\u2205' : out;
+    };
+    var probs = function(logits, allowed, T, P) {
+      var n = logits.length, p = new Array(n).fill(0), idx = [];
+      for (var i = 0; i < n; i++) if (allowed[i] && isFinite(logits[i])) idx.push(i);
+      if (!idx.length) return p;
+      idx.sort(function(a, b){ return logits[b] - logits[a] || a - b; });
+      if (T <= 0) { p[idx[0]] = 1; return p; }
+      var m = logits[idx[0]], z = 0;
+      idx.forEach(function(i){ p[i] = Math.exp((logits[i] - m) / T); z += p[i]; });
+      idx.forEach(function(i){ p[i] /= z; });
+      if (P < 1) {
+        var acc = 0, keep = 0;
+        for (var k = 0; k < idx.length; k++) { acc += p[idx[k]]; keep = k + 1; if (acc >= P) break; }
+        var z2 = 0;
+        idx.forEach(function(i, k){ if (k >= keep) p[i] = 0; else z2 += p[i]; });
+        idx.forEach(function(i){ p[i] /= z2; });
+      }
+      return p;
+    };
+    var render = function(trace) {
+      var h = '<div class="ci-root">\n';
+      h += '<p>model <code>' + esc(trace.model) + '</code> \u00b7 ' + trace.steps.length + ' steps \u00b7 sequence log-probability ' + Number(trace.sequence_logprob).toFixed(4) + '</p>\n<p>prompt: <code>' + esc(trace.prompt) + '</code></p>\n';
+      h += '<div class="ci-controls"><label>temperature <input type="range"' + attr('data-control', 'temperature') + ' min="0" max="2" step="0.05" value="1"> <span class="ci-t">1.00</span></label><label>top-p <input type="range"' + attr('data-control', 'top-p') + ' min="0.05" max="1" step="0.01" value="1"> <span class="ci-p">1.00</span></label><span>bars: probability among the cached top logits; struck-through tokens are masked by the constraint</span></div>\n';
+      trace.steps.forEach(function(s) {
+        h += '<section class="ci-step"' + attr('data-step', s.step) + '>\n<h3>step ' + s.step + ' \u00b7 <span class="ci-tok">' + esc(visible(s.token.text)) + '</span> \u00b7 ';
+        if (s.forced) h += '<span class="ci-forced">forced by the constraint (jump-forward, no logits)</span></h3>\n';
+        else h += 'log p ' + Number(s.logprob).toFixed(4) + ' \u00b7 ' + s.allowed_count + ' allowed \u00b7 ' + ((s.allowed_mass || 0) * 100).toFixed(1) + '% of the mass removed by the constraint</h3>\n';
+        var inTop = false;
+        s.top.forEach(function(t) {
+          var chosen = t.id === s.token.id ? attr('data-chosen', 'true') : '';
+          if (chosen) inTop = true;
+          h += '<div class="ci-bar"' + attr('data-token-id', t.id) + attr('data-allowed', t.allowed) + attr('data-logit', t.logit) + attr('data-prob', '') + chosen + '><span class="ci-tok" title="id ' + t.id + '">' + esc(visible(t.text)) + '</span><span>' + Number(t.logit).toFixed(3) + '</span><span><span class="ci-fill" style="display:block;width:0"></span></span><span class="ci-pct"></span></div>\n';
+        });
+        if (!s.forced && !inTop)
+          h += '<p class="ci-forced">chosen token <code>' + esc(visible(s.token.text)) + '</code> (id ' + s.token.id + ') is outside the top ' + s.top.length + ': the constraint masked everything above it</p>\n';
+        h += '</section>\n';
       });
-    });
+      return h + '</div>\n';
+    };
+    var mount = function(root) {
+      var tIn = root.querySelector('[data-control="temperature"]');
+      var pIn = root.querySelector('[data-control="top-p"]');
+      var tOut = root.querySelector('.ci-t'), pOut = root.querySelector('.ci-p');
+      function update() {
+        var T = parseFloat(tIn.value), P = parseFloat(pIn.value);
+        tOut.textContent = T.toFixed(2); pOut.textContent = P.toFixed(2);
+        root.querySelectorAll('[data-step]').forEach(function(step){
+          var bars = step.querySelectorAll('[data-token-id]');
+          if (!bars.length) return;
+          var logits = [], allowed = [];
+          bars.forEach(function(b){ logits.push(parseFloat(b.getAttribute('data-logit'))); allowed.push(b.getAttribute('data-allowed') === 'true'); });
+          var p = probs(logits, allowed, T, P);
+          bars.forEach(function(b, i){
+            b.setAttribute('data-prob', p[i].toFixed(6));
+            b.querySelector('.ci-fill').style.width = (100 * p[i]).toFixed(2) + '%';
+            b.querySelector('.ci-pct').textContent = (100 * p[i]).toFixed(2) + '%';
+          });
+        });
+      }
+      tIn.addEventListener('input', update); pIn.addEventListener('input', update);
+      update();
+    };
+    window.constrainInspector = {render: render, mount: mount, probs: probs};
   }
-  tIn.addEventListener('input', update); pIn.addEventListener('input', update);
-  update();
+  var cs = document.currentScript;
+  var root = cs ? cs.closest('.ci-root') : null;
+  if (root) window.constrainInspector.mount(root);
 })();
 "#;
 

@@ -124,6 +124,41 @@ pub trait LanguageModel {
         }
         Ok(rows)
     }
+
+    /// A [`SequenceBatch`] of one sequence holding this model's first `len`
+    /// positions, whose sequences then step together in one pass (beam
+    /// search steps all its hypotheses with it). `None` (the default) when
+    /// the model has no batched pass or has fed fewer than `len` tokens: the
+    /// caller then steps sequences one by one with [`Self::truncate`] and
+    /// [`Self::forward`]. The model itself is left as it was.
+    fn sequence_batch(&self, len: usize) -> Option<Box<dyn SequenceBatch>> {
+        let _ = len;
+        None
+    }
+}
+
+/// Several sequences over one model's weights, stepped together: one token
+/// for each in one batched pass ([`LanguageModel::sequence_batch`]). Beam
+/// search keeps sequence `j` in step with hypothesis `j`, and after each
+/// selection rearranges the batch like Hugging Face's `_reorder_cache`.
+pub trait SequenceBatch {
+    /// The number of sequences.
+    fn len(&self) -> usize;
+
+    /// Whether the batch holds no sequence.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Rearranges the batch: new sequence `j` continues old sequence
+    /// `parents[j]` (a parent named twice is copied, one named once is
+    /// moved, one not named is dropped). An index past the batch is
+    /// [`ModelError::Batch`].
+    fn reorder(&mut self, parents: &[usize]) -> Result<(), ModelError>;
+
+    /// Feeds `tokens[j]` to sequence `j`, all in one pass; each one's
+    /// logits. As many tokens as sequences, or [`ModelError::Batch`].
+    fn step(&mut self, tokens: &[TokenId]) -> Result<Vec<Vec<f32>>, ModelError>;
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
@@ -145,6 +180,9 @@ impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
     fn forward_all(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<Vec<f32>>, ModelError> {
         (**self).forward_all(tokens, pos)
     }
+    fn sequence_batch(&self, len: usize) -> Option<Box<dyn SequenceBatch>> {
+        (**self).sequence_batch(len)
+    }
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
@@ -165,6 +203,9 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
     }
     fn forward_all(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<Vec<f32>>, ModelError> {
         (**self).forward_all(tokens, pos)
+    }
+    fn sequence_batch(&self, len: usize) -> Option<Box<dyn SequenceBatch>> {
+        (**self).sequence_batch(len)
     }
 }
 

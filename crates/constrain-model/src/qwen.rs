@@ -5,7 +5,7 @@
 use crate::gguf::GgufFile;
 pub use crate::net::Architecture;
 use crate::net::{QwenWeights, Sequence};
-use crate::{check_compatible, gguf_tokenizer, LanguageModel, ModelError};
+use crate::{check_compatible, gguf_tokenizer, LanguageModel, ModelError, SequenceBatch};
 use constrain::vocab::TokenId;
 use constrain::vocab::{TextTokenizer, Vocabulary};
 use std::path::Path;
@@ -190,12 +190,66 @@ impl LanguageModel for QwenModel {
         self.seq.clear();
     }
 
+    fn sequence_batch(&self, len: usize) -> Option<Box<dyn SequenceBatch>> {
+        Some(Box::new(QwenSequences {
+            weights: self.weights.clone(),
+            seqs: vec![self.seq.fork_prefix(len)?],
+        }))
+    }
+
     fn logits_width(&self) -> usize {
         self.weights.config().logits_width
     }
 
     fn context_length(&self) -> usize {
         self.weights.config().context_length
+    }
+}
+
+/// [`QwenModel::sequence_batch`]: sequences over shared weights, stepped by
+/// [`QwenWeights::step_batch`] (rows bitwise those of single steps).
+struct QwenSequences {
+    weights: Arc<QwenWeights>,
+    seqs: Vec<Sequence>,
+}
+
+impl SequenceBatch for QwenSequences {
+    fn len(&self) -> usize {
+        self.seqs.len()
+    }
+
+    fn reorder(&mut self, parents: &[usize]) -> Result<(), ModelError> {
+        let n = self.seqs.len();
+        if let Some(&p) = parents.iter().find(|&&p| p >= n) {
+            return Err(ModelError::Batch(format!(
+                "reorder names sequence {p} of a batch of {n}"
+            )));
+        }
+        let mut uses = vec![0usize; n];
+        for &p in parents {
+            uses[p] += 1;
+        }
+        let mut old: Vec<Option<Sequence>> = std::mem::take(&mut self.seqs)
+            .into_iter()
+            .map(Some)
+            .collect();
+        for &p in parents {
+            uses[p] -= 1;
+            // The last use of a parent takes it; the others copy its KV rows.
+            let s = if uses[p] == 0 {
+                old[p].take()
+            } else {
+                old[p].as_ref().map(Sequence::fork)
+            };
+            // (A parent is taken by its last use only: never `None`.)
+            self.seqs.extend(s);
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, tokens: &[TokenId]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let mut refs: Vec<&mut Sequence> = self.seqs.iter_mut().collect();
+        self.weights.step_batch(&mut refs, tokens)
     }
 }
 

@@ -29,8 +29,10 @@
 //!
 //! `sequence_logprob` is the sum of the steps' `logprob`s.
 //!
-//! The cost is one pass over the logits per step (top-16 selection and two
-//! log-sum-exps) plus a copy of them: small next to a forward pass.
+//! The cost is two passes over the logits per step (the max, then the
+//! masked and unmasked sums of `exp` in f32, together) and a top-16
+//! selection, plus a copy of them: `cargo bench -p constrain-model --bench
+//! trace` measures it against a decode step (README, "Step trace").
 
 use constrain::index::TokenSet;
 use constrain::vocab::{TokenId, Vocabulary};
@@ -135,6 +137,64 @@ fn logsumexp<I: Iterator<Item = f32> + Clone>(xs: I) -> f64 {
     m as f64 + sum.ln()
 }
 
+/// `(logsumexp(all logits), logsumexp(allowed logits), allowed count)` in
+/// one pass over the vocabulary: the terms `exp(x − max)` in f32 (what
+/// makes the trace cheap next to a forward pass; relative error ~1e-7),
+/// summed in f64. A small mask sums its own terms; a mask whose terms all
+/// underflow (every allowed logit ~87 below the best) is redone exactly.
+/// A small mask's sum is exact (f64 over its own logits): one allowed token
+/// has log-probability exactly 0.
+fn mass(logits: &[f32], allowed: Option<&TokenSet>) -> (f64, f64, usize) {
+    let m = logits
+        .iter()
+        .copied()
+        .filter(|x| !x.is_nan())
+        .fold(f32::NEG_INFINITY, f32::max);
+    if !m.is_finite() {
+        let all = logsumexp(logits.iter().copied());
+        let kept = allowed.map_or(all, |a| {
+            logsumexp(a.iter().filter_map(|t| logits.get(t.as_usize()).copied()).collect::<Vec<_>>().into_iter())
+        });
+        return (all, kept, allowed.map_or(logits.len(), |a| a.len()));
+    }
+    let term = |x: f32| if x.is_nan() { 0.0 } else { (x - m).exp() };
+    let mut total = 0.0f64;
+    let mut kept = 0.0f64;
+    match allowed {
+        Some(a) if a.len() * 8 >= logits.len() => {
+            for (i, &x) in logits.iter().enumerate() {
+                let e = term(x) as f64;
+                total += e;
+                if a.contains(TokenId(i as u32)) {
+                    kept += e;
+                }
+            }
+        }
+        _ => {
+            // Blocks of f32 terms, each block summed in f64.
+            for c in logits.chunks(64) {
+                total += c.iter().map(|&x| term(x)).sum::<f32>() as f64;
+            }
+            if allowed.is_none() {
+                kept = total;
+            }
+        }
+    }
+    let all = m as f64 + total.ln();
+    let kept = match allowed {
+        // A small mask (or one whose f32 terms all underflowed): exactly,
+        // in f64 over its own logits.
+        Some(a) if a.len() * 8 < logits.len() || kept <= 0.0 => logsumexp(
+            a.iter()
+                .filter_map(|t| logits.get(t.as_usize()).copied())
+                .collect::<Vec<f32>>()
+                .into_iter(),
+        ),
+        _ => m as f64 + kept.ln(),
+    };
+    (all, kept, allowed.map_or(logits.len(), |a| a.len()))
+}
+
 /// The `k` highest finite logits, best first, lowest id on ties.
 pub fn top_logits(logits: &[f32], k: usize) -> Vec<(TokenId, f32)> {
     let mut top: Vec<(TokenId, f32)> = Vec::with_capacity(k + 1);
@@ -163,21 +223,10 @@ pub fn sampled_step(
     vocab: &Vocabulary,
 ) -> TraceStep {
     let is_allowed = |t: TokenId| allowed.is_none_or(|m| m.contains(t));
-    let all = logsumexp(logits.iter().copied());
-    let (kept, allowed_count) = match allowed {
-        None => (all, logits.len()),
-        Some(m) => (
-            logsumexp(
-                m.iter()
-                    .filter_map(|t| logits.get(t.as_usize()).copied())
-                    .collect::<Vec<f32>>()
-                    .into_iter(),
-            ),
-            m.len(),
-        ),
-    };
+    let (all, kept, allowed_count) = mass(logits, allowed);
     let logit = logits.get(chosen.as_usize()).copied();
-    let logprob = logit.map_or(f64::NEG_INFINITY, |l| f64::from(l) - kept);
+    // (≤ 0 by definition; the f32 terms of a large mask could round above.)
+    let logprob = logit.map_or(f64::NEG_INFINITY, |l| (f64::from(l) - kept).min(0.0));
     let removed = if all.is_finite() && kept.is_finite() {
         (1.0 - (kept - all).exp()).max(0.0)
     } else {

@@ -55,6 +55,11 @@ pub struct ChatRequest {
     /// | {"choice": [..]}`.
     #[serde(default)]
     pub structured_outputs: Option<Value>,
+    /// constrain's extension: `true` returns each choice's step trace (what
+    /// `constrain --trace` writes) as the choice's `constrain_trace` (in the
+    /// last chunk of a stream); the playground draws it.
+    #[serde(default)]
+    pub constrain_trace: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Default)]

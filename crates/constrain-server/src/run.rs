@@ -10,6 +10,7 @@ use crate::scheduler::{Interruptible, Slot};
 use constrain::vocab::{TextTokenizer, Vocabulary};
 use constrain::{Compiled, TokenId};
 use constrain_model::generate::{generate, GenerateConfig, GenerateError, StopReason};
+use constrain_model::trace::{self, TraceStep};
 use constrain_model::ModelError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -34,6 +35,10 @@ pub struct Job {
     /// `top_logprobs` when `logprobs` is asked for (jump-forward is then
     /// off, so that every output token is sampled from a distribution).
     pub logprobs: Option<usize>,
+    /// `constrain_trace: true`: record each output token's
+    /// [`TraceStep`] (jump-forward is then off too, so every step has
+    /// logits).
+    pub trace: bool,
 }
 
 /// One finished choice.
@@ -46,6 +51,8 @@ pub struct ChoiceOut {
     pub completion_tokens: usize,
     /// OpenAI's `logprobs.content` entries, when asked for.
     pub logprobs: Option<Vec<serde_json::Value>>,
+    /// The step trace, when asked for (both phases of a tool call).
+    pub trace: Option<Vec<TraceStep>>,
 }
 
 /// Receives output as it is generated (streaming).
@@ -88,6 +95,7 @@ fn phase(
     tokenizer: &TextTokenizer,
     sink: &mut dyn Sink,
     lp: &mut Vec<serde_json::Value>,
+    tr: &mut Vec<TraceStep>,
 ) -> Result<Phase, ApiError> {
     let hit = AtomicBool::new(false);
     let mut tokens = 0usize;
@@ -98,6 +106,18 @@ fn phase(
     let result = {
         let mut on_bytes = |b: &[u8]| {
             tokens += 1;
+            if job.trace {
+                let l = last.borrow();
+                if let Some(c) = chosen_id(&l, b, shadow.as_ref(), vocab) {
+                    let mask = shadow.as_ref().map(|m| m.allowed());
+                    tr.push(trace::sampled_step(tr.len(), &l, mask, c, vocab));
+                    if job.logprobs.is_none() {
+                        if let Some(m) = shadow.as_mut() {
+                            let _ = m.advance(c);
+                        }
+                    }
+                }
+            }
             if let Some(k) = job.logprobs {
                 lp.push(logprob_entry(&last.borrow(), b, k, shadow.as_mut(), vocab));
             }
@@ -122,7 +142,7 @@ fn phase(
             inner: slot.model().as_mut(),
             cancel: &job.cancel,
             stop: &hit,
-            last: job.logprobs.map(|_| &last),
+            last: (job.logprobs.is_some() || job.trace).then_some(&last),
         };
         generate(
             &mut model,
@@ -177,6 +197,7 @@ pub fn run_job(
         let mut out: Vec<u8> = job.prefix.as_bytes().to_vec();
         let from = out.len();
         let mut lp = Vec::new();
+        let mut tr = Vec::new();
         let first = phase(
             &mut slot,
             job,
@@ -191,6 +212,7 @@ pub fn run_job(
             tokenizer,
             sink,
             &mut lp,
+            &mut tr,
         )?;
         let mut tokens = first.tokens;
         let mut stop = first.stop;
@@ -241,6 +263,7 @@ pub fn run_job(
                         tokenizer,
                         sink,
                         &mut lp,
+                        &mut tr,
                     )?;
                     tokens += second.tokens;
                     stop = second.stop;
@@ -285,6 +308,7 @@ pub fn run_job(
             finish_reason: finish,
             completion_tokens: tokens,
             logprobs: job.logprobs.map(|_| lp),
+            trace: job.trace.then_some(tr),
         });
     }
     Ok(choices)
@@ -312,6 +336,22 @@ pub fn may_be_bare_call(text: &[u8]) -> bool {
         .collect();
     let want = b"{\"name\"";
     bare_call_start(text).is_some() || (!shown.is_empty() && want.starts_with(&shown))
+}
+
+/// The token a step took, from its bytes: the likeliest id with these
+/// bytes that the constraint (`shadow`) allows (several ids can spell the
+/// same bytes; the sampler is shown the same logits).
+fn chosen_id(
+    logits: &[f32],
+    b: &[u8],
+    shadow: Option<&constrain::Matcher>,
+    vocab: &Vocabulary,
+) -> Option<TokenId> {
+    (0..logits.len())
+        .map(|i| TokenId(i as u32))
+        .filter(|&t| vocab.token_bytes(t).is_some_and(|x| x == b))
+        .filter(|&t| shadow.is_none_or(|m| m.is_allowed(t)))
+        .max_by(|x, y| logits[x.as_usize()].total_cmp(&logits[y.as_usize()]))
 }
 
 /// One `logprobs.content` entry: the sampled token (its bytes `b`), its log

@@ -34,11 +34,32 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .with_state(state)
 }
 
-/// The playground page: self-contained HTML (no external scripts or styles).
+/// The playground page: self-contained HTML (no external scripts or
+/// styles), with the step inspector's style and script (the component
+/// `constrain view` pages carry, [`constrain_model::inspector`]) put in
+/// place of its two placeholders.
 const PLAYGROUND: &str = include_str!("playground.html");
 
+/// [`PLAYGROUND`] with the inspector's style and script in place.
+fn playground_html() -> &'static str {
+    static PAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PAGE.get_or_init(|| {
+        PLAYGROUND
+            .replacen(
+                "/*CONSTRAIN_INSPECTOR_STYLE*/",
+                constrain_model::inspector::STYLE,
+                1,
+            )
+            .replacen(
+                "/*CONSTRAIN_INSPECTOR_SCRIPT*/",
+                constrain_model::inspector::SCRIPT,
+                1,
+            )
+    })
+}
+
 async fn playground() -> axum::response::Html<&'static str> {
-    axum::response::Html(PLAYGROUND)
+    axum::response::Html(playground_html())
 }
 
 fn check_auth(state: &ServerState, headers: &HeaderMap) -> Result<(), ApiError> {
@@ -144,13 +165,19 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
     } else {
         let st = state.clone();
         let job = prepared.job;
-        let choices = tokio::task::spawn_blocking(move || {
-            run_job(slot, &job, &st.vocab, &st.tokenizer, &mut NoSink)
+        let (choices, job) = tokio::task::spawn_blocking(move || {
+            run_job(slot, &job, &st.vocab, &st.tokenizer, &mut NoSink).map(|c| (c, job))
         })
         .await
         .map_err(|e| ApiError::internal(format!("the generation worker failed: {e}")))??;
         drop(guard);
-        Ok(Json(completion_body(&state, &choices, prepared.prompt_tokens)).into_response())
+        let mut body = completion_body(&state, &choices, prepared.prompt_tokens);
+        for (i, c) in choices.iter().enumerate() {
+            if let Some(t) = trace_json(&state, &job, c) {
+                body["choices"][i]["constrain_trace"] = t;
+            }
+        }
+        Ok(Json(body).into_response())
     }
 }
 
@@ -322,8 +349,9 @@ fn prepare(
         max_tokens,
         sampling,
         seed,
-        // With logprobs every token is sampled (none appended by jump-forward).
-        jump_forward: logprobs.is_none(),
+        // With logprobs or a trace every token is sampled (none appended by
+        // jump-forward).
+        jump_forward: logprobs.is_none() && !req.constrain_trace.unwrap_or(false),
         ..GenerateConfig::default()
     };
     Ok(Prepared {
@@ -347,6 +375,7 @@ fn prepare(
             structured,
             cancel,
             logprobs,
+            trace: req.constrain_trace.unwrap_or(false),
         },
     })
 }
@@ -369,6 +398,27 @@ fn logprobs_json(c: &ChoiceOut) -> Value {
         Some(entries) => json!({"content": entries, "refusal": null}),
         None => Value::Null,
     }
+}
+
+/// A choice's `constrain_trace` (the extension): the same JSON as
+/// `constrain --trace FILE` writes, so the playground draws it with the
+/// inspector component `constrain view` uses.
+fn trace_json(state: &ServerState, job: &Job, c: &ChoiceOut) -> Option<Value> {
+    let steps = c.trace.clone()?;
+    let s = &job.config;
+    let settings = json!({
+        "temperature": s.sampling.temperature,
+        "top_p": s.sampling.top_p,
+        "max_tokens": s.max_tokens,
+        "seed": s.seed,
+    });
+    let t = constrain_model::trace::Trace::new(
+        state.model_name.clone(),
+        job.prompt_text.clone(),
+        settings,
+        steps,
+    );
+    serde_json::to_value(t).ok()
 }
 
 fn usage(prompt: usize, choices: &[ChoiceOut]) -> Value {
@@ -454,7 +504,7 @@ impl SseWriter {
         true
     }
 
-    fn finish(&mut self, choices: &[ChoiceOut], prompt_tokens: usize) {
+    fn finish(&mut self, choices: &[ChoiceOut], traces: &[Option<Value>], prompt_tokens: usize) {
         for (i, c) in choices.iter().enumerate() {
             self.ensure_role(i);
             let sent = self.sent[i].0;
@@ -475,6 +525,9 @@ impl SseWriter {
             let mut last = self.chunk(json!([{"index": i, "delta": {}, "logprobs": logprobs_json(c), "finish_reason": c.finish_reason}]));
             if self.include_usage {
                 last["usage"] = Value::Null;
+            }
+            if let Some(Some(t)) = traces.get(i) {
+                last["choices"][0]["constrain_trace"] = t.clone();
             }
             self.send(last);
         }
@@ -529,7 +582,11 @@ fn stream_response(
     let st = state.clone();
     tokio::task::spawn_blocking(move || {
         match run_job(slot, &job, &st.vocab, &st.tokenizer, &mut writer) {
-            Ok(choices) => writer.finish(&choices, prompt_tokens),
+            Ok(choices) => {
+                let traces: Vec<Option<Value>> =
+                    choices.iter().map(|c| trace_json(&st, &job, c)).collect();
+                writer.finish(&choices, &traces, prompt_tokens)
+            }
             Err(e) => {
                 writer.send(e.body());
                 let _ = writer.tx.send(Event::default().data("[DONE]"));

@@ -1,8 +1,9 @@
 //! The playground page in a real headless browser (Chromium from Debian's
 //! packages): `/?run` sends the example schema request, streams the answer
 //! in, and the DOM that Chromium dumps must hold a JSON document valid for
-//! the example schema, and the step inspector shows the first token's top
-//! 16 alternatives with the masked ones marked. Skips with a message when no Chromium is installed.
+//! the example schema, and the step inspector (the `constrain view`
+//! component, drawn from the answer's `constrain_trace`) shows each step's
+//! top 16 bars with the masked ones marked and every `data-prob` filled. Skips with a message when no Chromium is installed.
 
 mod common;
 
@@ -83,25 +84,28 @@ fn the_playground_streams_a_valid_answer_in_a_headless_browser() {
         "temperature": {"type": "number", "minimum": -60, "maximum": 60}}, "required": ["city", "unit", "temperature"], "additionalProperties": false});
     assert_valid(&schema, &doc);
     assert!(dom.contains("finish_reason: stop"), "{dom}");
-    // The step inspector lists the tokens and the first step's top 16.
-    let steps = dom
-        .split("<div id=\"steps\">")
+    // The step inspector: the component `constrain view` pages show, drawn
+    // from the answer's `constrain_trace` by the shared script.
+    let insp = dom
+        .split("<div id=\"inspector\">")
         .nth(1)
-        .and_then(|s| s.split("</div>").next())
-        .expect("steps");
-    assert!(steps.matches("<span").count() >= 3, "{steps}");
-    let alts = dom
-        .split("<table id=\"alts\">")
-        .nth(1)
-        .and_then(|s| s.split("</table>").next())
-        .expect("alternatives");
+        .expect("the inspector box");
+    assert!(insp.contains("class=\"ci-root\""), "{insp}");
+    let steps = insp.matches("data-step=\"").count();
+    assert!(steps >= 3, "{steps} steps: {insp}");
+    let bars = insp.matches("data-token-id=\"").count();
+    assert_eq!(bars, 16 * steps, "16 bars a step (no forced step under a trace)");
     assert_eq!(
-        alts.matches("<tr").count(),
-        17,
-        "a header and 16 alternatives: {alts}"
+        insp.matches("data-prob=\"\"").count(),
+        0,
+        "the script filled every data-prob"
+    );
+    assert!(insp.matches("data-chosen=").count() >= 1);
+    assert!(
+        insp.contains("data-allowed=\"false\"") && insp.contains("data-allowed=\"true\""),
+        "random logits put masked tokens in the top 16"
     );
     assert!(
-        alts.contains("masked"),
-        "random logits put masked tokens in the top 16: {alts}"
+        insp.contains("data-control=\"temperature\"") && insp.contains("data-control=\"top-p\"")
     );
 }
