@@ -203,6 +203,12 @@ pub struct IndexConfig {
     pub max_mask_memory: usize,
     /// Give up with [`IndexError::Deadline`] after this instant (default none).
     pub deadline: Option<Instant>,
+    /// Pushdown sources: build each configuration's mask from its top
+    /// frames' shared context-independent masks and the exit tokens
+    /// resolved against the stack (default `true`, XGrammar's split; see
+    /// `pda`); `false` walks the vocabulary trie once per configuration
+    /// (for comparisons).
+    pub pda_split: bool,
 }
 
 impl Default for IndexConfig {
@@ -214,6 +220,7 @@ impl Default for IndexConfig {
             max_states: 2_000_000,
             max_mask_memory: 1 << 30,
             deadline: None,
+            pda_split: true,
         }
     }
 }
@@ -373,7 +380,7 @@ impl TokenIndex {
         let tries = shared_tries(&vocab);
         let states = pda.states;
         let engine =
-            crate::pda::Engine::new(pda, config.max_states).ok_or(IndexError::EmptyLanguage)?;
+            crate::pda::Engine::new(pda, config.max_states, config.pda_split).ok_or(IndexError::EmptyLanguage)?;
         // The first mask is part of what a caller waits for anyway.
         engine.allowed(engine.start(), &tries, &vocab);
         let (distinct_masks, memory_bytes) = engine.mask_memory();
