@@ -564,7 +564,7 @@ pub(crate) const NO_LEVEL: u8 = u8::MAX;
 /// Appends to `out` the states one plain character (a byte of `ascii`, or a
 /// whole UTF-8 sequence over the class representatives of `utf8`) leads to
 /// from `s`; false when one of them is dead.
-fn plain_successors(
+pub(crate) fn plain_successors(
     mut step: impl FnMut(u32, u8) -> u32,
     s: u32,
     reps: &PlainReps,
@@ -622,7 +622,7 @@ pub(crate) struct PlainReps {
 }
 
 impl PlainReps {
-    fn new(classes: &[u8; 256]) -> PlainReps {
+    pub(crate) fn new(classes: &[u8; 256]) -> PlainReps {
         let mut seen = [false; 256];
         let mut ascii: Vec<u8> = Vec::new();
         for b in 0x20u8..=0x7E {

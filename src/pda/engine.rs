@@ -331,6 +331,10 @@ struct FrameMask {
     /// Trie nodes at which some walk returned into the frames below with
     /// bytes left: the longer tokens through them are decided there.
     exits: Vec<u32>,
+    /// The frame is a string body: `exits` are nodes of the vocabulary's
+    /// string-body suffix trie (`trie::BodyTries::body_suffixes`), not of
+    /// the full trie.
+    body: bool,
     /// Most `depth + need` the walk met, depths counted from the frame at
     /// 1: the walk is the real one for a frame at depth `d` when
     /// `reach + d - 1` is within the stack limit.
@@ -370,6 +374,8 @@ pub(crate) struct Engine {
     /// The exit tokens of a frame key resolved against the stack below
     /// it, by (frame key, parent node).
     resolved: Mutex<FastMap<(u32, u32), Arc<[u32]>>>,
+    /// The plain characters' byte representatives (string-body frames).
+    plain: crate::index::PlainReps,
     /// Whether masks are split per top frame (else each configuration is
     /// one walk of the trie; kept for the tests that compare the two).
     split: bool,
@@ -424,7 +430,9 @@ impl Engine {
             return None;
         }
         let classes = Classes::new(&core.pda.classes);
+        let plain = crate::index::PlainReps::new(&core.pda.classes);
         Some(Engine {
+            plain,
             budgets: Slots::new(max_sets),
             classes,
             core: Mutex::new(core),
@@ -551,10 +559,24 @@ impl Engine {
                 return Some(fm);
             }
         }
-        let trie = &tries.full;
         let mut inside = TokenSet::new(vocab.logits_width());
         let mut exits = Vec::new();
         let mut core = self.core();
+        // A string body (every plain character leads the frame's state back
+        // to itself, and it neither calls nor returns): the plain tokens and
+        // those ending inside a character are all allowed, and every other
+        // token's fate is its suffix after its plain prefix (the lazy
+        // index's string-body split, `trie::BodyTries`), so only the
+        // suffixes are walked, not the vocabulary.
+        let body = self.is_body(&core, key);
+        let trie = if body {
+            let last = crate::index::trie::PLAIN_LEVELS.len() - 1;
+            inside.union_with(&tries.plain_level(last).set);
+            inside.union_with(&tries.body().body_partial.0);
+            &tries.body().body_suffixes
+        } else {
+            &tries.full
+        };
         let start = core.close(&[key]);
         if start == DEAD || !Self::shortcut_ok(&core) {
             return None;
@@ -589,9 +611,15 @@ impl Engine {
             return None;
         }
         drop(core);
+        for &(first, dup) in &trie.dups {
+            if inside.contains(crate::TokenId(first)) {
+                inside.insert(crate::TokenId(dup));
+            }
+        }
         let fm = Arc::new(FrameMask {
             inside,
             exits,
+            body,
             reach,
         });
         self.frames
@@ -605,6 +633,26 @@ impl Engine {
                 .insert(state, fm.clone());
         }
         Some(fm)
+    }
+
+    /// Whether the frame `key` is a string body: its state neither calls
+    /// nor returns, and every plain character leads it back to itself
+    /// through text transitions (so a plain prefix leaves the frame, and
+    /// the whole closure, as it was).
+    fn is_body(&self, core: &Core, key: u32) -> bool {
+        let x = core.nodes[key as usize];
+        let f = &core.pda.frags[x.frag as usize];
+        let s = x.state;
+        if !f.calls[s as usize].is_empty() || f.accepting[s as usize] || !f.has_text[s as usize] {
+            return false;
+        }
+        let (mut cur, mut next, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        let step = |q: u32, b: u8| match f.next(q, b) {
+            0 => DEAD,
+            t => t,
+        };
+        crate::index::plain_successors(step, s, &self.plain, &mut cur, &mut next, &mut out)
+            && out.iter().all(|&t| t == s)
     }
 
     /// The exit tokens of frame `key` that the stack `parent` takes: each
@@ -625,7 +673,11 @@ impl Engine {
         {
             return Some(r.clone());
         }
-        let trie = &tries.full;
+        let trie = if fm.body {
+            &tries.body().body_suffixes
+        } else {
+            &tries.full
+        };
         let mut toks = Vec::new();
         let mut core = self.core();
         let start = core.close(&[parent]);
@@ -659,6 +711,17 @@ impl Engine {
         drop(core);
         toks.sort_unstable();
         toks.dedup();
+        let dups: Vec<u32> = trie
+            .dups
+            .iter()
+            .filter(|(first, _)| toks.binary_search(first).is_ok())
+            .map(|&(_, dup)| dup)
+            .collect();
+        if !dups.is_empty() {
+            toks.extend(dups);
+            toks.sort_unstable();
+            toks.dedup();
+        }
         let r: Arc<[u32]> = toks.into();
         self.resolved
             .lock()
