@@ -9,8 +9,9 @@
 //! 1 ms, and the total time spent in masks.
 //!
 //! Cases: `grammars/json.gbnf` over the valid instances of the MaskBench
-//! files, and the MaskBench files themselves under compliant options when
-//! they compile through the pushdown engine (fragments). Files: those listed
+//! files, and the MaskBench files themselves under compliant options with
+//! `free_form_calls` when they compile through the pushdown engine
+//! (fragments). Files: those listed
 //! (one path a line) in `$CONSTRAIN_PDA_BENCH_LIST`, else every 25th file of
 //! `../shared/corpora/maskbench-dev`. Skips with a message when the tokenizer
 //! or the corpus is absent.
@@ -138,8 +139,12 @@ fn main() {
         let mut v = Vec::new();
         let mut n = 0;
         for case in &cases {
-            let source = Source::json_schema(case.schema.clone())
-                .with_schema_options(SchemaOptions::compliant());
+            let source = Source::json_schema(case.schema.clone()).with_schema_options(
+                SchemaOptions {
+                    free_form_calls: true,
+                    ..SchemaOptions::compliant()
+                },
+            );
             let Ok(s) = c.compile_uncached(&source) else { continue };
             if s.stats().fragments == 0 {
                 continue;

@@ -198,7 +198,10 @@ fn schema_masks_are_identical_with_and_without_the_split() {
                 Compiler::new(v.clone(), cfg)
                     .compile(
                         &Source::json_schema(schema.clone())
-                            .with_schema_options(SchemaOptions::compliant()),
+                            .with_schema_options(SchemaOptions {
+                                free_form_calls: true,
+                                ..SchemaOptions::compliant()
+                            }),
                     )
                     .unwrap()
             };

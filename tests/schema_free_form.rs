@@ -1,5 +1,5 @@
 //! Free-form values as one shared "any JSON value" fragment (issue 16 item
-//! 3): with `SchemaOptions::free_form_calls` (the default) and a vocabulary
+//! 3): with `SchemaOptions::free_form_calls` (off by default) and a vocabulary
 //! with every single byte, `{}`, `true`, items without a schema and
 //! compliant mode's implicit extra-key values are calls of the shared
 //! fragment, exact at any depth up to the stack limit instead of
@@ -33,7 +33,16 @@ fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
     )
 }
 
+/// `o` with free-form values as calls.
+fn calls(o: SchemaOptions) -> SchemaOptions {
+    SchemaOptions {
+        free_form_calls: true,
+        ..o
+    }
+}
+
 fn compile(v: &Arc<Vocabulary>, schema: &Value, o: SchemaOptions) -> Arc<Compiled> {
+    let o = calls(o);
     Compiler::new(v.clone(), CompilerConfig::default())
         .compile(&Source::json_schema(schema.clone()).with_schema_options(o))
         .unwrap()
@@ -70,17 +79,14 @@ fn record() -> Value {
 
 #[test]
 fn free_form_values_are_calls_of_one_shared_fragment() {
-    let f = compile_fragments(&record(), &SchemaOptions::compliant()).unwrap();
+    let f = compile_fragments(&record(), &calls(SchemaOptions::compliant())).unwrap();
     let SchemaFragments::Fragments { names, .. } = &f else {
         panic!("expected fragments");
     };
     assert_eq!(names.len(), 2, "{names:?}");
     assert_eq!(names[1], ANY_VALUE);
-    // Off: the depth-bounded copies of the regular path.
-    let off = SchemaOptions {
-        free_form_calls: false,
-        ..SchemaOptions::compliant()
-    };
+    // Off (the default): the depth-bounded copies of the regular path.
+    let off = SchemaOptions::compliant();
     assert!(matches!(
         compile_fragments(&record(), &off).unwrap(),
         SchemaFragments::Regex(_)
@@ -89,7 +95,7 @@ fn free_form_values_are_calls_of_one_shared_fragment() {
     let plain = json!({"type": "object", "properties": {"a": {"type": "integer"}},
                        "required": ["a"], "additionalProperties": false});
     assert!(matches!(
-        compile_fragments(&plain, &SchemaOptions::default()).unwrap(),
+        compile_fragments(&plain, &calls(SchemaOptions::default())).unwrap(),
         SchemaFragments::Regex(_)
     ));
 }

@@ -143,10 +143,11 @@ fn cases() -> Option<Vec<Case>> {
     let dir = corpora()?.join("maskbench-dev");
     // The byte oracle is the DFA of the regex `schema::compile` writes
     // (free-form values as depth-bounded copies), so the compiled source
-    // keeps those copies too (by default, over a vocabulary with every
-    // byte, free-form values are exact at any depth through the pushdown
-    // engine: a larger language than this oracle's; `tests/pda_split.rs`
-    // and `tests/schema_free_form.rs` check that path).
+    // keeps those copies too, whatever the default (with `free_form_calls`,
+    // over a vocabulary with every byte, free-form values are exact at any
+    // depth through the pushdown engine: a larger language than this
+    // oracle's; `tests/pda_split.rs` and `tests/schema_free_form.rs` check
+    // that path).
     let opts = SchemaOptions {
         free_form_calls: false,
         ..SchemaOptions::compliant()

@@ -19,7 +19,9 @@
 //! `SchemaOptions::max_depth` when that limit is what stopped it.
 //!
 //! **Free-form values: one shared fragment.** With
-//! [`SchemaOptions::free_form_calls`] (the default), every free-form value
+//! [`SchemaOptions::free_form_calls`] (off by default: it moves every
+//! schema with a free-form value to the pushdown engine, whose first
+//! visits still cost more than the lazy index's), every free-form value
 //! ("any JSON value": `{}`, `true`, items or values without a schema, the
 //! compliant default of `additionalProperties`) is a call of one shared
 //! fragment, [`ANY_VALUE`], instead of a copy bounded to
@@ -227,8 +229,8 @@ impl Gen<'_, '_> {
 }
 
 /// Compiles `schema` for the pushdown engine: the document, each
-/// recursive `$ref` target and (with [`SchemaOptions::free_form_calls`],
-/// the default) the shared "any JSON value" fragment ([`ANY_VALUE`]) as
+/// recursive `$ref` target and (with [`SchemaOptions::free_form_calls`])
+/// the shared "any JSON value" fragment ([`ANY_VALUE`]) as
 /// fragments (see the module docs). When the regex text runs past
 /// [`SchemaOptions::max_regex_len`], it is written again with free-form
 /// values calls whatever the option says and every bare `$ref` a call of
