@@ -203,6 +203,12 @@ pub struct IndexConfig {
     pub max_mask_memory: usize,
     /// Give up with [`IndexError::Deadline`] after this instant (default none).
     pub deadline: Option<Instant>,
+    /// Pushdown sources: build each configuration's mask from its top
+    /// frames' shared context-independent masks and the exit tokens
+    /// resolved against the stack (default `true`, XGrammar's split; see
+    /// `pda`); `false` walks the vocabulary trie once per configuration
+    /// (for comparisons).
+    pub pda_split: bool,
 }
 
 impl Default for IndexConfig {
@@ -214,6 +220,7 @@ impl Default for IndexConfig {
             max_states: 2_000_000,
             max_mask_memory: 1 << 30,
             deadline: None,
+            pda_split: true,
         }
     }
 }
@@ -373,7 +380,7 @@ impl TokenIndex {
         let tries = shared_tries(&vocab);
         let states = pda.states;
         let engine =
-            crate::pda::Engine::new(pda, config.max_states).ok_or(IndexError::EmptyLanguage)?;
+            crate::pda::Engine::new(pda, config.max_states, config.pda_split).ok_or(IndexError::EmptyLanguage)?;
         // The first mask is part of what a caller waits for anyway.
         engine.allowed(engine.start(), &tries, &vocab);
         let (distinct_masks, memory_bytes) = engine.mask_memory();
@@ -557,7 +564,7 @@ pub(crate) const NO_LEVEL: u8 = u8::MAX;
 /// Appends to `out` the states one plain character (a byte of `ascii`, or a
 /// whole UTF-8 sequence over the class representatives of `utf8`) leads to
 /// from `s`; false when one of them is dead.
-fn plain_successors(
+pub(crate) fn plain_successors(
     mut step: impl FnMut(u32, u8) -> u32,
     s: u32,
     reps: &PlainReps,
@@ -615,7 +622,7 @@ pub(crate) struct PlainReps {
 }
 
 impl PlainReps {
-    fn new(classes: &[u8; 256]) -> PlainReps {
+    pub(crate) fn new(classes: &[u8; 256]) -> PlainReps {
         let mut seen = [false; 256];
         let mut ascii: Vec<u8> = Vec::new();
         for b in 0x20u8..=0x7E {

@@ -57,6 +57,22 @@ pub(crate) struct VocabTries {
     /// [`BYTE_CHAINS_CACHED`]): shared by every index over the vocabulary,
     /// since one costs tens of milliseconds and schemas repeat their classes.
     byte_chains: std::sync::Mutex<HashMap<u128, Arc<ByteChainTokens>>>,
+    /// Caches other modules keep per vocabulary, by key (the pushdown
+    /// engine's masks of the shared "any JSON value" fragment).
+    pub shared: SharedCaches,
+}
+
+/// Per-vocabulary caches of other modules, by key, built once and shared
+/// by every index over the vocabulary.
+#[derive(Default)]
+pub(crate) struct SharedCaches(
+    pub std::sync::Mutex<HashMap<String, Arc<dyn std::any::Any + Send + Sync>>>,
+);
+
+impl std::fmt::Debug for SharedCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedCaches")
+    }
 }
 
 /// Most leading bytes of the chain's set a [`ByteChainTokens`] key counts.
@@ -213,6 +229,7 @@ impl VocabTries {
             plain_levels: PLAIN_LEVELS.iter().map(|_| Default::default()).collect(),
             body: Default::default(),
             byte_chains: Default::default(),
+            shared: Default::default(),
         }
     }
 

@@ -11,10 +11,13 @@
 //!   stack finished its last frame. Sets are interned and numbered: they are
 //!   the states the index sees, with a transition row per set over the byte
 //!   classes, filled on first use.
-//! * Masks are computed on a set's first visit (one walk of the vocabulary
-//!   trie through the transition rows) and kept in write-once cells, so a
-//!   mask once computed is read without a lock; the automaton itself sits
-//!   behind a mutex, as in the lazy index.
+//! * Masks are computed on a set's first visit and kept in write-once
+//!   cells, so a mask once computed is read without a lock; the automaton
+//!   itself sits behind a mutex, as in the lazy index. A mask is the union
+//!   over the set's stacks of the top frame's [`FrameMask`] (one trie walk
+//!   per top frame, shared by every configuration with it; per vocabulary
+//!   for a shared fragment) and its exit tokens resolved against the node
+//!   below (memoized per pair); see the module essay of [`crate::pda`].
 
 use super::{Pda, INF};
 use crate::index::trie::VocabTries;
@@ -29,10 +32,6 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 const BOTTOM: u32 = 0;
 /// "Some frames below, not looked at": the bottom of a truncated stack.
 const OPAQUE: u32 = 1;
-/// Frames kept by the truncations tried when sharing masks (shallow
-/// configurations are walked as they are: a truncation that pops into the
-/// frames cut off is a wasted walk).
-const TRUNCATIONS: [u32; 2] = [6, 12];
 /// A transition not computed yet.
 const UNKNOWN: u32 = u32::MAX - 1;
 /// Sets per mask chunk.
@@ -58,6 +57,10 @@ struct Set {
     /// cannot decide what follows (never the case for a real one).
     opaque: bool,
     dist: u32,
+    /// Most `depth + need` over the nodes its closures touched: for a
+    /// frame walk over [`OPAQUE`] (depths relative to the frame), how
+    /// much room above the frame the walk assumed.
+    reach: u32,
 }
 
 /// The automaton over sets, grown on demand.
@@ -73,10 +76,6 @@ struct Core {
     max_sets: usize,
     /// Limits that cut the language, in the order first hit.
     limits: Vec<String>,
-    /// Set when a mask walk met an [`Set::opaque`] configuration.
-    opaque_hit: bool,
-    /// Longest token, in bytes (for the depth margin of truncation).
-    max_token_len: u32,
     /// Scratch for closures.
     work: Vec<u32>,
     seen: FastMap<u32, ()>,
@@ -140,10 +139,12 @@ impl Core {
         let mut out: Vec<u32> = Vec::new();
         let mut accepting = false;
         let mut opaque = false;
+        let mut reach = 0u32;
         while let Some(n) = work.pop() {
             if seen.insert(n, ()).is_some() {
                 continue;
             }
+            reach = reach.max(self.reach_of(n));
             let Node {
                 frag,
                 state,
@@ -170,6 +171,7 @@ impl Core {
                 let Some(ret) = self.node(frag, r, parent, depth) else {
                     continue;
                 };
+                reach = reach.max(self.reach_of(ret));
                 let start = self.pda.frags[g as usize].start;
                 if let Some(c) = self.node(g, start, ret, depth + 1) {
                     work.push(c);
@@ -194,13 +196,22 @@ impl Core {
         if out.is_empty() && !accepting && !opaque {
             return DEAD;
         }
-        self.intern_set(out, accepting, opaque)
+        self.intern_set(out, accepting, opaque, reach)
+    }
+
+    /// `depth + need` of node `n`: the depth its stack must be allowed.
+    fn reach_of(&self, n: u32) -> u32 {
+        let x = self.nodes[n as usize];
+        let need = self.pda.frags[x.frag as usize].need[x.state as usize];
+        x.depth.saturating_add(need)
     }
 
     /// The id of the closed set `nodes` (sorted), interned on first use.
-    fn intern_set(&mut self, out: Vec<u32>, accepting: bool, opaque: bool) -> u32 {
+    fn intern_set(&mut self, out: Vec<u32>, accepting: bool, opaque: bool, reach: u32) -> u32 {
         let key = (out.into_boxed_slice(), accepting, opaque);
         if let Some(&id) = self.set_ids.get(&key) {
+            let r = &mut self.sets[id as usize].reach;
+            *r = (*r).max(reach);
             return id;
         }
         if self.sets.len() >= self.max_sets {
@@ -226,6 +237,7 @@ impl Core {
             accepting,
             opaque,
             dist,
+            reach,
         });
         self.set_ids.insert(key, id);
         self.trans.resize(self.sets.len() * self.stride, UNKNOWN);
@@ -273,47 +285,9 @@ impl Core {
         self.close(&seeds)
     }
 
-    /// `s` with every stack cut to its top `k` frames over [`OPAQUE`]
-    /// (`accepting` kept from `s`): a configuration whose mask is `s`'s
-    /// when no walk from it pops into [`OPAQUE`]. `None` when no stack of
-    /// `s` is deeper than `k`, or when `s` is so deep that a token's walk
-    /// could meet the depth limit (which a truncated stack cannot see: the
-    /// stack grows by at most a few frames per byte, since every cycle of
-    /// calls reads a byte, left recursion being refused).
-    fn truncate(&mut self, s: u32, k: u32) -> Option<u32> {
-        let set = &self.sets[s as usize];
-        let nodes = set.nodes.clone();
-        let accepting = set.accepting;
-        let deepest = nodes.iter().map(|&n| self.nodes[n as usize].depth).max()?;
-        let nfrags = self.pda.frags.len() as u32;
-        let margin = (self.max_token_len + 2).saturating_mul(nfrags + 1);
-        if deepest <= k || deepest.saturating_add(margin) > self.pda.max_stack_depth {
-            return None;
-        }
-        let mut out = Vec::with_capacity(nodes.len());
-        let mut frames = Vec::new();
-        for &n in nodes.iter() {
-            frames.clear();
-            let mut at = n;
-            while at != BOTTOM && frames.len() < k as usize {
-                let x = self.nodes[at as usize];
-                frames.push((x.frag, x.state, x.depth));
-                at = x.parent;
-            }
-            let mut parent = if at == BOTTOM { BOTTOM } else { OPAQUE };
-            for &(f, st, d) in frames.iter().rev() {
-                parent = self.truncated_node(f, st, parent, d);
-            }
-            out.push(parent);
-        }
-        out.sort_unstable();
-        out.dedup();
-        let t = self.intern_set(out, accepting, false);
-        (t != DEAD).then_some(t)
-    }
-
-    /// A node over a (possibly) truncated parent, without the depth check
-    /// (see [`Core::truncate`]).
+    /// A node over a (possibly) truncated parent, without the depth check:
+    /// the top frame of a stack cut to it over [`OPAQUE`], whose walk
+    /// records the room it assumed ([`Set::reach`]) instead.
     fn truncated_node(&mut self, frag: u16, state: u32, parent: u32, depth: u32) -> u32 {
         if let Some(&id) = self.node_ids.get(&(frag, state, parent)) {
             return id;
@@ -348,6 +322,44 @@ impl Core {
     }
 }
 
+/// The context-independent half of a top frame's mask.
+struct FrameMask {
+    /// The tokens some walk from the frame accepts without returning into
+    /// the frames below before its last byte (a return at the last byte is
+    /// accepted whatever lies below: every frame below can finish).
+    inside: TokenSet,
+    /// Trie nodes at which some walk returned into the frames below with
+    /// bytes left: the longer tokens through them are decided there.
+    exits: Vec<u32>,
+    /// The frame is a string body: `exits` are nodes of the vocabulary's
+    /// string-body suffix trie (`trie::BodyTries::body_suffixes`), not of
+    /// the full trie.
+    body: bool,
+    /// Most `depth + need` the walk met, depths counted from the frame at
+    /// 1: the walk is the real one for a frame at depth `d` when
+    /// `reach + d - 1` is within the stack limit.
+    reach: u32,
+}
+
+/// The frame masks of one shared fragment, by its DFA state.
+type SharedFrames = Mutex<FastMap<u32, Arc<FrameMask>>>;
+
+/// The vocabulary's cache of the shared fragment keyed `key`.
+fn shared_frames(tries: &VocabTries, key: &str) -> Arc<SharedFrames> {
+    let mut all = tries.shared.0.lock().unwrap_or_else(|p| p.into_inner());
+    let entry = all
+        .entry(key.to_string())
+        .or_insert_with(|| Arc::new(SharedFrames::default()));
+    match entry.clone().downcast::<SharedFrames>() {
+        Ok(c) => c,
+        Err(_) => {
+            // Another module's entry under the same key (keys are
+            // prefixed, so never): a private cache.
+            Arc::new(SharedFrames::default())
+        }
+    }
+}
+
 /// [`CHUNK`] write-once mask cells.
 type MaskChunk = Box<[OnceLock<Arc<TokenSet>>]>;
 
@@ -356,9 +368,17 @@ pub(crate) struct Engine {
     core: Mutex<Core>,
     start: u32,
     masks: Vec<OnceLock<MaskChunk>>,
-    /// Masks of truncated configurations (`None`: a walk from it popped
-    /// into the frames cut off, so it decides nothing).
-    shared: Mutex<FastMap<u32, Option<Arc<TokenSet>>>>,
+    /// The context-independent half of each top frame's mask, by frame
+    /// key (see [`Engine::frame`]).
+    frames: Mutex<FastMap<u32, Arc<FrameMask>>>,
+    /// The exit tokens of a frame key resolved against the stack below
+    /// it, by (frame key, parent node).
+    resolved: Mutex<FastMap<(u32, u32), Arc<[u32]>>>,
+    /// The plain characters' byte representatives (string-body frames).
+    plain: crate::index::PlainReps,
+    /// Whether masks are split per top frame (else each configuration is
+    /// one walk of the trie; kept for the tests that compare the two).
+    split: bool,
     distinct: Mutex<FastMap<u64, Vec<Arc<TokenSet>>>>,
     /// The pushdown's joint byte classes (for the index's shared algorithms).
     classes: Classes,
@@ -367,9 +387,10 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// The engine of `pda` with room for `max_sets` configurations; `None`
+    /// The engine of `pda` with room for `max_sets` configurations, masks
+    /// split per top frame when `split`; `None`
     /// when the start configuration cannot be completed.
-    pub fn new(pda: Pda, max_sets: usize) -> Option<Engine> {
+    pub fn new(pda: Pda, max_sets: usize, split: bool) -> Option<Engine> {
         let stride = pda.reps.len();
         let max_sets = max_sets.max(1);
         let mut core = Core {
@@ -399,8 +420,6 @@ impl Engine {
             stride,
             max_sets,
             limits: Vec::new(),
-            opaque_hit: false,
-            max_token_len: 0,
             work: Vec::new(),
             seen: FastMap::default(),
         };
@@ -411,7 +430,9 @@ impl Engine {
             return None;
         }
         let classes = Classes::new(&core.pda.classes);
+        let plain = crate::index::PlainReps::new(&core.pda.classes);
         Some(Engine {
+            plain,
             budgets: Slots::new(max_sets),
             classes,
             core: Mutex::new(core),
@@ -420,7 +441,9 @@ impl Engine {
                 .map(|_| OnceLock::new())
                 .collect(),
             distinct: Mutex::new(FastMap::default()),
-            shared: Mutex::new(FastMap::default()),
+            frames: Mutex::new(FastMap::default()),
+            resolved: Mutex::new(FastMap::default()),
+            split,
         })
     }
 
@@ -441,83 +464,283 @@ impl Engine {
         Some(&chunk[s as usize % CHUNK])
     }
 
-    /// The mask of `s`: through a truncated copy of its stacks when one
-    /// decides it (so configurations that differ only deep in their stacks
-    /// share one walk), else by walking from `s` itself.
+    /// The mask of `s`. Split (XGrammar's context-independent /
+    /// context-dependent tokens): the union over its stacks of the top
+    /// frame's [`FrameMask`] (shared by every stack with that top frame)
+    /// and its exit tokens resolved against the frames below (memoized per
+    /// top frame and parent node). Walked whole instead when a limit has
+    /// been hit (stacks pruned, configurations refused: the shared halves
+    /// must never decide what the real configuration would not) or the
+    /// table is half full, and for a stack so near the depth limit that its
+    /// top frame's walk assumed room it does not have.
     fn compute(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Arc<TokenSet> {
-        // Truncated copies are a shortcut that must never decide a mask the
-        // real configuration would not: once a limit has been hit (stacks
-        // pruned, configurations refused) or the table is half full, walk
-        // the real configuration, whose successors are then interned (or
-        // refused, so never allowed).
-        let shortcut_ok =
-            |core: &Core| core.limits.is_empty() && core.sets.len() < core.max_sets / 2;
-        for k in TRUNCATIONS {
-            let Some(t) = ({
-                let mut core = self.core();
-                core.max_token_len = tries.full.max_depth as u32;
-                if !shortcut_ok(&core) {
-                    break;
-                }
-                core.truncate(s, k)
-            }) else {
-                continue;
-            };
-            let known = self
-                .shared
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&t)
-                .cloned();
-            let m = match known {
-                Some(m) => m,
-                None => {
-                    let m = self.walk_mask(t, tries, vocab);
-                    if !shortcut_ok(&self.core()) {
-                        break;
-                    }
-                    self.shared
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(t, m.clone());
-                    m
-                }
-            };
-            if let Some(m) = m {
-                return m;
+        if self.split {
+            if let Some(set) = self.split_mask(s, tries, vocab) {
+                return self.distinct(set);
             }
         }
         self.walk_mask(s, tries, vocab)
-            .expect("a configuration without truncated stacks never pops into one")
     }
 
-    /// One walk of the vocabulary trie from `s`; `None` when it popped into
-    /// a truncated stack's missing frames.
-    fn walk_mask(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<Arc<TokenSet>> {
+    /// Whether the shared halves may be used and stored.
+    fn shortcut_ok(core: &Core) -> bool {
+        core.limits.is_empty() && core.sets.len() < core.max_sets / 2
+    }
+
+    fn split_mask(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<TokenSet> {
+        let (nodes, accepting, max_depth) = {
+            let core = self.core();
+            if !Self::shortcut_ok(&core) {
+                return None;
+            }
+            let set = &core.sets[s as usize];
+            (set.nodes.clone(), set.accepting, core.pda.max_stack_depth)
+        };
+        let mut out = TokenSet::new(vocab.logits_width());
+        for &n in nodes.iter() {
+            let (key, node) = {
+                let mut core = self.core();
+                let x = core.nodes[n as usize];
+                if x.parent == BOTTOM {
+                    (n, x)
+                } else {
+                    (core.truncated_node(x.frag, x.state, OPAQUE, 1), x)
+                }
+            };
+            let fm = self.frame(key, tries, vocab)?;
+            if node.parent != BOTTOM && fm.reach > max_depth + 1 - node.depth {
+                return None;
+            }
+            out.union_with(&fm.inside);
+            if node.parent != BOTTOM && !fm.exits.is_empty() {
+                for &t in self.resolve(key, node.parent, &fm, tries)?.iter() {
+                    out.insert(crate::TokenId(t));
+                }
+            }
+        }
+        for &(first, dup) in &tries.full.dups {
+            if out.contains(crate::TokenId(first)) {
+                out.insert(crate::TokenId(dup));
+            }
+        }
+        if accepting {
+            for &e in vocab.eos() {
+                out.insert(e);
+            }
+        }
+        Some(out)
+    }
+
+    /// The context-independent half of the frame `key` (a node over
+    /// [`OPAQUE`], or a whole stack over [`BOTTOM`]): one walk of the trie
+    /// from its closure, computed once and shared by every configuration
+    /// with that top frame. `None` when a limit was hit on the way.
+    fn frame(&self, key: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<Arc<FrameMask>> {
+        if let Some(f) = self.frames.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Some(f.clone());
+        }
+        // A frame of a fragment shared by every engine over the vocabulary
+        // (over [`OPAQUE`]: its walk sees that fragment only).
+        let shared = {
+            let core = self.core();
+            let x = core.nodes[key as usize];
+            match (&core.pda.share[x.frag as usize], x.parent == OPAQUE) {
+                (Some(k), true) => Some((shared_frames(tries, k), x.state)),
+                _ => None,
+            }
+        };
+        if let Some((cache, state)) = &shared {
+            let known = cache.lock().unwrap_or_else(|p| p.into_inner()).get(state).cloned();
+            if let Some(fm) = known {
+                self.frames
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key, fm.clone());
+                return Some(fm);
+            }
+        }
+        let mut inside = TokenSet::new(vocab.logits_width());
+        let mut exits = Vec::new();
+        let mut core = self.core();
+        // A string body (every plain character leads the frame's state back
+        // to itself, and it neither calls nor returns): the plain tokens and
+        // those ending inside a character are all allowed, and every other
+        // token's fate is its suffix after its plain prefix (the lazy
+        // index's string-body split, `trie::BodyTries`), so only the
+        // suffixes are walked, not the vocabulary.
+        let body = self.is_body(&core, key);
+        let trie = if body {
+            let last = crate::index::trie::PLAIN_LEVELS.len() - 1;
+            inside.union_with(&tries.plain_level(last).set);
+            inside.union_with(&tries.body().body_partial.0);
+            &tries.body().body_suffixes
+        } else {
+            &tries.full
+        };
+        let start = core.close(&[key]);
+        if start == DEAD || !Self::shortcut_ok(&core) {
+            return None;
+        }
+        let mut reach = core.sets[start as usize].reach;
+        let mut stack = vec![0u32; trie.max_depth + 1];
+        stack[0] = start;
+        let n = trie.byte.len();
+        let mut i = 0usize;
+        while i < n {
+            let d = trie.depth[i] as usize;
+            let t = core.next(stack[d - 1], trie.byte[i]);
+            if t == DEAD {
+                i = trie.end[i] as usize;
+                continue;
+            }
+            let set = &core.sets[t as usize];
+            reach = reach.max(set.reach);
+            if set.opaque && (trie.end[i] as usize) > i + 1 {
+                // Some stack returned into the frames below here: the
+                // longer tokens through this node are decided there.
+                exits.push(i as u32);
+            }
+            stack[d] = t;
+            let tok = trie.token[i];
+            if tok != crate::index::trie::NONE {
+                inside.insert(crate::TokenId(tok));
+            }
+            i += 1;
+        }
+        if !Self::shortcut_ok(&core) {
+            return None;
+        }
+        drop(core);
+        for &(first, dup) in &trie.dups {
+            if inside.contains(crate::TokenId(first)) {
+                inside.insert(crate::TokenId(dup));
+            }
+        }
+        let fm = Arc::new(FrameMask {
+            inside,
+            exits,
+            body,
+            reach,
+        });
+        self.frames
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, fm.clone());
+        if let Some((cache, state)) = shared {
+            cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(state, fm.clone());
+        }
+        Some(fm)
+    }
+
+    /// Whether the frame `key` is a string body: its state neither calls
+    /// nor returns, and every plain character leads it back to itself
+    /// through text transitions (so a plain prefix leaves the frame, and
+    /// the whole closure, as it was).
+    fn is_body(&self, core: &Core, key: u32) -> bool {
+        let x = core.nodes[key as usize];
+        let f = &core.pda.frags[x.frag as usize];
+        let s = x.state;
+        if !f.calls[s as usize].is_empty() || f.accepting[s as usize] || !f.has_text[s as usize] {
+            return false;
+        }
+        let (mut cur, mut next, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        let step = |q: u32, b: u8| match f.next(q, b) {
+            0 => DEAD,
+            t => t,
+        };
+        crate::index::plain_successors(step, s, &self.plain, &mut cur, &mut next, &mut out)
+            && out.iter().all(|&t| t == s)
+    }
+
+    /// The exit tokens of frame `key` that the stack `parent` takes: each
+    /// exit's longer tokens walked on from the closure of `parent` (a
+    /// real stack, so exact). Memoized per (frame key, parent).
+    fn resolve(
+        &self,
+        key: u32,
+        parent: u32,
+        fm: &FrameMask,
+        tries: &VocabTries,
+    ) -> Option<Arc<[u32]>> {
+        if let Some(r) = self
+            .resolved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(key, parent))
+        {
+            return Some(r.clone());
+        }
+        let trie = if fm.body {
+            &tries.body().body_suffixes
+        } else {
+            &tries.full
+        };
+        let mut toks = Vec::new();
+        let mut core = self.core();
+        let start = core.close(&[parent]);
+        if start != DEAD {
+            let mut stack = vec![0u32; trie.max_depth + 1];
+            for &x in &fm.exits {
+                let x = x as usize;
+                let base = trie.depth[x] as usize;
+                stack[0] = start;
+                let end = trie.end[x] as usize;
+                let mut i = x + 1;
+                while i < end {
+                    let d = trie.depth[i] as usize - base;
+                    let t = core.next(stack[d - 1], trie.byte[i]);
+                    if t == DEAD {
+                        i = trie.end[i] as usize;
+                        continue;
+                    }
+                    stack[d] = t;
+                    let tok = trie.token[i];
+                    if tok != crate::index::trie::NONE {
+                        toks.push(tok);
+                    }
+                    i += 1;
+                }
+            }
+        }
+        if !Self::shortcut_ok(&core) {
+            return None;
+        }
+        drop(core);
+        toks.sort_unstable();
+        toks.dedup();
+        let dups: Vec<u32> = trie
+            .dups
+            .iter()
+            .filter(|(first, _)| toks.binary_search(first).is_ok())
+            .map(|&(_, dup)| dup)
+            .collect();
+        if !dups.is_empty() {
+            toks.extend(dups);
+            toks.sort_unstable();
+            toks.dedup();
+        }
+        let r: Arc<[u32]> = toks.into();
+        self.resolved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((key, parent), r.clone());
+        Some(r)
+    }
+
+    /// One walk of the vocabulary trie from the whole configuration `s`.
+    fn walk_mask(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Arc<TokenSet> {
         let mut set = TokenSet::new(vocab.logits_width());
         {
             let mut core = self.core();
-            core.opaque_hit = false;
             let trie = &tries.full;
             trie.walk(
                 s,
-                |x, b| {
-                    if core.opaque_hit {
-                        // Undecided: finish the walk at once.
-                        return DEAD;
-                    }
-                    let t = core.next(x, b);
-                    if t != DEAD && core.sets[t as usize].opaque {
-                        core.opaque_hit = true;
-                        return DEAD;
-                    }
-                    t
-                },
+                |x, b| core.next(x, b),
                 |t| set.insert(crate::TokenId(t)),
             );
-            if std::mem::take(&mut core.opaque_hit) {
-                return None;
-            }
             for &(first, dup) in &trie.dups {
                 if set.contains(crate::TokenId(first)) {
                     set.insert(crate::TokenId(dup));
@@ -529,16 +752,21 @@ impl Engine {
                 }
             }
         }
+        self.distinct(set)
+    }
+
+    /// The one shared copy of `set` among the masks computed so far.
+    fn distinct(&self, set: TokenSet) -> Arc<TokenSet> {
         use std::hash::BuildHasher;
         let key = foldhash::fast::FixedState::default().hash_one(&set);
         let mut distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
         let same = distinct.entry(key).or_default();
         if let Some(a) = same.iter().find(|a| ***a == set) {
-            return Some(a.clone());
+            return a.clone();
         }
         let a = Arc::new(set);
         same.push(a.clone());
-        Some(a)
+        a
     }
 
     /// Distinct masks computed so far and their memory.

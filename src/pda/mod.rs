@@ -23,10 +23,41 @@
 //! stacks (calls expanded, finished fragments returned) as one state of a
 //! lazily built DFA. That DFA is what the [`TokenIndex`](crate::TokenIndex)
 //! walks: per state a transition row filled on first use and a mask computed
-//! on first visit (one walk of the vocabulary trie) and then shared by every
-//! matcher of the compiled grammar. So the [`Matcher`](crate::Matcher) keeps
-//! its one-state-per-token history and `rollback` restores the stack with a
-//! pop, exactly as for a regular source.
+//! on first visit and then shared by every matcher of the compiled grammar.
+//! So the [`Matcher`](crate::Matcher) keeps its one-state-per-token history
+//! and `rollback` restores the stack with a pop, exactly as for a regular
+//! source.
+//!
+//! ## Masks: XGrammar's split
+//!
+//! Distinct stacks are distinct configurations, so first visits are many;
+//! a whole walk of the vocabulary trie per configuration made them the
+//! cost of a step (milliseconds). A configuration's mask is instead the
+//! union over its stacks of two halves ([`engine`]):
+//!
+//! * the **context-independent** tokens of the top frame (fragment,
+//!   state): one trie walk from that frame cut from the stack below (its
+//!   frames sit over an opaque bottom), computed once and shared by every
+//!   configuration, at any depth, whose stack has that top frame. A token
+//!   counts when some walk reads all its bytes without returning into the
+//!   frames below, or returns exactly at its last byte (every frame below
+//!   can finish, so any context takes it). The frames of a fragment that
+//!   calls only itself (the schema front end's "any JSON value") are shared
+//!   further: by every engine over the vocabulary.
+//! * the **exit tokens**: the walk records the trie nodes at which some
+//!   stack returned into the frames below with bytes left; the longer
+//!   tokens through them are walked on from the closure of the real frame
+//!   below, memoized per (top frame, frame below). Those walks cover only
+//!   the exits' subtrees (a `,`, `]` or `}` and what may follow), not the
+//!   vocabulary.
+//!
+//! The frame's walk assumed room above it for the frames it opened (it
+//! records the most, `reach`); a stack so near the depth limit that it has
+//! less, or an engine that has hit a limit (stacks pruned, configurations
+//! refused), gets the whole walk of its real configuration instead, so the
+//! split never decides a mask the real configuration would not.
+//! `IndexConfig::pda_split = false` walks every configuration whole (the
+//! tests compare the two mask for mask).
 //!
 //! ## Invariants
 //!
@@ -54,16 +85,6 @@
 //!   [`TokenIndex::lazy_limit_error`](crate::TokenIndex::lazy_limit_error)
 //!   naming its knob.
 //!
-//! ## Why not XGrammar's split (yet)
-//!
-//! XGrammar precomputes, per fragment state, the tokens decided inside the
-//! fragment and checks the rest against the stack at run time. Here the
-//! whole mask of a configuration is computed once and memoized per
-//! configuration, which makes the steady-state cost of a step a table
-//! lookup and a mask copy whatever the grammar; a configuration seen for the
-//! first time pays one trie walk. See the README section "Grammars with a
-//! stack" for the figures.
-
 mod engine;
 pub(crate) mod schema;
 
@@ -172,6 +193,11 @@ pub struct Pda {
     /// name them.
     pub(crate) depth_knob: String,
     pub(crate) max_stacks: usize,
+    /// Per fragment: the key under which its frames' masks are shared by
+    /// every engine over the vocabulary (a fragment that calls only itself,
+    /// whose DFA is fixed by its text: the schema front end's "any JSON
+    /// value"); `None`: kept per engine.
+    pub(crate) share: Vec<Option<String>>,
     /// Total DFA states of the fragments.
     pub states: usize,
 }
@@ -229,6 +255,7 @@ impl Pda {
             max_stack_depth: limits.max_stack_depth.min(u32::MAX as usize - 1) as u32,
             depth_knob: limits.depth_knob.clone(),
             max_stacks: limits.max_stacks.max(1),
+            share: vec![None; n],
             states: 0,
         };
         pda.states = pda.frags.iter().map(Fragment::states).sum();

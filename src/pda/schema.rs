@@ -15,6 +15,7 @@
 use super::{BuildError, Limits, Pda};
 use crate::dfa::{DfaConfig, DfaError, NEST_LIMIT};
 use crate::grammar::gbnf::lower::Fragments;
+use crate::schema::regex::ANY_VALUE;
 use crate::schema::{Pointer, SchemaError, SchemaOptions};
 use crate::CompileError;
 
@@ -62,7 +63,7 @@ pub(crate) fn build(
             opts.max_stack_depth, opts.max_stack_depth
         ),
     };
-    let pda = Pda::build_with(&fragments, &limits, size, config).map_err(|e| match e {
+    let mut pda = Pda::build_with(&fragments, &limits, size, config).map_err(|e| match e {
         BuildError::Empty => SchemaError::Empty {
             pointer: Pointer::root(),
             detail: format!(
@@ -81,6 +82,19 @@ pub(crate) fn build(
         .into(),
         BuildError::Compile(e) => e,
     })?;
+    // The shared "any JSON value" fragment calls only itself: its frames'
+    // masks depend on its text alone, so every schema over the vocabulary
+    // shares them (keyed by the text, which fixes the DFA and its states).
+    for (i, (name, body)) in names.iter().zip(bodies).enumerate() {
+        let own = pda.frags[i]
+            .calls
+            .iter()
+            .flatten()
+            .all(|&(g, _)| g as usize == i);
+        if let (true, Some(text), true) = (name == ANY_VALUE, body, own) {
+            pda.share[i] = Some(format!("pda any value\0{}\0{text}", opts.max_stack_depth));
+        }
+    }
     if let Some(f) = pda.left_recursive() {
         return Err(SchemaError::UnsupportedValue {
             what: "$ref".into(),

@@ -18,22 +18,30 @@
 //! `max_depth` nested recursive references), and the engine names
 //! `SchemaOptions::max_depth` when that limit is what stopped it.
 //!
-//! **Past the text limit: shared fragments.** When the text runs past
-//! [`SchemaOptions::max_regex_len`] (free-form values and definitions
-//! copied at each use: 143 MaskBench dev schemas), the generator runs once
-//! more with every free-form value ("any JSON value": `{}`, `true`, the
-//! compliant default of `additionalProperties`) a call of one shared
-//! fragment, [`ANY_VALUE`], and every bare `$ref` a call of its target's
-//! fragment, recursive or not. Free-form values are then exact at any
-//! depth (up to the stack limit) rather than
-//! [`SchemaOptions::free_form_depth`] containers deep. Schemas within the
-//! limit are written exactly as before, so no schema that compiled changes
-//! path.
+//! **Free-form values: one shared fragment.** With
+//! [`SchemaOptions::free_form_calls`] (off by default: it moves every
+//! schema with a free-form value to the pushdown engine, whose first
+//! visits still cost more than the lazy index's), every free-form value
+//! ("any JSON value": `{}`, `true`, items or values without a schema, the
+//! compliant default of `additionalProperties`) is a call of one shared
+//! fragment, [`ANY_VALUE`], instead of a copy bounded to
+//! [`SchemaOptions::free_form_depth`] / [`SchemaOptions::extra_value_depth`]
+//! containers: exact at any depth up to the stack limit (a MaskBench
+//! instance with an extra key holding `[{...}]` is no longer rejected), and
+//! the text no longer grows with each copy. Its masks are shared per
+//! fragment state by the engine's split ([`crate::pda`]), so a value
+//! nested anywhere costs what the fragment's own states cost.
+//!
+//! **Past the text limit: shared definitions.** When the text still runs
+//! past [`SchemaOptions::max_regex_len`] (definitions copied at each use:
+//! 143 MaskBench dev schemas), the generator runs once more with every bare
+//! `$ref` a call of its target's fragment, recursive or not.
 //!
 //! What stays unrolled, as before: a recursive `$ref` under `oneOf` made
 //! disjoint by forbidden keys (its language depends on the caller), a
 //! recursive `$ref` merged into `allOf`, and `not` over one. A schema in
-//! which no recursive reference is met compiles to exactly the regex
+//! which no call is met (no recursive reference, no free-form value)
+//! compiles to exactly the regex
 //! [`compile_document`](super::compile_document) writes.
 
 use super::super::{CompiledSchema, Pointer, SchemaError, SchemaOptions, SchemaWarning};
@@ -55,6 +63,9 @@ pub(crate) struct Calls {
     /// Free-form values ("any JSON value") are calls to one shared
     /// fragment, [`ANY_VALUE`], instead of depth-bounded copies.
     free_calls: bool,
+    /// Every bare `$ref` is a call of its target's fragment, recursive or
+    /// not (the text ran past its limit).
+    shared_refs: bool,
 }
 
 impl Calls {
@@ -149,7 +160,7 @@ impl Gen<'_, '_> {
     pub(super) fn call(&mut self, target: &str) -> Result<Option<String>, SchemaError> {
         // When the text ran past its limit, every referenced definition is
         // a fragment too (generated once, not copied at each use).
-        let shared = self.calls.as_ref().is_some_and(|c| c.free_calls);
+        let shared = self.calls.as_ref().is_some_and(|c| c.shared_refs);
         if !shared && !self.reachable(target)?.contains(target) {
             return Ok(None);
         }
@@ -180,7 +191,7 @@ impl Gen<'_, '_> {
         let [Schema::Ref { target, .. }] = n.all_of.as_slice() else {
             return Ok(None);
         };
-        let shared = self.calls.as_ref().is_some_and(|c| c.free_calls);
+        let shared = self.calls.as_ref().is_some_and(|c| c.shared_refs);
         if !shared && !self.reachable(target)?.contains(target) {
             return Ok(None);
         }
@@ -217,37 +228,40 @@ impl Gen<'_, '_> {
     }
 }
 
-/// Compiles `schema` for the pushdown engine: the document and each
-/// recursive `$ref` target as a fragment (see the module docs). When the
-/// regex text runs past [`SchemaOptions::max_regex_len`] (free-form values
-/// copied wherever they occur), it is written again with every free-form
-/// value a call of one shared "any JSON value" fragment ([`ANY_VALUE`]),
-/// which is then exact at any depth (up to the stack limit) instead of
-/// [`SchemaOptions::free_form_depth`] containers deep.
+/// Compiles `schema` for the pushdown engine: the document, each
+/// recursive `$ref` target and (with [`SchemaOptions::free_form_calls`])
+/// the shared "any JSON value" fragment ([`ANY_VALUE`]) as
+/// fragments (see the module docs). When the regex text runs past
+/// [`SchemaOptions::max_regex_len`], it is written again with free-form
+/// values calls whatever the option says and every bare `$ref` a call of
+/// its target's fragment.
 pub fn compile_fragments(
     schema: &Value,
     opts: &SchemaOptions,
 ) -> Result<SchemaFragments, SchemaError> {
-    match fragments_with(schema, opts, false) {
+    match fragments_with(schema, opts, opts.free_form_calls, false) {
         Err(SchemaError::TooBig {
             knob: "max_regex_len",
             ..
-        }) => fragments_with(schema, opts, true),
+        }) => fragments_with(schema, opts, true, true),
         r => r,
     }
 }
 
-/// [`compile_fragments`], free-form values as calls when `free_calls`.
+/// [`compile_fragments`], free-form values as calls when `free_calls`,
+/// every bare `$ref` a call when `shared_refs`.
 fn fragments_with(
     schema: &Value,
     opts: &SchemaOptions,
     free_calls: bool,
+    shared_refs: bool,
 ) -> Result<SchemaFragments, SchemaError> {
     let doc = Document::new(schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);
     g.calls = Some(Calls {
         free_calls,
+        shared_refs,
         ..Calls::default()
     });
     let top = g.value(&root, &[])?;

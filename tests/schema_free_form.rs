@@ -1,0 +1,235 @@
+//! Free-form values as one shared "any JSON value" fragment (issue 16 item
+//! 3): with `SchemaOptions::free_form_calls` (off by default) and a vocabulary
+//! with every single byte, `{}`, `true`, items without a schema and
+//! compliant mode's implicit extra-key values are calls of the shared
+//! fragment, exact at any depth up to the stack limit instead of
+//! `free_form_depth` / `extra_value_depth` containers deep. Checked against
+//! the `jsonschema` crate (the oracle) on deep instances, on the MaskBench
+//! dev files whose valid instances were rejected for nesting too deep, and
+//! under a tight `max_tokens` budget with adversarial choices.
+
+use constrain::schema::regex::{compile_fragments, SchemaFragments, ANY_VALUE};
+use constrain::schema::SchemaOptions;
+use constrain::vocab::{TokenId, Vocabulary};
+use constrain::{Compiled, Compiler, CompilerConfig, Source};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Single bytes, then tokens that cross value boundaries; EOS last.
+fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
+    let mut toks: Vec<(TokenId, Vec<u8>)> =
+        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
+    for t in [
+        "[[", "]]", "]]]", "],", "},", "\"}", "\":", "{\"", "}]", "}]}", "[]", "{}", "null}", ",\"",
+        "true]", "1,", "12", "]}", ": ", ", ", "\": [", "}, {",
+    ] {
+        toks.push((TokenId(toks.len() as u32), t.as_bytes().to_vec()));
+    }
+    let eos = TokenId(toks.len() as u32);
+    (
+        Arc::new(Vocabulary::new(toks, [eos], eos.0 as usize + 1).unwrap()),
+        eos,
+    )
+}
+
+/// `o` with free-form values as calls.
+fn calls(o: SchemaOptions) -> SchemaOptions {
+    SchemaOptions {
+        free_form_calls: true,
+        ..o
+    }
+}
+
+fn compile(v: &Arc<Vocabulary>, schema: &Value, o: SchemaOptions) -> Arc<Compiled> {
+    let o = calls(o);
+    Compiler::new(v.clone(), CompilerConfig::default())
+        .compile(&Source::json_schema(schema.clone()).with_schema_options(o))
+        .unwrap()
+}
+
+fn accepts(c: &Compiled, text: &str) -> bool {
+    let mut m = c.matcher();
+    text.bytes().all(|b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
+}
+
+fn valid(o: &jsonschema::Validator, text: &str) -> bool {
+    serde_json::from_str::<Value>(text).is_ok_and(|v| o.is_valid(&v))
+}
+
+fn nested(d: usize) -> String {
+    let mut s = "1".to_string();
+    for i in 0..d {
+        s = if i % 2 == 0 {
+            format!("[{s}, {{}}]")
+        } else {
+            format!("{{\"k{i}\": {s}, \"s\": \"x\"}}")
+        };
+    }
+    s
+}
+
+fn record() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "tags": {"type": "array"}, "meta": {}},
+        "required": ["name"]
+    })
+}
+
+#[test]
+fn free_form_values_are_calls_of_one_shared_fragment() {
+    let f = compile_fragments(&record(), &calls(SchemaOptions::compliant())).unwrap();
+    let SchemaFragments::Fragments { names, .. } = &f else {
+        panic!("expected fragments");
+    };
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names[1], ANY_VALUE);
+    // Off (the default): the depth-bounded copies of the regular path.
+    let off = SchemaOptions::compliant();
+    assert!(matches!(
+        compile_fragments(&record(), &off).unwrap(),
+        SchemaFragments::Regex(_)
+    ));
+    // A schema without free-form values keeps the regular path.
+    let plain = json!({"type": "object", "properties": {"a": {"type": "integer"}},
+                       "required": ["a"], "additionalProperties": false});
+    assert!(matches!(
+        compile_fragments(&plain, &calls(SchemaOptions::default())).unwrap(),
+        SchemaFragments::Regex(_)
+    ));
+}
+
+#[test]
+fn deep_free_form_values_match_the_oracle() {
+    let (v, _) = tiny_vocab();
+    let schemas = [
+        record(),
+        json!({}),
+        json!(true),
+        json!({"type": "array", "items": true}),
+        json!({"type": "object", "additionalProperties": true}),
+    ];
+    for schema in schemas {
+        let o = jsonschema::validator_for(&schema).unwrap();
+        for opts in [SchemaOptions::compliant(), SchemaOptions::default()] {
+            let c = compile(&v, &schema, opts.clone());
+            assert!(c.stats().fragments >= 1, "{schema}: fragments");
+            let d40 = nested(40);
+            let texts = [
+                format!("{{\"name\": \"a\", \"links\": [{{\"href\": \"x\", \"rel\": [1, 2]}}]}}"),
+                format!("{{\"name\": \"a\", \"params\": [42, 23], \"deep\": {d40}}}"),
+                format!("{{\"name\": \"a\", \"meta\": {d40}, \"tags\": [{d40}]}}"),
+                format!("[{d40}, {d40}]"),
+                format!("{{\"x\": {d40}}}"),
+                d40.clone(),
+                // Invalid: unbalanced, a trailing comma, a wrong type.
+                format!("{{\"name\": \"a\", \"meta\": {}}}", &d40[1..]),
+                "{\"name\": \"a\", \"meta\": [1, ]}".to_string(),
+                "{\"name\": 1, \"meta\": [[[[1]]]]}".to_string(),
+                "{\"name\": \"a\", \"tags\": {\"k\": [[[1]]]}}".to_string(),
+            ];
+            for text in &texts {
+                let strict = matches!(opts.mode, constrain::schema::JsonMode::Strict);
+                let got = accepts(&c, text);
+                let want = valid(&o, text);
+                if strict && got != want {
+                    // Strict generation narrows (no implicit extras): it may
+                    // reject what the oracle allows, never the other way.
+                    assert!(!got, "{schema}: strict accepted invalid {text}");
+                    continue;
+                }
+                assert_eq!(got, want, "{schema} ({:?}): {text}", opts.mode);
+            }
+        }
+    }
+}
+
+/// A MaskBench dev file whose valid instance nests an extra key's value
+/// deeper than the copies allowed (`"links": [{...}]` was rejected at
+/// `[{"`): every instance, valid or not, decided as MaskBench writes it
+/// (Python's `json.dumps`) and as the oracle does.
+#[test]
+fn dev_files_with_deep_extra_values_match_the_oracle() {
+    let Some(corpora) = constrain_testkit::assets::corpora() else {
+        eprintln!("skipping: no MaskBench corpus in ../shared/corpora");
+        return;
+    };
+    let (v, _) = tiny_vocab();
+    for file in ["Github_easy---o13687.json"] {
+        let path = corpora.join("maskbench-dev").join(file);
+        let Ok(cases) = constrain_testkit::maskbench::load_file(&path) else {
+            eprintln!("skipping {file}: cannot read {}", path.display());
+            continue;
+        };
+        for case in cases {
+            let o = jsonschema::validator_for(&case.schema).unwrap();
+            let c = compile(&v, &case.schema, SchemaOptions::compliant());
+            for inst in &case.instances {
+                let text = constrain_testkit::maskbench::python_dumps(&inst.data);
+                assert_eq!(
+                    accepts(&c, &text),
+                    o.is_valid(&inst.data),
+                    "{file}: {text}"
+                );
+                assert!(!inst.valid || accepts(&c, &text), "{file}: valid {text}");
+            }
+        }
+    }
+}
+
+/// Generation with a tight `max_tokens` under choices that open a container
+/// whenever the budget allows: every run ends complete and valid, with the
+/// stack limit far and near (the shared fragment's frames count).
+#[test]
+fn budget_with_any_value_frames_never_cuts_a_value() {
+    let (v, eos) = tiny_vocab();
+    let mut rng = StdRng::seed_from_u64(17);
+    for schema in [record(), json!({"type": "array", "items": true, "minItems": 1})] {
+        let o = jsonschema::validator_for(&schema).unwrap();
+        for depth in [1024usize, 2, 4] {
+            let opts = SchemaOptions {
+                max_stack_depth: depth,
+                ..SchemaOptions::compliant()
+            };
+            let c = compile(&v, &schema, opts);
+            let start = c.matcher().tokens_to_accept().unwrap() as usize;
+            for max_tokens in start..start + 25 {
+                for _ in 0..3 {
+                    let mut m = c.matcher();
+                    let mut out = Vec::new();
+                    let mut ended = false;
+                    for used in 0..max_tokens {
+                        let left = max_tokens - used;
+                        let fits: Vec<TokenId> =
+                            m.allowed().iter().filter(|&t| m.fits(t, left)).collect();
+                        assert!(!fits.is_empty(), "{schema}: nothing fits with {left} left");
+                        let open: Vec<TokenId> = fits
+                            .iter()
+                            .copied()
+                            .filter(|&t| {
+                                v.token_bytes(t)
+                                    .is_some_and(|b| b.iter().any(|b| b"[{".contains(b)))
+                            })
+                            .collect();
+                        let pool = if !open.is_empty() && rng.random_bool(0.7) {
+                            &open
+                        } else {
+                            &fits
+                        };
+                        let t = pool[rng.random_range(0..pool.len())];
+                        assert!(m.accept_token(t));
+                        if t == eos {
+                            ended = true;
+                            break;
+                        }
+                        out.extend_from_slice(v.token_bytes(t).unwrap());
+                    }
+                    assert!(ended || m.is_accepting(), "{schema}: cut at {max_tokens}");
+                    let text = String::from_utf8(out).unwrap();
+                    assert!(valid(&o, &text), "{schema}: {text}");
+                }
+            }
+        }
+    }
+}
