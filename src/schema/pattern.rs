@@ -7,8 +7,13 @@
 //! 1. [`translate_ecma`]: rewrite ECMA syntax into regex-crate syntax. `\d`,
 //!    `\w` (and their negations) mean ASCII, `\s` the ECMA whitespace set, `.`
 //!    excludes the four ECMA line terminators; identity escapes (`\/`, `\-`,
-//!    `\<`) become literals; lookaround, backreferences and word boundaries are
-//!    errors (the regex engine cannot do them; the error names the pointer).
+//!    `\<`) become literals; backreferences and word boundaries are errors
+//!    (the regex engine cannot do them; the error names the pointer).
+//!    Lookaheads right after a leading `^` and lookbehinds right before a
+//!    trailing `$` (`^(?!foo$).*$`, `^.*(?<!\.tmp)$`) keep the language
+//!    regular and are compiled exactly by product automata
+//!    ([`compile_pattern`]: intersection for positive ones, difference for
+//!    negative ones); lookaround anywhere else is an error.
 //! 2. Anchoring: the parsed pattern is split into alternatives, each anchored
 //!    or not at either end; an unanchored side gets "any characters".
 //!    Anchors anywhere else are an error.
@@ -485,11 +490,208 @@ pub fn compile_pattern(
     min_len: u64,
     max_len: Option<u64>,
 ) -> Result<CompiledPattern, PatternError> {
+    if let Some(split) = split_lookaround(pattern) {
+        return compile_lookaround(&split, min_len, max_len);
+    }
     let translated = translate_ecma(pattern)?;
     let hir = parse(&translated)?;
     let mut alts = Vec::new();
     split_anchors(&hir, &mut alts)?;
     with_lengths(alts, min_len, max_len)
+}
+
+/// A pattern `^(?=A)(?!B)…R…(?<=C)(?<!D)$`: lookaheads right after a
+/// leading `^`, lookbehinds right before a trailing `$`, and the rest.
+struct Lookaround {
+    /// The pattern without its lookarounds.
+    rest: String,
+    /// (negative, a pattern for the strings the condition is about):
+    /// `^A` (strings that start with a match of `A`) for a lookahead at
+    /// the start, `C$` for a lookbehind at the end.
+    conds: Vec<(bool, String)>,
+}
+
+/// The end (exclusive) of the group that opens at `start` (`(`), skipping
+/// escapes and classes; `None` when unbalanced.
+fn group_end(chars: &[char], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = start;
+    let mut in_class = false;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Splits lookarounds off a pattern where they keep its language regular
+/// (see [`Lookaround`]); `None` when there are none in those places.
+fn split_lookaround(pattern: &str) -> Option<Lookaround> {
+    if !pattern.contains("(?=")
+        && !pattern.contains("(?!")
+        && !pattern.contains("(?<=")
+        && !pattern.contains("(?<!")
+    {
+        return None;
+    }
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut conds = Vec::new();
+    let mut head = 0;
+    let mut rest = String::new();
+    if chars.first() == Some(&'^') {
+        head = 1;
+        rest.push('^');
+        loop {
+            let s: String = chars[head..chars.len().min(head + 3)].iter().collect();
+            if s != "(?=" && s != "(?!" {
+                break;
+            }
+            let end = group_end(&chars, head)?;
+            let body: String = chars[head + 3..end - 1].iter().collect();
+            let body = if body.contains('|') {
+                format!("(?:{body})")
+            } else {
+                body
+            };
+            conds.push((s == "(?!", format!("^{body}")));
+            head = end;
+        }
+    }
+    // Lookbehinds right before a trailing `$`: scan the top-level groups.
+    let mut tail = chars.len();
+    let mut tail_conds = Vec::new();
+    if chars.last() == Some(&'$') && (chars.len() < 2 || chars[chars.len() - 2] != '\\') {
+        let mut groups = Vec::new();
+        let mut i = head;
+        while i < chars.len() - 1 {
+            match chars[i] {
+                '\\' => i += 2,
+                '[' => {
+                    // Skip a class.
+                    i += 1;
+                    while i < chars.len() && chars[i] != ']' {
+                        if chars[i] == '\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                '(' => {
+                    let end = group_end(&chars, i)?;
+                    groups.push((i, end));
+                    i = end;
+                }
+                _ => i += 1,
+            }
+        }
+        tail = chars.len() - 1;
+        while let Some(&(a, b)) = groups.last() {
+            let s: String = chars[a..(a + 4).min(chars.len())].iter().collect();
+            if b != tail || (s != "(?<=" && s != "(?<!") {
+                break;
+            }
+            let body: String = chars[a + 4..b - 1].iter().collect();
+            let body = if body.contains('|') {
+                format!("(?:{body})")
+            } else {
+                body
+            };
+            tail_conds.push((s == "(?<!", format!("{body}$")));
+            tail = a;
+            groups.pop();
+        }
+        if tail_conds.is_empty() {
+            tail = chars.len();
+        }
+    }
+    if conds.is_empty() && tail_conds.is_empty() {
+        return None;
+    }
+    rest.extend(&chars[head..tail]);
+    if !tail_conds.is_empty() {
+        rest.push('$');
+    }
+    conds.extend(tail_conds);
+    Some(Lookaround { rest, conds })
+}
+
+/// The strings of `split.rest` (within the lengths) that meet every
+/// condition: intersection with a positive lookaround's language,
+/// difference with a negative one's, through product automata over the
+/// canonical spellings (one spelling per string, so that subtracting
+/// spellings subtracts strings).
+fn compile_lookaround(
+    split: &Lookaround,
+    min_len: u64,
+    max_len: Option<u64>,
+) -> Result<CompiledPattern, PatternError> {
+    use crate::dfa::algebra::{combine, Op};
+    const CANONICAL: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt])*"#;
+    let base = compile_pattern(&split.rest, min_len, max_len)?;
+    let defaults = crate::schema::SchemaOptions::default();
+    let product = |a: &str, b: &str, op: Op| {
+        combine(
+            a,
+            b,
+            op,
+            defaults.max_product_states,
+            defaults.max_product_len,
+        )
+        .map_err(|e| format!("lookaround: {e}"))
+    };
+    let Some(mut lang) = base.regex else {
+        return Ok(CompiledPattern {
+            regex: None,
+            narrowed: base.narrowed,
+        });
+    };
+    match product(&lang, CANONICAL, Op::And)? {
+        Some(r) => lang = r,
+        None => {
+            return Ok(CompiledPattern {
+                regex: None,
+                narrowed: base.narrowed,
+            })
+        }
+    }
+    for (negative, cond) in &split.conds {
+        let c = compile_pattern(cond, 0, None)?;
+        if c.narrowed.is_some() {
+            return Err("a lookaround that is narrowed cannot be applied".into());
+        }
+        let op = if *negative { Op::AndNot } else { Op::And };
+        let next = match &c.regex {
+            Some(r) => product(&lang, r, op)?,
+            None if *negative => Some(lang.clone()),
+            None => None,
+        };
+        match next {
+            Some(r) => lang = r,
+            None => {
+                return Ok(CompiledPattern {
+                    regex: None,
+                    narrowed: base.narrowed,
+                })
+            }
+        }
+    }
+    Ok(CompiledPattern {
+        regex: Some(lang),
+        narrowed: base.narrowed,
+    })
 }
 
 /// Applies length bounds to a whole-string regex in regex-crate syntax (a
@@ -514,6 +716,7 @@ fn with_lengths(
     max_len: Option<u64>,
 ) -> Result<CompiledPattern, PatternError> {
     let mut out = Vec::new();
+    let mut products: Vec<String> = Vec::new();
     let mut narrowed = None;
     for a in alts {
         let mut items = Vec::new();
@@ -564,17 +767,50 @@ fn with_lengths(
         }
         // Narrow: cap open repetitions until the longest match fits.
         let Some(m) = max_len else {
-            return Err(format!(
-                "minLength {min_len} together with this pattern cannot be compiled exactly"
-            ));
+            match length_product(&full, min_len, None) {
+                Some(r) => {
+                    products.extend(r);
+                    continue;
+                }
+                None => match anchored_narrowing(&a, min_len, max_len) {
+                    Some((r, why)) => {
+                        out.push(r);
+                        narrowed = Some(why);
+                        continue;
+                    }
+                    None => {
+                        return Err(format!(
+                            "minLength {min_len}{} together with this pattern cannot be compiled exactly",
+                            max_len.map(|m| format!(" and maxLength {m}")).unwrap_or_default()
+                        ))
+                    }
+                },
+            }
         };
         let mut lo_c = 0u32;
         let mut hi_c = m.min(u32::MAX as u64) as u32;
         let fits = |c: u32| char_len(&cap_reps(&full, c)).1.is_some_and(|x| x <= m);
         if !fits(0) {
-            return Err(format!(
-                "maxLength {m} together with this pattern cannot be compiled exactly"
-            ));
+            // No capping fits: the exact product.
+            match length_product(&full, min_len, Some(m)) {
+                Some(r) => {
+                    products.extend(r);
+                    continue;
+                }
+                None => match anchored_narrowing(&a, min_len, max_len) {
+                    Some((r, why)) => {
+                        out.push(r);
+                        narrowed = Some(why);
+                        continue;
+                    }
+                    None => {
+                        return Err(format!(
+                            "minLength {min_len}{} together with this pattern cannot be compiled exactly",
+                            max_len.map(|m| format!(" and maxLength {m}")).unwrap_or_default()
+                        ))
+                    }
+                },
+            }
         }
         while lo_c < hi_c {
             let mid = lo_c + (hi_c - lo_c).div_ceil(2);
@@ -588,11 +824,26 @@ fn with_lengths(
         if char_len(&capped).0 < min_len {
             match restrict(&capped, min_len, Some(m)) {
                 Some(r) => out.push(r),
-                None => {
-                    return Err(format!(
-                        "minLength {min_len} and maxLength {m} together with this pattern cannot be compiled exactly"
-                    ))
-                }
+                None => match length_product(&full, min_len, Some(m)) {
+                    // Exact: nothing is narrowed.
+                    Some(r) => {
+                        products.extend(r);
+                        continue;
+                    }
+                    None => match anchored_narrowing(&a, min_len, max_len) {
+                        Some((r, why)) => {
+                            out.push(r);
+                            narrowed = Some(why);
+                            continue;
+                        }
+                        None => {
+                            return Err(format!(
+                                "minLength {min_len}{} together with this pattern cannot be compiled exactly",
+                                max_len.map(|m| format!(" and maxLength {m}")).unwrap_or_default()
+                            ))
+                        }
+                    },
+                },
             }
         } else {
             out.push(capped);
@@ -601,8 +852,88 @@ fn with_lengths(
             "maxLength {m} with pattern narrowed: open repetitions capped at {lo_c}"
         ));
     }
-    let regex = emit_alt(&out);
+    let mut parts: Vec<String> = emit_alt(&out).into_iter().collect();
+    parts.extend(products);
+    let regex = match parts.len() {
+        0 => None,
+        1 => parts.pop(),
+        _ => Some(format!("(?:{})", parts.join("|"))),
+    };
     Ok(CompiledPattern { regex, narrowed })
+}
+
+/// A sound narrowing for an alternative unanchored on a side: the strings
+/// that the body matches whole (each matches the pattern), within the
+/// lengths when [`restrict`] can apply them exactly to the body.
+fn anchored_narrowing(a: &Anchored, min: u64, max: Option<u64>) -> Option<(Hir, String)> {
+    if a.start && a.end {
+        return None;
+    }
+    let r = restrict(&a.body, min, max).or_else(|| {
+        // Several open pieces: all but one at their fewest repetitions,
+        // the remaining one takes the lengths.
+        let HirKind::Concat(parts) = a.body.kind() else {
+            return None;
+        };
+        let shortest = |h: &Hir| match h.kind() {
+            HirKind::Repetition(r) => Some(rep((*r.sub).clone(), r.min, Some(r.min))),
+            _ => None,
+        };
+        (0..parts.len()).find_map(|keep| {
+            let (lo, hi) = char_len(&parts[keep]);
+            if hi == Some(lo) {
+                return None;
+            }
+            let fixed: Vec<Hir> = parts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| match (i == keep, char_len(p)) {
+                    (false, (l, Some(h))) if l == h => Some(p.clone()),
+                    (false, _) => shortest(p),
+                    (true, _) => Some(p.clone()),
+                })
+                .collect::<Option<Vec<Hir>>>()?;
+            restrict(&Hir::concat(fixed), min, max)
+        })
+    })?;
+    Some((
+        r,
+        format!(
+            "minLength {min}{} with an unanchored pattern narrowed: the match is the whole string",
+            max.map(|m| format!(" and maxLength {m}"))
+                .unwrap_or_default()
+        ),
+    ))
+}
+
+/// The spelled strings of `full` whose length in characters lies in
+/// `[min, max]`, through a product automaton (bounded by the default
+/// `max_product_states` / `max_product_len`). `None`: the product is over
+/// those bounds; `Some(None)`: no string qualifies.
+fn length_product(full: &Hir, min: u64, max: Option<u64>) -> Option<Option<String>> {
+    if max.is_some_and(|m| m > 10_000) || min > 10_000 {
+        return None;
+    }
+    let Some(text) = emit(full) else {
+        return Some(None);
+    };
+    // One character in any JSON spelling; `full` fixes the spelling.
+    let unit = r#"(?:[^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})"#;
+    let count = match max {
+        Some(m) if m == min => format!("{{{min}}}"),
+        Some(m) => format!("{{{min},{m}}}"),
+        None => format!("{{{min},}}"),
+    };
+    let lengths = format!("{unit}{count}");
+    let defaults = crate::schema::SchemaOptions::default();
+    crate::dfa::algebra::combine(
+        &text,
+        &lengths,
+        crate::dfa::algebra::Op::And,
+        defaults.max_product_states,
+        defaults.max_product_len,
+    )
+    .ok()
 }
 
 fn rep(h: Hir, min: u32, max: Option<u32>) -> Hir {
