@@ -411,3 +411,17 @@ fn pattern_lengths_by_product() {
         &[json!("12"), json!("123"), json!("abcdefghijklm")],
     );
 }
+
+/// `JsonSchemaStore---web-types`: the lookahead pattern as a
+/// `patternProperties` key pattern (keys are matched by it too).
+#[test]
+fn lookahead_in_pattern_properties() {
+    check(
+        json!({"type": "object",
+               "patternProperties": {"^(?!pattern$).*$": {"type": "integer"}},
+               "properties": {"pattern": {"type": "string"}},
+               "additionalProperties": false}),
+        &[json!({"pattern": "x", "a": 1}), json!({"b": 2})],
+        &[json!({"pattern": 1}), json!({"a": "s"})],
+    );
+}

@@ -500,6 +500,29 @@ pub fn compile_pattern(
     with_lengths(alts, min_len, max_len)
 }
 
+/// Whether the ECMA-262 `pattern` matches somewhere in `text` (`None`: it
+/// cannot be run), lookarounds in the places [`compile_pattern`] accepts
+/// included.
+pub fn is_match(pattern: &str, text: &str) -> Option<bool> {
+    let run = |p: &str| -> Option<bool> {
+        let t = translate_ecma(p).ok()?;
+        let r = regex_automata::meta::Regex::new(&t).ok()?;
+        Some(r.is_match(text))
+    };
+    let Some(split) = split_lookaround(pattern) else {
+        return run(pattern);
+    };
+    if !run(&split.rest)? {
+        return Some(false);
+    }
+    for (negative, cond) in &split.conds {
+        if run(cond)? == *negative {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
 /// A pattern `^(?=A)(?!B)…R…(?<=C)(?<!D)$`: lookaheads right after a
 /// leading `^`, lookbehinds right before a trailing `$`, and the rest.
 struct Lookaround {
