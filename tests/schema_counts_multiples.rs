@@ -425,3 +425,20 @@ fn lookahead_in_pattern_properties() {
         &[json!({"pattern": 1}), json!({"a": "s"})],
     );
 }
+
+/// `JsonSchemaStore---xs-app`: `format: "regex"` with `minLength: 1` (was
+/// "format \"regex\" with length bounds: minLength 1 ... cannot be
+/// compiled"): the non-empty matches, exactly.
+#[test]
+fn regex_format_with_min_length_one() {
+    let schema = json!({"type": "string", "format": "regex", "minLength": 1});
+    check(
+        schema.clone(),
+        &[json!("^/api/(.*)$"), json!("a"), json!("|"), json!("^")],
+        &[json!(""), json!("(")],
+    );
+    for mode in MODES {
+        let d = compile(&schema, Whitespace::Compact, mode);
+        assert!(!d.matches(b"\"\""), "{mode:?}: the empty string has length 0");
+    }
+}

@@ -456,6 +456,50 @@ fn restrict(h: &Hir, lo: u64, hi: Option<u64>) -> Option<Hir> {
     }
 }
 
+/// Exactly the non-empty matches of `h` (`minLength: 1`), by structure:
+/// `ne(a·rest) = ne(a)·rest | ne(rest)` when `a` can be empty,
+/// `ne(x{m,n}) = ne(x)·x{m-1,n-1}`. `None`: a shape it does not handle
+/// (look-around assertions inside a concatenation).
+fn nonempty(h: &Hir) -> Option<Hir> {
+    if char_len(h).0 >= 1 {
+        return Some(h.clone());
+    }
+    match h.kind() {
+        HirKind::Empty => Some(Hir::fail()),
+        HirKind::Look(_) => None,
+        HirKind::Capture(c) => nonempty(&c.sub),
+        HirKind::Alternation(v) => {
+            let parts: Option<Vec<Hir>> = v.iter().map(nonempty).collect();
+            Some(Hir::alternation(parts?))
+        }
+        HirKind::Concat(v) => {
+            let (first, rest) = v.split_first()?;
+            if matches!(first.kind(), HirKind::Look(_)) {
+                return None;
+            }
+            let rest = Hir::concat(rest.to_vec());
+            let mut alts = vec![Hir::concat(vec![nonempty(first)?, rest.clone()])];
+            // `first` can be empty here (its shortest match is empty).
+            alts.push(nonempty(&rest)?);
+            Some(Hir::alternation(alts))
+        }
+        HirKind::Repetition(r) => {
+            if r.max == Some(0) {
+                return Some(Hir::fail());
+            }
+            Some(Hir::concat(vec![
+                nonempty(&r.sub)?,
+                rep(
+                    (*r.sub).clone(),
+                    r.min.saturating_sub(1),
+                    r.max.map(|m| m - 1),
+                ),
+            ]))
+        }
+        _ => None,
+    }
+}
+
 /// Caps every open or large repetition at `cap` (keeping its minimum).
 fn cap_reps(h: &Hir, cap: u32) -> Hir {
     match h.kind() {
@@ -790,6 +834,12 @@ fn with_lengths(
         }
         // Narrow: cap open repetitions until the longest match fits.
         let Some(m) = max_len else {
+            if min_len == 1 {
+                if let Some(h) = nonempty(&full) {
+                    out.push(h);
+                    continue;
+                }
+            }
             match length_product(&full, min_len, None) {
                 Some(r) => {
                     products.extend(r);
