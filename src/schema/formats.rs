@@ -19,6 +19,8 @@
 //! | `hostname` | at most 4 labels of at most 62 characters (≤ 251 in all) |
 //! | `ipv4`, `ipv6`, `uuid` | exact (no IPv6 zone ids) |
 //! | `uri`, `uri-reference` | RFC 3986 without user info and IP-literal hosts |
+//! | `regex` | regexes valid in ECMA-262 and Python alike, without escapes: literals, `.`, simple classes, groups nested at most 3 deep, `*`/`+`/`?`, `|`, `^`/`$` at the ends of a branch |
+//! | `uri-template` | RFC 6570 level 4 as the `jsonschema` crate checks it, ASCII only, lower-case variable names |
 
 /// Regex for the inside of a JSON string in `format`, or `None` when the
 /// format is not supported.
@@ -37,6 +39,8 @@ pub fn format_regex(format: &str) -> Option<String> {
         }
         "uri" => uri(),
         "uri-reference" => format!("(?:{}|{})", uri(), relative_ref()),
+        "regex" => regex_format(),
+        "uri-template" => uri_template(),
         _ => return None,
     })
 }
@@ -50,10 +54,8 @@ pub const DEFINED_UNSUPPORTED: &[&str] = &[
     "idn-hostname",
     "iri",
     "iri-reference",
-    "uri-template",
     "json-pointer",
     "relative-json-pointer",
-    "regex",
 ];
 
 /// The formats [`format_regex`] supports.
@@ -69,6 +71,8 @@ pub const SUPPORTED: &[&str] = &[
     "uuid",
     "uri",
     "uri-reference",
+    "regex",
+    "uri-template",
 ];
 
 fn date() -> String {
@@ -170,6 +174,42 @@ fn relative_ref() -> String {
     format!("{part}{}", query_or_fragment())
 }
 
+/// Regexes that every ECMA-262 and Python engine compiles, with no
+/// backslash (so no JSON escape is needed): branches of atoms (a literal,
+/// `.`, a class of literals and the ranges `a-z`, `A-Z`, `0-9`, or a group
+/// of branches), each atom with at most one of `*`, `+`, `?`, and `^` / `$`
+/// only at the ends of a branch. Groups nest at most 3 deep. Characters
+/// that are special anywhere (`\ ^ $ . | ? * + ( ) [ ] { }`) are never
+/// literals.
+fn regex_format() -> String {
+    const LIT: &str = "[A-Za-z0-9 !#%&',/:;<=>@_`~-]";
+    // No `&`, `~`, `-` inside a class (set operators of some engines).
+    const CLASS: &str = r"\[\^?(?:[A-Za-z0-9 !#%',/:;<=>@_`.*+?|(){}$]|a-z|A-Z|0-9)+\]";
+    let alternation = |atom: &str| {
+        let branch = format!("\\^?(?:(?:{atom})[*+?]?)*\\$?");
+        format!("{branch}(?:\\|{branch})*")
+    };
+    let base = format!("{LIT}|\\.|{CLASS}");
+    let mut alt = alternation(&base);
+    for _ in 0..3 {
+        let group = format!("\\((?:\\?:)?{alt}\\)");
+        alt = alternation(&format!("{base}|{group}"));
+    }
+    alt
+}
+
+/// RFC 6570 templates as the `jsonschema` crate checks them (its
+/// `URI_TEMPLATE_RE`), ASCII only: literals other than controls, space and
+/// `" ' < > % \ ^ ` { | }`, lower-case percent escapes, and expressions
+/// `{op? var(:len|*)? (, ...)*}` with lower-case variable names.
+fn uri_template() -> String {
+    let pct = "%[0-9a-f]{2}";
+    let lit = format!("(?:[!#$&()*+,\\-./0-9:;=?@A-Z\\[\\]_a-z~]|{pct})");
+    let var = format!("(?:[a-z0-9_]|{pct})+(?::[1-9][0-9]{{0,3}}|\\*)?");
+    let expr = format!("\\{{[+#./;?&=,!@|]?{var}(?:,{var})*\\}}");
+    format!("(?:{lit}|{expr})*")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +267,25 @@ mod tests {
         assert!(re("uri-reference").is_match("../a/b"));
         assert!(re("hostname").is_match("a-b.example.org"));
         assert!(!re("hostname").is_match("-a.example.org"));
+        for ok in [
+            "^/api/(.*)$",
+            "^value1|value2$",
+            "a(b(c|d)*)+e?",
+            "[^a-z0-9]",
+            "",
+            "(?:x)",
+        ] {
+            assert!(re("regex").is_match(ok), "{ok}");
+        }
+        for bad in ["(", "a**", "[z-a]", "a{2}", "\\d", "*a", "(?<n>x)"] {
+            assert!(!re("regex").is_match(bad), "{bad}");
+        }
+        for ok in ["http://x.org/{id}", "/a{?q,page:3}{#frag*}", "plain", ""] {
+            assert!(re("uri-template").is_match(ok), "{ok}");
+        }
+        for bad in ["{Id}", "{id", "a b", "{}", "%GG"] {
+            assert!(!re("uri-template").is_match(bad), "{bad}");
+        }
     }
 
     #[test]

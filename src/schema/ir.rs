@@ -947,7 +947,5 @@ impl<'a> Document<'a> {
 
 /// Whether the (ECMA) pattern matches the text; `None` if it cannot compile.
 pub fn pattern_matches(pattern: &str, text: &str) -> Option<bool> {
-    let t = super::pattern::translate_ecma(pattern).ok()?;
-    let r = regex_automata::meta::Regex::new(&t).ok()?;
-    Some(r.is_match(text))
+    super::pattern::is_match(pattern, text)
 }

@@ -673,6 +673,106 @@ pub fn multiple_of_suffix(k: u64) -> Option<String> {
     Some(format!("(?:0|-?(?:{pos}))"))
 }
 
+/// Most significant digits of a decimal multiple (integer and fraction
+/// digits together are not bounded; the integer part has at most 15 digits,
+/// so every value keeps its exact decimal reading in `f64` range).
+const MULTIPLE_INT_DIGITS: usize = 15;
+
+/// Numbers in plain decimal notation (`-?I(.F)?`, no exponent) that are
+/// exact multiples of the decimal `m` (> 0), read as decimals: `x` is a
+/// multiple when `x / m` is an integer over the rationals, which is what
+/// the JSON Schema specification says and what the decimal text means
+/// (validators that divide in binary floating point disagree with each
+/// other and with the text: see `Gen::decimal_multiple_of`).
+///
+/// With `m = c·10^-s` (`c` an integer), `x` is a multiple exactly when
+/// `x·10^s` is an integer (at most `s` fraction digits, then zeros) and
+/// that integer is divisible by `c`. When `c = 2^a·5^b` the last
+/// `t = max(a, b)` digits of `x·10^s` decide, so the language is a union,
+/// over the `10^t / c` admissible digit suffixes, of "integer part ending
+/// in these digits, fraction starting with those". `Err` says why another
+/// `m` is refused (`c` with another prime factor, or more than
+/// `max_suffixes` suffixes).
+pub fn decimal_multiples(m: &Dec, max_suffixes: usize) -> Result<String, String> {
+    if m.neg || m.is_zero() {
+        return Err(format!("multipleOf {m} is not positive"));
+    }
+    let s = m.frac.len();
+    let digits = format!("{}{}", m.int, m.frac);
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 15 {
+        return Err(format!(
+            "multipleOf {m} has more than 15 significant digits"
+        ));
+    }
+    let c: u64 = digits.parse().map_err(|_| format!("multipleOf {m}"))?;
+    let (mut a, mut b, mut rest) = (0usize, 0usize, c);
+    while rest % 2 == 0 {
+        rest /= 2;
+        a += 1;
+    }
+    while rest % 5 == 0 {
+        rest /= 5;
+        b += 1;
+    }
+    if rest != 1 {
+        return Err(format!(
+            "multipleOf {m}: {c} is not a divisor of a power of ten (its multiples are not decided by the last digits)"
+        ));
+    }
+    let t = a.max(b);
+    if t > 6 || (10u64.pow(t as u32) / c) as usize > max_suffixes {
+        return Err(format!(
+            "multipleOf {m}: more than {max_suffixes} admissible digit suffixes"
+        ));
+    }
+    let p = 10u64.pow(t as u32);
+    let mut parts: Vec<String> = Vec::new();
+    for r in (0..p).step_by(c as usize) {
+        let r = if t == 0 {
+            String::new()
+        } else {
+            format!("{r:0t$}")
+        };
+        // r splits into the integer part's last digits and the fraction's.
+        let in_int = t.saturating_sub(s);
+        let (ri, rf) = r.split_at(in_int);
+        let int = if ri.is_empty() {
+            format!("(?:0|[1-9][0-9]{{0,{}}})", MULTIPLE_INT_DIGITS - 1)
+        } else {
+            let canon = ri.trim_start_matches('0');
+            let canon = if canon.is_empty() { "0" } else { canon };
+            let free = MULTIPLE_INT_DIGITS.saturating_sub(ri.len() + 1);
+            format!("(?:[1-9][0-9]{{0,{free}}}{ri}|{canon})")
+        };
+        // The s fraction digits: free ones, then the suffix's.
+        let fixed: Vec<Option<u8>> = std::iter::repeat_n(None, s - rf.len())
+            .chain(rf.bytes().map(Some))
+            .collect();
+        let mut fracs: Vec<String> = Vec::new();
+        for k in 0..=s {
+            // Written with k digits: the rest of the s digits must be zero.
+            if fixed[k..].iter().any(|d| d.is_some_and(|d| d != b'0')) {
+                continue;
+            }
+            if k == 0 {
+                fracs.push("(?:\\.0+)?".into());
+            } else {
+                let body: String = fixed[..k]
+                    .iter()
+                    .map(|d| match d {
+                        None => "[0-9]".to_string(),
+                        Some(d) => (*d as char).to_string(),
+                    })
+                    .collect();
+                fracs.push(format!("\\.{body}0*"));
+            }
+        }
+        parts.push(format!("{int}(?:{})", fracs.join("|")));
+    }
+    Ok(format!("-?(?:{})", parts.join("|")))
+}
+
 /// The integers `lo, lo+k, ...` up to `hi`, as a prefix-shared alternation.
 pub fn enumerate_multiples(lo: i128, hi: i128, k: i128) -> Option<String> {
     if k <= 0 || lo > hi {

@@ -38,6 +38,7 @@ use std::rc::Rc;
 
 mod array;
 mod calls;
+mod counted;
 mod leaves;
 mod logic;
 pub use calls::{compile_fragments, SchemaFragments, ANY_VALUE};

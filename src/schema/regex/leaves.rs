@@ -48,6 +48,55 @@ impl<'d, 'a> Gen<'d, 'a> {
         Ok(None)
     }
 
+    /// Numbers that are multiples of a fractional `multipleOf` (`0.01`,
+    /// `0.25`, `2.5`, ...), read as decimals: `x` is a multiple when
+    /// `x / multipleOf` is an integer over the rationals, as the JSON
+    /// Schema specification defines it and as MaskBench's labels read it
+    /// (`10.99` is a multiple of `0.01`, `10.001` is not). Validators that
+    /// divide in binary floating point disagree with the text and with
+    /// each other (Python's `jsonschema` finds `0.07 / 0.01` = 7.000000000000001
+    /// and rejects 0.07; the `jsonschema` crate accepts 0.07 but rejects
+    /// 2.01 and every negative value); no regular language matches
+    /// either, so the decimal reading is the one enforced. Plain decimal
+    /// notation only (no exponent), integer part at most 15 digits, within
+    /// bounds through a product automaton. A `multipleOf` whose digits are
+    /// not a divisor of a power of ten (`0.3`) fails closed.
+    pub(super) fn decimal_multiple_of(
+        &mut self,
+        n: &Node,
+        integer_only: bool,
+    ) -> Result<Lang, SchemaError> {
+        let m = n.multiple_of.as_ref().expect("a multipleOf");
+        let multiples = match numeric::decimal_multiples(&m.value, 64) {
+            Ok(r) => r,
+            Err(detail) => return self.soft_number(n, &detail),
+        };
+        let (lo, hi) = (n.minimum.as_ref(), n.maximum.as_ref());
+        if let (Some(a), Some(b)) = (lo, hi) {
+            if a.value > b.value {
+                return Ok(None);
+            }
+        }
+        let base = if integer_only {
+            let (l, h) = numeric::integer_bounds(lo, hi);
+            numeric::int_range(l.as_ref(), h.as_ref())
+        } else if lo.is_none() && hi.is_none() {
+            return Ok(Some(multiples));
+        } else {
+            numeric::decimal_range(lo, hi)
+        };
+        let Some(base) = base else {
+            return Ok(None);
+        };
+        self.combine(
+            &base,
+            &multiples,
+            Op::And,
+            "multipleOf within bounds",
+            &m.at,
+        )
+    }
+
     /// A leaf whose values must differ from `n.not_values` (the complement
     /// of an `enum`): null and booleans are filtered, numbers split into
     /// the open intervals between the excluded ones, strings are the

@@ -422,46 +422,45 @@ impl Gen<'_, '_> {
             }));
         }
         let implied_max = max_p.is_none_or(|m| extra.is_none() && m >= total);
-        let mut nonempty = false;
-        if min_p > req {
-            if min_p == 1 && implied_max {
-                nonempty = true;
-            } else {
-                self.doc.soft(
-                    SchemaError::UnsupportedValue {
-                        what: "minProperties".into(),
+        let any_order = self.opts.mode == JsonMode::Compliant
+            && props.len() >= 2
+            && props.len() <= self.opts.any_order_max_properties;
+        if (min_p > req && !(min_p == 1 && implied_max)) || !implied_max {
+            // The count matters: members counted exactly (`counted`).
+            let members = counted::Members {
+                props: &props,
+                extra: extra.as_deref(),
+                comma: &comma,
+                lo: min_p,
+                hi: max_p,
+            };
+            match members.nonempty(any_order, self.opts.max_regex_len) {
+                Ok(m) => {
+                    let optional = min_p == 0 && req == 0;
+                    return Ok(match m {
+                        Some(m) if optional => Some(format!("\\{{{inner}(?:{m})?{inner}\\}}")),
+                        Some(m) => Some(wrap(m)),
+                        None if optional => Some(empty),
+                        None => None,
+                    });
+                }
+                Err(counted::TooLong) => {
+                    return Err(SchemaError::TooBig {
+                        what: "minProperties/maxProperties: counted members".into(),
                         pointer: n.at.clone(),
-                        detail: format!("minProperties {min_p} with {req} required properties"),
-                    },
-                    self.opts.lenient,
-                )?;
+                        size: self.opts.max_regex_len as u64 + 1,
+                        limit: self.opts.max_regex_len as u64,
+                        knob: "max_regex_len",
+                    })
+                }
             }
         }
-        if !implied_max {
-            self.doc.soft(
-                SchemaError::UnsupportedValue {
-                    what: "maxProperties".into(),
-                    pointer: n.at.clone(),
-                    detail: format!(
-                        "maxProperties {} with {total} possible declared properties{}",
-                        max_p.unwrap_or(0),
-                        if extra.is_some() {
-                            " and extra keys"
-                        } else {
-                            ""
-                        }
-                    ),
-                },
-                self.opts.lenient,
-            )?;
-        }
+        // Here the count is implied, or only asks for one member.
+        let nonempty = min_p > req;
         let extras_tail = extra
             .as_ref()
             .map(|x| format!("(?:{comma}{x})*"))
             .unwrap_or_default();
-        let any_order = self.opts.mode == JsonMode::Compliant
-            && props.len() >= 2
-            && props.len() <= self.opts.any_order_max_properties;
         // The subset tree repeats every value about e·(n-1)! times: only when
         // that stays small (scalar-valued objects, typically).
         let tree = if any_order {

@@ -47,49 +47,17 @@ impl<'d, 'a> Gen<'d, 'a> {
         let hi = n.maximum.as_ref();
         if let Some(m) = &n.multiple_of {
             if m.value.is_integer() {
-                let Some(k) = m.value.to_i128() else {
-                    return self.soft_number(n, "multipleOf too large");
-                };
-                let (l, h) = numeric::integer_bounds(lo, hi);
-                if k == 1 {
-                    return Ok(numeric::int_range(l.as_ref(), h.as_ref()));
-                }
-                if let (Some(l), Some(h)) = (&l, &h) {
-                    let (Some(li), Some(hi_)) = (l.to_i128(), h.to_i128()) else {
-                        return self.soft_number(n, "bounds too large for multipleOf");
-                    };
-                    if hi_ < li {
-                        return Ok(None);
-                    }
-                    let count = ((hi_ - li) / k) as u64;
-                    if count > self.opts.max_enumerated_multiples {
-                        return Err(SchemaError::TooBig {
-                            what: "multipleOf values in range".into(),
-                            pointer: m.at.clone(),
-                            size: count,
-                            limit: self.opts.max_enumerated_multiples,
-                            knob: "max_enumerated_multiples",
-                        });
-                    }
-                    return Ok(numeric::enumerate_multiples(li, hi_, k));
-                }
-                if l.is_none() && h.is_none() {
-                    if let Some(r) = u64::try_from(k).ok().and_then(numeric::multiple_of_suffix) {
-                        return Ok(Some(r));
-                    }
-                }
-                return self.soft_number(
-                    n,
-                    &format!("multipleOf {} without a bounded range", m.value),
-                );
+                // A number that is a multiple of an integer may also be
+                // written with a zero fraction (`1000.0`): validators, which
+                // read numbers, accept it.
+                let r = self.integer_multiples(n, lo, hi)?;
+                return Ok(if integer_only {
+                    r
+                } else {
+                    r.map(|r| format!("(?:{r})(?:\\.0+)?"))
+                });
             }
-            return self.soft_number(
-                n,
-                &format!(
-                    "fractional multipleOf {} (floating-point semantics)",
-                    m.value
-                ),
-            );
+            return self.decimal_multiple_of(n, integer_only);
         }
         if integer_only {
             let (l, h) = numeric::integer_bounds(lo, hi);
@@ -113,6 +81,63 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
             Ok(numeric::decimal_range(lo, hi))
         }
+    }
+
+    /// Integers that are multiples of an integer `multipleOf`: enumerated
+    /// within bounds, by their last digits for divisors of a power of ten.
+    fn integer_multiples(
+        &mut self,
+        n: &Node,
+        lo: Option<&numeric::Bound>,
+        hi: Option<&numeric::Bound>,
+    ) -> Result<Lang, SchemaError> {
+        let m = n.multiple_of.as_ref().expect("a multipleOf");
+        let Some(k) = m.value.to_i128() else {
+            return self.soft_number(n, "multipleOf too large");
+        };
+        let (l, h) = numeric::integer_bounds(lo, hi);
+        if k == 1 {
+            return Ok(numeric::int_range(l.as_ref(), h.as_ref()));
+        }
+        if let (Some(l), Some(h)) = (&l, &h) {
+            let (Some(li), Some(hi_)) = (l.to_i128(), h.to_i128()) else {
+                return self.soft_number(n, "bounds too large for multipleOf");
+            };
+            if hi_ < li {
+                return Ok(None);
+            }
+            let count = ((hi_ - li) / k) as u64;
+            if count > self.opts.max_enumerated_multiples {
+                return Err(SchemaError::TooBig {
+                    what: "multipleOf values in range".into(),
+                    pointer: m.at.clone(),
+                    size: count,
+                    limit: self.opts.max_enumerated_multiples,
+                    knob: "max_enumerated_multiples",
+                });
+            }
+            return Ok(numeric::enumerate_multiples(li, hi_, k));
+        }
+        if let Some(r) = u64::try_from(k).ok().and_then(numeric::multiple_of_suffix) {
+            if l.is_none() && h.is_none() {
+                return Ok(Some(r));
+            }
+            // One bound: the product of the range and the last digits.
+            let Some(range) = numeric::int_range(l.as_ref(), h.as_ref()) else {
+                return Ok(None);
+            };
+            return self.combine(
+                &range,
+                &r,
+                crate::dfa::algebra::Op::And,
+                "multipleOf within bounds",
+                &m.at,
+            );
+        }
+        return self.soft_number(
+            n,
+            &format!("multipleOf {} without a bounded range", m.value),
+        );
     }
 
     pub(super) fn soft_number(&mut self, n: &Node, detail: &str) -> Result<Lang, SchemaError> {

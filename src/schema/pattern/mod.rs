@@ -7,8 +7,13 @@
 //! 1. [`translate_ecma`]: rewrite ECMA syntax into regex-crate syntax. `\d`,
 //!    `\w` (and their negations) mean ASCII, `\s` the ECMA whitespace set, `.`
 //!    excludes the four ECMA line terminators; identity escapes (`\/`, `\-`,
-//!    `\<`) become literals; lookaround, backreferences and word boundaries are
-//!    errors (the regex engine cannot do them; the error names the pointer).
+//!    `\<`) become literals; backreferences and word boundaries are errors
+//!    (the regex engine cannot do them; the error names the pointer).
+//!    Lookaheads right after a leading `^` and lookbehinds right before a
+//!    trailing `$` (`^(?!foo$).*$`, `^.*(?<!\.tmp)$`) keep the language
+//!    regular and are compiled exactly by product automata
+//!    ([`lookaround`]: intersection for positive ones, difference for
+//!    negative ones); lookaround anywhere else is an error.
 //! 2. Anchoring: the parsed pattern is split into alternatives, each anchored
 //!    or not at either end; an unanchored side gets "any characters".
 //!    Anchors anywhere else are an error.
@@ -23,6 +28,9 @@
 //!    their canonical escapes. The result can never run past the closing quote.
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
+
+mod lookaround;
+pub use lookaround::is_match;
 
 /// `\s`: the ECMA-262 WhiteSpace and LineTerminator code points that are
 /// also Unicode White_Space (U+FEFF is ECMA-only), so that validators using
@@ -451,6 +459,50 @@ fn restrict(h: &Hir, lo: u64, hi: Option<u64>) -> Option<Hir> {
     }
 }
 
+/// Exactly the non-empty matches of `h` (`minLength: 1`), by structure:
+/// `ne(a·rest) = ne(a)·rest | ne(rest)` when `a` can be empty,
+/// `ne(x{m,n}) = ne(x)·x{m-1,n-1}`. `None`: a shape it does not handle
+/// (look-around assertions inside a concatenation).
+fn nonempty(h: &Hir) -> Option<Hir> {
+    if char_len(h).0 >= 1 {
+        return Some(h.clone());
+    }
+    match h.kind() {
+        HirKind::Empty => Some(Hir::fail()),
+        HirKind::Look(_) => None,
+        HirKind::Capture(c) => nonempty(&c.sub),
+        HirKind::Alternation(v) => {
+            let parts: Option<Vec<Hir>> = v.iter().map(nonempty).collect();
+            Some(Hir::alternation(parts?))
+        }
+        HirKind::Concat(v) => {
+            let (first, rest) = v.split_first()?;
+            if matches!(first.kind(), HirKind::Look(_)) {
+                return None;
+            }
+            let rest = Hir::concat(rest.to_vec());
+            let mut alts = vec![Hir::concat(vec![nonempty(first)?, rest.clone()])];
+            // `first` can be empty here (its shortest match is empty).
+            alts.push(nonempty(&rest)?);
+            Some(Hir::alternation(alts))
+        }
+        HirKind::Repetition(r) => {
+            if r.max == Some(0) {
+                return Some(Hir::fail());
+            }
+            Some(Hir::concat(vec![
+                nonempty(&r.sub)?,
+                rep(
+                    (*r.sub).clone(),
+                    r.min.saturating_sub(1),
+                    r.max.map(|m| m - 1),
+                ),
+            ]))
+        }
+        _ => None,
+    }
+}
+
 /// Caps every open or large repetition at `cap` (keeping its minimum).
 fn cap_reps(h: &Hir, cap: u32) -> Hir {
     match h.kind() {
@@ -485,6 +537,9 @@ pub fn compile_pattern(
     min_len: u64,
     max_len: Option<u64>,
 ) -> Result<CompiledPattern, PatternError> {
+    if let Some(split) = lookaround::split_lookaround(pattern) {
+        return lookaround::compile_lookaround(&split, min_len, max_len);
+    }
     let translated = translate_ecma(pattern)?;
     let hir = parse(&translated)?;
     let mut alts = Vec::new();
@@ -514,6 +569,7 @@ fn with_lengths(
     max_len: Option<u64>,
 ) -> Result<CompiledPattern, PatternError> {
     let mut out = Vec::new();
+    let mut products: Vec<String> = Vec::new();
     let mut narrowed = None;
     for a in alts {
         let mut items = Vec::new();
@@ -564,17 +620,56 @@ fn with_lengths(
         }
         // Narrow: cap open repetitions until the longest match fits.
         let Some(m) = max_len else {
-            return Err(format!(
-                "minLength {min_len} together with this pattern cannot be compiled exactly"
-            ));
+            if min_len == 1 {
+                if let Some(h) = nonempty(&full) {
+                    out.push(h);
+                    continue;
+                }
+            }
+            match length_product(&full, min_len, None) {
+                Some(r) => {
+                    products.extend(r);
+                    continue;
+                }
+                None => match anchored_narrowing(&a, min_len, max_len) {
+                    Some((r, why)) => {
+                        out.push(r);
+                        narrowed = Some(why);
+                        continue;
+                    }
+                    None => {
+                        return Err(format!(
+                            "minLength {min_len}{} together with this pattern cannot be compiled exactly",
+                            max_len.map(|m| format!(" and maxLength {m}")).unwrap_or_default()
+                        ))
+                    }
+                },
+            }
         };
         let mut lo_c = 0u32;
         let mut hi_c = m.min(u32::MAX as u64) as u32;
         let fits = |c: u32| char_len(&cap_reps(&full, c)).1.is_some_and(|x| x <= m);
         if !fits(0) {
-            return Err(format!(
-                "maxLength {m} together with this pattern cannot be compiled exactly"
-            ));
+            // No capping fits: the exact product.
+            match length_product(&full, min_len, Some(m)) {
+                Some(r) => {
+                    products.extend(r);
+                    continue;
+                }
+                None => match anchored_narrowing(&a, min_len, max_len) {
+                    Some((r, why)) => {
+                        out.push(r);
+                        narrowed = Some(why);
+                        continue;
+                    }
+                    None => {
+                        return Err(format!(
+                            "minLength {min_len}{} together with this pattern cannot be compiled exactly",
+                            max_len.map(|m| format!(" and maxLength {m}")).unwrap_or_default()
+                        ))
+                    }
+                },
+            }
         }
         while lo_c < hi_c {
             let mid = lo_c + (hi_c - lo_c).div_ceil(2);
@@ -588,11 +683,26 @@ fn with_lengths(
         if char_len(&capped).0 < min_len {
             match restrict(&capped, min_len, Some(m)) {
                 Some(r) => out.push(r),
-                None => {
-                    return Err(format!(
-                        "minLength {min_len} and maxLength {m} together with this pattern cannot be compiled exactly"
-                    ))
-                }
+                None => match length_product(&full, min_len, Some(m)) {
+                    // Exact: nothing is narrowed.
+                    Some(r) => {
+                        products.extend(r);
+                        continue;
+                    }
+                    None => match anchored_narrowing(&a, min_len, max_len) {
+                        Some((r, why)) => {
+                            out.push(r);
+                            narrowed = Some(why);
+                            continue;
+                        }
+                        None => {
+                            return Err(format!(
+                                "minLength {min_len}{} together with this pattern cannot be compiled exactly",
+                                max_len.map(|m| format!(" and maxLength {m}")).unwrap_or_default()
+                            ))
+                        }
+                    },
+                },
             }
         } else {
             out.push(capped);
@@ -601,8 +711,88 @@ fn with_lengths(
             "maxLength {m} with pattern narrowed: open repetitions capped at {lo_c}"
         ));
     }
-    let regex = emit_alt(&out);
+    let mut parts: Vec<String> = emit_alt(&out).into_iter().collect();
+    parts.extend(products);
+    let regex = match parts.len() {
+        0 => None,
+        1 => parts.pop(),
+        _ => Some(format!("(?:{})", parts.join("|"))),
+    };
     Ok(CompiledPattern { regex, narrowed })
+}
+
+/// A sound narrowing for an alternative unanchored on a side: the strings
+/// that the body matches whole (each matches the pattern), within the
+/// lengths when [`restrict`] can apply them exactly to the body.
+fn anchored_narrowing(a: &Anchored, min: u64, max: Option<u64>) -> Option<(Hir, String)> {
+    if a.start && a.end {
+        return None;
+    }
+    let r = restrict(&a.body, min, max).or_else(|| {
+        // Several open pieces: all but one at their fewest repetitions,
+        // the remaining one takes the lengths.
+        let HirKind::Concat(parts) = a.body.kind() else {
+            return None;
+        };
+        let shortest = |h: &Hir| match h.kind() {
+            HirKind::Repetition(r) => Some(rep((*r.sub).clone(), r.min, Some(r.min))),
+            _ => None,
+        };
+        (0..parts.len()).find_map(|keep| {
+            let (lo, hi) = char_len(&parts[keep]);
+            if hi == Some(lo) {
+                return None;
+            }
+            let fixed: Vec<Hir> = parts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| match (i == keep, char_len(p)) {
+                    (false, (l, Some(h))) if l == h => Some(p.clone()),
+                    (false, _) => shortest(p),
+                    (true, _) => Some(p.clone()),
+                })
+                .collect::<Option<Vec<Hir>>>()?;
+            restrict(&Hir::concat(fixed), min, max)
+        })
+    })?;
+    Some((
+        r,
+        format!(
+            "minLength {min}{} with an unanchored pattern narrowed: the match is the whole string",
+            max.map(|m| format!(" and maxLength {m}"))
+                .unwrap_or_default()
+        ),
+    ))
+}
+
+/// The spelled strings of `full` whose length in characters lies in
+/// `[min, max]`, through a product automaton (bounded by the default
+/// `max_product_states` / `max_product_len`). `None`: the product is over
+/// those bounds; `Some(None)`: no string qualifies.
+fn length_product(full: &Hir, min: u64, max: Option<u64>) -> Option<Option<String>> {
+    if max.is_some_and(|m| m > 10_000) || min > 10_000 {
+        return None;
+    }
+    let Some(text) = emit(full) else {
+        return Some(None);
+    };
+    // One character in any JSON spelling; `full` fixes the spelling.
+    let unit = r#"(?:[^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})"#;
+    let count = match max {
+        Some(m) if m == min => format!("{{{min}}}"),
+        Some(m) => format!("{{{min},{m}}}"),
+        None => format!("{{{min},}}"),
+    };
+    let lengths = format!("{unit}{count}");
+    let defaults = crate::schema::SchemaOptions::default();
+    crate::dfa::algebra::combine(
+        &text,
+        &lengths,
+        crate::dfa::algebra::Op::And,
+        defaults.max_product_states,
+        defaults.max_product_len,
+    )
+    .ok()
 }
 
 fn rep(h: Hir, min: u32, max: Option<u32>) -> Hir {

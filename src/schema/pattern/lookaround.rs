@@ -1,0 +1,232 @@
+//! # Lookaround in `pattern`, where the language stays regular
+//!
+//! ECMA-262 lookaheads right after a leading `^` (`^(?=A)`, `^(?!A)`) and
+//! lookbehinds right before a trailing `$` (`(?<=C)$`, `(?<!C)$`) say that
+//! the whole string starts (ends) with a match of `A` (`C`), or does not:
+//! regular conditions. [`split_lookaround`] takes them off the pattern;
+//! [`compile_lookaround`] compiles the rest as any pattern (lengths
+//! included) and intersects it with, or subtracts, each condition's
+//! language by product automata over canonical spellings (one spelling per
+//! string, so that subtracting spellings subtracts strings), within the
+//! default `max_product_states` / `max_product_len`. [`is_match`] runs such
+//! a pattern on a text (key patterns of `patternProperties`). Lookaround
+//! anywhere else stays an error of [`translate_ecma`].
+
+use super::{compile_pattern, translate_ecma, CompiledPattern, PatternError};
+
+/// Whether the ECMA-262 `pattern` matches somewhere in `text` (`None`: it
+/// cannot be run), lookarounds in the places [`compile_pattern`] accepts
+/// included.
+pub fn is_match(pattern: &str, text: &str) -> Option<bool> {
+    let run = |p: &str| -> Option<bool> {
+        let t = translate_ecma(p).ok()?;
+        let r = regex_automata::meta::Regex::new(&t).ok()?;
+        Some(r.is_match(text))
+    };
+    let Some(split) = split_lookaround(pattern) else {
+        return run(pattern);
+    };
+    if !run(&split.rest)? {
+        return Some(false);
+    }
+    for (negative, cond) in &split.conds {
+        if run(cond)? == *negative {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// A pattern `^(?=A)(?!B)…R…(?<=C)(?<!D)$`: lookaheads right after a
+/// leading `^`, lookbehinds right before a trailing `$`, and the rest.
+pub(super) struct Lookaround {
+    /// The pattern without its lookarounds.
+    rest: String,
+    /// (negative, a pattern for the strings the condition is about):
+    /// `^A` (strings that start with a match of `A`) for a lookahead at
+    /// the start, `C$` for a lookbehind at the end.
+    conds: Vec<(bool, String)>,
+}
+
+/// The end (exclusive) of the group that opens at `start` (`(`), skipping
+/// escapes and classes; `None` when unbalanced.
+fn group_end(chars: &[char], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = start;
+    let mut in_class = false;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Splits lookarounds off a pattern where they keep its language regular
+/// (see [`Lookaround`]); `None` when there are none in those places.
+pub(super) fn split_lookaround(pattern: &str) -> Option<Lookaround> {
+    if !pattern.contains("(?=")
+        && !pattern.contains("(?!")
+        && !pattern.contains("(?<=")
+        && !pattern.contains("(?<!")
+    {
+        return None;
+    }
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut conds = Vec::new();
+    let mut head = 0;
+    let mut rest = String::new();
+    if chars.first() == Some(&'^') {
+        head = 1;
+        rest.push('^');
+        loop {
+            let s: String = chars[head..chars.len().min(head + 3)].iter().collect();
+            if s != "(?=" && s != "(?!" {
+                break;
+            }
+            let end = group_end(&chars, head)?;
+            let body: String = chars[head + 3..end - 1].iter().collect();
+            let body = if body.contains('|') {
+                format!("(?:{body})")
+            } else {
+                body
+            };
+            conds.push((s == "(?!", format!("^{body}")));
+            head = end;
+        }
+    }
+    // Lookbehinds right before a trailing `$`: scan the top-level groups.
+    let mut tail = chars.len();
+    let mut tail_conds = Vec::new();
+    if chars.last() == Some(&'$') && (chars.len() < 2 || chars[chars.len() - 2] != '\\') {
+        let mut groups = Vec::new();
+        let mut i = head;
+        while i < chars.len() - 1 {
+            match chars[i] {
+                '\\' => i += 2,
+                '[' => {
+                    // Skip a class.
+                    i += 1;
+                    while i < chars.len() && chars[i] != ']' {
+                        if chars[i] == '\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                '(' => {
+                    let end = group_end(&chars, i)?;
+                    groups.push((i, end));
+                    i = end;
+                }
+                _ => i += 1,
+            }
+        }
+        tail = chars.len() - 1;
+        while let Some(&(a, b)) = groups.last() {
+            let s: String = chars[a..(a + 4).min(chars.len())].iter().collect();
+            if b != tail || (s != "(?<=" && s != "(?<!") {
+                break;
+            }
+            let body: String = chars[a + 4..b - 1].iter().collect();
+            let body = if body.contains('|') {
+                format!("(?:{body})")
+            } else {
+                body
+            };
+            tail_conds.push((s == "(?<!", format!("{body}$")));
+            tail = a;
+            groups.pop();
+        }
+        if tail_conds.is_empty() {
+            tail = chars.len();
+        }
+    }
+    if conds.is_empty() && tail_conds.is_empty() {
+        return None;
+    }
+    rest.extend(&chars[head..tail]);
+    if !tail_conds.is_empty() {
+        rest.push('$');
+    }
+    conds.extend(tail_conds);
+    Some(Lookaround { rest, conds })
+}
+
+/// The strings of `split.rest` (within the lengths) that meet every
+/// condition: intersection with a positive lookaround's language,
+/// difference with a negative one's, through product automata over the
+/// canonical spellings (one spelling per string, so that subtracting
+/// spellings subtracts strings).
+pub(super) fn compile_lookaround(
+    split: &Lookaround,
+    min_len: u64,
+    max_len: Option<u64>,
+) -> Result<CompiledPattern, PatternError> {
+    use crate::dfa::algebra::{combine, Op};
+    const CANONICAL: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt])*"#;
+    let base = compile_pattern(&split.rest, min_len, max_len)?;
+    let defaults = crate::schema::SchemaOptions::default();
+    let product = |a: &str, b: &str, op: Op| {
+        combine(
+            a,
+            b,
+            op,
+            defaults.max_product_states,
+            defaults.max_product_len,
+        )
+        .map_err(|e| format!("lookaround: {e}"))
+    };
+    let Some(mut lang) = base.regex else {
+        return Ok(CompiledPattern {
+            regex: None,
+            narrowed: base.narrowed,
+        });
+    };
+    match product(&lang, CANONICAL, Op::And)? {
+        Some(r) => lang = r,
+        None => {
+            return Ok(CompiledPattern {
+                regex: None,
+                narrowed: base.narrowed,
+            })
+        }
+    }
+    for (negative, cond) in &split.conds {
+        let c = compile_pattern(cond, 0, None)?;
+        if c.narrowed.is_some() {
+            return Err("a lookaround that is narrowed cannot be applied".into());
+        }
+        let op = if *negative { Op::AndNot } else { Op::And };
+        let next = match &c.regex {
+            Some(r) => product(&lang, r, op)?,
+            None if *negative => Some(lang.clone()),
+            None => None,
+        };
+        match next {
+            Some(r) => lang = r,
+            None => {
+                return Ok(CompiledPattern {
+                    regex: None,
+                    narrowed: base.narrowed,
+                })
+            }
+        }
+    }
+    Ok(CompiledPattern {
+        regex: Some(lang),
+        narrowed: base.narrowed,
+    })
+}
