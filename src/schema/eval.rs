@@ -389,6 +389,27 @@ impl<'d, 'a> Eval<'d, 'a> {
                         None => {}
                     }
                 }
+                // `m`: whether the key is excluded (a listed pattern, or
+                // outside `within`, or a name `name_out` accepts).
+                if m != Some(true) {
+                    if let Some(p) = &e.within {
+                        match pattern_matches(&p.value, k) {
+                            Some(true) => {}
+                            Some(false) => m = Some(true),
+                            None => m = None,
+                        }
+                    }
+                }
+                if m != Some(true) {
+                    if let Some(s) = &e.name_out {
+                        let key = Value::String(k.clone());
+                        match self.schema(s, &key, pol.flip()) {
+                            Some(true) => m = Some(true),
+                            Some(false) => {}
+                            None => m = None,
+                        }
+                    }
+                }
                 let r = match m {
                     Some(true) => Some(false),
                     Some(false) => self.schema(&e.value, x, pol),
