@@ -143,7 +143,8 @@ fn node_names(n: &Node, out: &mut Vec<String>, depth: usize) {
 
 /// Names to try, best first: samples of `patterns`, the constants and
 /// pattern samples of `names`, each also with a short suffix, then short
-/// plain names (deduplicated, at most [`MAX_CANDIDATES`]).
+/// plain names, then the empty name (deduplicated, at most
+/// [`MAX_CANDIDATES`]).
 pub(crate) fn candidates(patterns: &[&str], names: &[&Schema]) -> Vec<String> {
     let mut seeds: Vec<String> = Vec::new();
     for p in patterns {
@@ -169,7 +170,6 @@ pub(crate) fn candidates(patterns: &[&str], names: &[&Schema]) -> Vec<String> {
         }
     }
     let alphabet: Vec<char> = ('a'..='z').chain('0'..='9').chain(['_', 'A', '-']).collect();
-    push(String::new(), &mut out);
     for a in &alphabet {
         push(a.to_string(), &mut out);
     }
@@ -178,6 +178,11 @@ pub(crate) fn candidates(patterns: &[&str], names: &[&Schema]) -> Vec<String> {
             push(format!("{a}{b}"), &mut out);
         }
     }
+    // The empty name last (a valid key, but an odd one to write).
+    if out.len() == MAX_CANDIDATES {
+        out.pop();
+    }
+    push(String::new(), &mut out);
     out
 }
 

@@ -602,6 +602,17 @@ impl<'d, 'a> Gen<'d, 'a> {
                 if matches!(pn, Schema::Bool(true)) {
                     continue;
                 }
+                if matches!(pn, Schema::Bool(false)) {
+                    // Every name fails `false`: any key will do.
+                    out.extend(typed(
+                        Types::OBJECT,
+                        Node {
+                            min_properties: Some(1),
+                            ..blank(at)
+                        },
+                    ));
+                    continue;
+                }
                 out.extend(typed(
                     Types::OBJECT,
                     Node {
