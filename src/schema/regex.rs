@@ -608,7 +608,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             return self.one_of(n, group, forbid);
         }
         if !n.some_extra.is_empty() {
-            self.resolve_some_extra(&mut n)?;
+            self.resolve_some_extra(&mut n, forbid)?;
             return self.branches(n, forbid);
         }
         self.leaf(&n, forbid)

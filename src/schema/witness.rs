@@ -212,6 +212,7 @@ mod tests {
         let c = candidates(&["^b2$"], &[]);
         assert_eq!(c[0], "b2");
         assert!(c.len() <= MAX_CANDIDATES);
-        assert!(c.contains(&"zz".to_string()));
+        assert!(c.contains(&"a".to_string()) && c.contains(&"ab".to_string()));
+        assert_eq!(c.last().map(String::as_str), Some(""));
     }
 }

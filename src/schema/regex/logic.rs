@@ -28,18 +28,28 @@
 //! The complement is computed from what a schema *validates* (JSON Schema's
 //! semantics, not the generator's narrowed strict mode), and every node it
 //! returns validates only values outside `S`. Where a complement cannot be
-//! written as nodes (`¬pattern`, `¬format`, `¬multipleOf`,
-//! `¬patternProperties`, `¬additionalProperties`, `¬propertyNames`,
-//! `¬uniqueItems`), it is narrowed to a subset when one is obvious and
+//! written as nodes (`¬format`, `¬multipleOf`, `¬uniqueItems`, and the
+//! complements over keys against open keys), it is narrowed to a subset when one is obvious and
 //! documented below, and is otherwise an error naming `not` and the JSON
 //! Pointer. A recursive `$ref` under `not` cannot be unrolled (cutting the
 //! recursion would *widen* the complement): past
 //! [`SchemaOptions::max_depth`] it is an error.
 //!
+//! The complements over keys — `¬additionalProperties`, `¬patternProperties`
+//! (`{p: S}`: some key matching `p` with a value in `¬S`) and
+//! `¬propertyNames` (`S`: some key whose name fails `S`; `¬false` is
+//! `minProperties: 1`) — are "some key of a kind" requirements
+//! ([`SomeExtra`]), resolved where the object is generated
+//! ([`Gen::resolve_some_extra`]): an `anyOf` over the declared keys that
+//! qualify (exact when the keys are closed), and where extra keys are open,
+//! one witness key ([`witness`]).
+//!
 //! Narrowings (subsets of the complement): `¬type: integer` among numbers is
 //! the numbers written with a fractional part and no exponent, and only when
 //! the node has no numeric bounds; `¬enum` with an array or object value
-//! leaves out arrays of the lengths (objects of the sizes) excluded.
+//! leaves out arrays of the lengths (objects of the sizes) excluded; a
+//! complement over keys against open keys offers one witness key name (see
+//! `schema/witness.rs`; with a warning naming the key).
 //!
 //! ## Bounds
 //!
@@ -738,7 +748,11 @@ impl<'d, 'a> Gen<'d, 'a> {
     /// closed keys and no qualifying key the node is empty; with open keys
     /// and no witness it is an error naming `not`.
     #[inline(never)]
-    pub(super) fn resolve_some_extra(&mut self, n: &mut Node) -> Result<(), SchemaError> {
+    pub(super) fn resolve_some_extra(
+        &mut self,
+        n: &mut Node,
+        forbid: &[String],
+    ) -> Result<(), SchemaError> {
         let reqs = std::mem::take(&mut n.some_extra);
         if reqs.is_empty() {
             return Ok(());
@@ -762,7 +776,10 @@ impl<'d, 'a> Gen<'d, 'a> {
                 )
                 .collect();
             for (k, s) in &keys {
-                if matches!(s, Schema::Bool(false)) || n.forbid_keys.contains(k) {
+                if matches!(s, Schema::Bool(false))
+                    || n.forbid_keys.contains(k)
+                    || forbid.contains(k)
+                {
                     continue;
                 }
                 if !self.qualifies(&e, k)? {
@@ -775,7 +792,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }));
             }
             if !closed {
-                match self.witness_key(n, &e, &keys, extras.as_ref())? {
+                match self.witness_key(n, &e, &keys, extras.as_ref(), forbid)? {
                     Some((w, value)) => {
                         self.doc.warn(
                             &e.at,
@@ -840,7 +857,8 @@ impl<'d, 'a> Gen<'d, 'a> {
         Ok(true)
     }
 
-    /// An extra key of `n` (none of `keys`) of the kind `e` asks for, with
+    /// An extra key of `n` (none of `keys`, nor a key `n` or the caller
+    /// forbids) of the kind `e` asks for, with
     /// the schema its value gets: `e.value` with what `n` says of the key
     /// (its `patternProperties` schemas, else its extra-key schema).
     fn witness_key(
@@ -849,6 +867,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         e: &SomeExtra,
         keys: &[(String, Schema)],
         extras: Option<&Schema>,
+        forbid: &[String],
     ) -> Result<Option<(String, Schema)>, SchemaError> {
         let mut pats: Vec<&str> = e.within.iter().map(|p| p.value.as_str()).collect();
         pats.extend(n.pattern_properties.iter().map(|(p, _)| p.value.as_str()));
@@ -857,6 +876,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         'next: for w in witness::candidates(&pats, &names) {
             if keys.iter().any(|(k, _)| *k == w)
                 || n.forbid_keys.contains(&w)
+                || forbid.contains(&w)
                 || object::key_units(&w).is_none()
             {
                 continue;
