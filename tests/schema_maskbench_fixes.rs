@@ -370,3 +370,70 @@ fn not_pattern_properties_over_closed_keys() {
         &[json!({"ab": 7}), json!({"b": 1}), json!({})],
     );
 }
+
+/// `Handwritten---allany6`: `not: {multipleOf}` in a bounded range is the
+/// range minus the enumerated multiples (was "the complement of
+/// multipleOf is not supported").
+#[test]
+fn not_multiple_of_in_a_bounded_range() {
+    check(
+        json!({"type": "number",
+               "allOf": [{"minimum": -4000}, {"maximum": -3000}, {"minimum": -10000},
+                         {"maximum": -2000}, {"$ref": "#/definitions/any1"},
+                         {"$ref": "#/definitions/any2"}, {"$ref": "#/definitions/any3"},
+                         {"not": {"multipleOf": 8}}],
+               "definitions": {
+                   "any1": {"anyOf": [{"multipleOf": 33}, {"multipleOf": 12}, {"multipleOf": 77}]},
+                   "any2": {"anyOf": [{"allOf": [{"not": {"multipleOf": 6}}, {"not": {"multipleOf": 7}}]},
+                                      {"multipleOf": 35}]},
+                   "any3": {"anyOf": [{"not": {"multipleOf": 11}}, {"multipleOf": 7}]}}}),
+        &[json!(-3780)],
+        &[json!(-3360), json!(-3001), json!(-4200), json!(-3780.5)],
+    );
+}
+
+/// `not: {multipleOf: 5}` over all numbers: the non-integers and the
+/// integers whose last digit is not 0 or 5 (at most 15 digits); `7`, which
+/// divides no power of ten, over an unbounded range is an error naming
+/// `not`.
+#[test]
+fn not_multiple_of_unbounded() {
+    check(
+        json!({"type": "number", "not": {"multipleOf": 5}}),
+        &[json!(1), json!(8), json!(-6), json!(1.5), json!(101)],
+        &[json!(5), json!(-15), json!(0), json!(700), json!("x")],
+    );
+    check(
+        json!({"type": "integer", "minimum": 0, "maximum": 50, "not": {"multipleOf": 3}}),
+        &[json!(1), json!(2), json!(49)],
+        &[json!(0), json!(3), json!(48), json!(51), json!(1.5)],
+    );
+    let e = constrain::schema::compile(
+        &json!({"type": "integer", "not": {"multipleOf": 7}}),
+        &schema_util::opts(
+            constrain::schema::Whitespace::Compact,
+            constrain::schema::JsonMode::Compliant,
+        ),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("\"not\"") && e.contains("unbounded"), "{e}");
+}
+
+/// A fractional `multipleOf` under `not` fails closed, naming `not` and
+/// where (`Synthesized---draft2019_09_valid_multipleOf_id8_subschema1_not_2`
+/// without its `enum`).
+#[test]
+fn not_fractional_multiple_of_is_an_error() {
+    let s = json!({"type": "number", "not": {"multipleOf": 0.0001}});
+    let e = constrain::schema::compile(
+        &s,
+        &schema_util::opts(
+            constrain::schema::Whitespace::Compact,
+            constrain::schema::JsonMode::Compliant,
+        ),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("\"not\"") && e.contains("fractional") && e.contains("/not"), "{e}");
+}

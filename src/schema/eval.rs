@@ -461,6 +461,16 @@ fn number(n: &Node, x: &serde_json::Number, pol: Polarity) -> Option<bool> {
     if n.fractional && d.is_integer() {
         return Some(false);
     }
+    for m in &n.not_multiple_of {
+        match (d.to_i128(), m.value.to_i128()) {
+            (Some(a), Some(k)) if k != 0 => {
+                if a % k == 0 {
+                    return Some(false);
+                }
+            }
+            _ => return None,
+        }
+    }
     if let Some(m) = &n.multiple_of {
         // Integers only: validators read a fractional `multipleOf` in
         // floating point, differently from one another.

@@ -226,6 +226,9 @@ pub struct Node {
     /// Numbers only with a fractional part (the complement of `integer`
     /// among numbers).
     pub fractional: bool,
+    /// Integers that are not multiples of these (the complement of an
+    /// integer `multipleOf` among the integers, see `regex/residue.rs`).
+    pub not_multiple_of: Vec<Located<Dec>>,
     /// `contains` with `minContains` (default 1) and `maxContains`.
     pub contains: Vec<Contains>,
     /// `propertyNames`.
@@ -254,6 +257,7 @@ impl Node {
         self.minimum.is_some()
             || self.maximum.is_some()
             || self.multiple_of.is_some()
+            || !self.not_multiple_of.is_empty()
             || self.fractional
     }
     pub fn has_array_keywords(&self) -> bool {

@@ -426,8 +426,32 @@ impl<'d, 'a> Gen<'d, 'a> {
                 },
             ));
         }
-        if t.has_numeric() && n.multiple_of.is_some() {
-            return Err(self.not_error(at, "\"multipleOf\""));
+        if let Some(m) = n.multiple_of.as_ref().filter(|_| t.has_numeric()) {
+            // The non-integers, and the integers that are not multiples
+            // (see `residue.rs`; a fractional `multipleOf` fails closed).
+            if !m.value.is_integer() {
+                return Err(self.not_error(
+                    &m.at,
+                    "a fractional \"multipleOf\" (floating-point semantics)",
+                ));
+            }
+            out.extend(typed(
+                Types::NUMBER,
+                Node {
+                    fractional: true,
+                    ..blank(at)
+                },
+            ));
+            out.extend(typed(
+                Types::INTEGER,
+                Node {
+                    not_multiple_of: vec![m.clone()],
+                    ..blank(at)
+                },
+            ));
+        }
+        if t.has_numeric() && !n.not_multiple_of.is_empty() {
+            return Err(self.not_error(at, "a complemented \"multipleOf\""));
         }
         if n.fractional {
             out.extend(typed(Types::INTEGER, blank(at)));
