@@ -137,8 +137,9 @@ fn one_of_closed_objects_uses_the_complement_of_additional_properties() {
 
 /// `not` over an object with `additionalProperties: false` inside a closed
 /// object: some declared key outside the negated schema's names must be
-/// present; with open keys (compliant mode, no `additionalProperties`) it
-/// stays an error naming `not`.
+/// present; with open keys (compliant mode, no `additionalProperties`) one
+/// witness key is offered, and where none can be written it is an error
+/// naming `not`.
 #[test]
 fn not_additional_properties_needs_closed_keys() {
     check(
@@ -150,9 +151,20 @@ fn not_additional_properties_needs_closed_keys() {
         &[json!({"c": "x"}), json!({"a": 1, "c": "y"})],
         &[json!({}), json!({"a": 1}), json!({"a": 1, "b": 2})],
     );
-    let open = json!({"type": "object", "not": {"additionalProperties": false}});
+    // Open keys: one witness key (a sound narrowing, with a warning).
+    check_in(
+        json!({"type": "object", "not": {"additionalProperties": false}}),
+        &[json!({"a": 1})],
+        &[json!({})],
+        &[constrain::schema::JsonMode::Compliant],
+    );
+    // Open keys, but no key the object may write is of the kind: an error
+    // naming `not`.
+    let none = json!({"type": "object", "additionalProperties": false,
+                      "patternProperties": {"^a$": true},
+                      "not": {"patternProperties": {"^b$": false}}});
     let e = constrain::schema::compile(
-        &open,
+        &none,
         &schema_util::opts(
             constrain::schema::Whitespace::Compact,
             constrain::schema::JsonMode::Compliant,
@@ -161,7 +173,7 @@ fn not_additional_properties_needs_closed_keys() {
     .unwrap_err();
     let msg = e.to_string();
     assert!(
-        msg.contains("\"not\"") && msg.contains("additionalProperties"),
+        msg.contains("\"not\"") && msg.contains("no witness key"),
         "{msg}"
     );
 }
@@ -237,4 +249,191 @@ fn integer_format_bounds_under_not_are_not_complemented() {
         json!({"not": {"type": "integer", "format": "int32"}}),
         json!(3000000000u64),
     );
+}
+
+/// `Github_medium---o26217`: `oneOf` over two objects whose `props` differ,
+/// one of them open (no `additionalProperties`): exactly-one needs the
+/// complement of `additionalProperties` over open keys (was "the complement
+/// of additionalProperties (the object's keys are open) is not supported").
+#[test]
+fn one_of_with_an_open_branch_compiles_exactly_one() {
+    check(
+        json!({"type": "object",
+               "properties": {"title": {"type": "string"}, "description": {"type": "string"},
+                              "children": {"type": "array", "items": {"oneOf": [
+                                  {"$ref": "#/definitions/stage"},
+                                  {"$ref": "#/definitions/teaser"}]}}},
+               "additionalProperties": false,
+               "required": ["title", "description", "children"],
+               "definitions": {
+                   "stage": {"properties": {
+                                 "type": {"type": "string", "enum": ["stage"]},
+                                 "props": {"properties": {"title": {"type": "string"},
+                                                          "description": {"type": "string"}},
+                                           "additionalProperties": false,
+                                           "required": ["title", "description"]}},
+                             "required": ["type", "props"]},
+                   "teaser": {"properties": {
+                                  "type": {"type": "string", "enum": ["teaser"]},
+                                  "props": {"properties": {"children": {"type": "array",
+                                      "items": {"properties": {"title": {"type": "string"},
+                                                               "description": {"type": "string"},
+                                                               "reference": {"type": "string"}},
+                                                "additionalProperties": false,
+                                                "required": ["title", "description", "reference"]}}}}},
+                              "additionalProperties": false,
+                              "required": ["type", "props"]}}}),
+        &[json!({"title": "t", "description": "d", "children": [
+            {"type": "stage", "props": {"title": "a", "description": "b"}},
+            {"type": "teaser", "props": {"children": [
+                {"title": "x", "description": "y", "reference": "r"}]}}]})],
+        &[
+            json!({"title": "t", "description": "d", "children": [
+                {"type": "stage", "props": {"children": []}}]}),
+            json!({"title": "t", "description": "d", "children": [
+                {"type": "stage", "props": {"title": "a", "description": "b", "x": "y"}}]}),
+        ],
+    );
+}
+
+/// `Handwritten---existsName1`: `not: {propertyNames: {not: {const: "0"}}}`
+/// is "some key named `0`" (was "the complement of propertyNames is not
+/// supported").
+#[test]
+fn not_property_names_requires_a_key_of_the_kind() {
+    check(
+        json!({"type": "object", "not": {"propertyNames": {"not": {"const": "0"}}}}),
+        &[json!({"0": true})],
+        &[json!({}), json!({"a": 1}), json!([])],
+    );
+}
+
+/// `Handwritten---notnames1`: the same with `patternProperties` giving the
+/// witness key's value its schema.
+#[test]
+fn not_property_names_meets_pattern_properties() {
+    check(
+        json!({"type": "object", "not": {"propertyNames": {"not": {"const": "0"}}},
+               "patternProperties": {"\\d": {"type": "boolean"}}}),
+        &[json!({"0": true})],
+        &[json!({"0": 1}), json!({"1": true}), json!({})],
+    );
+}
+
+/// `Handwritten---pNameFalse`: `not: {propertyNames: false}` is exactly "at
+/// least one key" (the dev file's valid instance uses an arbitrary key).
+#[test]
+fn not_property_names_false_is_some_key() {
+    check(
+        json!({"type": "object", "not": {"propertyNames": false}}),
+        &[json!({"key": "value"}), json!({"a": 1, "b": [2]})],
+        &[json!({}), json!("key")],
+    );
+}
+
+/// `Handwritten---oneofpr1`: `oneOf` whose branches hold `not:
+/// {patternProperties}` (some key matching the pattern with a value outside
+/// its schema; was "the complement of patternProperties is not supported").
+#[test]
+fn one_of_over_not_pattern_properties() {
+    check(
+        json!({"type": "object", "oneOf": [
+                 {"allOf": [{"patternProperties": {"a": {"$ref": "#/definitions/inside1"}}},
+                            {"not": {"patternProperties": {"a": {"not": {"$ref": "#/definitions/inside2"}}}}}]},
+                 {"allOf": [{"patternProperties": {"b": {"$ref": "#/definitions/inside2"}}},
+                            {"not": {"patternProperties": {"b": {"not": {"$ref": "#/definitions/inside1"}}}}}]}],
+               "definitions": {
+                   "inside1": {"type": "object",
+                               "not": {"properties": {"c": {"not": {"type": "string", "pattern": "99"}}}}},
+                   "inside2": {"type": "object",
+                               "properties": {"c": {"type": "string", "pattern": "77"}}}}}),
+        &[json!({"a": {"c": "9977"}})],
+        &[
+            json!({"ab": {"c": "9977"}}),
+            json!({"a": {"c": "99"}}),
+            json!({}),
+        ],
+    );
+}
+
+/// Closed keys: the complement of `patternProperties` picks among the
+/// declared keys that match (exact, no witness).
+#[test]
+fn not_pattern_properties_over_closed_keys() {
+    check(
+        json!({"type": "object",
+               "properties": {"ab": {"type": "integer"}, "b": {"type": "integer"},
+                              "c": {"type": "integer"}},
+               "additionalProperties": false,
+               "not": {"patternProperties": {"^a": {"minimum": 5}}}}),
+        &[json!({"ab": 1}), json!({"ab": 2, "b": 9})],
+        &[json!({"ab": 7}), json!({"b": 1}), json!({})],
+    );
+}
+
+/// `Handwritten---allany6`: `not: {multipleOf}` in a bounded range is the
+/// range minus the enumerated multiples (was "the complement of
+/// multipleOf is not supported").
+#[test]
+fn not_multiple_of_in_a_bounded_range() {
+    check(
+        json!({"type": "number",
+               "allOf": [{"minimum": -4000}, {"maximum": -3000}, {"minimum": -10000},
+                         {"maximum": -2000}, {"$ref": "#/definitions/any1"},
+                         {"$ref": "#/definitions/any2"}, {"$ref": "#/definitions/any3"},
+                         {"not": {"multipleOf": 8}}],
+               "definitions": {
+                   "any1": {"anyOf": [{"multipleOf": 33}, {"multipleOf": 12}, {"multipleOf": 77}]},
+                   "any2": {"anyOf": [{"allOf": [{"not": {"multipleOf": 6}}, {"not": {"multipleOf": 7}}]},
+                                      {"multipleOf": 35}]},
+                   "any3": {"anyOf": [{"not": {"multipleOf": 11}}, {"multipleOf": 7}]}}}),
+        &[json!(-3780)],
+        &[json!(-3360), json!(-3001), json!(-4200), json!(-3780.5)],
+    );
+}
+
+/// `not: {multipleOf: 5}` over all numbers: the non-integers and the
+/// integers whose last digit is not 0 or 5 (at most 15 digits); `7`, which
+/// divides no power of ten, over an unbounded range is an error naming
+/// `not`.
+#[test]
+fn not_multiple_of_unbounded() {
+    check(
+        json!({"type": "number", "not": {"multipleOf": 5}}),
+        &[json!(1), json!(8), json!(-6), json!(1.5), json!(101)],
+        &[json!(5), json!(-15), json!(0), json!(700), json!("x")],
+    );
+    check(
+        json!({"type": "integer", "minimum": 0, "maximum": 50, "not": {"multipleOf": 3}}),
+        &[json!(1), json!(2), json!(49)],
+        &[json!(0), json!(3), json!(48), json!(51), json!(1.5)],
+    );
+    let e = constrain::schema::compile(
+        &json!({"type": "integer", "not": {"multipleOf": 7}}),
+        &schema_util::opts(
+            constrain::schema::Whitespace::Compact,
+            constrain::schema::JsonMode::Compliant,
+        ),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("\"not\"") && e.contains("unbounded"), "{e}");
+}
+
+/// A fractional `multipleOf` under `not` fails closed, naming `not` and
+/// where (`Synthesized---draft2019_09_valid_multipleOf_id8_subschema1_not_2`
+/// without its `enum`).
+#[test]
+fn not_fractional_multiple_of_is_an_error() {
+    let s = json!({"type": "number", "not": {"multipleOf": 0.0001}});
+    let e = constrain::schema::compile(
+        &s,
+        &schema_util::opts(
+            constrain::schema::Whitespace::Compact,
+            constrain::schema::JsonMode::Compliant,
+        ),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("\"not\"") && e.contains("fractional") && e.contains("/not"), "{e}");
 }

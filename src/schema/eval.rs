@@ -389,6 +389,27 @@ impl<'d, 'a> Eval<'d, 'a> {
                         None => {}
                     }
                 }
+                // `m`: whether the key is excluded (a listed pattern, or
+                // outside `within`, or a name `name_out` accepts).
+                if m != Some(true) {
+                    if let Some(p) = &e.within {
+                        match pattern_matches(&p.value, k) {
+                            Some(true) => {}
+                            Some(false) => m = Some(true),
+                            None => m = None,
+                        }
+                    }
+                }
+                if m != Some(true) {
+                    if let Some(s) = &e.name_out {
+                        let key = Value::String(k.clone());
+                        match self.schema(s, &key, pol.flip()) {
+                            Some(true) => m = Some(true),
+                            Some(false) => {}
+                            None => m = None,
+                        }
+                    }
+                }
                 let r = match m {
                     Some(true) => Some(false),
                     Some(false) => self.schema(&e.value, x, pol),
@@ -439,6 +460,16 @@ fn number(n: &Node, x: &serde_json::Number, pol: Polarity) -> Option<bool> {
     }
     if n.fractional && d.is_integer() {
         return Some(false);
+    }
+    for m in &n.not_multiple_of {
+        match (d.to_i128(), m.value.to_i128()) {
+            (Some(a), Some(k)) if k != 0 => {
+                if a % k == 0 {
+                    return Some(false);
+                }
+            }
+            _ => return None,
+        }
     }
     if let Some(m) = &n.multiple_of {
         // Integers only: validators read a fractional `multipleOf` in

@@ -154,14 +154,19 @@ pub struct Contains {
 }
 
 /// "The object has at least one key that is not one of `names`, matches
-/// none of `patterns`, and whose value validates against `value`": the
-/// complement of `additionalProperties` (see `regex/logic.rs`). Resolved
-/// against a node whose keys are closed (a finite declared set) into an
-/// `anyOf` of required keys; elsewhere an error.
+/// none of `patterns` (and matches `within`, and whose name fails
+/// `name_out`, where set), and whose value validates against `value`": the
+/// complement of `additionalProperties` (and, with `within`, of one
+/// `patternProperties` entry; with `name_out`, of `propertyNames`; see
+/// `regex/logic.rs`). Resolved against a node whose keys are closed (a
+/// finite declared set) into an `anyOf` of required keys; against open keys
+/// with one witness key added (see `schema/witness.rs`).
 #[derive(Clone, Debug)]
 pub struct SomeExtra {
     pub names: Vec<String>,
     pub patterns: Vec<Located<String>>,
+    pub within: Option<Located<String>>,
+    pub name_out: Option<Schema>,
     pub value: Schema,
     pub at: Pointer,
 }
@@ -221,6 +226,9 @@ pub struct Node {
     /// Numbers only with a fractional part (the complement of `integer`
     /// among numbers).
     pub fractional: bool,
+    /// Integers that are not multiples of these (the complement of an
+    /// integer `multipleOf` among the integers, see `regex/residue.rs`).
+    pub not_multiple_of: Vec<Located<Dec>>,
     /// `contains` with `minContains` (default 1) and `maxContains`.
     pub contains: Vec<Contains>,
     /// `propertyNames`.
@@ -249,6 +257,7 @@ impl Node {
         self.minimum.is_some()
             || self.maximum.is_some()
             || self.multiple_of.is_some()
+            || !self.not_multiple_of.is_empty()
             || self.fractional
     }
     pub fn has_array_keywords(&self) -> bool {

@@ -86,6 +86,7 @@ pub mod pattern;
 pub mod regex;
 pub mod tools;
 pub mod whitespace;
+mod witness;
 
 pub use tools::tools_schema;
 

@@ -44,6 +44,7 @@ mod logic;
 pub use calls::{compile_fragments, SchemaFragments, ANY_VALUE};
 mod object;
 mod one_of;
+mod residue;
 mod scalars;
 use object::*;
 
@@ -609,7 +610,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             return self.one_of(n, group, forbid);
         }
         if !n.some_extra.is_empty() {
-            self.resolve_some_extra(&mut n)?;
+            self.resolve_some_extra(&mut n, forbid)?;
             return self.branches(n, forbid);
         }
         self.leaf(&n, forbid)
@@ -959,6 +960,16 @@ pub(crate) fn satisfies(n: &Node, v: &Value) -> Option<bool> {
                 match (d.to_i128(), m.value.to_i128()) {
                     (Some(a), Some(k)) => {
                         if a % k != 0 {
+                            return Some(false);
+                        }
+                    }
+                    _ => unknown = true,
+                }
+            }
+            for m in &n.not_multiple_of {
+                match (d.to_i128(), m.value.to_i128()) {
+                    (Some(a), Some(k)) if k != 0 => {
+                        if a % k == 0 {
                             return Some(false);
                         }
                     }

@@ -28,18 +28,28 @@
 //! The complement is computed from what a schema *validates* (JSON Schema's
 //! semantics, not the generator's narrowed strict mode), and every node it
 //! returns validates only values outside `S`. Where a complement cannot be
-//! written as nodes (`¬pattern`, `¬format`, `¬multipleOf`,
-//! `¬patternProperties`, `¬additionalProperties`, `¬propertyNames`,
-//! `¬uniqueItems`), it is narrowed to a subset when one is obvious and
+//! written as nodes (`¬format`, `¬multipleOf`, `¬uniqueItems`, and the
+//! complements over keys against open keys), it is narrowed to a subset when one is obvious and
 //! documented below, and is otherwise an error naming `not` and the JSON
 //! Pointer. A recursive `$ref` under `not` cannot be unrolled (cutting the
 //! recursion would *widen* the complement): past
 //! [`SchemaOptions::max_depth`] it is an error.
 //!
+//! The complements over keys — `¬additionalProperties`, `¬patternProperties`
+//! (`{p: S}`: some key matching `p` with a value in `¬S`) and
+//! `¬propertyNames` (`S`: some key whose name fails `S`; `¬false` is
+//! `minProperties: 1`) — are "some key of a kind" requirements
+//! ([`SomeExtra`]), resolved where the object is generated
+//! ([`Gen::resolve_some_extra`]): an `anyOf` over the declared keys that
+//! qualify (exact when the keys are closed), and where extra keys are open,
+//! one witness key ([`witness`]).
+//!
 //! Narrowings (subsets of the complement): `¬type: integer` among numbers is
 //! the numbers written with a fractional part and no exponent, and only when
 //! the node has no numeric bounds; `¬enum` with an array or object value
-//! leaves out arrays of the lengths (objects of the sizes) excluded.
+//! leaves out arrays of the lengths (objects of the sizes) excluded; a
+//! complement over keys against open keys offers one witness key name (see
+//! `schema/witness.rs`; with a warning naming the key).
 //!
 //! ## Bounds
 //!
@@ -50,6 +60,7 @@
 use super::*;
 use crate::schema::ir::{Conditional, Contains, SomeExtra};
 use crate::schema::numeric::Bound;
+use crate::schema::witness;
 
 /// A node with only `at` set.
 pub(super) fn blank(at: &Pointer) -> Node {
@@ -415,8 +426,32 @@ impl<'d, 'a> Gen<'d, 'a> {
                 },
             ));
         }
-        if t.has_numeric() && n.multiple_of.is_some() {
-            return Err(self.not_error(at, "\"multipleOf\""));
+        if let Some(m) = n.multiple_of.as_ref().filter(|_| t.has_numeric()) {
+            // The non-integers, and the integers that are not multiples
+            // (see `residue.rs`; a fractional `multipleOf` fails closed).
+            if !m.value.is_integer() {
+                return Err(self.not_error(
+                    &m.at,
+                    "a fractional \"multipleOf\" (floating-point semantics)",
+                ));
+            }
+            out.extend(typed(
+                Types::NUMBER,
+                Node {
+                    fractional: true,
+                    ..blank(at)
+                },
+            ));
+            out.extend(typed(
+                Types::INTEGER,
+                Node {
+                    not_multiple_of: vec![m.clone()],
+                    ..blank(at)
+                },
+            ));
+        }
+        if t.has_numeric() && !n.not_multiple_of.is_empty() {
+            return Err(self.not_error(at, "a complemented \"multipleOf\""));
         }
         if n.fractional {
             out.extend(typed(Types::INTEGER, blank(at)));
@@ -545,8 +580,27 @@ impl<'d, 'a> Gen<'d, 'a> {
                     },
                 ));
             }
-            if !n.pattern_properties.is_empty() {
-                return Err(self.not_error(at, "\"patternProperties\""));
+            for (p, ps) in &n.pattern_properties {
+                // Some key matching `p` (declared or not) whose value is in
+                // `¬ps`.
+                let np = self.negate(ps, at)?;
+                if np.is_empty() {
+                    continue;
+                }
+                out.extend(typed(
+                    Types::OBJECT,
+                    Node {
+                        some_extra: vec![SomeExtra {
+                            names: Vec::new(),
+                            patterns: Vec::new(),
+                            within: Some(p.clone()),
+                            name_out: None,
+                            value: disj(at, np),
+                            at: at.clone(),
+                        }],
+                        ..blank(at)
+                    },
+                ));
             }
             if let Some(a) = n.additional.as_ref() {
                 // Some key outside the declared names and patterns whose
@@ -564,6 +618,8 @@ impl<'d, 'a> Gen<'d, 'a> {
                                     .iter()
                                     .map(|(p, _)| p.clone())
                                     .collect(),
+                                within: None,
+                                name_out: None,
                                 value: disj(at, na),
                                 at: at.clone(),
                             }],
@@ -575,8 +631,36 @@ impl<'d, 'a> Gen<'d, 'a> {
             if !n.some_extra.is_empty() {
                 return Err(self.not_error(at, "\"additionalProperties\" twice"));
             }
-            if !n.property_names.is_empty() {
-                return Err(self.not_error(at, "\"propertyNames\""));
+            for pn in &n.property_names {
+                // Some key whose name fails `pn`.
+                if matches!(pn, Schema::Bool(true)) {
+                    continue;
+                }
+                if matches!(pn, Schema::Bool(false)) {
+                    // Every name fails `false`: any key will do.
+                    out.extend(typed(
+                        Types::OBJECT,
+                        Node {
+                            min_properties: Some(1),
+                            ..blank(at)
+                        },
+                    ));
+                    continue;
+                }
+                out.extend(typed(
+                    Types::OBJECT,
+                    Node {
+                        some_extra: vec![SomeExtra {
+                            names: Vec::new(),
+                            patterns: Vec::new(),
+                            within: None,
+                            name_out: Some(pn.clone()),
+                            value: Schema::Bool(true),
+                            at: at.clone(),
+                        }],
+                        ..blank(at)
+                    },
+                ));
             }
             if let Some(m) = n.min_properties.filter(|m| *m > 0) {
                 out.extend(typed(
@@ -679,54 +763,50 @@ impl<'d, 'a> Gen<'d, 'a> {
         Ok(out)
     }
 
-    /// Rewrites each "some extra key" requirement (the complement of
-    /// `additionalProperties`) of a node whose keys are closed — no extra
-    /// keys are generated (`additionalProperties: false`, or absent in strict
-    /// mode) and no `patternProperties` — into an `anyOf` over its declared
-    /// keys that are extra for the requirement: `required [k]` with `k`'s
-    /// value in the requirement's schema. Elsewhere the complement is not
-    /// supported (an error naming `not`, as before).
+    /// Rewrites each "some key of a kind" requirement ([`SomeExtra`]: the
+    /// complement of `additionalProperties`, of a `patternProperties` entry
+    /// or of `propertyNames`) of `n` into an `anyOf`: every key `n` can
+    /// write that qualifies — `required [k]` with `k`'s value in the
+    /// requirement's schema — and, where `n` allows extra keys, one witness
+    /// key found by [`witness`] (a sound narrowing, with a warning). With
+    /// closed keys and no qualifying key the node is empty; with open keys
+    /// and no witness it is an error naming `not`.
     #[inline(never)]
-    pub(super) fn resolve_some_extra(&mut self, n: &mut Node) -> Result<(), SchemaError> {
+    pub(super) fn resolve_some_extra(
+        &mut self,
+        n: &mut Node,
+        forbid: &[String],
+    ) -> Result<(), SchemaError> {
         let reqs = std::mem::take(&mut n.some_extra);
         if reqs.is_empty() {
             return Ok(());
         }
-        let closed = self.extras_schema(n).is_none() && n.pattern_properties.is_empty();
+        let extras = self.extras_schema(n);
+        let closed = extras.is_none() && n.pattern_properties.is_empty();
         for e in reqs {
-            if !closed {
-                return Err(self.not_error(
-                    &e.at,
-                    "\"additionalProperties\" (the object's keys are open)",
-                ));
-            }
             let mut group = Vec::new();
             // The keys an object of `n` can have: declared ones, and
             // required names it does not declare (written in strict mode).
             let any = Schema::Bool(true);
-            let keys = n.properties.iter().map(|(k, s)| (k, s)).chain(
-                n.required
-                    .iter()
-                    .filter(|r| !n.properties.iter().any(|(k, _)| k == *r))
-                    .map(|r| (r, &any)),
-            );
-            for (k, s) in keys {
-                if matches!(s, Schema::Bool(false)) || e.names.contains(k) {
+            let keys: Vec<(String, Schema)> = n
+                .properties
+                .iter()
+                .map(|(k, s)| (k.clone(), s.clone()))
+                .chain(
+                    n.required
+                        .iter()
+                        .filter(|r| !n.properties.iter().any(|(k, _)| k == *r))
+                        .map(|r| (r.clone(), any.clone())),
+                )
+                .collect();
+            for (k, s) in &keys {
+                if matches!(s, Schema::Bool(false))
+                    || n.forbid_keys.contains(k)
+                    || forbid.contains(k)
+                {
                     continue;
                 }
-                let mut hit = false;
-                for p in &e.patterns {
-                    match ir::pattern_matches(&p.value, k) {
-                        Some(m) => hit |= m,
-                        None => {
-                            return Err(SchemaError::Pattern {
-                                pointer: p.at.clone(),
-                                detail: format!("{:?} cannot be compiled", p.value),
-                            })
-                        }
-                    }
-                }
-                if hit {
+                if !self.qualifies(&e, k)? {
                     continue;
                 }
                 group.push(node(Node {
@@ -735,6 +815,30 @@ impl<'d, 'a> Gen<'d, 'a> {
                     ..blank(&e.at)
                 }));
             }
+            if !closed {
+                match self.witness_key(n, &e, &keys, extras.as_ref(), forbid)? {
+                    Some((w, value)) => {
+                        self.doc.warn(
+                            &e.at,
+                            format!(
+                                "the complement under \"not\" is narrowed to objects with the key {w:?} (the object's keys are open)"
+                            ),
+                        );
+                        group.push(node(Node {
+                            required: vec![w.clone()],
+                            properties: vec![(w, value)],
+                            ..blank(&e.at)
+                        }));
+                    }
+                    None if group.is_empty() => {
+                        return Err(self.not_error(
+                            &e.at,
+                            "a keyword over keys (the object's keys are open, and no witness key was found)",
+                        ));
+                    }
+                    None => {}
+                }
+            }
             if group.is_empty() {
                 n.never = true;
             } else {
@@ -742,6 +846,92 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
         }
         Ok(())
+    }
+
+    /// Whether the key `k` is of the kind `e` asks for (an error where a
+    /// pattern cannot be run; `false` where the evaluator cannot tell).
+    fn qualifies(&mut self, e: &SomeExtra, k: &str) -> Result<bool, SchemaError> {
+        if e.names.iter().any(|x| x == k) {
+            return Ok(false);
+        }
+        let run = |p: &ir::Located<String>| {
+            ir::pattern_matches(&p.value, k).ok_or_else(|| SchemaError::Pattern {
+                pointer: p.at.clone(),
+                detail: format!("{:?} cannot be compiled", p.value),
+            })
+        };
+        for p in &e.patterns {
+            if run(p)? {
+                return Ok(false);
+            }
+        }
+        if let Some(p) = &e.within {
+            if !run(p)? {
+                return Ok(false);
+            }
+        }
+        if let Some(s) = &e.name_out {
+            let key = serde_json::Value::String(k.to_string());
+            let mut ev = eval::Eval::new(self.doc);
+            // The name must be known to fail `s`.
+            if ev.schema(s, &key, eval::Polarity::Neg) != Some(false) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// An extra key of `n` (none of `keys`, nor a key `n` or the caller
+    /// forbids) of the kind `e` asks for, with
+    /// the schema its value gets: `e.value` with what `n` says of the key
+    /// (its `patternProperties` schemas, else its extra-key schema).
+    fn witness_key(
+        &mut self,
+        n: &Node,
+        e: &SomeExtra,
+        keys: &[(String, Schema)],
+        extras: Option<&Schema>,
+        forbid: &[String],
+    ) -> Result<Option<(String, Schema)>, SchemaError> {
+        let mut pats: Vec<&str> = e.within.iter().map(|p| p.value.as_str()).collect();
+        pats.extend(n.pattern_properties.iter().map(|(p, _)| p.value.as_str()));
+        let mut names: Vec<&Schema> = e.name_out.iter().collect();
+        names.extend(n.property_names.iter());
+        'next: for w in witness::candidates(&pats, &names) {
+            if keys.iter().any(|(k, _)| *k == w)
+                || n.forbid_keys.contains(&w)
+                || forbid.contains(&w)
+                || object::key_units(&w).is_none()
+            {
+                continue;
+            }
+            if !self.qualifies(e, &w).unwrap_or(false) {
+                continue;
+            }
+            let key = serde_json::Value::String(w.clone());
+            for s in &n.property_names {
+                let mut ev = eval::Eval::new(self.doc);
+                if ev.schema(s, &key, eval::Polarity::Pos) != Some(true) {
+                    continue 'next;
+                }
+            }
+            let mut parts = vec![e.value.clone()];
+            for (p, ps) in &n.pattern_properties {
+                match ir::pattern_matches(&p.value, &w) {
+                    Some(true) => parts.push(ps.clone()),
+                    Some(false) => {}
+                    None => continue 'next,
+                }
+            }
+            if parts.len() == 1 {
+                match extras {
+                    Some(x) => parts.push(x.clone()),
+                    None => continue,
+                }
+            }
+            return Ok(Some((w, conj(&e.at, parts))));
+        }
+        Ok(None)
     }
 
     /// Branch `i` of a `oneOf` made exact: `Bᵢ ∧ ¬Bⱼ` for every `j` in

@@ -43,6 +43,9 @@ impl<'d, 'a> Gen<'d, 'a> {
         if n.fractional {
             return self.fractional_number(n, types);
         }
+        if !n.not_multiple_of.is_empty() {
+            return self.not_multiple_number(n);
+        }
         let lo = n.minimum.as_ref();
         let hi = n.maximum.as_ref();
         if let Some(m) = &n.multiple_of {

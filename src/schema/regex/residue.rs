@@ -1,0 +1,142 @@
+//! # Integers that are not multiples of `k`: the complement of `multipleOf`
+//!
+//! `¬multipleOf k` for an integer `k` is, among the numbers, every number
+//! with a fractional part (see `Gen::fractional_number`) and every integer
+//! whose remainder by `k` is not zero. [`Gen::not_multiple_number`] writes
+//! the second set within the node's bounds:
+//!
+//! - a bounded range with few multiples: the range minus the enumerated
+//!   multiples (a product automaton, `Op::AndNot`);
+//! - `k` dividing a power of ten `10^m` (m ≤ 4): the last `m` digits decide
+//!   ([`non_multiple_suffix`]), at most 15 digits in all, as for the
+//!   multiples (`numeric::multiple_of_suffix`): past 2^53 a validator that
+//!   reads numbers as `f64` may round a non-multiple onto a multiple;
+//! - otherwise an error naming `not` and the JSON Pointer. (The remainder
+//!   automaton `r ↦ (10·r + d) mod k` is regular, but with the 15-digit
+//!   cap its regex is far past `max_product_len` for every `k ≥ 3`,
+//!   measured.)
+//!
+//! A fractional `k` fails closed (validators read it in floating point,
+//! differently from one another).
+
+use super::*;
+use crate::dfa::algebra::Op;
+
+/// The non-zero integers of at most 15 digits that are not multiples of
+/// `k` (≥ 2) when `k` divides `10^m` for some `m ≤ 4`, by their last `m`
+/// digits; `None` for other `k`.
+pub(super) fn non_multiple_suffix(k: u64) -> Option<String> {
+    let m = (1..=4u32).find(|&m| 10u64.pow(m) % k == 0)?;
+    let p = 10u64.pow(m);
+    let small: Vec<String> = (1..p).filter(|v| v % k != 0).map(|v| v.to_string()).collect();
+    let suffixes: Vec<String> = (0..p)
+        .filter(|v| v % k != 0)
+        .map(|v| format!("{v:0width$}", width = m as usize))
+        .collect();
+    let long = format!(
+        "[1-9][0-9]{{0,{}}}{}",
+        14 - m,
+        numeric::trie_regex(&suffixes)
+    );
+    Some(format!("-?(?:{}|{long})", numeric::trie_regex(&small)))
+}
+
+impl Gen<'_, '_> {
+    /// The integers of `n` (bounds, `multipleOf`) that are multiples of none
+    /// of `n.not_multiple_of` (see the module notes).
+    #[inline(never)]
+    pub(super) fn not_multiple_number(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        let mut base = n.clone();
+        base.not_multiple_of.clear();
+        let Some(mut lang) = self.number(&base, Types::INTEGER)? else {
+            return Ok(None);
+        };
+        let (l, h) = numeric::integer_bounds(n.minimum.as_ref(), n.maximum.as_ref());
+        for m in &n.not_multiple_of {
+            let too = |detail: String| SchemaError::UnsupportedValue {
+                what: "keyword \"not\"".into(),
+                pointer: m.at.clone(),
+                detail,
+            };
+            let k = match m.value.to_i128() {
+                Some(k) if m.value.is_integer() && k > 0 => k,
+                _ => {
+                    return Err(too(format!(
+                        "the complement of \"multipleOf\" {} is not supported (fractional: floating-point semantics)",
+                        m.value
+                    )))
+                }
+            };
+            if k == 1 {
+                return Ok(None);
+            }
+            let bounded = match (&l, &h) {
+                (Some(a), Some(b)) => match (a.to_i128(), b.to_i128()) {
+                    (Some(a), Some(b)) if b >= a => {
+                        Some((a, b)).filter(|(a, b)| ((b - a) / k) as u64 <= self.opts.max_enumerated_multiples)
+                    }
+                    (Some(_), Some(_)) => return Ok(None),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let next = if let Some((a, b)) = bounded {
+                match numeric::enumerate_multiples(a, b, k) {
+                    Some(mult) => self.combine(&lang, &mult, Op::AndNot, "not: multipleOf", &m.at)?,
+                    None => Some(lang.clone()),
+                }
+            } else if let Some(nm) = u64::try_from(k).ok().and_then(non_multiple_suffix) {
+                if l.is_none() && h.is_none() && base.multiple_of.is_none() {
+                    Some(nm)
+                } else {
+                    self.combine(&lang, &nm, Op::And, "not: multipleOf", &m.at)?
+                }
+            } else {
+                // Addressed like the complement errors raised while
+                // negating: the schema holding the `not`, the detail saying
+                // where the `multipleOf` is. Lenient: the `not` is ignored.
+                let owner = m
+                    .at
+                    .as_str()
+                    .strip_suffix("/not")
+                    .map(|p| Pointer(p.to_string()))
+                    .unwrap_or_else(|| m.at.clone());
+                let e = SchemaError::UnsupportedValue {
+                    what: "keyword \"not\"".into(),
+                    pointer: owner,
+                    detail: format!(
+                        "the complement of \"multipleOf\" {k} is not supported over an unbounded range (only where {k} divides a power of ten) (at {})",
+                        m.at
+                    ),
+                };
+                self.doc.soft(e, self.opts.lenient)?;
+                Some(lang.clone())
+            };
+            match next {
+                Some(x) => lang = x,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(lang))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_multiple_suffixes_match_exactly_the_non_multiples() {
+        for k in [2u64, 4, 5, 8, 20, 25, 16] {
+            let re = non_multiple_suffix(k).expect("divides a power of ten");
+            let r = regex_automata::meta::Regex::new(&format!("^(?:{re})$")).expect("regex");
+            for x in -3000i64..3000 {
+                let want = x % k as i64 != 0;
+                assert_eq!(r.is_match(&x.to_string()), want, "k={k} x={x}");
+            }
+            assert!(!r.is_match("1234567890123451"), "k={k}: 16 digits");
+            assert!(!r.is_match("012"), "k={k}: non-canonical");
+        }
+        assert!(non_multiple_suffix(3).is_none());
+    }
+}
