@@ -15,6 +15,8 @@
 //!   files and a tiny byte-level vocabulary) for model tests without weights;
 //! * [`assets`]: where the real tokenizer, model and corpora are, with a
 //!   message when they are absent;
+//! * [`oracle`]: the `jsonschema` validator with `multipleOf` read exactly
+//!   over decimals (as constrain compiles it);
 //! * [`process`]: the process settings of the measuring binaries.
 
 pub mod assets;
@@ -22,6 +24,7 @@ pub mod check;
 pub mod earley;
 mod fake;
 pub mod maskbench;
+pub mod oracle;
 pub mod process;
 pub mod tiny;
 

@@ -302,7 +302,7 @@ fn worker(sh: &Shared, job: usize) {
                 continue;
             }
         };
-        let Ok(validator) = jsonschema::validator_for(&schema) else {
+        let Ok(validator) = constrain_testkit::oracle::validator_for(&schema) else {
             sh.counts.no_validator.fetch_add(1, Relaxed);
             continue;
         };
