@@ -137,6 +137,52 @@ fn logsumexp<I: Iterator<Item = f32> + Clone>(xs: I) -> f64 {
     m as f64 + sum.ln()
 }
 
+/// `exp(x)` for `x ≤ 0` in f32, branch-free (Cephes' `expf`: `x = n·ln 2 +
+/// r`, a degree-6 polynomial in `r`, `2^n` from the exponent bits; relative
+/// error ~1e-7, as `f32::exp`). NaN, −∞ and anything below −87 (whose `exp`
+/// is under f32's normal range) give 0. A loop over it vectorizes, which
+/// `f32::exp` (a libm call per term) does not: the trace's one pass over the
+/// vocabulary is then a small part of a decode step.
+#[inline(always)]
+fn exp_nonpos(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let under = !(x >= -87.0);
+    let x = if under { 0.0 } else { x.min(0.0) };
+    let n = (x * std::f32::consts::LOG2_E + 0.5).floor();
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let mut p = 1.987_569_1e-4f32;
+    p = p * r + 1.398_199_9e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 5.000_000_1e-1;
+    let y = p * r * r + r + 1.0;
+    let scale = f32::from_bits((((n as i32) + 127) as u32) << 23);
+    if under {
+        0.0
+    } else {
+        y * scale
+    }
+}
+
+/// The sum of a block in 16 lanes (a fixed association, so it vectorizes).
+#[inline(always)]
+fn lane_sum(xs: &[f32]) -> f32 {
+    let mut lanes = [0f32; 16];
+    let mut chunks = xs.chunks_exact(16);
+    for c in &mut chunks {
+        for (l, &x) in lanes.iter_mut().zip(c) {
+            *l += x;
+        }
+    }
+    let mut s: f32 = chunks.remainder().iter().sum();
+    for l in lanes {
+        s += l;
+    }
+    s
+}
+
 /// `(logsumexp(all logits), logsumexp(allowed logits), allowed count)` in
 /// one pass over the vocabulary: the terms `exp(x − max)` in f32 (what
 /// makes the trace cheap next to a forward pass; relative error ~1e-7),
@@ -153,32 +199,38 @@ fn mass(logits: &[f32], allowed: Option<&TokenSet>) -> (f64, f64, usize) {
     if !m.is_finite() {
         let all = logsumexp(logits.iter().copied());
         let kept = allowed.map_or(all, |a| {
-            logsumexp(a.iter().filter_map(|t| logits.get(t.as_usize()).copied()).collect::<Vec<_>>().into_iter())
+            logsumexp(
+                a.iter()
+                    .filter_map(|t| logits.get(t.as_usize()).copied())
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            )
         });
         return (all, kept, allowed.map_or(logits.len(), |a| a.len()));
     }
-    let term = |x: f32| if x.is_nan() { 0.0 } else { (x - m).exp() };
     let mut total = 0.0f64;
     let mut kept = 0.0f64;
-    match allowed {
-        Some(a) if a.len() * 8 >= logits.len() => {
-            for (i, &x) in logits.iter().enumerate() {
-                let e = term(x) as f64;
-                total += e;
-                if a.contains(TokenId(i as u32)) {
-                    kept += e;
-                }
-            }
+    let large = allowed.filter(|a| a.len() * 8 >= logits.len());
+    // Blocks of 64 f32 terms (one mask word each), each block summed in
+    // f64; `exp_nonpos` is branch-free, so the block vectorizes.
+    let mut terms = [0f32; 64];
+    for (w, c) in logits.chunks(64).enumerate() {
+        let terms = &mut terms[..c.len()];
+        for (t, &x) in terms.iter_mut().zip(c) {
+            *t = exp_nonpos(x - m);
         }
-        _ => {
-            // Blocks of f32 terms, each block summed in f64.
-            for c in logits.chunks(64) {
-                total += c.iter().map(|&x| term(x)).sum::<f32>() as f64;
+        total += lane_sum(terms) as f64;
+        if let Some(a) = large {
+            let word = a.words().get(w).copied().unwrap_or(0);
+            let mut k = 0f32;
+            for (j, &t) in terms.iter().enumerate() {
+                k += if (word >> j) & 1 == 1 { t } else { 0.0 };
             }
-            if allowed.is_none() {
-                kept = total;
-            }
+            kept += k as f64;
         }
+    }
+    if allowed.is_none() {
+        kept = total;
     }
     let all = m as f64 + total.ln();
     let kept = match allowed {
@@ -277,6 +329,62 @@ pub fn forced_step(step: usize, token: TokenId, vocab: &Vocabulary) -> TraceStep
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exp_nonpos_matches_f64_exp() {
+        let mut worst = 0f64;
+        for i in 0..=870_000 {
+            let x = -(i as f32) * 1e-4;
+            let got = exp_nonpos(x) as f64;
+            let want = (x as f64).exp();
+            worst = worst.max(((got - want) / want).abs());
+        }
+        assert!(worst < 4e-7, "relative error {worst}");
+        assert_eq!(exp_nonpos(f32::NAN), 0.0);
+        assert_eq!(exp_nonpos(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_nonpos(-100.0), 0.0);
+        assert_eq!(exp_nonpos(0.0), 1.0);
+    }
+
+    #[test]
+    fn mass_agrees_with_exact_sums() {
+        // Pseudo-random logits over a Qwen-sized row, a large and a small mask.
+        let n = 151_936;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let logits: Vec<f32> = (0..n)
+            .map(|_| (next() % 4000) as f32 / 100.0 - 20.0)
+            .collect();
+        let mut big = TokenSet::new(n);
+        let mut small = TokenSet::new(n);
+        for i in 0..n {
+            if next() % 3 != 0 {
+                big.insert(TokenId(i as u32));
+            }
+            if i % 9973 == 0 {
+                small.insert(TokenId(i as u32));
+            }
+        }
+        let exact = |set: Option<&TokenSet>| {
+            let xs: Vec<f64> = (0..n)
+                .filter(|&i| set.is_none_or(|s| s.contains(TokenId(i as u32))))
+                .map(|i| logits[i] as f64)
+                .collect();
+            let m = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            m + xs.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
+        };
+        for set in [None, Some(&big), Some(&small)] {
+            let (all, kept, count) = mass(&logits, set);
+            assert!((all - exact(None)).abs() < 1e-5, "{all} vs {}", exact(None));
+            assert!((kept - exact(set)).abs() < 1e-5, "{kept} vs {}", exact(set));
+            assert_eq!(count, set.map_or(n, |s| s.len()));
+        }
+    }
 
     #[test]
     fn top_logits_order_and_ties() {

@@ -35,6 +35,11 @@ pub struct MaskbenchArgs {
     /// thread per schema; more jobs only shorten the wall time of a run).
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Every free-form value (compliant mode's implicit extra-key values,
+    /// `{}`, `true`) a call of the shared "any JSON value" fragment: exact at
+    /// any depth, at a first-visit cost in TBM (SchemaOptions::free_form_calls).
+    #[arg(long)]
+    free_form_calls: bool,
     #[command(flatten)]
     index: IndexArgs,
 }
@@ -82,6 +87,7 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
     cfg.schema.whitespace = constrain::schema::Whitespace::Flexible {
         max: a.whitespace_max,
     };
+    cfg.schema.free_form_calls = a.free_form_calls;
     cfg.dfa = a.index.dfa_config();
     cfg.index = constrain::index::IndexConfig {
         threads: 1,

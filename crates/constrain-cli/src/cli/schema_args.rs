@@ -50,6 +50,11 @@ pub struct SchemaArgs {
     /// Treat keywords no JSON Schema draft defines as annotations (with a warning).
     #[arg(long)]
     pub allow_unknown_keywords: bool,
+    /// Every free-form value ("any JSON value": `{}`, `true`, implicit extra
+    /// keys in compliant mode) a call of one shared fragment: exact at any
+    /// depth instead of a few containers deep; first visits cost more.
+    #[arg(long)]
+    pub free_form_calls: bool,
 }
 
 impl SchemaArgs {
@@ -73,6 +78,7 @@ impl SchemaArgs {
             lenient: self.lenient,
             coerce_one_of: self.coerce_one_of,
             allow_unknown_keywords: self.allow_unknown_keywords,
+            free_form_calls: self.free_form_calls,
             ..SchemaOptions::default()
         }
     }
@@ -103,12 +109,14 @@ mod tests {
             "5",
             "--lenient",
             "--coerce-one-of",
+            "--free-form-calls",
         ]);
         let o = t.s.options();
         assert_eq!(o.whitespace, Whitespace::Flexible { max: 3 });
         assert_eq!(o.mode, JsonMode::Compliant);
         assert_eq!((o.max_depth, o.max_stack_depth), (5, 5));
         assert!(o.lenient && o.coerce_one_of && !o.allow_unknown_keywords);
+        assert!(o.free_form_calls);
         let d = T::parse_from(["t"]).s.options();
         assert_eq!(d.whitespace, Whitespace::Compact);
         assert_eq!(d.mode, JsonMode::Strict);
