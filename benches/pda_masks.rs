@@ -50,7 +50,9 @@ fn files() -> Vec<PathBuf> {
 /// source rejects stop where they are rejected.
 fn walk(c: &Compiled, texts: &[String], tok: &TextTokenizer, out: &mut Vec<f64>) {
     for text in texts {
-        let Ok(tokens) = tok.encode(text) else { continue };
+        let Ok(tokens) = tok.encode(text) else {
+            continue;
+        };
         let mut m = c.matcher();
         for &t in &tokens {
             let t0 = Instant::now();
@@ -109,7 +111,11 @@ fn main() {
         eprintln!("pda_masks bench: skipped (no MaskBench corpus in ../shared/corpora)");
         return;
     }
-    let cases: Vec<_> = files.iter().filter_map(|f| load_file(f).ok()).flatten().collect();
+    let cases: Vec<_> = files
+        .iter()
+        .filter_map(|f| load_file(f).ok())
+        .flatten()
+        .collect();
     let valid = |c: &constrain_testkit::maskbench::Case| -> Vec<String> {
         c.instances
             .iter()
@@ -139,13 +145,14 @@ fn main() {
         let mut v = Vec::new();
         let mut n = 0;
         for case in &cases {
-            let source = Source::json_schema(case.schema.clone()).with_schema_options(
-                SchemaOptions {
+            let source =
+                Source::json_schema(case.schema.clone()).with_schema_options(SchemaOptions {
                     free_form_calls: true,
                     ..SchemaOptions::compliant()
-                },
-            );
-            let Ok(s) = c.compile_uncached(&source) else { continue };
+                });
+            let Ok(s) = c.compile_uncached(&source) else {
+                continue;
+            };
             if s.stats().fragments == 0 {
                 continue;
             }

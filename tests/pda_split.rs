@@ -60,7 +60,15 @@ fn compile(vocab: &Arc<Vocabulary>, text: &str) -> Arc<Compiled> {
 
 /// Random walks that open frames when they can; at each step the mask is
 /// compared with `is_allowed` for every id in `check`.
-fn agree(c: &Compiled, name: &str, opener: u8, seed: u64, runs: usize, steps: usize, check: &[TokenId]) {
+fn agree(
+    c: &Compiled,
+    name: &str,
+    opener: u8,
+    seed: u64,
+    runs: usize,
+    steps: usize,
+    check: &[TokenId],
+) {
     let v = c.vocab().clone();
     let mut rng = StdRng::seed_from_u64(seed);
     for run in 0..runs {
@@ -130,7 +138,15 @@ fn compile_with(vocab: &Arc<Vocabulary>, text: &str, split: bool) -> Arc<Compile
 
 /// The same random token path through the split engine and the one that
 /// walks the trie once per configuration: every mask equal.
-fn same_masks(v: &Arc<Vocabulary>, name: &str, text: &str, opener: u8, seed: u64, runs: usize, steps: usize) {
+fn same_masks(
+    v: &Arc<Vocabulary>,
+    name: &str,
+    text: &str,
+    opener: u8,
+    seed: u64,
+    runs: usize,
+    steps: usize,
+) {
     let split = compile_with(v, text, true);
     let whole = compile_with(v, text, false);
     let mut rng = StdRng::seed_from_u64(seed);
@@ -196,13 +212,12 @@ fn schema_masks_are_identical_with_and_without_the_split() {
                 let mut cfg = CompilerConfig::default();
                 cfg.index.pda_split = split;
                 Compiler::new(v.clone(), cfg)
-                    .compile(
-                        &Source::json_schema(schema.clone())
-                            .with_schema_options(SchemaOptions {
-                                free_form_calls: true,
-                                ..SchemaOptions::compliant()
-                            }),
-                    )
+                    .compile(&Source::json_schema(schema.clone()).with_schema_options(
+                        SchemaOptions {
+                            free_form_calls: true,
+                            ..SchemaOptions::compliant()
+                        },
+                    ))
                     .unwrap()
             };
             let (split, whole) = (build(true), build(false));
@@ -212,7 +227,10 @@ fn schema_masks_are_identical_with_and_without_the_split() {
                 let (mut a, mut b) = (split.matcher(), whole.matcher());
                 for step in 0..steps {
                     let (ma, mb) = (a.allowed().clone(), b.allowed().clone());
-                    assert!(ma == mb, "schema {i}: masks differ at run {run}, step {step}");
+                    assert!(
+                        ma == mb,
+                        "schema {i}: masks differ at run {run}, step {step}"
+                    );
                     let allowed: Vec<TokenId> = ma.iter().filter(|&t| !v.is_eos(t)).collect();
                     if allowed.is_empty() {
                         break;

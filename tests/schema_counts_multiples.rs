@@ -439,6 +439,9 @@ fn regex_format_with_min_length_one() {
     );
     for mode in MODES {
         let d = compile(&schema, Whitespace::Compact, mode);
-        assert!(!d.matches(b"\"\""), "{mode:?}: the empty string has length 0");
+        assert!(
+            !d.matches(b"\"\""),
+            "{mode:?}: the empty string has length 0"
+        );
     }
 }

@@ -21,8 +21,8 @@ fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
     let mut toks: Vec<(TokenId, Vec<u8>)> =
         (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
     for t in [
-        "[[", "]]", "]]]", "],", "},", "\"}", "\":", "{\"", "}]", "}]}", "[]", "{}", "null}", ",\"",
-        "true]", "1,", "12", "]}", ": ", ", ", "\": [", "}, {",
+        "[[", "]]", "]]]", "],", "},", "\"}", "\":", "{\"", "}]", "}]}", "[]", "{}", "null}",
+        ",\"", "true]", "1,", "12", "]}", ": ", ", ", "\": [", "}, {",
     ] {
         toks.push((TokenId(toks.len() as u32), t.as_bytes().to_vec()));
     }
@@ -167,11 +167,7 @@ fn dev_files_with_deep_extra_values_match_the_oracle() {
             let c = compile(&v, &case.schema, SchemaOptions::compliant());
             for inst in &case.instances {
                 let text = constrain_testkit::maskbench::python_dumps(&inst.data);
-                assert_eq!(
-                    accepts(&c, &text),
-                    o.is_valid(&inst.data),
-                    "{file}: {text}"
-                );
+                assert_eq!(accepts(&c, &text), o.is_valid(&inst.data), "{file}: {text}");
                 assert!(!inst.valid || accepts(&c, &text), "{file}: valid {text}");
             }
         }
@@ -185,7 +181,10 @@ fn dev_files_with_deep_extra_values_match_the_oracle() {
 fn budget_with_any_value_frames_never_cuts_a_value() {
     let (v, eos) = tiny_vocab();
     let mut rng = StdRng::seed_from_u64(17);
-    for schema in [record(), json!({"type": "array", "items": true, "minItems": 1})] {
+    for schema in [
+        record(),
+        json!({"type": "array", "items": true, "minItems": 1}),
+    ] {
         let o = jsonschema::validator_for(&schema).unwrap();
         for depth in [1024usize, 2, 4] {
             let opts = SchemaOptions {

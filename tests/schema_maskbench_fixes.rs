@@ -435,5 +435,8 @@ fn not_fractional_multiple_of_is_an_error() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("\"not\"") && e.contains("fractional") && e.contains("/not"), "{e}");
+    assert!(
+        e.contains("\"not\"") && e.contains("fractional") && e.contains("/not"),
+        "{e}"
+    );
 }

@@ -379,8 +379,8 @@ impl TokenIndex {
         let t0 = Instant::now();
         let tries = shared_tries(&vocab);
         let states = pda.states;
-        let engine =
-            crate::pda::Engine::new(pda, config.max_states, config.pda_split).ok_or(IndexError::EmptyLanguage)?;
+        let engine = crate::pda::Engine::new(pda, config.max_states, config.pda_split)
+            .ok_or(IndexError::EmptyLanguage)?;
         // The first mask is part of what a caller waits for anyway.
         engine.allowed(engine.start(), &tries, &vocab);
         let (distinct_masks, memory_bytes) = engine.mask_memory();

@@ -536,7 +536,12 @@ impl Engine {
     /// from its closure, computed once and shared by every configuration
     /// with that top frame. `None` when a limit was hit on the way.
     fn frame(&self, key: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<Arc<FrameMask>> {
-        if let Some(f) = self.frames.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(f) = self
+            .frames
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return Some(f.clone());
         }
         // A frame of a fragment shared by every engine over the vocabulary
@@ -550,7 +555,11 @@ impl Engine {
             }
         };
         if let Some((cache, state)) = &shared {
-            let known = cache.lock().unwrap_or_else(|p| p.into_inner()).get(state).cloned();
+            let known = cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(state)
+                .cloned();
             if let Some(fm) = known {
                 self.frames
                     .lock()
@@ -736,11 +745,7 @@ impl Engine {
         {
             let mut core = self.core();
             let trie = &tries.full;
-            trie.walk(
-                s,
-                |x, b| core.next(x, b),
-                |t| set.insert(crate::TokenId(t)),
-            );
+            trie.walk(s, |x, b| core.next(x, b), |t| set.insert(crate::TokenId(t)));
             for &(first, dup) in &trie.dups {
                 if set.contains(crate::TokenId(first)) {
                     set.insert(crate::TokenId(dup));

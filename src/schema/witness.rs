@@ -169,7 +169,10 @@ pub(crate) fn candidates(patterns: &[&str], names: &[&Schema]) -> Vec<String> {
             push(format!("{x}{s}"), &mut out);
         }
     }
-    let alphabet: Vec<char> = ('a'..='z').chain('0'..='9').chain(['_', 'A', '-']).collect();
+    let alphabet: Vec<char> = ('a'..='z')
+        .chain('0'..='9')
+        .chain(['_', 'A', '-'])
+        .collect();
     for a in &alphabet {
         push(a.to_string(), &mut out);
     }

@@ -71,7 +71,10 @@ fn main() {
     let one_by_one = args.iter().any(|a| a == "--one-by-one");
     let path = home().join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
     if !path.exists() {
-        eprintln!("skipping: {} not found (scripts/fetch-assets)", path.display());
+        eprintln!(
+            "skipping: {} not found (scripts/fetch-assets)",
+            path.display()
+        );
         return;
     }
     constrain_model::set_threads(1).expect("threads");
@@ -85,7 +88,16 @@ fn main() {
     );
     println!(
         "{:<18} {:>6} {:>9} {:>9} {:>7} | {:>6} {:>9} {:>9} {:>7} | {:>11}",
-        "schema", "tokens", "greedy ms", "cpu ms", "passes", "tokens", "beam ms", "cpu ms", "passes", "ratio w/cpu"
+        "schema",
+        "tokens",
+        "greedy ms",
+        "cpu ms",
+        "passes",
+        "tokens",
+        "beam ms",
+        "cpu ms",
+        "passes",
+        "ratio w/cpu"
     );
     let mut sums = [0.0f64; 6];
     for (schema, user) in [
@@ -124,8 +136,16 @@ fn main() {
         for _ in 0..reps {
             let (w, c, g) = timed(|| {
                 let mut mm = m.clone();
-                generate(&mut model, &vocab, Some(&tok), Some(&mut mm), &prompt, &gcfg, &mut |_| {})
-                    .expect("greedy")
+                generate(
+                    &mut model,
+                    &vocab,
+                    Some(&tok),
+                    Some(&mut mm),
+                    &prompt,
+                    &gcfg,
+                    &mut |_| {},
+                )
+                .expect("greedy")
             });
             gw.push(w);
             gc.push(c);
@@ -138,8 +158,15 @@ fn main() {
             (bt, bp) = (b.tokens.len(), b.stats.model_calls);
             if one_by_one {
                 let (w, c, o) = timed(|| {
-                    beam_search(&mut OneByOne(&mut model), &vocab, Some(&tok), &m, &prompt, &bcfg)
-                        .expect("beam")
+                    beam_search(
+                        &mut OneByOne(&mut model),
+                        &vocab,
+                        Some(&tok),
+                        &m,
+                        &prompt,
+                        &bcfg,
+                    )
+                    .expect("beam")
                 });
                 assert_eq!(o.tokens, b.tokens, "one by one differs from batched");
                 ow.push(w);

@@ -60,7 +60,10 @@ fn main() {
         .unwrap_or(60);
     let path = home().join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
     if !path.exists() {
-        eprintln!("skipping: {} not found (scripts/fetch-assets)", path.display());
+        eprintln!(
+            "skipping: {} not found (scripts/fetch-assets)",
+            path.display()
+        );
         return;
     }
     constrain_model::set_threads(1).expect("threads");
@@ -96,21 +99,37 @@ fn main() {
             },
         ),
     ] {
-        let (mut plain, mut traced, mut plain_cpu, mut traced_cpu) = (vec![], vec![], vec![], vec![]);
+        let (mut plain, mut traced, mut plain_cpu, mut traced_cpu) =
+            (vec![], vec![], vec![], vec![]);
         let mut tokens = 0;
         let mut steps = 0;
         for _ in 0..reps {
             let c = cpu();
             let mut mm = m.clone();
-            let g = generate(&mut model, &vocab, Some(&tok), Some(&mut mm), &prompt, &config, &mut |_| {})
-                .expect("generate");
+            let g = generate(
+                &mut model,
+                &vocab,
+                Some(&tok),
+                Some(&mut mm),
+                &prompt,
+                &config,
+                &mut |_| {},
+            )
+            .expect("generate");
             plain_cpu.push((cpu() - c) * 1e3);
             plain.push(g.stats.decode_time.as_secs_f64() * 1e3);
             let c = cpu();
             let mut mm = m.clone();
-            let (t, s) =
-                generate_traced(&mut model, &vocab, Some(&tok), Some(&mut mm), &prompt, &config, &mut |_| {})
-                    .expect("generate_traced");
+            let (t, s) = generate_traced(
+                &mut model,
+                &vocab,
+                Some(&tok),
+                Some(&mut mm),
+                &prompt,
+                &config,
+                &mut |_| {},
+            )
+            .expect("generate_traced");
             traced_cpu.push((cpu() - c) * 1e3);
             traced.push(t.stats.decode_time.as_secs_f64() * 1e3);
             assert_eq!(t.tokens, g.tokens, "the trace changed the output");
@@ -131,7 +150,9 @@ fn main() {
         let t0 = Instant::now();
         let n = 5;
         for _ in 0..n {
-            model.forward(&prompt[prompt.len() - 1..], prompt.len() - 1).ok();
+            model
+                .forward(&prompt[prompt.len() - 1..], prompt.len() - 1)
+                .ok();
             model.truncate(prompt.len() - 1);
         }
         t0.elapsed().as_secs_f64() * 1e3 / n as f64

@@ -170,15 +170,22 @@ fn batched_beam_equals_one_by_one_on_scripted_models() {
                             beam_search(model, &vocab, Some(&t.tokenizer), &m, &prompt, &cfg)
                                 .unwrap()
                         };
-                        let what = format!("{re} salt {salt} beams {beams} max {max_tokens} A {penalty}");
+                        let what =
+                            format!("{re} salt {salt} beams {beams} max {max_tokens} A {penalty}");
                         same(&run(&mut batched), &run(&mut plain), &what);
                     }
                 }
             }
         }
     }
-    assert!(steps.load(Ordering::Relaxed) > 0, "the batched path never ran");
-    assert!(widest.load(Ordering::Relaxed) >= 4, "no batch held several hypotheses");
+    assert!(
+        steps.load(Ordering::Relaxed) > 0,
+        "the batched path never ran"
+    );
+    assert!(
+        widest.load(Ordering::Relaxed) >= 4,
+        "no batch held several hypotheses"
+    );
 }
 
 fn home() -> std::path::PathBuf {
@@ -221,8 +228,15 @@ fn batched_beam_equals_one_by_one_on_tiny_qwen_files() {
                     max_tokens: 20,
                     jump_forward: true,
                 };
-                let b = beam_search(&mut model, &vocab, Some(&loaded.tokenizer), &m, &prompt, &cfg)
-                    .unwrap();
+                let b = beam_search(
+                    &mut model,
+                    &vocab,
+                    Some(&loaded.tokenizer),
+                    &m,
+                    &prompt,
+                    &cfg,
+                )
+                .unwrap();
                 let o = beam_search(
                     &mut OneByOne(&mut model),
                     &vocab,
@@ -232,7 +246,11 @@ fn batched_beam_equals_one_by_one_on_tiny_qwen_files() {
                     &cfg,
                 )
                 .unwrap();
-                same(&b, &o, &format!("{arch} seed {seed} beams {beams} A {penalty}"));
+                same(
+                    &b,
+                    &o,
+                    &format!("{arch} seed {seed} beams {beams} A {penalty}"),
+                );
             }
             // The batch: past what was fed is none; a parent out of range is an error.
             model.forward(&prompt, 0).unwrap();
@@ -259,7 +277,10 @@ fn batched_beam_equals_one_by_one_on_tiny_qwen_files() {
 fn batched_beam_equals_one_by_one_on_the_real_model() {
     let path = home().join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
     if !path.exists() {
-        eprintln!("skipping: {} not found (scripts/fetch-assets)", path.display());
+        eprintln!(
+            "skipping: {} not found (scripts/fetch-assets)",
+            path.display()
+        );
         return;
     }
     let loaded = constrain_model::load(&path, &constrain_model::TokenizerSource::Gguf).unwrap();
@@ -269,7 +290,10 @@ fn batched_beam_equals_one_by_one_on_the_real_model() {
     // loaded 2-core machine); CONSTRAIN_BEAM_REAL_ALL=1 adds a second.
     let mut cases = vec![("schemas/person.json", "Describe a person named Ada.")];
     if std::env::var_os("CONSTRAIN_BEAM_REAL_ALL").is_some() {
-        cases.push(("schemas/tool_call.json", "Call a tool to get the weather in Paris."));
+        cases.push((
+            "schemas/tool_call.json",
+            "Call a tool to get the weather in Paris.",
+        ));
     } else {
         eprintln!("note: CONSTRAIN_BEAM_REAL_ALL=1 also runs schemas/tool_call.json");
     }
@@ -300,6 +324,9 @@ fn batched_beam_equals_one_by_one_on_the_real_model() {
         let o = beam_search(&mut OneByOne(&mut model), &vocab, Some(&tok), &m, &p, &cfg).unwrap();
         same(&b, &o, schema);
         assert!(b.accepted, "{schema}: {}", b.text());
-        assert!(b.stats.model_calls < o.stats.model_calls, "{schema}: not batched");
+        assert!(
+            b.stats.model_calls < o.stats.model_calls,
+            "{schema}: not batched"
+        );
     }
 }

@@ -94,7 +94,11 @@ fn the_playground_streams_a_valid_answer_in_a_headless_browser() {
     let steps = insp.matches("data-step=\"").count();
     assert!(steps >= 3, "{steps} steps: {insp}");
     let bars = insp.matches("data-token-id=\"").count();
-    assert_eq!(bars, 16 * steps, "16 bars a step (no forced step under a trace)");
+    assert_eq!(
+        bars,
+        16 * steps,
+        "16 bars a step (no forced step under a trace)"
+    );
     assert_eq!(
         insp.matches("data-prob=\"\"").count(),
         0,

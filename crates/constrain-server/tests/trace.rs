@@ -44,7 +44,10 @@ fn check_trace(t: &Value, content: &str, completion_tokens: u64) {
             assert_eq!(x["allowed"], m.is_allowed(tid), "step {i}: {x}");
         }
         let logits: Vec<f64> = top.iter().map(|x| x["logit"].as_f64().unwrap()).collect();
-        assert!(logits.windows(2).all(|w| w[0] >= w[1]), "best first: {logits:?}");
+        assert!(
+            logits.windows(2).all(|w| w[0] >= w[1]),
+            "best first: {logits:?}"
+        );
         assert_eq!(
             s["allowed_count"].as_u64().unwrap() as usize,
             m.allowed().len(),
@@ -60,7 +63,10 @@ fn check_trace(t: &Value, content: &str, completion_tokens: u64) {
             .map(|x| x.as_u64().unwrap() as u8)
             .collect();
         text.extend_from_slice(&b);
-        assert!(m.is_allowed(constrain::TokenId(id)), "step {i}: chose a masked token");
+        assert!(
+            m.is_allowed(constrain::TokenId(id)),
+            "step {i}: chose a masked token"
+        );
         m.advance(constrain::TokenId(id)).unwrap();
     }
     assert_eq!(String::from_utf8(text).unwrap(), content);
@@ -129,7 +135,10 @@ fn a_stream_carries_the_trace_in_its_last_chunk() {
             content.push_str(s);
         }
         if let Some(t) = ch.get("constrain_trace") {
-            assert!(ch["finish_reason"].is_string(), "the trace comes with the finish");
+            assert!(
+                ch["finish_reason"].is_string(),
+                "the trace comes with the finish"
+            );
             trace = Some(t.clone());
         }
     }
@@ -144,9 +153,16 @@ fn the_playground_embeds_the_inspector_component() {
     let addr = start(ServerConfig::default(), Fake::default());
     let page = http(addr, "GET", "/", None, &[]);
     assert_eq!(page.status, 200);
-    assert!(!page.body.contains("/*CONSTRAIN_INSPECTOR"), "placeholders left");
+    assert!(
+        !page.body.contains("/*CONSTRAIN_INSPECTOR"),
+        "placeholders left"
+    );
     assert!(page.body.contains(constrain_model::inspector::STYLE.trim()));
-    assert!(page.body.contains(constrain_model::inspector::SCRIPT.trim()));
+    assert!(page
+        .body
+        .contains(constrain_model::inspector::SCRIPT.trim()));
     assert!(page.body.contains("constrain_trace = true"));
-    assert!(page.body.contains("window.constrainInspector.render(trace)"));
+    assert!(page
+        .body
+        .contains("window.constrainInspector.render(trace)"));
 }

@@ -131,7 +131,14 @@ mod tests {
     #[test]
     fn decimal_multiples_are_exact() {
         let v = validator_for(&json!({"multipleOf": 0.01})).unwrap();
-        for ok in [json!(0.07), json!(2.01), json!(-500.25), json!(10.99), json!(3), json!(0)] {
+        for ok in [
+            json!(0.07),
+            json!(2.01),
+            json!(-500.25),
+            json!(10.99),
+            json!(3),
+            json!(0),
+        ] {
             assert!(v.is_valid(&ok), "{ok} should be a multiple of 0.01");
         }
         for bad in [json!(10.001), json!(0.005), json!(-1.234)] {

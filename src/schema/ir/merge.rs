@@ -209,8 +209,7 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
         .extend(b.dependent_schemas.iter().cloned());
     n.not_values.extend(b.not_values.iter().cloned());
     n.fractional = a.fractional || b.fractional;
-    n.not_multiple_of
-        .extend(b.not_multiple_of.iter().cloned());
+    n.not_multiple_of.extend(b.not_multiple_of.iter().cloned());
     n.not_patterns.extend(b.not_patterns.iter().cloned());
     n.unique_items = a.unique_items || b.unique_items;
     n.contains.extend(b.contains.iter().cloned());

@@ -28,7 +28,10 @@ use crate::dfa::algebra::Op;
 pub(super) fn non_multiple_suffix(k: u64) -> Option<String> {
     let m = (1..=4u32).find(|&m| 10u64.pow(m) % k == 0)?;
     let p = 10u64.pow(m);
-    let small: Vec<String> = (1..p).filter(|v| v % k != 0).map(|v| v.to_string()).collect();
+    let small: Vec<String> = (1..p)
+        .filter(|v| v % k != 0)
+        .map(|v| v.to_string())
+        .collect();
     let suffixes: Vec<String> = (0..p)
         .filter(|v| v % k != 0)
         .map(|v| format!("{v:0width$}", width = m as usize))
@@ -72,9 +75,9 @@ impl Gen<'_, '_> {
             }
             let bounded = match (&l, &h) {
                 (Some(a), Some(b)) => match (a.to_i128(), b.to_i128()) {
-                    (Some(a), Some(b)) if b >= a => {
-                        Some((a, b)).filter(|(a, b)| ((b - a) / k) as u64 <= self.opts.max_enumerated_multiples)
-                    }
+                    (Some(a), Some(b)) if b >= a => Some((a, b)).filter(|(a, b)| {
+                        ((b - a) / k) as u64 <= self.opts.max_enumerated_multiples
+                    }),
                     (Some(_), Some(_)) => return Ok(None),
                     _ => None,
                 },
@@ -82,7 +85,9 @@ impl Gen<'_, '_> {
             };
             let next = if let Some((a, b)) = bounded {
                 match numeric::enumerate_multiples(a, b, k) {
-                    Some(mult) => self.combine(&lang, &mult, Op::AndNot, "not: multipleOf", &m.at)?,
+                    Some(mult) => {
+                        self.combine(&lang, &mult, Op::AndNot, "not: multipleOf", &m.at)?
+                    }
                     None => Some(lang.clone()),
                 }
             } else if let Some(nm) = u64::try_from(k).ok().and_then(non_multiple_suffix) {
@@ -95,12 +100,11 @@ impl Gen<'_, '_> {
                 // Addressed like the complement errors raised while
                 // negating: the schema holding the `not`, the detail saying
                 // where the `multipleOf` is. Lenient: the `not` is ignored.
-                let owner = m
-                    .at
-                    .as_str()
-                    .strip_suffix("/not")
-                    .map(|p| Pointer(p.to_string()))
-                    .unwrap_or_else(|| m.at.clone());
+                let owner =
+                    m.at.as_str()
+                        .strip_suffix("/not")
+                        .map(|p| Pointer(p.to_string()))
+                        .unwrap_or_else(|| m.at.clone());
                 let e = SchemaError::UnsupportedValue {
                     what: "keyword \"not\"".into(),
                     pointer: owner,
