@@ -18,19 +18,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-fn home() -> PathBuf {
-    match std::env::var_os("CONSTRAIN_HOME") {
-        Some(h) => PathBuf::from(h),
-        None => {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/constrain")
-        }
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
+mod common;
+use common::{home, median};
 
 fn reps() -> usize {
     std::env::var("CONSTRAIN_BENCH_REPS")

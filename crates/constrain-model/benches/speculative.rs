@@ -26,40 +26,9 @@ use constrain::Source;
 use constrain_model::generate::{Engine, GenerateConfig, Generation, SpeculativeConfig};
 use constrain_model::{prompt, LanguageModel, QwenModel, TokenizerSource};
 use std::path::PathBuf;
-use std::time::Instant;
 
-fn home() -> PathBuf {
-    match std::env::var_os("CONSTRAIN_HOME") {
-        Some(h) => PathBuf::from(h),
-        None => {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/constrain")
-        }
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// CPU seconds of all this process's threads (Linux; 0 elsewhere).
-fn cpu() -> f64 {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return 0.0;
-    };
-    dir.flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum::<u64>() as f64
-        * 1e-9
-}
-
-/// Runs `f`, returns (wall ms, cpu ms, its result).
-fn timed<T>(f: impl FnOnce() -> T) -> (f64, f64, T) {
-    let (c, t) = (cpu(), Instant::now());
-    let r = f();
-    (t.elapsed().as_secs_f64() * 1e3, (cpu() - c) * 1e3, r)
-}
+mod common;
+use common::{cpu, home, median, timed};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
