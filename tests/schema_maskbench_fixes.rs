@@ -440,3 +440,35 @@ fn not_fractional_multiple_of_is_an_error() {
         "{e}"
     );
 }
+
+/// `Handwritten---oneof9` (found by the soak, stop 25): `not {required:
+/// [k]}` holds only for objects without `k` — a number satisfies `required`
+/// vacuously, so the `not` rejects it. The shortcut for this form used to
+/// forbid the key without leaving out the non-objects, so `21`, `true` and
+/// strings were generated and failed validation.
+#[test]
+fn not_required_rejects_non_objects() {
+    check(
+        json!({"oneOf": [
+            {"anyOf": [{"required": ["x"], "not": {"required": ["error"]}},
+                       {"required": ["error"], "not": {"required": ["x"]}}]},
+            {"type": "object", "dependencies": {"x": {"not": {"required": ["error"]}}},
+             "minProperties": 1}]}),
+        &[json!({"y": 1}), json!({"z": [1], "w": null})],
+        &[
+            json!(21),
+            json!(true),
+            json!("a"),
+            json!(null),
+            json!([]),
+            json!({"x": 1}),
+            json!({"error": 1}),
+            json!({}),
+        ],
+    );
+    check(
+        json!({"not": {"required": ["error"]}}),
+        &[json!({}), json!({"a": 1})],
+        &[json!(21), json!("s"), json!({"error": null})],
+    );
+}

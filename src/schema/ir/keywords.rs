@@ -116,7 +116,7 @@ pub(super) fn near_miss(k: &str) -> Option<&'static str> {
 
 /// Applies `not: v` to `n` when `v` has one of the enforceable forms:
 /// `{}`/`true` (nothing validates), `false` (no-op), `{type: ...}`,
-/// `{required: [k]}` (`k` is never written), or one
+/// `{required: [k]}` (an object, and `k` is never written), or one
 /// numeric bound (`{maximum: x}` → a number above x, and so on).
 pub(super) fn simple_not(v: &Value, n: &mut Node) -> bool {
     let m = match v {
@@ -191,8 +191,12 @@ pub(super) fn simple_not(v: &Value, n: &mut Node) -> bool {
                 true
             }
             Value::Array(a) if a.len() > 1 => false,
+            // `not {required: [k]}` holds exactly for objects without `k`: a
+            // non-object satisfies `required` vacuously, so the `not`
+            // rejects it (as `not {maximum}` rejects non-numbers).
             Value::Array(a) => match a[0].as_str() {
                 Some(k) => {
+                    n.not_types = n.not_types.union(Types(Types::ALL.0 & !Types::OBJECT.0));
                     if !n.forbid_keys.iter().any(|f| f == k) {
                         n.forbid_keys.push(k.to_string());
                     }
