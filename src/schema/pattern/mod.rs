@@ -49,6 +49,10 @@ pub fn translate_ecma(p: &str) -> Result<String, PatternError> {
     let mut i = 0;
     let mut in_class = false;
     let mut class_start = false;
+    // Inside `[^...]` the sets swap: the complement must exclude every code
+    // point either definition calls space (`\s` -> the union), and include
+    // only what both call space (`\S` -> not the intersection).
+    let mut class_negated = false;
     while i < chars.len() {
         let c = chars[i];
         if c == '\\' {
@@ -66,12 +70,15 @@ pub fn translate_ecma(p: &str) -> Result<String, PatternError> {
                 }),
                 'W' => out.push_str("[^A-Za-z0-9_]"),
                 's' => {
-                    if in_class {
+                    if in_class && class_negated {
+                        out.push_str(NOT_SPACE)
+                    } else if in_class {
                         out.push_str(ECMA_SPACE)
                     } else {
                         out.push_str(&format!("[{ECMA_SPACE}]"))
                     }
                 }
+                'S' if in_class && class_negated => out.push_str(&format!("[^{ECMA_SPACE}]")),
                 'S' => out.push_str(&format!("[^{NOT_SPACE}]")),
                 'b' if in_class => out.push_str("\\x08"),
                 'b' | 'B' => return Err("word boundaries (\\b, \\B) are not supported".into()),
@@ -122,6 +129,7 @@ pub fn translate_ecma(p: &str) -> Result<String, PatternError> {
                         i += 1;
                     } else {
                         out.push('^');
+                        class_negated = true;
                     }
                     continue;
                 }
@@ -139,6 +147,7 @@ pub fn translate_ecma(p: &str) -> Result<String, PatternError> {
             '[' => {
                 in_class = true;
                 class_start = true;
+                class_negated = false;
                 out.push('[');
                 i += 1;
                 continue;
@@ -986,6 +995,31 @@ mod tests {
         );
         let r = inner("^\\w+$", 0, None);
         assert!(!r.is_match("é"));
+    }
+
+    #[test]
+    fn space_classes_hold_under_both_definitions() {
+        // U+FEFF is space to ECMA only, U+0085 to Unicode only: generated
+        // text must satisfy a validator that uses either, so neither may
+        // come out of `\s`, `\S`, `[^\s]` or `[^\S]` (Github_easy---o21455).
+        for p in [
+            "^[^@^\\s]+$",
+            "^[^\\S]+$",
+            "^\\s+$",
+            "^\\S+$",
+            "^[\\s]+$",
+            "^[\\S]+$",
+        ] {
+            let r = inner(p, 0, None);
+            for odd in ["\u{FEFF}", "\u{85}"] {
+                assert!(!r.is_match(odd), "{p} must not match {odd:?}");
+            }
+        }
+        assert!(inner("^[^@^\\s]+$", 0, None).is_match("ab"));
+        assert!(!inner("^[^@^\\s]+$", 0, None).is_match("a b"));
+        assert!(!inner("^[^@^\\s]+$", 0, None).is_match("\u{3000}"));
+        assert!(inner("^[^\\S]+$", 0, None).is_match(" \u{3000}"));
+        assert!(!inner("^[^\\S]+$", 0, None).is_match("a"));
     }
 
     #[test]
