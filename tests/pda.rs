@@ -8,6 +8,7 @@
 use constrain::grammar::gbnf::{Gbnf, GbnfError, GbnfOptions};
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Matcher, Source};
+use constrain_testkit::budget::bytes_and;
 use constrain_testkit::earley::{sample, Earley};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;
@@ -15,19 +16,10 @@ use std::sync::Arc;
 /// ids 0..=255 are the single bytes, then a few multi-byte tokens that
 /// cross rule boundaries; EOS is the last id.
 fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
-    let mut toks: Vec<(TokenId, Vec<u8>)> =
-        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
-    for t in [
+    bytes_and(&[
         "((", "))", ")))", "[[", "]]", "]]]", "],", "},", "\"}", "\":", "{\"", "x)", "(x", "true]",
         "1,", "12", "null}", ",\"", "+(", ")*", "a+", "()",
-    ] {
-        toks.push((TokenId(toks.len() as u32), t.as_bytes().to_vec()));
-    }
-    let eos = TokenId(toks.len() as u32);
-    (
-        Arc::new(Vocabulary::new(toks, [eos], eos.0 as usize + 1).unwrap()),
-        eos,
-    )
+    ])
 }
 
 fn id(v: &Vocabulary, bytes: &[u8]) -> TokenId {

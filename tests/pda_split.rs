@@ -10,26 +10,18 @@
 use constrain::grammar::gbnf::{Gbnf, GbnfOptions};
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{Compiled, Compiler, CompilerConfig, Source};
+use constrain_testkit::budget::bytes_and;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;
 
 /// Single bytes, then multi-byte tokens that cross rule boundaries
 /// (closing several frames, closing one and opening the next); EOS last.
 fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
-    let mut toks: Vec<(TokenId, Vec<u8>)> =
-        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
-    for t in [
+    bytes_and(&[
         "((", "))", ")))", "[[", "]]", "]]]", "],", "},", "}}", "}]", "]}", "\"}", "\":", "{\"",
         "x)", "(x", "true]", "1,", "12", "1]", "null}", ",\"", ", ", "+(", ")*", "a+", "()", "[]",
         "{}", "e4", "Nf3", "O-O", "x=", "1;", ";\n", "+1)", "0)",
-    ] {
-        toks.push((TokenId(toks.len() as u32), t.as_bytes().to_vec()));
-    }
-    let eos = TokenId(toks.len() as u32);
-    (
-        Arc::new(Vocabulary::new(toks, [eos], eos.0 as usize + 1).unwrap()),
-        eos,
-    )
+    ])
 }
 
 /// Every `.gbnf` file in `grammars/`, with a byte that opens a frame.

@@ -12,25 +12,17 @@ use constrain::schema::regex::{compile_fragments, SchemaFragments, ANY_VALUE};
 use constrain::schema::SchemaOptions;
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{Compiled, Compiler, CompilerConfig, Source};
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use constrain_testkit::budget::{adversarial_run, bytes_and};
+use rand::{rngs::StdRng, SeedableRng};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// Single bytes, then tokens that cross value boundaries; EOS last.
 fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
-    let mut toks: Vec<(TokenId, Vec<u8>)> =
-        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
-    for t in [
+    bytes_and(&[
         "[[", "]]", "]]]", "],", "},", "\"}", "\":", "{\"", "}]", "}]}", "[]", "{}", "null}",
         ",\"", "true]", "1,", "12", "]}", ": ", ", ", "\": [", "}, {",
-    ] {
-        toks.push((TokenId(toks.len() as u32), t.as_bytes().to_vec()));
-    }
-    let eos = TokenId(toks.len() as u32);
-    (
-        Arc::new(Vocabulary::new(toks, [eos], eos.0 as usize + 1).unwrap()),
-        eos,
-    )
+    ])
 }
 
 /// `o` with free-form values as calls.
@@ -195,36 +187,8 @@ fn budget_with_any_value_frames_never_cuts_a_value() {
             let start = c.matcher().tokens_to_accept().unwrap() as usize;
             for max_tokens in start..start + 25 {
                 for _ in 0..3 {
-                    let mut m = c.matcher();
-                    let mut out = Vec::new();
-                    let mut ended = false;
-                    for used in 0..max_tokens {
-                        let left = max_tokens - used;
-                        let fits: Vec<TokenId> =
-                            m.allowed().iter().filter(|&t| m.fits(t, left)).collect();
-                        assert!(!fits.is_empty(), "{schema}: nothing fits with {left} left");
-                        let open: Vec<TokenId> = fits
-                            .iter()
-                            .copied()
-                            .filter(|&t| {
-                                v.token_bytes(t)
-                                    .is_some_and(|b| b.iter().any(|b| b"[{".contains(b)))
-                            })
-                            .collect();
-                        let pool = if !open.is_empty() && rng.random_bool(0.7) {
-                            &open
-                        } else {
-                            &fits
-                        };
-                        let t = pool[rng.random_range(0..pool.len())];
-                        assert!(m.accept_token(t));
-                        if t == eos {
-                            ended = true;
-                            break;
-                        }
-                        out.extend_from_slice(v.token_bytes(t).unwrap());
-                    }
-                    assert!(ended || m.is_accepting(), "{schema}: cut at {max_tokens}");
+                    let out = adversarial_run(&c, eos, max_tokens, 0.7, &mut rng)
+                        .unwrap_or_else(|e| panic!("{schema} (stack {depth}): {e}"));
                     let text = String::from_utf8(out).unwrap();
                     assert!(valid(&o, &text), "{schema}: {text}");
                 }

@@ -10,6 +10,7 @@
 use constrain::schema::SchemaOptions;
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
+use constrain_testkit::budget::{adversarial_run, bytes_and};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -17,9 +18,7 @@ use std::sync::Arc;
 /// ids 0..=255 are the single bytes, then a few multi-byte tokens that
 /// cross value boundaries; EOS is the last id.
 fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
-    let mut toks: Vec<(TokenId, Vec<u8>)> =
-        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
-    for t in [
+    bytes_and(&[
         "[[",
         "]]",
         "]]]",
@@ -40,14 +39,7 @@ fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
         "\"next\":",
         "\"children\":[",
         "]}",
-    ] {
-        toks.push((TokenId(toks.len() as u32), t.as_bytes().to_vec()));
-    }
-    let eos = TokenId(toks.len() as u32);
-    (
-        Arc::new(Vocabulary::new(toks, [eos], eos.0 as usize + 1).unwrap()),
-        eos,
-    )
+    ])
 }
 
 fn tree() -> Value {
@@ -285,51 +277,8 @@ fn budget_never_cuts_a_recursive_structure() {
         let start_need = c.matcher().tokens_to_accept().unwrap() as usize;
         for max_tokens in start_need..start_need + 30 {
             for _ in 0..3 {
-                let mut m = c.matcher();
-                let mut out = Vec::new();
-                let mut ended = false;
-                for used in 0..max_tokens {
-                    let remaining = max_tokens - used;
-                    assert!(
-                        m.tokens_to_accept().is_some(),
-                        "{name} at depth limit {depth}: budget unknown after {:?}",
-                        String::from_utf8_lossy(&out)
-                    );
-                    let fits: Vec<TokenId> = m
-                        .allowed()
-                        .iter()
-                        .filter(|&t| m.fits(t, remaining))
-                        .collect();
-                    assert!(
-                        !fits.is_empty(),
-                        "{name}: no token fits with {remaining} left"
-                    );
-                    // Adversarial: open a structure whenever the budget allows.
-                    let open: Vec<TokenId> = fits
-                        .iter()
-                        .copied()
-                        .filter(|&t| {
-                            v.token_bytes(t)
-                                .is_some_and(|b| b.iter().any(|b| b"[{".contains(b)))
-                        })
-                        .collect();
-                    let pool = if !open.is_empty() && rng.random_bool(0.7) {
-                        &open
-                    } else {
-                        &fits
-                    };
-                    let t = pool[rng.random_range(0..pool.len())];
-                    assert!(m.accept_token(t));
-                    if t == eos {
-                        ended = true;
-                        break;
-                    }
-                    out.extend_from_slice(v.token_bytes(t).unwrap());
-                }
-                assert!(
-                    ended || m.is_accepting(),
-                    "{name}: cut at {max_tokens} tokens"
-                );
+                let out = adversarial_run(&c, eos, max_tokens, 0.7, &mut rng)
+                    .unwrap_or_else(|e| panic!("{name} at depth limit {depth}: {e}"));
                 let text = String::from_utf8(out).unwrap();
                 assert!(valid(&o, &text), "{name}: {text}");
             }

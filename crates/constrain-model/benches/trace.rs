@@ -80,33 +80,35 @@ fn main() {
         let mut tokens = 0;
         let mut steps = 0;
         for _ in 0..reps {
-            let c = cpu();
-            let mut mm = m.clone();
-            let g = generate(
-                &mut model,
-                &vocab,
-                Some(&tok),
-                Some(&mut mm),
-                &prompt,
-                &config,
-                &mut |_| {},
-            )
-            .expect("generate");
-            plain_cpu.push((cpu() - c) * 1e3);
+            let (c, g) = with_cpu(|| {
+                let mut mm = m.clone();
+                generate(
+                    &mut model,
+                    &vocab,
+                    Some(&tok),
+                    Some(&mut mm),
+                    &prompt,
+                    &config,
+                    &mut |_| {},
+                )
+                .expect("generate")
+            });
+            plain_cpu.push(c);
             plain.push(g.stats.decode_time.as_secs_f64() * 1e3);
-            let c = cpu();
-            let mut mm = m.clone();
-            let (t, s) = generate_traced(
-                &mut model,
-                &vocab,
-                Some(&tok),
-                Some(&mut mm),
-                &prompt,
-                &config,
-                &mut |_| {},
-            )
-            .expect("generate_traced");
-            traced_cpu.push((cpu() - c) * 1e3);
+            let (c, (t, s)) = with_cpu(|| {
+                let mut mm = m.clone();
+                generate_traced(
+                    &mut model,
+                    &vocab,
+                    Some(&tok),
+                    Some(&mut mm),
+                    &prompt,
+                    &config,
+                    &mut |_| {},
+                )
+                .expect("generate_traced")
+            });
+            traced_cpu.push(c);
             traced.push(t.stats.decode_time.as_secs_f64() * 1e3);
             assert_eq!(t.tokens, g.tokens, "the trace changed the output");
             tokens = g.tokens.len();
@@ -155,4 +157,11 @@ fn main() {
             100.0 * rec_ms / step_ms
         );
     }
+}
+
+/// `f`'s result and the CPU milliseconds it took.
+fn with_cpu<T>(f: impl FnOnce() -> T) -> (f64, T) {
+    let c = cpu();
+    let out = f();
+    ((cpu() - c) * 1e3, out)
 }

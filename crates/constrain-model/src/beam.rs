@@ -181,24 +181,11 @@ impl<M: LanguageModel + ?Sized> SequenceBatch for Replay<'_, '_, M> {
     }
 
     fn reorder(&mut self, parents: &[usize]) -> Result<(), ModelError> {
-        let n = self.seqs.len();
-        if let Some(&p) = parents.iter().find(|&&p| p >= n) {
-            return Err(ModelError::Batch(format!(
-                "reorder names sequence {p} of a batch of {n}"
-            )));
-        }
-        self.seqs = parents.iter().map(|&p| self.seqs[p].clone()).collect();
-        Ok(())
+        crate::reorder_batch(&mut self.seqs, parents, Clone::clone)
     }
 
     fn step(&mut self, tokens: &[TokenId]) -> Result<Vec<Vec<f32>>, ModelError> {
-        if tokens.len() != self.seqs.len() {
-            return Err(ModelError::Batch(format!(
-                "{} sequences but {} tokens",
-                self.seqs.len(),
-                tokens.len()
-            )));
-        }
+        crate::check_step_width(self.seqs.len(), tokens)?;
         let mut rows = Vec::with_capacity(tokens.len());
         for (seq, &t) in self.seqs.iter_mut().zip(tokens) {
             seq.push(t);

@@ -161,6 +161,51 @@ pub trait SequenceBatch {
     fn step(&mut self, tokens: &[TokenId]) -> Result<Vec<Vec<f32>>, ModelError>;
 }
 
+/// [`SequenceBatch::reorder`] over any per-sequence state: new item `j`
+/// continues old item `parents[j]`; the last use of a parent moves it, the
+/// others take `fork(parent)` (cheap for token lists, a KV copy for a
+/// model). An index past the batch is [`ModelError::Batch`] and leaves
+/// `items` untouched.
+pub fn reorder_batch<T>(
+    items: &mut Vec<T>,
+    parents: &[usize],
+    fork: impl Fn(&T) -> T,
+) -> Result<(), ModelError> {
+    let n = items.len();
+    if let Some(&p) = parents.iter().find(|&&p| p >= n) {
+        return Err(ModelError::Batch(format!(
+            "reorder names sequence {p} of a batch of {n}"
+        )));
+    }
+    let mut uses = vec![0usize; n];
+    for &p in parents {
+        uses[p] += 1;
+    }
+    let mut old: Vec<Option<T>> = std::mem::take(items).into_iter().map(Some).collect();
+    for &p in parents {
+        uses[p] -= 1;
+        let s = if uses[p] == 0 {
+            old[p].take()
+        } else {
+            old[p].as_ref().map(&fork)
+        };
+        // (A parent is taken by its last use only: never `None`.)
+        items.extend(s);
+    }
+    Ok(())
+}
+
+/// The check every [`SequenceBatch::step`] makes: one token per sequence.
+pub fn check_step_width(sequences: usize, tokens: &[TokenId]) -> Result<(), ModelError> {
+    if tokens.len() != sequences {
+        return Err(ModelError::Batch(format!(
+            "{sequences} sequences but {} tokens",
+            tokens.len()
+        )));
+    }
+    Ok(())
+}
+
 impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
     fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
         (**self).forward(tokens, pos)

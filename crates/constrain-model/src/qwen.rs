@@ -219,32 +219,7 @@ impl SequenceBatch for QwenSequences {
     }
 
     fn reorder(&mut self, parents: &[usize]) -> Result<(), ModelError> {
-        let n = self.seqs.len();
-        if let Some(&p) = parents.iter().find(|&&p| p >= n) {
-            return Err(ModelError::Batch(format!(
-                "reorder names sequence {p} of a batch of {n}"
-            )));
-        }
-        let mut uses = vec![0usize; n];
-        for &p in parents {
-            uses[p] += 1;
-        }
-        let mut old: Vec<Option<Sequence>> = std::mem::take(&mut self.seqs)
-            .into_iter()
-            .map(Some)
-            .collect();
-        for &p in parents {
-            uses[p] -= 1;
-            // The last use of a parent takes it; the others copy its KV rows.
-            let s = if uses[p] == 0 {
-                old[p].take()
-            } else {
-                old[p].as_ref().map(Sequence::fork)
-            };
-            // (A parent is taken by its last use only: never `None`.)
-            self.seqs.extend(s);
-        }
-        Ok(())
+        crate::reorder_batch(&mut self.seqs, parents, Sequence::fork)
     }
 
     fn step(&mut self, tokens: &[TokenId]) -> Result<Vec<Vec<f32>>, ModelError> {

@@ -8,7 +8,6 @@ use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
 use constrain_model::beam::{beam_search, BeamConfig};
 use constrain_model::generate::{generate, GenerateConfig, GenerateError};
 use constrain_testkit::{tiny, FakeModel};
-use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
 fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
@@ -20,13 +19,7 @@ fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
 }
 
 fn random_model(width: usize, salt: u64) -> FakeModel {
-    FakeModel::new(width, move |seq| {
-        let seed = seq.iter().fold(salt ^ 1469598103934665603, |h, t| {
-            (h ^ t.0 as u64).wrapping_mul(1099511628211)
-        });
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        (0..width).map(|_| rng.random_range(-4.0f32..4.0)).collect()
-    })
+    FakeModel::random(width, salt)
 }
 
 fn id(vocab: &Vocabulary, bytes: &[u8]) -> TokenId {

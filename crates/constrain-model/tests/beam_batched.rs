@@ -15,20 +15,13 @@ use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
 use constrain_model::beam::{beam_search, BeamConfig, BeamGeneration, OneByOne};
 use constrain_model::{LanguageModel, ModelError, SequenceBatch};
 use constrain_testkit::{tiny, FakeModel};
-use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 type Logits = Arc<dyn Fn(&[TokenId]) -> Vec<f32> + Send + Sync>;
 
 fn random_logits(width: usize, salt: u64) -> Logits {
-    Arc::new(move |seq: &[TokenId]| {
-        let seed = seq.iter().fold(salt ^ 1469598103934665603, |h, t| {
-            (h ^ t.0 as u64).wrapping_mul(1099511628211)
-        });
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        (0..width).map(|_| rng.random_range(-4.0f32..4.0)).collect()
-    })
+    Arc::new(constrain_testkit::hashed_logits(width, salt))
 }
 
 /// A scripted model with a batched pass: the logits are `f(sequence)`.

@@ -14,7 +14,6 @@ use constrain_model::generate::{
 };
 use constrain_model::LanguageModel;
 use constrain_testkit::{tiny, FakeModel};
-use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -45,13 +44,7 @@ fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
 }
 
 fn random_model(width: usize, salt: u64) -> FakeModel {
-    FakeModel::new(width, move |seq| {
-        let seed = seq.iter().fold(salt ^ 1469598103934665603, |h, t| {
-            (h ^ t.0 as u64).wrapping_mul(1099511628211)
-        });
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        (0..width).map(|_| rng.random_range(-4.0f32..4.0)).collect()
-    })
+    FakeModel::random(width, salt)
 }
 
 /// Prefers what the guide forbids (+50), random otherwise.

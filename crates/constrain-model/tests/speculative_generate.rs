@@ -79,9 +79,7 @@ fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
 }
 
 fn hash(seq: &[TokenId], salt: u64) -> u64 {
-    seq.iter().fold(salt ^ 1469598103934665603, |h, t| {
-        (h ^ t.0 as u64).wrapping_mul(1099511628211)
-    })
+    constrain_testkit::sequence_hash(seq, salt)
 }
 
 /// The drafts (and targets) the tests use; all are functions of the

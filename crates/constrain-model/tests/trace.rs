@@ -9,7 +9,6 @@ use constrain_model::generate::{generate, generate_traced, GenerateConfig};
 use constrain_model::inspector;
 use constrain_model::trace::{Trace, TOP_LOGITS};
 use constrain_testkit::{tiny, FakeModel};
-use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
 fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
@@ -23,13 +22,7 @@ fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
 /// Deterministic pseudo-random logits from the sequence so far (so the same
 /// sequence always gets the same logits, as a real model would).
 fn random_model(width: usize) -> FakeModel {
-    FakeModel::new(width, move |seq| {
-        let seed = seq.iter().fold(1469598103934665603u64, |h, t| {
-            (h ^ t.0 as u64).wrapping_mul(1099511628211)
-        });
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        (0..width).map(|_| rng.random_range(-4.0f32..4.0)).collect()
-    })
+    FakeModel::random(width, 0)
 }
 
 /// The logits the fake model gives after `seq`.

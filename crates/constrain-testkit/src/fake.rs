@@ -2,8 +2,29 @@
 
 use constrain::vocab::TokenId;
 use constrain_model::{LanguageModel, ModelError};
+use rand::{rngs::StdRng, Rng, SeedableRng};
 
 type LogitsFn = dyn FnMut(&[TokenId]) -> Vec<f32> + Send;
+
+/// FNV-1a over the token ids of `seq`, from `salt`: the seed of
+/// [`hashed_logits`], and of any scripted choice that must depend on the
+/// whole sequence.
+pub fn sequence_hash(seq: &[TokenId], salt: u64) -> u64 {
+    seq.iter().fold(salt ^ 1469598103934665603, |h, t| {
+        (h ^ t.0 as u64).wrapping_mul(1099511628211)
+    })
+}
+
+/// `width` logits uniform in [-4, 4), seeded by [`sequence_hash`]`(seq, salt)`.
+pub fn hashed_logits(
+    width: usize,
+    salt: u64,
+) -> impl Fn(&[TokenId]) -> Vec<f32> + Send + Sync + Clone + 'static {
+    move |seq: &[TokenId]| {
+        let mut rng = StdRng::seed_from_u64(sequence_hash(seq, salt));
+        (0..width).map(|_| rng.random_range(-4.0f32..4.0)).collect()
+    }
+}
 
 /// A model whose logits are computed by a closure over the whole sequence fed
 /// so far (prompt and output). It follows the [`LanguageModel`] contract
@@ -43,6 +64,13 @@ impl FakeModel {
             logits: Box::new(logits),
             calls: 0,
         }
+    }
+
+    /// A model whose logits are pseudo-random but a function of the
+    /// sequence ([`hashed_logits`]): the same sequence always gets the same
+    /// logits, as from a real model.
+    pub fn random(width: usize, salt: u64) -> Self {
+        Self::new(width, hashed_logits(width, salt))
     }
 
     /// A model that returns equal logits everywhere.

@@ -17,9 +17,12 @@
 //!   message when they are absent;
 //! * [`oracle`]: the `jsonschema` validator with `multipleOf` read exactly
 //!   over decimals (as constrain compiles it);
-//! * [`process`]: the process settings of the measuring binaries.
+//! * [`process`]: the process settings of the measuring binaries;
+//! * [`budget`]: the tiny byte vocabulary and the adversarial `max_tokens`
+//!   run of the budget-safety tests.
 
 pub mod assets;
+pub mod budget;
 pub mod check;
 pub mod earley;
 mod fake;
@@ -28,4 +31,4 @@ pub mod oracle;
 pub mod process;
 pub mod tiny;
 
-pub use fake::FakeModel;
+pub use fake::{hashed_logits, sequence_hash, FakeModel};

@@ -305,13 +305,7 @@ impl QwenWeights {
         seqs: &mut [&mut Sequence],
         tokens: &[TokenId],
     ) -> Result<Vec<Vec<f32>>, ModelError> {
-        if seqs.len() != tokens.len() {
-            return Err(ModelError::Batch(format!(
-                "{} sequences but {} tokens",
-                seqs.len(),
-                tokens.len()
-            )));
-        }
+        crate::check_step_width(seqs.len(), tokens)?;
         let chunks: Vec<&[TokenId]> = tokens.iter().map(std::slice::from_ref).collect();
         self.pass(seqs, &chunks, false)
     }
