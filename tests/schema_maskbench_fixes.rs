@@ -472,3 +472,18 @@ fn not_required_rejects_non_objects() {
         &[json!(21), json!("s"), json!({"error": null})],
     );
 }
+
+/// `dependencies {d: {oneOf: [...]}}` (Glaiveai2K---calculate_area_f5e0f7db,
+/// found by the soak): with `d` present both branches require `d`, so
+/// "a key the other branch requires that this one never writes" does not
+/// prove them disjoint. An object with `d` and no `s` matches both branches
+/// and must be rejected.
+#[test]
+fn one_of_under_dependencies_is_not_disjoint_by_the_trigger_key() {
+    let schema = json!({"type": "object", "properties": {"a": {"type": "number"}},
+        "dependencies": {"d": {"oneOf": [
+            {"properties": {"s": {"const": "x"}}},
+            {"properties": {"s": {"const": "y"}}}]}}});
+    never_accepts(schema.clone(), json!({"a": 1, "d": 1}));
+    never_accepts(schema, json!({"d": "z"}));
+}

@@ -167,10 +167,13 @@ impl<'d, 'a> Gen<'d, 'a> {
                     }
                 }
             }
-            // A key `b` requires that `a` can never write.
+            // A key `b` requires that `a` can never write (a key `a`
+            // requires is written even when no property declares it:
+            // `dependentSchemas {d: {oneOf: ...}}` puts `d` in both).
             let a_extras = self.extras_schema(a).is_some() || !a.pattern_properties.is_empty();
             for r in &b.required {
-                if !a.properties.iter().any(|(k, _)| k == r) && !a_extras {
+                if !a.properties.iter().any(|(k, _)| k == r) && !a.required.contains(r) && !a_extras
+                {
                     return Ok(true);
                 }
             }
