@@ -432,16 +432,19 @@ enum Mask {
 }
 
 impl Mask {
-    /// The mask as a bitset of `width` ids.
-    fn dense(&self, width: usize) -> &Arc<TokenSet> {
+    /// The mask as a bitset of `width` ids (an id list's made on first use,
+    /// shared with equal masks of `lazy`).
+    fn dense(&self, lazy: &Lazy, width: usize) -> &Arc<TokenSet> {
         match self {
             Mask::Dense(a) => a,
             Mask::Sparse { ids, dense } => dense.get_or_init(|| {
                 let mut set = TokenSet::new(width);
+                let mut fp = 0u64;
                 for &t in ids.iter() {
                     set.insert(TokenId(t));
+                    fp = fp.wrapping_add(super::mix(t));
                 }
-                Arc::new(set)
+                lazy.intern(set, fp)
             }),
         }
     }
@@ -703,7 +706,10 @@ impl Lazy {
 
     /// The mask of `s` as a bitset, computed on first use.
     pub fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet> {
-        Some(self.mask(s, tries, vocab)?.dense(vocab.logits_width()))
+        Some(
+            self.mask(s, tries, vocab)?
+                .dense(self, vocab.logits_width()),
+        )
     }
 
     /// Writes the mask of `s` into a bitmask row (see
@@ -734,7 +740,7 @@ impl Lazy {
         let cell = self.cell(s)?;
         Some(
             cell.get_or_init(|| self.compute(core, s, tries, vocab))
-                .dense(vocab.logits_width())
+                .dense(self, vocab.logits_width())
                 .clone(),
         )
     }
@@ -779,15 +785,19 @@ impl Lazy {
             }
             // A big one keeps the scratch set as its bitset.
         }
-        let (set, key) = (m.set, m.fp);
+        Arc::new(Mask::Dense(self.intern(m.set, m.fp)))
+    }
+
+    /// The one shared bitset equal to `set` (whose fingerprint is `fp`).
+    fn intern(&self, set: TokenSet, fp: u64) -> Arc<TokenSet> {
         let mut distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
-        let same = distinct.entry(key).or_default();
+        let same = distinct.entry(fp).or_default();
         if let Some(a) = same.iter().find(|a| ***a == set) {
-            return Arc::new(Mask::Dense(a.clone()));
+            return a.clone();
         }
         let a = Arc::new(set);
         same.push(a.clone());
-        Arc::new(Mask::Dense(a))
+        a
     }
 
     /// The mask of `s` (EOS aside) when `s` starts a chain of states where
@@ -945,7 +955,7 @@ impl Lazy {
     }
 
     /// Distinct masks computed so far and their memory (id lists counted
-    /// each, their bitsets made on demand not counted).
+    /// each; a bitset made from one on demand counts among the bitsets).
     pub fn mask_memory(&self) -> (usize, usize) {
         let distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
         let n: usize = distinct.values().map(Vec::len).sum();
