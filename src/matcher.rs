@@ -204,16 +204,10 @@ impl Matcher {
             });
         }
         let row = &mut row[..needed];
-        let words = self.allowed().words();
-        // Whole pairs first (a straight copy the compiler vectorizes), then
-        // an odd last word.
-        let mut pairs = row.chunks_exact_mut(2);
-        for (pair, &w) in (&mut pairs).zip(words) {
-            pair[0] = w as u32;
-            pair[1] = (w >> 32) as u32;
-        }
-        if let [last] = pairs.into_remainder() {
-            *last = words.get(needed / 2).map_or(0, |&w| w as u32);
+        if self.terminated {
+            row.fill(0);
+        } else {
+            self.index.fill_row(self.state(), row);
         }
         if let Some(stop) = &self.stop {
             // A stop id is a stop and nothing else (as `step` takes it),

@@ -238,6 +238,110 @@ fn qwen_eager_and_lazy_masks_agree() {
     }
 }
 
+/// The bitmask rows a lazy index writes (small masks straight from their id
+/// lists, before anything asks for their bitsets) equal the eager index's
+/// masks, along random walks; then the bitsets made on demand equal them too.
+fn lazy_rows_match_eager(vocab: &Arc<Vocabulary>, res: &[&str], walks: usize, seed: u64) {
+    let words = constrain::bitmask_words(vocab.logits_width());
+    let mut rng = StdRng::seed_from_u64(seed);
+    for re in res {
+        let eager = index(re, vocab, true);
+        let dfa_cfg = DfaConfig {
+            lazy_states: Some(1),
+            ..Default::default()
+        };
+        let dfa = ByteDfa::build(re, &dfa_cfg).unwrap();
+        let cfg = IndexConfig {
+            threads: 1,
+            ..Default::default()
+        };
+        let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
+        assert!(lazy.is_lazy(), "{re}");
+        let (mut row_e, mut row_l) = (vec![0u32; words], vec![u32::MAX; words]);
+        for _ in 0..walks {
+            let (mut ge, mut gl) = (
+                Matcher::from_index(eager.clone()),
+                Matcher::from_index(lazy.clone()),
+            );
+            for step in 0..40 {
+                ge.fill_bitmask(&mut row_e).unwrap();
+                gl.fill_bitmask(&mut row_l).unwrap();
+                let allowed: Vec<TokenId> = ge.allowed().iter().collect();
+                // Decoded bit by bit against the eager set.
+                for t in 0..vocab.logits_width() as u32 {
+                    let bit = row_l[t as usize / 32] >> (t % 32) & 1 == 1;
+                    assert_eq!(
+                        bit,
+                        ge.allowed().contains(TokenId(t)),
+                        "{re}: step {step}, token {t}"
+                    );
+                }
+                assert_eq!(row_e, row_l, "{re}: step {step}");
+                assert_eq!(ge.allowed(), gl.allowed(), "{re}: step {step}");
+                if allowed.is_empty() || ge.is_finished() {
+                    break;
+                }
+                let t = allowed[rng.random_range(0..allowed.len())];
+                if vocab.is_eos(t) {
+                    break;
+                }
+                ge.advance(t).unwrap();
+                gl.advance(t).unwrap();
+            }
+        }
+    }
+}
+
+/// Every single byte and a few longer tokens (a lazy index needs every byte),
+/// EOS 300, logits width 301.
+fn byte_vocab() -> Arc<Vocabulary> {
+    let mut toks: Vec<(TokenId, Vec<u8>)> =
+        (0..=255u8).map(|b| (TokenId(b as u32), vec![b])).collect();
+    for (i, t) in [
+        "ab", "abc", "\"a", "\"name\"", "na", "me", "\": ", ", \"", "12", "true",
+    ]
+    .iter()
+    .enumerate()
+    {
+        toks.push((TokenId(256 + i as u32), t.as_bytes().to_vec()));
+    }
+    Arc::new(Vocabulary::new(toks, [TokenId(300)], 301).unwrap())
+}
+
+#[test]
+fn tiny_lazy_rows_match_the_eager_masks() {
+    let vocab = byte_vocab();
+    lazy_rows_match_eager(
+        &vocab,
+        &[
+            r#"\{"name": "[a-z]{1,5}", "age": [0-9]{1,3}(, "ok": (true|false))?\}"#,
+            "(a|ab|abc|abcd){2,5}x?",
+            r#""[^"\\\x00-\x1f]{0,20}""#,
+        ],
+        40,
+        7,
+    );
+}
+
+#[test]
+fn qwen_lazy_rows_match_the_eager_masks() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let schema = mixed_schema_regex();
+    lazy_rows_match_eager(
+        &vocab,
+        &[
+            RECORD,
+            r#"\{"name": "[a-z]{1,5}", "age": [0-9]{1,3}(, "ok": (true|false))?\}"#,
+            r#""[0-9a-zA-Z_-]{1,40}"(?:, [0-9]{1,3})?"#,
+            schema.as_str(),
+        ],
+        6,
+        19,
+    );
+}
+
 /// An index over a lazy DFA (determinized on demand from the start state on)
 /// against the eager index of the whole DFA: along random walks over allowed
 /// tokens, every query a guide makes gives the same answer. State ids differ

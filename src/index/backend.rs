@@ -83,6 +83,14 @@ pub(crate) trait Backend: Send + Sync {
     /// The allowed tokens in `s` (stop tokens included where `s` accepts);
     /// `None` past a size limit of a lazy backend.
     fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet>;
+    /// Writes [`Backend::allowed`] into `row` (XGrammar's layout, exactly
+    /// `ceil(width / 32)` words; all zero past a size limit).
+    fn fill_row(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary, row: &mut [u32]) {
+        match self.allowed(s, tries, vocab) {
+            Some(set) => set.write_u32_words(row),
+            None => row.fill(0),
+        }
+    }
     /// The memo of [`budget`].
     fn budgets(&self) -> &Slots;
     /// The largest budget of any state, when known.

@@ -32,6 +32,19 @@
 //! of the token trie — costs thousands of times a lookup; a shared,
 //! published cache pays it once per compiled artefact.)
 //!
+//! ## Small masks as id lists
+//!
+//! Most first visits of a JSON Schema's states are inside literals (a
+//! property name, `true`, a punctuation run), where a handful of tokens are
+//! allowed (MaskBench's first 100 files: median 14, 92 % at most 1,000),
+//! yet a bitset over the Qwen vocabulary is 19 KB: five fresh pages for
+//! every new state, whose faults and zeroing were half of a first visit. So
+//! a mask built from scratch (no plain level) with at most [`SPARSE_MAX`]
+//! tokens is kept as its sorted ids ([`Mask::Sparse`]), built in a bitset
+//! the automaton keeps for reuse; [`Lazy::fill_row`] writes it into a
+//! bitmask row directly, and a bitset is made only when someone asks
+//! [`Lazy::allowed`] for it.
+//!
 //! The lazy index needs every single byte in the vocabulary (then byte-live
 //! is token-live); the caller falls back to the eager build otherwise.
 
@@ -74,6 +87,9 @@ pub(super) struct Core {
     /// Per (state, byte chain), the one state every byte of the chain's set
     /// leads the state to ([`DEAD`] included), or [`MIXED`].
     byte_succ: HashMap<(u32, u32), u32, foldhash::fast::RandomState>,
+    /// An empty bitset of the logits width, lent to each mask built from
+    /// scratch and cleared after it (see "Small masks as id lists").
+    scratch: Option<TokenSet>,
 }
 
 /// Plain characters lead the state to different states.
@@ -401,13 +417,49 @@ impl Core {
     }
 }
 
+/// Most tokens a mask kept as an id list ([`Mask::Sparse`]) holds: 4 KB of
+/// ids, against 19 KB for a Qwen bitset.
+const SPARSE_MAX: usize = 1024;
+
+/// A state's mask: a bitset shared by the states that have it, or the
+/// sorted ids of a small one (with its bitset made on demand).
+enum Mask {
+    Dense(Arc<TokenSet>),
+    Sparse {
+        ids: Box<[u32]>,
+        dense: OnceLock<Arc<TokenSet>>,
+    },
+}
+
+impl Mask {
+    /// The mask as a bitset of `width` ids (an id list's made on first use,
+    /// shared with equal masks of `lazy`).
+    fn dense(&self, lazy: &Lazy, width: usize) -> &Arc<TokenSet> {
+        match self {
+            Mask::Dense(a) => a,
+            Mask::Sparse { ids, dense } => dense.get_or_init(|| {
+                let mut set = TokenSet::new(width);
+                let mut fp = 0u64;
+                for &t in ids.iter() {
+                    set.insert(TokenId(t));
+                    fp = fp.wrapping_add(super::mix(t));
+                }
+                lazy.intern(set, fp)
+            }),
+        }
+    }
+}
+
 /// A state's mask, computed once.
-type MaskCell = OnceLock<Arc<TokenSet>>;
+type MaskCell = OnceLock<Arc<Mask>>;
 
 /// A mask being built, with its fingerprint.
 struct Building {
     set: TokenSet,
     fp: u64,
+    /// The ids added, when the set started empty (the automaton's scratch
+    /// set): a small result is kept as a list.
+    ids: Option<Vec<u32>>,
 }
 
 impl Building {
@@ -415,6 +467,7 @@ impl Building {
         Building {
             set: level.set.clone(),
             fp: level.fingerprint,
+            ids: None,
         }
     }
 
@@ -422,12 +475,17 @@ impl Building {
     fn insert(&mut self, t: u32) {
         if self.set.insert_new(TokenId(t)) {
             self.fp = self.fp.wrapping_add(super::mix(t));
+            if let Some(ids) = &mut self.ids {
+                ids.push(t);
+            }
         }
     }
 
     /// Adds a precomputed set with its fingerprint; it must share no token
-    /// with the set being built (fingerprints add).
+    /// with the set being built (fingerprints add). Never on a set built
+    /// from scratch (its id list would miss them).
     fn add_set(&mut self, (set, fp): &(TokenSet, u64)) {
+        debug_assert!(self.ids.is_none());
         self.set.union_with(set);
         self.fp = self.fp.wrapping_add(*fp);
     }
@@ -529,6 +587,9 @@ pub(super) struct Lazy {
     masks: Vec<OnceLock<Box<[MaskCell]>>>,
     /// Distinct masks by hash, so equal masks share one allocation.
     distinct: Mutex<HashMap<u64, Vec<Arc<TokenSet>>, foldhash::fast::RandomState>>,
+    /// Masks kept as id lists ([`Mask::Sparse`]) and their ids' bytes.
+    sparse: std::sync::atomic::AtomicUsize,
+    sparse_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl Lazy {
@@ -551,12 +612,15 @@ impl Lazy {
                 byte_chains: Vec::new(),
                 byte_chain_ids: HashMap::default(),
                 byte_succ: HashMap::default(),
+                scratch: None,
             }),
             start,
             masks: (0..max_states.div_ceil(CHUNK))
                 .map(|_| OnceLock::new())
                 .collect(),
             distinct: Mutex::new(HashMap::default()),
+            sparse: Default::default(),
+            sparse_bytes: Default::default(),
         };
         lazy.publish(&mut lazy.core());
         lazy
@@ -631,13 +695,38 @@ impl Lazy {
     }
 
     /// The mask of `s`, computed on first use.
-    pub fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet> {
+    fn mask(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&Mask> {
         let cell = self.cell(s)?;
         if let Some(m) = cell.get() {
             return Some(m);
         }
         let mask = self.locked(|core| cell.get_or_init(|| self.compute(core, s, tries, vocab)));
         Some(mask)
+    }
+
+    /// The mask of `s` as a bitset, computed on first use.
+    pub fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet> {
+        Some(
+            self.mask(s, tries, vocab)?
+                .dense(self, vocab.logits_width()),
+        )
+    }
+
+    /// Writes the mask of `s` into a bitmask row (see
+    /// [`super::TokenIndex::fill_row`]): an id list without a bitset.
+    pub fn fill_row(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary, row: &mut [u32]) {
+        match self.mask(s, tries, vocab) {
+            Some(Mask::Dense(set)) => set.write_u32_words(row),
+            Some(Mask::Sparse { ids, .. }) => {
+                row.fill(0);
+                for &t in ids.iter() {
+                    if let Some(w) = row.get_mut(t as usize / 32) {
+                        *w |= 1u32 << (t % 32);
+                    }
+                }
+            }
+            None => row.fill(0),
+        }
     }
 
     /// The mask of `s` with the automaton already locked.
@@ -651,6 +740,7 @@ impl Lazy {
         let cell = self.cell(s)?;
         Some(
             cell.get_or_init(|| self.compute(core, s, tries, vocab))
+                .dense(self, vocab.logits_width())
                 .clone(),
         )
     }
@@ -661,7 +751,7 @@ impl Lazy {
         s: u32,
         tries: &VocabTries,
         vocab: &Vocabulary,
-    ) -> Arc<TokenSet> {
+    ) -> Arc<Mask> {
         // The set's fingerprint (the sum of `mix` over its ids) is kept up to
         // date as ids are added, so equal masks are found without hashing
         // 19 KB.
@@ -677,9 +767,31 @@ impl Lazy {
                 m.insert(e.0);
             }
         }
-        let (set, key) = (m.set, m.fp);
+        if let Some(mut ids) = m.ids.take() {
+            if ids.len() <= SPARSE_MAX {
+                // Back to the automaton, empty again.
+                for &t in &ids {
+                    m.set.remove(TokenId(t));
+                }
+                core.scratch = Some(m.set);
+                ids.sort_unstable();
+                self.sparse.fetch_add(1, Ordering::Relaxed);
+                self.sparse_bytes
+                    .fetch_add(ids.len() * 4, Ordering::Relaxed);
+                return Arc::new(Mask::Sparse {
+                    ids: ids.into_boxed_slice(),
+                    dense: OnceLock::new(),
+                });
+            }
+            // A big one keeps the scratch set as its bitset.
+        }
+        Arc::new(Mask::Dense(self.intern(m.set, m.fp)))
+    }
+
+    /// The one shared bitset equal to `set` (whose fingerprint is `fp`).
+    fn intern(&self, set: TokenSet, fp: u64) -> Arc<TokenSet> {
         let mut distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
-        let same = distinct.entry(key).or_default();
+        let same = distinct.entry(fp).or_default();
         if let Some(a) = same.iter().find(|a| ***a == set) {
             return a.clone();
         }
@@ -747,6 +859,7 @@ impl Lazy {
         let mut m = Building {
             set: set.clone(),
             fp: *fp,
+            ids: None,
         };
         walk_chain(core, &bc.tokens.trie, &chain, &mut m);
         Some(m)
@@ -773,13 +886,18 @@ impl Lazy {
             let l = tries.plain_level(level as usize);
             (Building::from(l), &l.rest)
         } else {
-            let set = TokenSet::new(vocab.logits_width());
-            (Building { set, fp: 0 }, &tries.full)
+            // From scratch: the automaton's empty set, and the ids added.
+            let set = match core.scratch.take() {
+                Some(set) if set.width() == vocab.logits_width() => set,
+                _ => TokenSet::new(vocab.logits_width()),
+            };
+            let ids = Some(Vec::new());
+            (Building { set, fp: 0, ids }, &tries.full)
         };
         if level == (PLAIN_LEVELS.len() - 1) as u8 {
             self.walk_to_loops(core, s, tries, vocab, &mut m);
         } else {
-            trie.walk(s, |s, b| core.next(s, b), |t| m.insert(t));
+            trie.walk_live_roots(s, |s, b| core.next(s, b), |t| m.insert(t));
         }
         m.add_dups(trie);
         m
@@ -836,12 +954,16 @@ impl Lazy {
         }
     }
 
-    /// Distinct masks computed so far and their memory.
+    /// Distinct masks computed so far and their memory (id lists counted
+    /// each; a bitset made from one on demand counts among the bitsets).
     pub fn mask_memory(&self) -> (usize, usize) {
         let distinct = self.distinct.lock().unwrap_or_else(|p| p.into_inner());
         let n: usize = distinct.values().map(Vec::len).sum();
-        let bytes = distinct.values().flatten().map(|a| a.memory_usage()).sum();
-        (n, bytes)
+        let bytes: usize = distinct.values().flatten().map(|a| a.memory_usage()).sum();
+        (
+            n + self.sparse.load(Ordering::Relaxed),
+            bytes + self.sparse_bytes.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -889,6 +1011,10 @@ impl super::Backend for Lazy {
 
     fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet> {
         Lazy::allowed(self, s, tries, vocab)
+    }
+
+    fn fill_row(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary, row: &mut [u32]) {
+        Lazy::fill_row(self, s, tries, vocab, row)
     }
 
     #[inline]

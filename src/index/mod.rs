@@ -161,6 +161,21 @@ impl TokenSet {
     pub fn memory_usage(&self) -> usize {
         self.words.len() * 8
     }
+    /// Writes the set into `row` in XGrammar's layout (id `t` is bit
+    /// `t % 32` of `row[t / 32]`); `row` has `ceil(width / 32)` words.
+    pub(crate) fn write_u32_words(&self, row: &mut [u32]) {
+        // Whole pairs first (a straight copy the compiler vectorizes), then
+        // an odd last word.
+        let half = row.len() / 2;
+        let mut pairs = row.chunks_exact_mut(2);
+        for (pair, &w) in (&mut pairs).zip(self.words.iter()) {
+            pair[0] = w as u32;
+            pair[1] = (w >> 32) as u32;
+        }
+        if let [last] = pairs.into_remainder() {
+            *last = self.words.get(half).map_or(0, |&w| w as u32);
+        }
+    }
 }
 
 /// A fast multiply-add hash of the words: masks are ~19 KB, and SipHash over
@@ -459,6 +474,16 @@ impl TokenIndex {
         self.backend
             .allowed(s.0, &self.tries, &self.vocab)
             .unwrap_or(&self.empty)
+    }
+
+    /// Writes the allowed tokens in `s` (as [`TokenIndex::allowed`]) into
+    /// `row` in XGrammar's layout (token `t` is bit `t % 32` of
+    /// `row[t / 32]`); `row` has exactly `ceil(logits width / 32)` words.
+    /// Same result as writing [`TokenIndex::allowed`], but a lazy index's
+    /// small masks are written from their id lists without a bitset.
+    #[inline]
+    pub fn fill_row(&self, s: StateId, row: &mut [u32]) {
+        self.backend.fill_row(s.0, &self.tries, &self.vocab, row)
     }
 
     /// Whether some byte can follow the text that led to `s`.

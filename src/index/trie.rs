@@ -23,6 +23,10 @@ pub(crate) struct TokenTrie {
     pub max_depth: usize,
     /// The depth-1 node of each first byte (`NONE` when absent).
     pub root: Vec<u32>,
+    /// The depth-2 node of each pair of first bytes (`b1 * 256 + b2`,
+    /// `NONE` when absent), built on the first [`TokenTrie::walk_live_roots`]
+    /// (256 KB).
+    second: std::sync::OnceLock<Box<[u32]>>,
 }
 
 /// The tries the index walks, built once per vocabulary. `full`, `short`
@@ -464,6 +468,105 @@ impl TokenTrie {
             j = self.end[j] as usize;
         }
         None
+    }
+
+    /// [`TokenTrie::walk`] (without the count) that enters only the
+    /// subtrees of the first bytes live from `start`, found through `root`.
+    /// `walk` jumps from each first byte's node to the next through `end`,
+    /// a read of three arrays at places spread over the whole trie (cache
+    /// misses, most of a first visit where few bytes may follow, as inside
+    /// a literal); here the first level is a scan of 256 entries of `root`.
+    /// The same tokens are hit, in the same order.
+    #[inline]
+    pub fn walk_live_roots(
+        &self,
+        start: u32,
+        mut next: impl FnMut(u32, u8) -> u32,
+        mut hit: impl FnMut(u32),
+    ) {
+        if self.root.len() != 256 {
+            self.walk(start, next, hit);
+            return;
+        }
+        let second = self.second.get_or_init(|| {
+            let mut second = vec![NONE; 256 * 256].into_boxed_slice();
+            for (b1, &r) in self.root.iter().enumerate() {
+                if r == NONE {
+                    continue;
+                }
+                let (mut j, n) = (r as usize + 1, self.end[r as usize] as usize);
+                while j < n {
+                    second[b1 * 256 + self.byte[j] as usize] = j as u32;
+                    j = self.end[j] as usize;
+                }
+            }
+            second
+        });
+        let mut stack = vec![0u32; self.max_depth + 1];
+        stack[0] = start;
+        for b in 0..=255u8 {
+            let r = self.root[b as usize];
+            if r == NONE {
+                continue;
+            }
+            let s = next(start, b);
+            if s == super::automaton::DEAD {
+                continue;
+            }
+            let r = r as usize;
+            stack[1] = s;
+            let tok = self.token[r];
+            if tok != NONE {
+                hit(tok);
+            }
+            // The second level through `second`, then each live child's
+            // subtree as `walk` does.
+            for (b2, &c) in second[b as usize * 256..][..256].iter().enumerate() {
+                if c == NONE {
+                    continue;
+                }
+                let s2 = next(s, b2 as u8);
+                if s2 == super::automaton::DEAD {
+                    continue;
+                }
+                let c = c as usize;
+                stack[2] = s2;
+                let tok = self.token[c];
+                if tok != NONE {
+                    hit(tok);
+                }
+                self.walk_below(c, &mut stack, &mut next, &mut hit);
+            }
+        }
+    }
+
+    /// The subtree below node `r` (whose state is `stack[depth(r)]`), as
+    /// [`TokenTrie::walk`] walks it.
+    #[inline]
+    fn walk_below(
+        &self,
+        r: usize,
+        stack: &mut [u32],
+        next: &mut impl FnMut(u32, u8) -> u32,
+        hit: &mut impl FnMut(u32),
+    ) {
+        {
+            let (mut i, n) = (r + 1, self.end[r] as usize);
+            while i < n {
+                let d = self.depth[i] as usize;
+                let s = next(stack[d - 1], self.byte[i]);
+                if s == super::automaton::DEAD {
+                    i = self.end[i] as usize;
+                    continue;
+                }
+                stack[d] = s;
+                let tok = self.token[i];
+                if tok != NONE {
+                    hit(tok);
+                }
+                i += 1;
+            }
+        }
     }
 
     /// Walks the trie from DFA state `start`, calling `hit(token)` for every
