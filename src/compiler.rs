@@ -425,6 +425,32 @@ impl Compiler {
             let c = schema::compile(schema, options)?;
             return Ok(Ok((c.regex, c.warnings)));
         }
+        match self.schema_fragments(schema, options, stats, t) {
+            // Shared definitions are determinized whole, one DFA per
+            // fragment: when one runs past a DFA limit, the schema is
+            // compiled as without the lower threshold (one lazy DFA).
+            Err(CompileError::Dfa(DfaError::TooBig { .. }))
+                if options.shared_refs_len < options.max_regex_len =>
+            {
+                let whole = SchemaOptions {
+                    shared_refs_len: options.max_regex_len,
+                    ..options.clone()
+                };
+                self.schema_fragments(schema, &whole, stats, t)
+            }
+            r => r,
+        }
+    }
+
+    /// [`Self::schema_regex`] for a vocabulary with every single byte.
+    #[allow(clippy::type_complexity)]
+    fn schema_fragments(
+        &self,
+        schema: &serde_json::Value,
+        options: &SchemaOptions,
+        stats: &mut CompileStats,
+        t: Instant,
+    ) -> Result<Result<(String, Vec<SchemaWarning>), Compiled>, CompileError> {
         let (names, bodies, warnings) = match schema::regex::compile_fragments(schema, options)? {
             schema::regex::SchemaFragments::Regex(c) => return Ok(Ok((c.regex, c.warnings))),
             schema::regex::SchemaFragments::Fragments {
