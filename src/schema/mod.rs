@@ -184,10 +184,11 @@ pub struct SchemaOptions {
     /// definition generated and determinized once instead of copied at
     /// each use (`schema::regex::calls`). Values at or above
     /// [`Self::max_regex_len`] mean "only past that limit" (the behaviour
-    /// before this knob). Default 64 KiB: on MaskBench dev's 150 slowest
-    /// files TTFM p50 / p90 fell from 1.25 / 3.7 s to 0.29 / 2.4 s on a
-    /// loaded machine, 7 more passing (README, "Shared definitions past a
-    /// lower text threshold").
+    /// before this knob). Default 16 MiB, the same as `max_regex_len`
+    /// (off): 64 KiB cut TTFM p90 / p99 on a random MaskBench dev sample
+    /// from 147 / 796 ms to 91 / 347 ms but raised TBM p99 from 78 µs to
+    /// 6.6 ms (the pushdown engine's first visits; README, "Shared
+    /// definitions past a lower text threshold").
     pub shared_refs_len: usize,
     /// Largest number of `anyOf`/`oneOf` branch combinations expanded for one
     /// node (default 256).
@@ -227,7 +228,7 @@ impl Default for SchemaOptions {
             max_repeat: 10_000,
             max_length_cap: None,
             max_regex_len: 16 << 20,
-            shared_refs_len: 64 << 10,
+            shared_refs_len: 16 << 20,
             max_branches: 256,
             max_enumerated_multiples: 4096,
             max_product_states: 4096,
