@@ -443,7 +443,11 @@ impl Compiler {
         // the lower threshold (one lazy DFA, or the fragments of its
         // recursion under the configured limits).
         let capped = DfaConfig {
-            dfa_size_limit: self.config.dfa.dfa_size_limit.min(SHARED_FRAGMENT_DFA_BYTES),
+            dfa_size_limit: self
+                .config
+                .dfa
+                .dfa_size_limit
+                .min(SHARED_FRAGMENT_DFA_BYTES),
             determinize_size_limit: self
                 .config
                 .dfa

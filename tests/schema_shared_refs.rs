@@ -155,5 +155,10 @@ fn a_shared_fragment_past_a_dfa_limit_falls_back_to_the_lazy_dfa() {
         assert_eq!(accepts(&c, text), accepts(&off, text), "{text}");
     }
     // With room for the fragments, the threshold applies.
-    assert!(compile(&schema, small, DfaConfig::default()).stats().fragments >= 2);
+    assert!(
+        compile(&schema, small, DfaConfig::default())
+            .stats()
+            .fragments
+            >= 2
+    );
 }
