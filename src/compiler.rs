@@ -168,6 +168,15 @@ impl Source {
     }
 }
 
+/// Largest transition table of one fragment's DFA when a schema's
+/// definitions are shared fragments because its text ran past
+/// [`SchemaOptions::shared_refs_len`] (below the text limit): past it the
+/// compiler gives up sharing and compiles the schema as without the
+/// threshold. Fragments are determinized whole, so this bounds the time an
+/// attempt that does not pay can waste (a 512 MiB fragment took 15 s before
+/// it failed); shared fragments that pay are far smaller.
+pub const SHARED_FRAGMENT_DFA_BYTES: usize = 8 << 20;
+
 /// How to compile. `Config is a value`: build it, clone it, keep it.
 #[derive(Clone, Debug)]
 pub struct CompilerConfig {
@@ -425,6 +434,49 @@ impl Compiler {
             let c = schema::compile(schema, options)?;
             return Ok(Ok((c.regex, c.warnings)));
         }
+        if options.shared_refs_len >= options.max_regex_len {
+            return self.schema_fragments(schema, options, &self.config.dfa, stats, t);
+        }
+        // Shared definitions are determinized whole, one DFA per fragment:
+        // each within SHARED_FRAGMENT_DFA_BYTES here, and when one runs
+        // past it (or another DFA limit), the schema is compiled as without
+        // the lower threshold (one lazy DFA, or the fragments of its
+        // recursion under the configured limits).
+        let capped = DfaConfig {
+            dfa_size_limit: self
+                .config
+                .dfa
+                .dfa_size_limit
+                .min(SHARED_FRAGMENT_DFA_BYTES),
+            determinize_size_limit: self
+                .config
+                .dfa
+                .determinize_size_limit
+                .min(4 * SHARED_FRAGMENT_DFA_BYTES),
+            ..self.config.dfa.clone()
+        };
+        match self.schema_fragments(schema, options, &capped, stats, t) {
+            Err(CompileError::Dfa(DfaError::TooBig { .. })) => {
+                let whole = SchemaOptions {
+                    shared_refs_len: options.max_regex_len,
+                    ..options.clone()
+                };
+                self.schema_fragments(schema, &whole, &self.config.dfa, stats, t)
+            }
+            r => r,
+        }
+    }
+
+    /// [`Self::schema_regex`] for a vocabulary with every single byte.
+    #[allow(clippy::type_complexity)]
+    fn schema_fragments(
+        &self,
+        schema: &serde_json::Value,
+        options: &SchemaOptions,
+        dfa: &DfaConfig,
+        stats: &mut CompileStats,
+        t: Instant,
+    ) -> Result<Result<(String, Vec<SchemaWarning>), Compiled>, CompileError> {
         let (names, bodies, warnings) = match schema::regex::compile_fragments(schema, options)? {
             schema::regex::SchemaFragments::Regex(c) => return Ok(Ok((c.regex, c.warnings))),
             schema::regex::SchemaFragments::Fragments {
@@ -436,7 +488,7 @@ impl Compiler {
         stats.schema_time = t.elapsed();
         stats.regex_len = bodies.iter().flatten().map(String::len).sum();
         let t = Instant::now();
-        let pda = crate::pda::schema::build(&names, &bodies, options, &self.config.dfa)?;
+        let pda = crate::pda::schema::build(&names, &bodies, options, dfa)?;
         drop(bodies);
         stats.dfa_time = t.elapsed();
         stats.dfa_states = pda.states;

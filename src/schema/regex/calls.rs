@@ -33,9 +33,16 @@
 //! nested anywhere costs what the fragment's own states cost.
 //!
 //! **Past the text limit: shared definitions.** When the text still runs
-//! past [`SchemaOptions::max_regex_len`] (definitions copied at each use:
-//! 143 MaskBench dev schemas), the generator runs once more with every bare
-//! `$ref` a call of its target's fragment, recursive or not.
+//! past [`SchemaOptions::shared_refs_len`] (at most
+//! [`SchemaOptions::max_regex_len`]; definitions copied at each use), the
+//! generator runs once more with every bare `$ref` a call of its target's
+//! fragment, recursive or not. A definition copied at a hundred places is
+//! then parsed, compiled to an NFA and determinized once: on MaskBench's
+//! slowest files (Kubernetes schemas of 10 MB of regex text) the time to
+//! first mask falls several-fold (README, "Shared definitions past a
+//! lower text threshold"). A fragment is determinized whole, so the
+//! compiler goes back to the regular path when a shared build runs past
+//! a DFA limit ([`crate::Compiler`]).
 //!
 //! What stays unrolled, as before: a recursive `$ref` under `oneOf` made
 //! disjoint by forbidden keys (its language depends on the caller), a
@@ -239,7 +246,19 @@ pub fn compile_fragments(
     schema: &Value,
     opts: &SchemaOptions,
 ) -> Result<SchemaFragments, SchemaError> {
-    match fragments_with(schema, opts, opts.free_form_calls, false) {
+    // Past `shared_refs_len` (below `max_regex_len`), the first pass
+    // stops early and the text is written again with shared definitions.
+    let early;
+    let first = if opts.shared_refs_len < opts.max_regex_len {
+        early = SchemaOptions {
+            max_regex_len: opts.shared_refs_len,
+            ..opts.clone()
+        };
+        &early
+    } else {
+        opts
+    };
+    match fragments_with(schema, first, opts.free_form_calls, false) {
         Err(SchemaError::TooBig {
             knob: "max_regex_len",
             ..

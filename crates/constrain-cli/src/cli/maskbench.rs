@@ -1,5 +1,5 @@
 //! `constrain maskbench PATH... [--files-from LIST] [--timeout-s N]
-//! [--summary-json FILE] [--jsonl FILE] [--jobs N]`: MaskBench's rules over MaskBench
+//! [--summary-json FILE] [--jsonl FILE] [--jobs N] [--shared-refs-len N]`: MaskBench's rules over MaskBench
 //! and JSON-Schema-Test-Suite files (see `constrain_testkit::maskbench`). Progress on
 //! stderr, the summary on stdout (and in `--summary-json`).
 
@@ -40,6 +40,11 @@ pub struct MaskbenchArgs {
     /// any depth, at a first-visit cost in TBM (SchemaOptions::free_form_calls).
     #[arg(long)]
     free_form_calls: bool,
+    /// Regex text length (bytes) past which every bare `$ref` is a call of
+    /// a shared pushdown fragment (SchemaOptions::shared_refs_len; default
+    /// 16777216, the text limit: off; 65536 is the measured setting).
+    #[arg(long)]
+    shared_refs_len: Option<usize>,
     #[command(flatten)]
     index: IndexArgs,
 }
@@ -88,6 +93,9 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
         max: a.whitespace_max,
     };
     cfg.schema.free_form_calls = a.free_form_calls;
+    if let Some(n) = a.shared_refs_len {
+        cfg.schema.shared_refs_len = n;
+    }
     cfg.dfa = a.index.dfa_config();
     cfg.index = constrain::index::IndexConfig {
         threads: 1,
