@@ -71,7 +71,7 @@ pub(super) fn blank(at: &Pointer) -> Node {
 }
 
 /// The conjunction of `parts` (`true` when empty).
-fn conj(at: &Pointer, parts: Vec<Schema>) -> Schema {
+pub(super) fn conj(at: &Pointer, parts: Vec<Schema>) -> Schema {
     let parts: Vec<Schema> = parts
         .into_iter()
         .filter(|p| !matches!(p, Schema::Bool(true)))
@@ -90,7 +90,7 @@ fn conj(at: &Pointer, parts: Vec<Schema>) -> Schema {
 }
 
 /// The disjunction of `parts` (`false` when empty).
-fn disj(at: &Pointer, parts: Vec<Schema>) -> Schema {
+pub(super) fn disj(at: &Pointer, parts: Vec<Schema>) -> Schema {
     if parts.iter().any(|p| matches!(p, Schema::Bool(true))) {
         return Schema::Bool(true);
     }
@@ -958,11 +958,14 @@ impl<'d, 'a> Gen<'d, 'a> {
     // Kept out of the recursive generator's frames (deep schemas).
     #[inline(never)]
     pub(super) fn array_contains(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        if n.contains.len() > 1 && n.prefix_items.is_none() {
+            return self.array_counted_contains(n);
+        }
         if n.contains.len() > 1 {
             return Err(SchemaError::UnsupportedValue {
                 what: "contains".into(),
                 pointer: n.contains[1].at.clone(),
-                detail: "several \"contains\" on one array".into(),
+                detail: "several \"contains\" together with \"prefixItems\"".into(),
             });
         }
         let c = &n.contains[0];
@@ -983,11 +986,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             });
         }
         if n.min_items.unwrap_or(0) > a.max(1) || n.max_items.is_some() {
-            return Err(SchemaError::UnsupportedValue {
-                what: "contains".into(),
-                pointer: c.at.clone(),
-                detail: "\"contains\" together with \"minItems\"/\"maxItems\"".into(),
-            });
+            return self.array_counted_contains(n);
         }
         let big = b.unwrap_or(a);
         if big > self.opts.max_repeat {
