@@ -11,10 +11,15 @@
 //!   ([`non_multiple_suffix`]), at most 15 digits in all, as for the
 //!   multiples (`numeric::multiple_of_suffix`): past 2^53 a validator that
 //!   reads numbers as `f64` may round a non-multiple onto a multiple;
-//! - otherwise an error naming `not` and the JSON Pointer. (The remainder
-//!   automaton `r ↦ (10·r + d) mod k` is regular, but with the 15-digit
-//!   cap its regex is far past `max_product_len` for every `k ≥ 3`,
-//!   measured.)
+//! - otherwise *narrowed* (sound, with a warning naming the keyword and the
+//!   window): the non-multiples among `max_enumerated_multiples` candidate
+//!   integers (multiples of the node's own integer `multipleOf`, if any)
+//!   from the lower bound, up to the upper bound, or around 0, listed as a
+//!   trie ([`Gen::narrowed_not_multiples`]). (The remainder automaton
+//!   `r ↦ (10·r + d) mod k` is regular, but with the 15-digit cap its regex
+//!   is far past `max_product_len` for every `k ≥ 3`, measured.) The
+//!   multiples themselves (`multipleOf k` alone, no bounded range) are
+//!   narrowed the same way in `Gen::integer_multiples`.
 //!
 //! A fractional `k` fails closed (validators read it in floating point,
 //! differently from one another).

@@ -87,7 +87,9 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     /// Integers that are multiples of an integer `multipleOf`: enumerated
-    /// within bounds, by their last digits for divisors of a power of ten.
+    /// within bounds, by their last digits for divisors of a power of ten,
+    /// and otherwise narrowed (warning) to `max_enumerated_multiples`
+    /// multiples from the one bound or around 0.
     fn integer_multiples(
         &mut self,
         n: &Node,
