@@ -394,8 +394,8 @@ fn not_multiple_of_in_a_bounded_range() {
 
 /// `not: {multipleOf: 5}` over all numbers: the non-integers and the
 /// integers whose last digit is not 0 or 5 (at most 15 digits); `7`, which
-/// divides no power of ten, over an unbounded range is an error naming
-/// `not`.
+/// divides no power of ten, over an unbounded range is narrowed to a window
+/// (`max_enumerated_multiples` integers) with a warning.
 #[test]
 fn not_multiple_of_unbounded() {
     check(
@@ -408,16 +408,32 @@ fn not_multiple_of_unbounded() {
         &[json!(1), json!(2), json!(49)],
         &[json!(0), json!(3), json!(48), json!(51), json!(1.5)],
     );
-    let e = constrain::schema::compile(
+    // 7 divides no power of ten: over an unbounded range the non-multiples
+    // are narrowed to a window around 0, with a warning naming the keyword.
+    check(
+        json!({"type": "integer", "not": {"multipleOf": 7}}),
+        &[json!(1), json!(-8), json!(2000)],
+        &[json!(0), json!(7), json!(-14), json!(1.5)],
+    );
+    let c = constrain::schema::compile(
         &json!({"type": "integer", "not": {"multipleOf": 7}}),
         &schema_util::opts(
             constrain::schema::Whitespace::Compact,
             constrain::schema::JsonMode::Compliant,
         ),
     )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("\"not\"") && e.contains("unbounded"), "{e}");
+    .unwrap();
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.message.contains("not multipleOf 7")
+                && w.message.contains("narrowed")
+                && w.pointer.0 == "/not"),
+        "{:?}",
+        c.warnings
+    );
+    let d = dfa(&c);
+    assert!(d.matches(b"2047") && !d.matches(b"2048") && !d.matches(b"2044"));
 }
 
 /// A fractional `multipleOf` under `not` fails closed, naming `not` and
@@ -486,4 +502,120 @@ fn one_of_under_dependencies_is_not_disjoint_by_the_trigger_key() {
             {"properties": {"s": {"const": "y"}}}]}}});
     never_accepts(schema.clone(), json!({"a": 1, "d": 1}));
     never_accepts(schema, json!({"d": "z"}));
+
+/// `Github_hard---o62057` (`oneOf` of two enum arrays with `maxItems`): the
+/// exactly-one branch is `items A ∧ maxItems 25 ∧ contains ¬B`, which used
+/// to fail with "contains together with minItems/maxItems". The counted
+/// product on the item classes writes it exactly.
+#[test]
+fn contains_beside_max_items_from_one_of() {
+    // Compliant only: strict mode reports the contradiction `minItems 4`
+    // ∧ `maxItems 3` inside the exactly-one branches as an error.
+    check_in(
+        json!({"oneOf": [
+            {"type": "array", "maxItems": 3, "items": {"enum": ["a", "b", "c"]}},
+            {"type": "array", "maxItems": 3, "items": {"enum": ["c", "d"]}}]}),
+        &[
+            json!(["a"]),
+            json!(["d", "d"]),
+            json!(["a", "c", "b"]),
+            json!(["c", "a"]),
+        ],
+        &[
+            json!([]),
+            json!(["c"]),
+            json!(["c", "c", "c"]),
+            json!(["a", "d"]),
+            json!(["a", "b", "c", "a"]),
+        ],
+        &[constrain::schema::JsonMode::Compliant],
+    );
+}
+
+/// `contains` with `minItems` / `maxItems` / `maxContains` together, and
+/// several `contains` on one array (`Handwritten---itemscontains2`,
+/// `Github_trivial---o25751`: they come from `allOf` and from `¬items`).
+#[test]
+fn counted_contains_with_lengths_and_several_contains() {
+    check(
+        json!({"type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 5,
+               "contains": {"minimum": 10}, "minContains": 1, "maxContains": 2}),
+        &[
+            json!([10, 1, 2]),
+            json!([1, 2, 3, 11, 12]),
+            json!([10, 11, 0]),
+        ],
+        &[
+            json!([10, 1]),
+            json!([10, 11, 12]),
+            json!([1, 2, 3]),
+            json!([1, 2, 3, 4, 5, 10]),
+        ],
+    );
+    check(
+        json!({"type": "array", "minItems": 4, "contains": {"type": "string"}}),
+        &[json!(["a", 1, 2, 3]), json!([1, 2, 3, "x", 5])],
+        &[json!(["a", 1, 2]), json!([1, 2, 3, 4])],
+    );
+    check(
+        json!({"type": "array",
+               "allOf": [{"contains": {"type": "string"}}, {"contains": {"type": "boolean"}}]}),
+        &[json!(["a", true]), json!([1, false, 2, "b"])],
+        &[json!(["a"]), json!([true, false]), json!([])],
+    );
+    check(
+        json!({"type": "array", "maxItems": 3,
+               "allOf": [{"contains": {"type": "integer", "minimum": 100}},
+                         {"contains": {"type": "integer", "maximum": 5}, "minContains": 2}]}),
+        &[json!([1, 100, 2]), json!([3, 4, 200])],
+        &[json!([1, 2]), json!([100, 1]), json!([1, 2, 3, 100])],
+    );
+    // Several contains from `allOf` of `items` whose items are arrays
+    // with `contains` (Handwritten---itemscontains2, reduced).
+    check(
+        json!({"type": "array",
+               "allOf": [{"items": {"type": "array", "maxItems": 3,
+                                    "contains": {"type": "integer", "minimum": 10}}},
+                         {"items": {"type": "array",
+                                    "contains": {"type": "integer", "maximum": 0}}}]}),
+        &[json!([]), json!([[10, 0]]), json!([[0, 20], [-1, 1, 30]])],
+        &[json!([[10]]), json!([[0]]), json!([[10, 0, 1, 2]])],
+    );
+}
+
+/// `Github_trivial---o25195` (`{"type": "integer", "multipleOf": 3}` with
+/// no bounds): narrowed to a window of `max_enumerated_multiples`
+/// multiples around 0 (sound, with a warning naming the keyword), instead
+/// of an error. The remainder automaton's regex is too large (see
+/// `schema/regex/residue.rs`).
+#[test]
+fn unbounded_multiple_of_is_narrowed_with_a_warning() {
+    check(
+        json!({"properties": {"bar": {"type": "integer", "multipleOf": 3}}}),
+        &[json!({"bar": 6}), json!({"bar": -3}), json!({"bar": 0})],
+        &[json!({"bar": 7}), json!({"bar": 4.5}), json!({"bar": "6"})],
+    );
+    check(
+        json!({"type": "integer", "multipleOf": 7, "minimum": 100}),
+        &[json!(105), json!(700)],
+        &[json!(98), json!(101), json!(-7)],
+    );
+    let s = json!({"type": "integer", "multipleOf": 3});
+    let c = constrain::schema::compile(
+        &s,
+        &opts(
+            constrain::schema::Whitespace::Compact,
+            constrain::schema::JsonMode::Strict,
+        ),
+    )
+    .unwrap();
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.message.contains("multipleOf 3") && w.message.contains("narrowed")),
+        "{:?}",
+        c.warnings.iter().map(|w| &w.message).collect::<Vec<_>>()
+    );
+    let d = dfa(&c);
+    assert!(d.matches(b"6141") && !d.matches(b"6142") && d.matches(b"-6141"));
 }

@@ -38,6 +38,7 @@ use std::rc::Rc;
 
 mod array;
 mod calls;
+mod contains;
 mod counted;
 mod leaves;
 mod logic;

@@ -114,6 +114,17 @@ pub(super) fn near_miss(k: &str) -> Option<&'static str> {
         .find(|kw| kw.to_lowercase() == lower || (kw.len() >= 7 && edit_distance(k, kw) <= 2))
 }
 
+/// The types on which the keyword set alone in `probe` holds vacuously:
+/// all but the types it constrains ([`Node::keyword_types`]; a number
+/// keyword constrains the integers too). `not` of the keyword rejects them.
+fn vacuous_types(probe: Node) -> Types {
+    let mut k = probe.keyword_types();
+    if k.has(Types::NUMBER) {
+        k = k.union(Types::INTEGER);
+    }
+    Types(Types::ALL.0 & !k.0)
+}
+
 /// Applies `not: v` to `n` when `v` has one of the enforceable forms:
 /// `{}`/`true` (nothing validates), `false` (no-op), `{type: ...}`,
 /// `{required: [k]}` (an object, and `k` is never written), or one
@@ -164,9 +175,13 @@ pub(super) fn simple_not(v: &Value, n: &mut Node) -> bool {
             let Some(value) = as_dec(&m[*kw]) else {
                 return false;
             };
-            n.not_types = n
-                .not_types
-                .union(Types(Types::ALL.0 & !(Types::INTEGER.0 | Types::NUMBER.0)));
+            n.not_types = n.not_types.union(vacuous_types(Node {
+                minimum: Some(Bound {
+                    value: value.clone(),
+                    exclusive: false,
+                }),
+                ..Default::default()
+            }));
             match *kw {
                 "maximum" | "exclusiveMaximum" => {
                     let b = Bound {
@@ -196,7 +211,10 @@ pub(super) fn simple_not(v: &Value, n: &mut Node) -> bool {
             // rejects it (as `not {maximum}` rejects non-numbers).
             Value::Array(a) => match a[0].as_str() {
                 Some(k) => {
-                    n.not_types = n.not_types.union(Types(Types::ALL.0 & !Types::OBJECT.0));
+                    n.not_types = n.not_types.union(vacuous_types(Node {
+                        required: vec![k.to_string()],
+                        ..Default::default()
+                    }));
                     if !n.forbid_keys.iter().any(|f| f == k) {
                         n.forbid_keys.push(k.to_string());
                     }

@@ -635,50 +635,24 @@ fn with_lengths(
                     continue;
                 }
             }
-            match length_product(&full, min_len, None) {
-                Some(r) => {
-                    products.extend(r);
-                    continue;
-                }
-                None => match anchored_narrowing(&a, min_len, max_len) {
-                    Some((r, why)) => {
-                        out.push(r);
-                        narrowed = Some(why);
-                        continue;
-                    }
-                    None => {
-                        return Err(format!(
-                            "minLength {min_len}{} together with this pattern cannot be compiled exactly",
-                            max_len.map(|m| format!(" and maxLength {m}")).unwrap_or_default()
-                        ))
-                    }
-                },
-            }
+            exact_or_narrowed(&full, &a, min_len, max_len)?.apply(
+                &mut out,
+                &mut products,
+                &mut narrowed,
+            );
+            continue;
         };
         let mut lo_c = 0u32;
         let mut hi_c = m.min(u32::MAX as u64) as u32;
         let fits = |c: u32| char_len(&cap_reps(&full, c)).1.is_some_and(|x| x <= m);
         if !fits(0) {
             // No capping fits: the exact product.
-            match length_product(&full, min_len, Some(m)) {
-                Some(r) => {
-                    products.extend(r);
-                    continue;
-                }
-                None => match anchored_narrowing(&a, min_len, max_len) {
-                    Some((r, why)) => {
-                        out.push(r);
-                        narrowed = Some(why);
-                        continue;
-                    }
-                    None => {
-                        return Err(format!(
-                            "minLength {min_len}{} together with this pattern cannot be compiled exactly",
-                            max_len.map(|m| format!(" and maxLength {m}")).unwrap_or_default()
-                        ))
-                    }
-                },
-            }
+            exact_or_narrowed(&full, &a, min_len, max_len)?.apply(
+                &mut out,
+                &mut products,
+                &mut narrowed,
+            );
+            continue;
         }
         while lo_c < hi_c {
             let mid = lo_c + (hi_c - lo_c).div_ceil(2);
@@ -692,26 +666,15 @@ fn with_lengths(
         if char_len(&capped).0 < min_len {
             match restrict(&capped, min_len, Some(m)) {
                 Some(r) => out.push(r),
-                None => match length_product(&full, min_len, Some(m)) {
-                    // Exact: nothing is narrowed.
-                    Some(r) => {
-                        products.extend(r);
-                        continue;
-                    }
-                    None => match anchored_narrowing(&a, min_len, max_len) {
-                        Some((r, why)) => {
-                            out.push(r);
-                            narrowed = Some(why);
-                            continue;
-                        }
-                        None => {
-                            return Err(format!(
-                                "minLength {min_len}{} together with this pattern cannot be compiled exactly",
-                                max_len.map(|m| format!(" and maxLength {m}")).unwrap_or_default()
-                            ))
-                        }
-                    },
-                },
+                None => {
+                    // Exact when the product is built: nothing is narrowed.
+                    exact_or_narrowed(&full, &a, min_len, max_len)?.apply(
+                        &mut out,
+                        &mut products,
+                        &mut narrowed,
+                    );
+                    continue;
+                }
             }
         } else {
             out.push(capped);
@@ -728,6 +691,49 @@ fn with_lengths(
         _ => Some(format!("(?:{})", parts.join("|"))),
     };
     Ok(CompiledPattern { regex, narrowed })
+}
+
+/// What [`exact_or_narrowed`] settled on for one alternative.
+enum Fallback {
+    /// The exact product of the pattern and the lengths (`None`: empty).
+    Product(Option<String>),
+    /// A sound narrowing, and the warning saying so.
+    Narrowed(Hir, String),
+}
+
+impl Fallback {
+    /// Adds the alternative to the products, or to the narrowed parts.
+    fn apply(self, out: &mut Vec<Hir>, products: &mut Vec<String>, narrowed: &mut Option<String>) {
+        match self {
+            Fallback::Product(r) => products.extend(r),
+            Fallback::Narrowed(r, why) => {
+                out.push(r);
+                *narrowed = Some(why);
+            }
+        }
+    }
+}
+
+/// The last resort for one alternative with length bounds: the exact
+/// [`length_product`], else an [`anchored_narrowing`], else the error.
+fn exact_or_narrowed(
+    full: &Hir,
+    a: &Anchored,
+    min_len: u64,
+    max_len: Option<u64>,
+) -> Result<Fallback, String> {
+    if let Some(r) = length_product(full, min_len, max_len) {
+        return Ok(Fallback::Product(r));
+    }
+    match anchored_narrowing(a, min_len, max_len) {
+        Some((r, why)) => Ok(Fallback::Narrowed(r, why)),
+        None => Err(format!(
+            "minLength {min_len}{} together with this pattern cannot be compiled exactly",
+            max_len
+                .map(|m| format!(" and maxLength {m}"))
+                .unwrap_or_default()
+        )),
+    }
 }
 
 /// A sound narrowing for an alternative unanchored on a side: the strings

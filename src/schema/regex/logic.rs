@@ -71,7 +71,7 @@ pub(super) fn blank(at: &Pointer) -> Node {
 }
 
 /// The conjunction of `parts` (`true` when empty).
-fn conj(at: &Pointer, parts: Vec<Schema>) -> Schema {
+pub(super) fn conj(at: &Pointer, parts: Vec<Schema>) -> Schema {
     let parts: Vec<Schema> = parts
         .into_iter()
         .filter(|p| !matches!(p, Schema::Bool(true)))
@@ -90,7 +90,7 @@ fn conj(at: &Pointer, parts: Vec<Schema>) -> Schema {
 }
 
 /// The disjunction of `parts` (`false` when empty).
-fn disj(at: &Pointer, parts: Vec<Schema>) -> Schema {
+pub(super) fn disj(at: &Pointer, parts: Vec<Schema>) -> Schema {
     if parts.iter().any(|p| matches!(p, Schema::Bool(true))) {
         return Schema::Bool(true);
     }
@@ -548,37 +548,29 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         // objects
         if t.has(Types::OBJECT) {
+            let object = |extra: Node| typed(Types::OBJECT, extra);
             for r in &n.required {
-                out.extend(typed(
-                    Types::OBJECT,
-                    Node {
-                        forbid_keys: vec![r.clone()],
-                        ..blank(at)
-                    },
-                ));
+                out.extend(object(Node {
+                    forbid_keys: vec![r.clone()],
+                    ..blank(at)
+                }));
             }
             for f in &n.forbid_keys {
-                out.extend(typed(
-                    Types::OBJECT,
-                    Node {
-                        required: vec![f.clone()],
-                        ..blank(at)
-                    },
-                ));
+                out.extend(object(Node {
+                    required: vec![f.clone()],
+                    ..blank(at)
+                }));
             }
             for (k, s) in &n.properties {
                 let ns = self.negate(s, at)?;
                 if ns.is_empty() {
                     continue;
                 }
-                out.extend(typed(
-                    Types::OBJECT,
-                    Node {
-                        required: vec![k.clone()],
-                        properties: vec![(k.clone(), disj(at, ns))],
-                        ..blank(at)
-                    },
-                ));
+                out.extend(object(Node {
+                    required: vec![k.clone()],
+                    properties: vec![(k.clone(), disj(at, ns))],
+                    ..blank(at)
+                }));
             }
             for (p, ps) in &n.pattern_properties {
                 // Some key matching `p` (declared or not) whose value is in
@@ -587,20 +579,17 @@ impl<'d, 'a> Gen<'d, 'a> {
                 if np.is_empty() {
                     continue;
                 }
-                out.extend(typed(
-                    Types::OBJECT,
-                    Node {
-                        some_extra: vec![SomeExtra {
-                            names: Vec::new(),
-                            patterns: Vec::new(),
-                            within: Some(p.clone()),
-                            name_out: None,
-                            value: disj(at, np),
-                            at: at.clone(),
-                        }],
-                        ..blank(at)
-                    },
-                ));
+                out.extend(object(Node {
+                    some_extra: vec![SomeExtra {
+                        names: Vec::new(),
+                        patterns: Vec::new(),
+                        within: Some(p.clone()),
+                        name_out: None,
+                        value: disj(at, np),
+                        at: at.clone(),
+                    }],
+                    ..blank(at)
+                }));
             }
             if let Some(a) = n.additional.as_ref() {
                 // Some key outside the declared names and patterns whose
@@ -608,24 +597,21 @@ impl<'d, 'a> Gen<'d, 'a> {
                 // see `Gen::resolve_some_extra`).
                 let na = self.negate(a, at)?;
                 if !na.is_empty() {
-                    out.extend(typed(
-                        Types::OBJECT,
-                        Node {
-                            some_extra: vec![SomeExtra {
-                                names: n.properties.iter().map(|(k, _)| k.clone()).collect(),
-                                patterns: n
-                                    .pattern_properties
-                                    .iter()
-                                    .map(|(p, _)| p.clone())
-                                    .collect(),
-                                within: None,
-                                name_out: None,
-                                value: disj(at, na),
-                                at: at.clone(),
-                            }],
-                            ..blank(at)
-                        },
-                    ));
+                    out.extend(object(Node {
+                        some_extra: vec![SomeExtra {
+                            names: n.properties.iter().map(|(k, _)| k.clone()).collect(),
+                            patterns: n
+                                .pattern_properties
+                                .iter()
+                                .map(|(p, _)| p.clone())
+                                .collect(),
+                            within: None,
+                            name_out: None,
+                            value: disj(at, na),
+                            at: at.clone(),
+                        }],
+                        ..blank(at)
+                    }));
                 }
             }
             if !n.some_extra.is_empty() {
@@ -638,58 +624,43 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }
                 if matches!(pn, Schema::Bool(false)) {
                     // Every name fails `false`: any key will do.
-                    out.extend(typed(
-                        Types::OBJECT,
-                        Node {
-                            min_properties: Some(1),
-                            ..blank(at)
-                        },
-                    ));
+                    out.extend(object(Node {
+                        min_properties: Some(1),
+                        ..blank(at)
+                    }));
                     continue;
                 }
-                out.extend(typed(
-                    Types::OBJECT,
-                    Node {
-                        some_extra: vec![SomeExtra {
-                            names: Vec::new(),
-                            patterns: Vec::new(),
-                            within: None,
-                            name_out: Some(pn.clone()),
-                            value: Schema::Bool(true),
-                            at: at.clone(),
-                        }],
-                        ..blank(at)
-                    },
-                ));
+                out.extend(object(Node {
+                    some_extra: vec![SomeExtra {
+                        names: Vec::new(),
+                        patterns: Vec::new(),
+                        within: None,
+                        name_out: Some(pn.clone()),
+                        value: Schema::Bool(true),
+                        at: at.clone(),
+                    }],
+                    ..blank(at)
+                }));
             }
             if let Some(m) = n.min_properties.filter(|m| *m > 0) {
-                out.extend(typed(
-                    Types::OBJECT,
-                    Node {
-                        max_properties: Some(m - 1),
-                        ..blank(at)
-                    },
-                ));
+                out.extend(object(Node {
+                    max_properties: Some(m - 1),
+                    ..blank(at)
+                }));
             }
             if let Some(m) = n.max_properties {
-                out.extend(typed(
-                    Types::OBJECT,
-                    Node {
-                        min_properties: Some(m + 1),
-                        ..blank(at)
-                    },
-                ));
+                out.extend(object(Node {
+                    min_properties: Some(m + 1),
+                    ..blank(at)
+                }));
             }
             for (k, deps) in &n.dependent_required {
                 for d in deps {
-                    out.extend(typed(
-                        Types::OBJECT,
-                        Node {
-                            required: vec![k.clone()],
-                            forbid_keys: vec![d.clone()],
-                            ..blank(at)
-                        },
-                    ));
+                    out.extend(object(Node {
+                        required: vec![k.clone()],
+                        forbid_keys: vec![d.clone()],
+                        ..blank(at)
+                    }));
                 }
             }
             for (k, s) in &n.dependent_schemas {
@@ -697,14 +668,11 @@ impl<'d, 'a> Gen<'d, 'a> {
                 if ns.is_empty() {
                     continue;
                 }
-                out.extend(typed(
-                    Types::OBJECT,
-                    Node {
-                        required: vec![k.clone()],
-                        any_of: vec![ns],
-                        ..blank(at)
-                    },
-                ));
+                out.extend(object(Node {
+                    required: vec![k.clone()],
+                    any_of: vec![ns],
+                    ..blank(at)
+                }));
             }
         }
         // applicators
@@ -958,11 +926,14 @@ impl<'d, 'a> Gen<'d, 'a> {
     // Kept out of the recursive generator's frames (deep schemas).
     #[inline(never)]
     pub(super) fn array_contains(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        if n.contains.len() > 1 && n.prefix_items.is_none() {
+            return self.array_counted_contains(n);
+        }
         if n.contains.len() > 1 {
             return Err(SchemaError::UnsupportedValue {
                 what: "contains".into(),
                 pointer: n.contains[1].at.clone(),
-                detail: "several \"contains\" on one array".into(),
+                detail: "several \"contains\" together with \"prefixItems\"".into(),
             });
         }
         let c = &n.contains[0];
@@ -983,11 +954,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             });
         }
         if n.min_items.unwrap_or(0) > a.max(1) || n.max_items.is_some() {
-            return Err(SchemaError::UnsupportedValue {
-                what: "contains".into(),
-                pointer: c.at.clone(),
-                detail: "\"contains\" together with \"minItems\"/\"maxItems\"".into(),
-            });
+            return self.array_counted_contains(n);
         }
         let big = b.unwrap_or(a);
         if big > self.opts.max_repeat {

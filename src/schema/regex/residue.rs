@@ -11,10 +11,15 @@
 //!   ([`non_multiple_suffix`]), at most 15 digits in all, as for the
 //!   multiples (`numeric::multiple_of_suffix`): past 2^53 a validator that
 //!   reads numbers as `f64` may round a non-multiple onto a multiple;
-//! - otherwise an error naming `not` and the JSON Pointer. (The remainder
-//!   automaton `r ↦ (10·r + d) mod k` is regular, but with the 15-digit
-//!   cap its regex is far past `max_product_len` for every `k ≥ 3`,
-//!   measured.)
+//! - otherwise *narrowed* (sound, with a warning naming the keyword and the
+//!   window): the non-multiples among `max_enumerated_multiples` candidate
+//!   integers (multiples of the node's own integer `multipleOf`, if any)
+//!   from the lower bound, up to the upper bound, or around 0, listed as a
+//!   trie ([`Gen::narrowed_not_multiples`]). (The remainder automaton
+//!   `r ↦ (10·r + d) mod k` is regular, but with the 15-digit cap its regex
+//!   is far past `max_product_len` for every `k ≥ 3`, measured.) The
+//!   multiples themselves (`multipleOf k` alone, no bounded range) are
+//!   narrowed the same way in `Gen::integer_multiples`.
 //!
 //! A fractional `k` fails closed (validators read it in floating point,
 //! differently from one another).
@@ -96,6 +101,8 @@ impl Gen<'_, '_> {
                 } else {
                     self.combine(&lang, &nm, Op::And, "not: multipleOf", &m.at)?
                 }
+            } else if let Some(r) = self.narrowed_not_multiples(n, &l, &h) {
+                return Ok(r);
             } else {
                 // Addressed like the complement errors raised while
                 // negating: the schema holding the `not`, the detail saying
@@ -122,6 +129,94 @@ impl Gen<'_, '_> {
             }
         }
         Ok(Some(lang))
+    }
+}
+
+/// The integers in `values` as one regex (`None`: no value).
+fn listed_integers(values: &[i128]) -> Option<String> {
+    let pos: Vec<String> = values
+        .iter()
+        .filter(|v| **v >= 0)
+        .map(|v| v.to_string())
+        .collect();
+    let neg: Vec<String> = values
+        .iter()
+        .filter(|v| **v < 0)
+        .map(|v| (-v).to_string())
+        .collect();
+    match (pos.is_empty(), neg.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(numeric::trie_regex(&pos)),
+        (true, false) => Some(format!("-{}", numeric::trie_regex(&neg))),
+        (false, false) => Some(format!(
+            "(?:{}|-{})",
+            numeric::trie_regex(&pos),
+            numeric::trie_regex(&neg)
+        )),
+    }
+}
+
+impl Gen<'_, '_> {
+    /// The integers of `n` that are multiples of none of its
+    /// `not_multiple_of`, *narrowed* to a window of
+    /// `max_enumerated_multiples` candidates (multiples of the node's own
+    /// integer `multipleOf`, or all integers) from the lower bound, up to
+    /// the upper bound, or around 0; listed value by value, with a warning.
+    /// Sound (a subset of the exact set); used where the range is unbounded
+    /// and `k` divides no power of ten. `None`: a divisor is not a positive
+    /// integer (the caller reports it).
+    fn narrowed_not_multiples(
+        &mut self,
+        n: &Node,
+        l: &Option<Dec>,
+        h: &Option<Dec>,
+    ) -> Option<Lang> {
+        let int = |d: &Dec| d.to_i128().filter(|k| d.is_integer() && *k > 0);
+        let step = match &n.multiple_of {
+            None => 1,
+            Some(m) => int(&m.value)?,
+        };
+        let ks: Vec<i128> = n
+            .not_multiple_of
+            .iter()
+            .map(|m| int(&m.value))
+            .collect::<Option<_>>()?;
+        const CAP: i128 = 999_999_999_999_999;
+        let count = self.opts.max_enumerated_multiples.max(1) as i128;
+        let span = step.saturating_mul(count - 1);
+        let (a, b) = match (
+            l.as_ref().map(|v| v.to_i128()),
+            h.as_ref().map(|v| v.to_i128()),
+        ) {
+            (Some(Some(a)), Some(Some(b))) => (a, b.min(a.saturating_add(span))),
+            (Some(Some(a)), None) => (a, a.saturating_add(span)),
+            (None, Some(Some(b))) => (b.saturating_sub(span), b),
+            (None, None) => (-(span / 2), span / 2),
+            _ => return None,
+        };
+        let (a, b) = (a.max(-CAP), b.min(CAP));
+        let first = a.div_euclid(step) * step + if a.rem_euclid(step) == 0 { 0 } else { step };
+        let mut values = Vec::new();
+        let mut v = first;
+        while v <= b {
+            if ks.iter().all(|k| v % k != 0) {
+                values.push(v);
+            }
+            v += step;
+        }
+        let at = n
+            .not_multiple_of
+            .first()
+            .map(|m| m.at.clone())
+            .unwrap_or_default();
+        self.doc.warn(
+            &at,
+            format!(
+                "not multipleOf {} without a bounded range: narrowed to the integers in [{a}, {b}] (max_enumerated_multiples)",
+                ks.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        );
+        Some(listed_integers(&values))
     }
 }
 

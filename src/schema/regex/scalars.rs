@@ -87,7 +87,9 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     /// Integers that are multiples of an integer `multipleOf`: enumerated
-    /// within bounds, by their last digits for divisors of a power of ten.
+    /// within bounds, by their last digits for divisors of a power of ten,
+    /// and otherwise narrowed (warning) to `max_enumerated_multiples`
+    /// multiples from the one bound or around 0.
     fn integer_multiples(
         &mut self,
         n: &Node,
@@ -137,10 +139,31 @@ impl<'d, 'a> Gen<'d, 'a> {
                 &m.at,
             );
         }
-        return self.soft_number(
-            n,
-            &format!("multipleOf {} without a bounded range", m.value),
+        // No bounded range and no last-digit rule: narrowed to a window of
+        // `max_enumerated_multiples` multiples (sound, with a warning; the
+        // remainder automaton's regex is too large, see `residue`).
+        // At most 15 digits, as for the last-digit rule (past 2^53 a
+        // validator reading numbers as `f64` may round onto a multiple).
+        const CAP: i128 = 999_999_999_999_999;
+        let span = k.saturating_mul(self.opts.max_enumerated_multiples.max(1) as i128 - 1);
+        let (wa, wb) = match (
+            l.as_ref().map(|v| v.to_i128()),
+            h.as_ref().map(|v| v.to_i128()),
+        ) {
+            (Some(Some(a)), _) => (a, a.saturating_add(span)),
+            (_, Some(Some(b))) => (b.saturating_sub(span), b),
+            (None, None) => (-(span / 2), span / 2),
+            _ => return self.soft_number(n, "bounds too large for multipleOf"),
+        };
+        let (wa, wb) = (wa.max(-CAP), wb.min(CAP));
+        self.doc.warn(
+            &m.at,
+            format!(
+                "multipleOf {} without a bounded range: narrowed to the multiples in [{wa}, {wb}] (max_enumerated_multiples)",
+                m.value
+            ),
         );
+        Ok(numeric::enumerate_multiples(wa, wb, k))
     }
 
     pub(super) fn soft_number(&mut self, n: &Node, detail: &str) -> Result<Lang, SchemaError> {
