@@ -502,6 +502,7 @@ fn one_of_under_dependencies_is_not_disjoint_by_the_trigger_key() {
             {"properties": {"s": {"const": "y"}}}]}}});
     never_accepts(schema.clone(), json!({"a": 1, "d": 1}));
     never_accepts(schema, json!({"d": "z"}));
+}
 
 /// `Github_hard---o62057` (`oneOf` of two enum arrays with `maxItems`): the
 /// exactly-one branch is `items A ∧ maxItems 25 ∧ contains ¬B`, which used
