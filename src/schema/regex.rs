@@ -42,6 +42,7 @@ mod counted;
 mod leaves;
 mod logic;
 pub use calls::{compile_fragments, SchemaFragments, ANY_VALUE};
+pub(crate) use calls::marker;
 mod object;
 mod one_of;
 mod residue;

@@ -149,7 +149,7 @@ impl SchemaFragments {
 }
 
 /// The regex text of a call to fragment `id`.
-fn marker(id: u16) -> String {
+pub(crate) fn marker(id: u16) -> String {
     let [hi, lo] = id.to_be_bytes();
     format!("(?-u:\\x{CALL_MARKER:02X}\\x{hi:02X}\\x{lo:02X})")
 }
