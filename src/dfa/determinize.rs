@@ -250,22 +250,30 @@ fn nfa_distances(nfa: &NFA) -> Vec<u32> {
 /// with others (a marker must be a transition of its own).
 fn nfa_distances_weighted(nfa: &NFA, weights: &[u32; 256]) -> Option<Vec<u32>> {
     let n = nfa.states().len();
-    let mut bad = false;
+    // An edge reading text and marker bytes alike (the unanchored prefix's
+    // `(?s-u:.)` among them: allowed where the anchored start cannot reach).
+    const MIXED: u32 = u32::MAX - 1;
     // The cost of a byte-range edge.
-    let mut cost = |start: u8, end: u8| -> u32 {
+    let cost = |start: u8, end: u8| -> u32 {
         if end < 0xF5 {
             return 1;
         }
-        if start != end {
-            bad = true;
+        if start < 0xF5 {
+            return MIXED;
         }
-        weights[end as usize]
+        // Markers alternated with one another share a range: the edge
+        // costs the cheapest (each byte still leads to its own call).
+        (start.max(0xF5)..=end)
+            .map(|b| weights[b as usize])
+            .min()
+            .unwrap_or(u32::MAX)
     };
     // Reversed edges in CSR form: (source, weight) per target.
     let mut count = vec![0u32; n + 1];
     let mut fwd: Vec<(u32, u32, u32)> = Vec::new();
     for (id, st) in nfa.states().iter().enumerate() {
         let mut f = |t: usize, w: u32| fwd.push((t as u32, id as u32, w));
+        let cost = &cost;
         match st {
             State::ByteRange { trans } => f(trans.next.as_usize(), cost(trans.start, trans.end)),
             State::Sparse(sp) => {
@@ -274,13 +282,20 @@ fn nfa_distances_weighted(nfa: &NFA, weights: &[u32; 256]) -> Option<Vec<u32>> {
                 }
             }
             State::Dense(d) => {
-                // A dense row reads many bytes: a marker there would
-                // share its transition.
+                // A marker must not lead where a text byte does (it
+                // would read as a call returning into the text's state).
                 for (b, &next) in d.transitions.iter().enumerate() {
-                    if next != NfaId::ZERO {
-                        let w = if b >= 0xF5 { cost(0, b as u8) } else { 1 };
-                        f(next.as_usize(), w);
+                    if next == NfaId::ZERO {
+                        continue;
                     }
+                    let w = if b < 0xF5 {
+                        1
+                    } else if d.transitions[..0xF5].contains(&next) {
+                        cost(0, b as u8)
+                    } else {
+                        cost(b as u8, b as u8)
+                    };
+                    f(next.as_usize(), w);
                 }
             }
             State::Union { alternates } => {
@@ -297,8 +312,33 @@ fn nfa_distances_weighted(nfa: &NFA, weights: &[u32; 256]) -> Option<Vec<u32>> {
             State::Fail | State::Match { .. } => {}
         }
     }
-    if bad {
-        return None;
+    if fwd.iter().any(|e| e.2 == MIXED) {
+        // Forward reachability from the anchored start.
+        let mut out = fwd.clone();
+        out.sort_unstable_by_key(|e| e.1);
+        let mut off = vec![0u32; n + 1];
+        for e in &out {
+            off[e.1 as usize + 1] += 1;
+        }
+        for k in 0..n {
+            off[k + 1] += off[k];
+        }
+        let mut seen = vec![false; n];
+        let mut todo = vec![nfa.start_anchored().as_u32()];
+        while let Some(x) = todo.pop() {
+            if std::mem::replace(&mut seen[x as usize], true) {
+                continue;
+            }
+            for e in &out[off[x as usize] as usize..off[x as usize + 1] as usize] {
+                if e.2 == MIXED {
+                    return None;
+                }
+                todo.push(e.0);
+            }
+        }
+        for e in fwd.iter_mut().filter(|e| e.2 == MIXED) {
+            e.2 = 1;
+        }
     }
     fwd.sort_unstable();
     fwd.dedup();

@@ -121,7 +121,9 @@ impl Fragment {
         }
         let e = l.dfa.limit_error()?.to_string();
         l.reported = true;
-        Some(format!("the document's automaton, determinized on demand: {e}"))
+        Some(format!(
+            "the document's automaton, determinized on demand: {e}"
+        ))
     }
 
     /// Bounds the lazy DFA's states (the engine's configuration limit).
