@@ -184,3 +184,53 @@ impl Pda {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hir(p: &str) -> Hir {
+        regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(p)
+            .unwrap()
+    }
+
+    fn lazy(p: &str, w: &[(u8, u32)]) -> Option<LazyDfa> {
+        let mut weights = [u32::MAX; 256];
+        for &(b, c) in w {
+            weights[b as usize] = c;
+        }
+        ByteDfa::lazy_weighted(&hir(p), p.len(), &DfaConfig::default(), &weights).unwrap()
+    }
+
+    #[test]
+    fn a_marker_costs_its_callees_shortest_text() {
+        // a·call(5)·b = 7, cd·call(1) = 3.
+        let d = lazy(r"a(?-u:\xF5)b|cd(?-u:\xF6)", &[(0xF5, 5), (0xF6, 1)]).unwrap();
+        assert_eq!(d.dist(d.start()), 3);
+        let mut d = d;
+        let a = d.next(d.start(), b'a');
+        assert_eq!(d.dist(a), 6);
+        // A call with no room (u32::MAX) is never taken: only cd·call.
+        let d = lazy(r"a(?-u:\xF5)b|cd(?-u:\xF6)", &[(0xF6, 1)]).unwrap();
+        assert_eq!(d.dist(d.start()), 3);
+        let mut d = d;
+        assert_eq!(d.next(d.start(), b'a'), 0, "a leads only to a call without room");
+    }
+
+    #[test]
+    fn markers_alternated_share_a_range_and_each_still_calls() {
+        let mut d = lazy(r"x(?:(?-u:\xF5)|(?-u:\xF6))y", &[(0xF5, 4), (0xF6, 2)]).unwrap();
+        assert_eq!(d.dist(d.start()), 4);
+        let x = d.next(d.start(), b'x');
+        let (r5, r6) = (d.next(x, 0xF5), d.next(x, 0xF6));
+        assert!(r5 != 0 && r6 != 0);
+    }
+
+    #[test]
+    fn a_text_range_over_marker_bytes_is_refused() {
+        assert!(lazy(r"a(?-u:[\x00-\xFF])(?-u:\xF5)", &[(0xF5, 1)]).is_none());
+    }
+}
