@@ -422,8 +422,34 @@ impl Compiler {
     /// through the pushdown engine (`Err`: finished; recursion exact, see
     /// `schema::regex::calls`). A schema without recursion gets exactly
     /// the regex `schema::compile` writes.
+    ///
+    /// With [`SchemaOptions::free_form_calls`], a schema that fails to
+    /// compile so (a size limit, or a language left empty) is compiled
+    /// again with it off, and that result (or error) stands: turning the
+    /// option on never loses a schema the regular path compiles.
     #[allow(clippy::type_complexity)]
     fn schema_regex(
+        &self,
+        schema: &serde_json::Value,
+        options: &SchemaOptions,
+        stats: &mut CompileStats,
+        t: Instant,
+    ) -> Result<Result<(String, Vec<SchemaWarning>), Compiled>, CompileError> {
+        match self.schema_regex_once(schema, options, stats, t) {
+            Err(_) if options.free_form_calls && crate::index::has_every_byte(&self.vocab) => {
+                let regular = SchemaOptions {
+                    free_form_calls: false,
+                    ..options.clone()
+                };
+                *stats = CompileStats::default();
+                self.schema_regex_once(schema, &regular, stats, t)
+            }
+            r => r,
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn schema_regex_once(
         &self,
         schema: &serde_json::Value,
         options: &SchemaOptions,

@@ -243,6 +243,137 @@ fn nfa_distances(nfa: &NFA) -> Vec<u32> {
     dist
 }
 
+/// [`nfa_distances`] where a byte at or above `0xF5` (no UTF-8 text holds
+/// one) costs `weights[b]` instead of 1 (`u32::MAX`: the edge is not
+/// taken): a call marker of the pushdown engine costs its callee's shortest
+/// text. `None` when some transition's byte range holds such a byte along
+/// with others (a marker must be a transition of its own).
+fn nfa_distances_weighted(nfa: &NFA, weights: &[u32; 256]) -> Option<Vec<u32>> {
+    let n = nfa.states().len();
+    // An edge reading text and marker bytes alike (the unanchored prefix's
+    // `(?s-u:.)` among them: allowed where the anchored start cannot reach).
+    const MIXED: u32 = u32::MAX - 1;
+    // The cost of a byte-range edge.
+    let cost = |start: u8, end: u8| -> u32 {
+        if end < 0xF5 {
+            return 1;
+        }
+        if start < 0xF5 {
+            return MIXED;
+        }
+        // Markers alternated with one another share a range: the edge
+        // costs the cheapest (each byte still leads to its own call).
+        (start.max(0xF5)..=end)
+            .map(|b| weights[b as usize])
+            .min()
+            .unwrap_or(u32::MAX)
+    };
+    // Reversed edges in CSR form: (source, weight) per target.
+    let mut count = vec![0u32; n + 1];
+    let mut fwd: Vec<(u32, u32, u32)> = Vec::new();
+    for (id, st) in nfa.states().iter().enumerate() {
+        let mut f = |t: usize, w: u32| fwd.push((t as u32, id as u32, w));
+        let cost = &cost;
+        match st {
+            State::ByteRange { trans } => f(trans.next.as_usize(), cost(trans.start, trans.end)),
+            State::Sparse(sp) => {
+                for t in sp.transitions.iter() {
+                    f(t.next.as_usize(), cost(t.start, t.end));
+                }
+            }
+            State::Dense(d) => {
+                // A marker must not lead where a text byte does (it
+                // would read as a call returning into the text's state).
+                for (b, &next) in d.transitions.iter().enumerate() {
+                    if next == NfaId::ZERO {
+                        continue;
+                    }
+                    let w = if b < 0xF5 {
+                        1
+                    } else if d.transitions[..0xF5].contains(&next) {
+                        cost(0, b as u8)
+                    } else {
+                        cost(b as u8, b as u8)
+                    };
+                    f(next.as_usize(), w);
+                }
+            }
+            State::Union { alternates } => {
+                for a in alternates.iter() {
+                    f(a.as_usize(), 0);
+                }
+            }
+            State::BinaryUnion { alt1, alt2 } => {
+                f(alt1.as_usize(), 0);
+                f(alt2.as_usize(), 0);
+            }
+            State::Capture { next, .. } => f(next.as_usize(), 0),
+            State::Look { next, .. } => f(next.as_usize(), 0),
+            State::Fail | State::Match { .. } => {}
+        }
+    }
+    if fwd.iter().any(|e| e.2 == MIXED) {
+        // Forward reachability from the anchored start.
+        let mut out = fwd.clone();
+        out.sort_unstable_by_key(|e| e.1);
+        let mut off = vec![0u32; n + 1];
+        for e in &out {
+            off[e.1 as usize + 1] += 1;
+        }
+        for k in 0..n {
+            off[k + 1] += off[k];
+        }
+        let mut seen = vec![false; n];
+        let mut todo = vec![nfa.start_anchored().as_u32()];
+        while let Some(x) = todo.pop() {
+            if std::mem::replace(&mut seen[x as usize], true) {
+                continue;
+            }
+            for e in &out[off[x as usize] as usize..off[x as usize + 1] as usize] {
+                if e.2 == MIXED {
+                    return None;
+                }
+                todo.push(e.0);
+            }
+        }
+        for e in fwd.iter_mut().filter(|e| e.2 == MIXED) {
+            e.2 = 1;
+        }
+    }
+    fwd.sort_unstable();
+    fwd.dedup();
+    for &(t, _, _) in &fwd {
+        count[t as usize + 1] += 1;
+    }
+    for k in 0..n {
+        count[k + 1] += count[k];
+    }
+    let mut dist = vec![u32::MAX; n];
+    let mut heap = std::collections::BinaryHeap::new();
+    for (id, st) in nfa.states().iter().enumerate() {
+        if matches!(st, State::Match { .. }) {
+            dist[id] = 0;
+            heap.push(std::cmp::Reverse((0u32, id as u32)));
+        }
+    }
+    while let Some(std::cmp::Reverse((d, t))) = heap.pop() {
+        if d > dist[t as usize] {
+            continue;
+        }
+        for &(_, src, w) in &fwd[count[t as usize] as usize..count[t as usize + 1] as usize] {
+            if w == u32::MAX {
+                continue;
+            }
+            let nd = d.saturating_add(w);
+            if nd < dist[src as usize] {
+                dist[src as usize] = nd;
+                heap.push(std::cmp::Reverse((nd, src)));
+            }
+        }
+    }
+    Some(dist)
+}
+
 /// The subset construction as a process: states are numbered as they are
 /// found, and each state's row is filled by [`Determinizer::explore`], all at
 /// once ([`determinize`]) or on demand ([`super::LazyDfa`]).
@@ -274,6 +405,30 @@ impl Determinizer {
     /// Computes the NFA distances and the start state. `nfa` must have no
     /// look-around assertions.
     pub fn new(nfa: NFA, dfa_limit: usize, det_limit: usize) -> Determinizer {
+        let nfa_dist = nfa_distances(&nfa);
+        Self::with_distances(nfa, nfa_dist, dfa_limit, det_limit)
+    }
+
+    /// [`Determinizer::new`] with the bytes at or above `0xF5` (call
+    /// markers) costing `weights[b]` in the distances
+    /// ([`nfa_distances_weighted`]); `None` when a marker byte shares a
+    /// transition with other bytes.
+    pub fn new_weighted(
+        nfa: NFA,
+        weights: &[u32; 256],
+        dfa_limit: usize,
+        det_limit: usize,
+    ) -> Option<Determinizer> {
+        let nfa_dist = nfa_distances_weighted(&nfa, weights)?;
+        Some(Self::with_distances(nfa, nfa_dist, dfa_limit, det_limit))
+    }
+
+    fn with_distances(
+        nfa: NFA,
+        nfa_dist: Vec<u32>,
+        dfa_limit: usize,
+        det_limit: usize,
+    ) -> Determinizer {
         debug_assert!(nfa.look_set_any().is_empty());
         let bc = nfa.byte_classes();
         let mut classes = [0u8; 256];
@@ -281,7 +436,6 @@ impl Determinizer {
             classes[b as usize] = bc.get(b);
         }
         let stride = classes[255] as usize + 1;
-        let nfa_dist = nfa_distances(&nfa);
         let n = nfa.states().len();
         let mut d = Determinizer {
             classes,

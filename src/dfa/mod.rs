@@ -219,6 +219,46 @@ impl ByteDfa {
         Self::determinize(nfa, size, lazy_states, config)
     }
 
+    /// A [`LazyDfa`] of a syntax tree whose bytes at or above `0xF5` are
+    /// the pushdown engine's one-byte call markers: each costs
+    /// `weights[b]` in the distances to acceptance (its callee's shortest
+    /// text; `u32::MAX`: never taken), so a state's distance counts the
+    /// calls on its way out. Only the start state is determinized up front.
+    /// `Ok(None)` when the tree needs look-around or a marker byte shares a
+    /// transition with other bytes (the caller builds the whole DFA).
+    pub(crate) fn lazy_weighted(
+        hir: &regex_syntax::hir::Hir,
+        size: usize,
+        config: &DfaConfig,
+        weights: &[u32; 256],
+    ) -> Result<Option<LazyDfa>, DfaError> {
+        let nfa = thompson::Compiler::new()
+            .configure(thompson_config(config))
+            .build_from_hir(hir)
+            .map_err(|e| nfa_error(&e, config))?;
+        if !nfa.look_set_any().is_empty() {
+            return Ok(None);
+        }
+        let Some(det) = determinize::Determinizer::new_weighted(
+            nfa,
+            weights,
+            config.dfa_size_limit,
+            config.determinize_size_limit,
+        ) else {
+            return Ok(None);
+        };
+        Ok(Some(LazyDfa {
+            explored: vec![true; 1],
+            det,
+            failed: None,
+            config: config.clone(),
+            max_states: usize::MAX,
+            pattern_len: size,
+            loop_thread: Vec::new(),
+            journal: Vec::new(),
+        }))
+    }
+
     /// The whole DFA of a syntax tree (see [`ByteDfa::build_hir`]), never lazy.
     pub fn from_hir(
         hir: &regex_syntax::hir::Hir,

@@ -91,6 +91,7 @@ impl Core {
     /// The node (frag, state) over `parent` at `depth`, when it can still
     /// finish within the depth limit.
     fn node(&mut self, frag: u16, state: u32, parent: u32, depth: u32) -> Option<u32> {
+        self.ensure(frag, state);
         let f = &self.pda.frags[frag as usize];
         let need = f.need[state as usize];
         if need == INF {
@@ -199,6 +200,19 @@ impl Core {
         self.intern_set(out, accepting, opaque, reach)
     }
 
+    /// Fills the per-state data of a lazy fragment's `state` (see
+    /// [`super::lazy`]), and reports a limit its DFA hit.
+    #[inline]
+    fn ensure(&mut self, frag: u16, state: u32) {
+        let f = &mut self.pda.frags[frag as usize];
+        if f.is_lazy() {
+            f.ensure(state);
+            if let Some(msg) = f.take_lazy_limit() {
+                self.hit_limit(msg);
+            }
+        }
+    }
+
     /// `depth + need` of node `n`: the depth its stack must be allowed.
     fn reach_of(&self, n: u32) -> u32 {
         let x = self.nodes[n as usize];
@@ -292,6 +306,7 @@ impl Core {
         if let Some(&id) = self.node_ids.get(&(frag, state, parent)) {
             return id;
         }
+        self.ensure(frag, state);
         let p = self.nodes[parent as usize];
         let dist = self.pda.frags[frag as usize].dist[state as usize].saturating_add(p.dist);
         let id = self.nodes.len() as u32;
@@ -423,6 +438,7 @@ impl Engine {
             work: Vec::new(),
             seen: FastMap::default(),
         };
+        core.pda.frags[0].set_max_states(max_sets);
         let root = core.pda.frags[0].start;
         let n = core.node(0, root, BOTTOM, 1)?;
         let start = core.close(&[n]);
@@ -577,7 +593,7 @@ impl Engine {
         // token's fate is its suffix after its plain prefix (the lazy
         // index's string-body split, `trie::BodyTries`), so only the
         // suffixes are walked, not the vocabulary.
-        let body = self.is_body(&core, key);
+        let body = Self::is_body(&self.plain, &mut core, key);
         let trie = if body {
             let last = crate::index::trie::PLAIN_LEVELS.len() - 1;
             inside.union_with(&tries.plain_level(last).set);
@@ -648,9 +664,9 @@ impl Engine {
     /// nor returns, and every plain character leads it back to itself
     /// through text transitions (so a plain prefix leaves the frame, and
     /// the whole closure, as it was).
-    fn is_body(&self, core: &Core, key: u32) -> bool {
+    fn is_body(plain: &crate::index::PlainReps, core: &mut Core, key: u32) -> bool {
         let x = core.nodes[key as usize];
-        let f = &core.pda.frags[x.frag as usize];
+        let f = &mut core.pda.frags[x.frag as usize];
         let s = x.state;
         if !f.calls[s as usize].is_empty() || f.accepting[s as usize] || !f.has_text[s as usize] {
             return false;
@@ -660,7 +676,7 @@ impl Engine {
             0 => DEAD,
             t => t,
         };
-        crate::index::plain_successors(step, s, &self.plain, &mut cur, &mut next, &mut out)
+        crate::index::plain_successors(step, s, plain, &mut cur, &mut next, &mut out)
             && out.iter().all(|&t| t == s)
     }
 

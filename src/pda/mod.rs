@@ -86,6 +86,7 @@
 //!   naming its knob.
 //!
 mod engine;
+mod lazy;
 pub(crate) mod schema;
 
 pub(crate) use engine::Engine;
@@ -103,7 +104,7 @@ pub(crate) const INF: u32 = u32::MAX;
 pub(crate) struct Fragment {
     /// The rule it came from.
     pub name: String,
-    dfa: ByteDfa,
+    dfa: FragDfa,
     /// The start state.
     pub start: u32,
     /// Per state: the calls it can make (callee, state to return to).
@@ -126,17 +127,45 @@ pub(crate) struct Fragment {
     room_steps: Vec<(u32, u32)>,
 }
 
+/// A fragment's automaton: built whole, or (the schema front end's
+/// document) determinized on demand ([`lazy`]).
+#[derive(Debug)]
+pub(crate) enum FragDfa {
+    Eager(ByteDfa),
+    Lazy(Box<lazy::LazyDoc>),
+}
+
 impl Fragment {
     /// The state after text byte `b` (0: dead). Bytes that no UTF-8 text
-    /// holds (call markers among them) are dead.
+    /// holds (call markers among them) are dead. A lazy fragment's state
+    /// is determinized on first use; call [`Fragment::ensure`] on the
+    /// result before reading its per-state data.
     #[inline]
-    pub fn next(&self, s: u32, b: u8) -> u32 {
+    pub fn next(&mut self, s: u32, b: u8) -> u32 {
         if b >= 0xF5 {
             return 0;
         }
-        self.dfa
-            .next(StateID::new_unchecked(s as usize), b)
-            .as_usize() as u32
+        match &mut self.dfa {
+            FragDfa::Eager(d) => d.next(StateID::new_unchecked(s as usize), b).as_usize() as u32,
+            FragDfa::Lazy(l) => l.dfa.next(s, b),
+        }
+    }
+
+    /// [`Fragment::next`] of a fragment built whole (0 for a lazy one: the
+    /// build-time analyses never see one).
+    #[inline]
+    fn next_eager(&self, s: u32, b: u8) -> u32 {
+        match &self.dfa {
+            FragDfa::Eager(d) if b < 0xF5 => {
+                d.next(StateID::new_unchecked(s as usize), b).as_usize() as u32
+            }
+            _ => 0,
+        }
+    }
+
+    /// Whether the fragment is determinized on demand.
+    pub fn is_lazy(&self) -> bool {
+        matches!(self.dfa, FragDfa::Lazy(_))
     }
 
     fn states(&self) -> usize {
@@ -149,6 +178,11 @@ impl Fragment {
     /// (`room = L - d`): near the limit the shortest text may need a call
     /// that no longer fits, and the way out is longer than [`Fragment::dist`].
     pub fn dist_within(&self, s: u32, room: u32) -> u32 {
+        if self.is_lazy() {
+            // Only the document is lazy, always at depth 1: its distances
+            // were computed for that room ([`lazy`]).
+            return self.dist[s as usize];
+        }
         let steps = &self.room_steps
             [self.room_off[s as usize] as usize..self.room_off[s as usize + 1] as usize];
         steps
@@ -215,7 +249,7 @@ impl Pda {
             max_stacks: opts.max_stacks,
             depth_knob: format!("GbnfOptions::max_stack_depth ({})", opts.max_stack_depth),
         };
-        Self::build_with(fragments, &limits, size, config).map_err(|e| match e {
+        Self::build_with(fragments, &limits, size, config, None).map_err(|e| match e {
             BuildError::Empty => GbnfError::EmptyLanguage {
                 max_depth: opts.max_stack_depth,
             }
@@ -238,11 +272,17 @@ impl Pda {
         limits: &Limits,
         size: usize,
         config: &DfaConfig,
+        lazy_doc: Option<&lazy::LazyBody>,
     ) -> Result<Pda, BuildError> {
         let n = fragments.bodies.len();
         let mut frags = Vec::with_capacity(n);
-        for (name, body) in fragments.names.iter().zip(&fragments.bodies) {
-            let hir = body.clone().unwrap_or_else(regex_syntax::hir::Hir::fail);
+        for (i, (name, body)) in fragments.names.iter().zip(&fragments.bodies).enumerate() {
+            // With a lazy document, fragment 0 is a placeholder that admits
+            // nothing until the callees' distances are known.
+            let hir = match body {
+                Some(h) if i > 0 || lazy_doc.is_none() => h.clone(),
+                _ => regex_syntax::hir::Hir::fail(),
+            };
             let dfa =
                 ByteDfa::from_hir(&hir, size, config).map_err(|e| BuildError::Compile(e.into()))?;
             frags.push(Self::fragment(name, dfa, n));
@@ -258,9 +298,16 @@ impl Pda {
             share: vec![None; n],
             states: 0,
         };
-        pda.states = pda.frags.iter().map(Fragment::states).sum();
         pda.join_classes();
         pda.distances();
+        if let Some(body) = lazy_doc {
+            if !pda.lazy_document(body, size, config)? {
+                // Not fit for the lazy build: the whole DFA, as before.
+                return Self::build_with(fragments, limits, size, config, None);
+            }
+            pda.join_classes();
+        }
+        pda.states = pda.frags.iter().map(Fragment::states).sum();
         let root = &pda.frags[0];
         let (d, need) = (
             root.dist[root.start as usize],
@@ -305,7 +352,7 @@ impl Pda {
             need: vec![INF; count],
             room_off: vec![0; count + 1],
             room_steps: Vec::new(),
-            dfa,
+            dfa: FragDfa::Eager(dfa),
             calls,
             accepting,
             has_text,
@@ -322,7 +369,10 @@ impl Pda {
             } else {
                 self.frags
                     .iter()
-                    .map(|f| f.dfa.byte_classes()[b as usize] as u16)
+                    .map(|f| match &f.dfa {
+                        FragDfa::Eager(d) => d.byte_classes()[b as usize] as u16,
+                        FragDfa::Lazy(l) => l.dfa.byte_classes()[b as usize] as u16,
+                    })
                     .collect()
             };
             let next = ids.len() as u8;
@@ -366,7 +416,7 @@ impl Pda {
             for s in 1..fr.states() as u32 {
                 let mut last = 0;
                 for &b in &reps {
-                    let t = fr.next(s, b);
+                    let t = fr.next_eager(s, b);
                     if t != 0 && t != last {
                         edges.push((b0 + t, b0 + s));
                         last = t;

@@ -12,6 +12,7 @@
 //! before reading a byte (left recursion, `{"anyOf": [{"$ref": "#"}, ...]}`)
 //! is refused by name rather than left to grow stacks.
 
+use super::lazy::{LazyBody, LAZY_MARKER};
 use super::{BuildError, Limits, Pda};
 use crate::dfa::{DfaConfig, DfaError, NEST_LIMIT};
 use crate::grammar::gbnf::lower::Fragments;
@@ -55,6 +56,10 @@ pub(crate) fn build(
         names: names.to_vec(),
         bodies: hirs,
     };
+    let lazy_doc = match bodies.first() {
+        Some(Some(text)) => lazy_body(text, names.len())?,
+        _ => None,
+    };
     let limits = Limits {
         max_stack_depth: opts.max_stack_depth.saturating_add(1),
         max_stacks: MAX_STACKS,
@@ -63,7 +68,7 @@ pub(crate) fn build(
             opts.max_stack_depth, opts.max_stack_depth
         ),
     };
-    let mut pda = Pda::build_with(&fragments, &limits, size, config).map_err(|e| match e {
+    let mut pda = Pda::build_with(&fragments, &limits, size, config, lazy_doc.as_ref()).map_err(|e| match e {
         BuildError::Empty => SchemaError::Empty {
             pointer: Pointer::root(),
             detail: format!(
@@ -108,6 +113,40 @@ pub(crate) fn build(
     Ok(pda)
 }
 
+/// The document's text with one-byte call markers (`0xF5 + k` for its
+/// `k`-th distinct callee) for the lazy build ([`super::lazy`]); `None`
+/// when it calls more callees than there are such bytes.
+fn lazy_body(text: &str, frags: usize) -> Result<Option<LazyBody>, CompileError> {
+    let mut out = text.to_string();
+    let mut markers = Vec::new();
+    for id in 1..frags {
+        let Ok(id) = u16::try_from(id) else {
+            return Ok(None);
+        };
+        let long = crate::schema::regex::marker(id);
+        if !out.contains(&long) {
+            continue;
+        }
+        let Some(b) = LAZY_MARKER.checked_add(markers.len() as u8) else {
+            return Ok(None);
+        };
+        out = out.replace(&long, &format!("(?-u:\\x{b:02X})"));
+        markers.push((b, id));
+    }
+    let hir = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .nest_limit(NEST_LIMIT)
+        .build()
+        .parse(&out)
+        .map_err(|e| {
+            CompileError::from(DfaError::Syntax {
+                offset: e_offset(&e),
+                message: e.to_string(),
+            })
+        })?;
+    Ok(Some(LazyBody { hir, markers }))
+}
+
 fn e_offset(e: &regex_syntax::Error) -> usize {
     match e {
         regex_syntax::Error::Parse(p) => p.span().start.offset,
@@ -127,6 +166,10 @@ impl Pda {
             .map(|f| {
                 let fr = &self.frags[f];
                 let mut out = Vec::new();
+                if fr.is_lazy() {
+                    // The lazy document is never called: in no cycle.
+                    return out;
+                }
                 let mut seen = vec![false; fr.accepting.len()];
                 let mut todo = vec![fr.start as usize];
                 while let Some(s) = todo.pop() {

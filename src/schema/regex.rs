@@ -42,6 +42,7 @@ mod contains;
 mod counted;
 mod leaves;
 mod logic;
+pub(crate) use calls::marker;
 pub use calls::{compile_fragments, SchemaFragments, ANY_VALUE};
 mod object;
 mod one_of;

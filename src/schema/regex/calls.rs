@@ -156,7 +156,7 @@ impl SchemaFragments {
 }
 
 /// The regex text of a call to fragment `id`.
-fn marker(id: u16) -> String {
+pub(crate) fn marker(id: u16) -> String {
     let [hi, lo] = id.to_be_bytes();
     format!("(?-u:\\x{CALL_MARKER:02X}\\x{hi:02X}\\x{lo:02X})")
 }
@@ -263,7 +263,33 @@ pub fn compile_fragments(
             knob: "max_regex_len",
             ..
         }) => fragments_with(schema, opts, true, true),
+        Ok(f) if opts.free_form_calls && f.text_len() > FREE_FORM_CHECK_LEN => {
+            // A large text with calls: shared definitions may make it far
+            // smaller (a Kubernetes schema: 14 MB with the definitions
+            // copied, 0.6 MB shared, and seconds against milliseconds to
+            // compile).
+            match fragments_with(schema, opts, true, true) {
+                Ok(regular) if regular.text_len().saturating_mul(2) < f.text_len() => Ok(regular),
+                _ => Ok(f),
+            }
+        }
         r => r,
+    }
+}
+
+/// Past this much text with free-form values as calls, the text with every
+/// bare `$ref` a call too is written, and kept when it is less than half.
+const FREE_FORM_CHECK_LEN: usize = 256 << 10;
+
+impl SchemaFragments {
+    /// Bytes of regex text in all.
+    fn text_len(&self) -> usize {
+        match self {
+            SchemaFragments::Regex(c) => c.regex.len(),
+            SchemaFragments::Fragments { bodies, .. } => {
+                bodies.iter().flatten().map(String::len).sum()
+            }
+        }
     }
 }
 
