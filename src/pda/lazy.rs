@@ -217,7 +217,11 @@ mod tests {
         let d = lazy(r"a(?-u:\xF5)b|cd(?-u:\xF6)", &[(0xF6, 1)]).unwrap();
         assert_eq!(d.dist(d.start()), 3);
         let mut d = d;
-        assert_eq!(d.next(d.start(), b'a'), 0, "a leads only to a call without room");
+        assert_eq!(
+            d.next(d.start(), b'a'),
+            0,
+            "a leads only to a call without room"
+        );
     }
 
     #[test]
