@@ -182,16 +182,7 @@ impl ByteDfa {
         let mut i = 1;
         while i < det.len() {
             if det.len() > lazy_states {
-                return Ok(Dfa::Lazy(Box::new(LazyDfa {
-                    explored: vec![true; i],
-                    det,
-                    failed: None,
-                    config: config.clone(),
-                    max_states: usize::MAX,
-                    pattern_len: size,
-                    loop_thread: Vec::new(),
-                    journal: Vec::new(),
-                })));
+                return Ok(Dfa::Lazy(Box::new(LazyDfa::over(det, i, size, config))));
             }
             det.explore(i).map_err(|l| limit_error(l, config))?;
             i += 1;
@@ -247,16 +238,7 @@ impl ByteDfa {
         ) else {
             return Ok(None);
         };
-        Ok(Some(LazyDfa {
-            explored: vec![true; 1],
-            det,
-            failed: None,
-            config: config.clone(),
-            max_states: usize::MAX,
-            pattern_len: size,
-            loop_thread: Vec::new(),
-            journal: Vec::new(),
-        }))
+        Ok(Some(LazyDfa::over(det, 1, size, config)))
     }
 
     /// The whole DFA of a syntax tree (see [`ByteDfa::build_hir`]), never lazy.
@@ -507,6 +489,26 @@ impl std::fmt::Debug for LazyDfa {
 }
 
 impl LazyDfa {
+    /// A lazy DFA over a determinizer whose first `explored` states are
+    /// already explored; `size` stands for the pattern length.
+    fn over(
+        det: determinize::Determinizer,
+        explored: usize,
+        size: usize,
+        config: &DfaConfig,
+    ) -> LazyDfa {
+        LazyDfa {
+            explored: vec![true; explored],
+            det,
+            failed: None,
+            config: config.clone(),
+            max_states: usize::MAX,
+            pattern_len: size,
+            loop_thread: Vec::new(),
+            journal: Vec::new(),
+        }
+    }
+
     /// The anchored start state (0 when the language is empty).
     pub fn start(&self) -> u32 {
         self.det.start

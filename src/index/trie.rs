@@ -550,41 +550,24 @@ impl TokenTrie {
         next: &mut impl FnMut(u32, u8) -> u32,
         hit: &mut impl FnMut(u32),
     ) {
-        {
-            let (mut i, n) = (r + 1, self.end[r] as usize);
-            while i < n {
-                let d = self.depth[i] as usize;
-                let s = next(stack[d - 1], self.byte[i]);
-                if s == super::automaton::DEAD {
-                    i = self.end[i] as usize;
-                    continue;
-                }
-                stack[d] = s;
-                let tok = self.token[i];
-                if tok != NONE {
-                    hit(tok);
-                }
-                i += 1;
-            }
-        }
+        self.walk_range(r + 1, self.end[r] as usize, stack, next, hit);
     }
 
-    /// Walks the trie from DFA state `start`, calling `hit(token)` for every
-    /// token whose bytes keep the state live, and returns how many nodes were
-    /// visited. `next(s, b)` returns `DEAD` (u32::MAX) for a dead transition.
+    /// The nodes `from..to` in trie order (a whole subtree, or the whole
+    /// trie), each node's state from its parent's in `stack`; dead
+    /// transitions skip their subtree. Returns how many nodes were visited.
     #[inline]
-    pub fn walk(
+    fn walk_range(
         &self,
-        start: u32,
-        mut next: impl FnMut(u32, u8) -> u32,
-        mut hit: impl FnMut(u32),
+        from: usize,
+        to: usize,
+        stack: &mut [u32],
+        next: &mut impl FnMut(u32, u8) -> u32,
+        hit: &mut impl FnMut(u32),
     ) -> usize {
-        let mut stack = vec![0u32; self.max_depth + 1];
-        stack[0] = start;
-        let n = self.len();
-        let mut i = 0usize;
+        let mut i = from;
         let mut visited = 0usize;
-        while i < n {
+        while i < to {
             let d = self.depth[i] as usize;
             let s = next(stack[d - 1], self.byte[i]);
             visited += 1;
@@ -600,6 +583,21 @@ impl TokenTrie {
             i += 1;
         }
         visited
+    }
+
+    /// Walks the trie from DFA state `start`, calling `hit(token)` for every
+    /// token whose bytes keep the state live, and returns how many nodes were
+    /// visited. `next(s, b)` returns `DEAD` (u32::MAX) for a dead transition.
+    #[inline]
+    pub fn walk(
+        &self,
+        start: u32,
+        mut next: impl FnMut(u32, u8) -> u32,
+        mut hit: impl FnMut(u32),
+    ) -> usize {
+        let mut stack = vec![0u32; self.max_depth + 1];
+        stack[0] = start;
+        self.walk_range(0, self.len(), &mut stack, &mut next, &mut hit)
     }
 }
 
