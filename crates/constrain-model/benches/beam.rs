@@ -18,25 +18,16 @@ use constrain_model::generate::{generate, GenerateConfig};
 use constrain_model::prompt::{chatml, schema_system_message, Message};
 
 mod common;
-use common::{home, median, timed};
+use common::{home, median, timed, Args};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if !args.iter().any(|a| a == "--bench") {
-        println!("beam bench: run it with `cargo bench --bench beam`");
+    let Some(args) = Args::for_bench("beam") else {
         return;
-    }
-    let arg = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
     };
-    let reps: usize = arg("--reps").and_then(|s| s.parse().ok()).unwrap_or(3);
-    let beams: usize = arg("--beams").and_then(|s| s.parse().ok()).unwrap_or(4);
-    let max_tokens: usize = arg("--max-tokens")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    let one_by_one = args.iter().any(|a| a == "--one-by-one");
+    let reps = args.value("--reps", 3);
+    let beams = args.value("--beams", 4);
+    let max_tokens = args.value("--max-tokens", 60);
+    let one_by_one = args.flag("--one-by-one");
     let path = home().join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
     if !path.exists() {
         eprintln!(

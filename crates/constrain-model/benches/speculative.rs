@@ -28,25 +28,17 @@ use constrain_model::{prompt, LanguageModel, QwenModel, TokenizerSource};
 use std::path::PathBuf;
 
 mod common;
-use common::{cpu, home, median, timed};
+use common::{cpu, home, median, timed, Args};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if !args.iter().any(|a| a == "--bench") {
-        // `cargo test --all-targets` runs bench binaries without `--bench`.
-        println!("speculative bench: run it with `cargo bench --bench speculative`");
+    // `cargo test --all-targets` runs bench binaries without `--bench`.
+    let Some(args) = Args::for_bench("speculative") else {
         return;
-    }
-    let arg = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
     };
-    let reps: usize = arg("--reps").and_then(|s| s.parse().ok()).unwrap_or(3);
-    let max_tokens: usize = arg("--max-tokens")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    let ks: Vec<usize> = arg("--ks")
+    let reps = args.value("--reps", 3);
+    let max_tokens = args.value("--max-tokens", 60);
+    let ks: Vec<usize> = args
+        .text("--ks")
         .unwrap_or_else(|| "1,2,3,4".into())
         .split(',')
         .filter_map(|s| s.trim().parse().ok())

@@ -17,23 +17,14 @@ use constrain_model::LanguageModel;
 use std::time::Instant;
 
 mod common;
-use common::{cpu, home, median};
+use common::{home, median, timed, Args};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if !args.iter().any(|a| a == "--bench") {
-        println!("trace bench: run it with `cargo bench --bench trace`");
+    let Some(args) = Args::for_bench("trace") else {
         return;
-    }
-    let arg = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
     };
-    let reps: usize = arg("--reps").and_then(|s| s.parse().ok()).unwrap_or(5);
-    let max_tokens: usize = arg("--max-tokens")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+    let reps = args.value("--reps", 5);
+    let max_tokens = args.value("--max-tokens", 60);
     let path = home().join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
     if !path.exists() {
         eprintln!(
@@ -80,7 +71,7 @@ fn main() {
         let mut tokens = 0;
         let mut steps = 0;
         for _ in 0..reps {
-            let (c, g) = with_cpu(|| {
+            let (_, c, g) = timed(|| {
                 let mut mm = m.clone();
                 generate(
                     &mut model,
@@ -95,7 +86,7 @@ fn main() {
             });
             plain_cpu.push(c);
             plain.push(g.stats.decode_time.as_secs_f64() * 1e3);
-            let (c, (t, s)) = with_cpu(|| {
+            let (_, c, (t, s)) = timed(|| {
                 let mut mm = m.clone();
                 generate_traced(
                     &mut model,
@@ -157,11 +148,4 @@ fn main() {
             100.0 * rec_ms / step_ms
         );
     }
-}
-
-/// `f`'s result and the CPU milliseconds it took.
-fn with_cpu<T>(f: impl FnOnce() -> T) -> (f64, T) {
-    let c = cpu();
-    let out = f();
-    ((cpu() - c) * 1e3, out)
 }

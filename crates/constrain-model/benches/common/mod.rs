@@ -42,3 +42,36 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (f64, f64, T) {
     let r = f();
     (t.elapsed().as_secs_f64() * 1e3, (cpu() - c) * 1e3, r)
 }
+
+/// The bench binary's command line. `cargo test --all-targets` runs bench
+/// binaries without `--bench`: then [`Args::for_bench`] prints how to run
+/// it and returns `None`.
+pub struct Args(Vec<String>);
+
+impl Args {
+    pub fn for_bench(name: &str) -> Option<Args> {
+        let args: Vec<String> = std::env::args().collect();
+        if !args.iter().any(|a| a == "--bench") {
+            println!("{name} bench: run it with `cargo bench --bench {name}`");
+            return None;
+        }
+        Some(Args(args))
+    }
+
+    /// The text after `name`, if given.
+    pub fn text(&self, name: &str) -> Option<String> {
+        let i = self.0.iter().position(|a| a == name)?;
+        self.0.get(i + 1).cloned()
+    }
+
+    /// The value after `name` parsed, else `default`.
+    pub fn value<T: std::str::FromStr>(&self, name: &str, default: T) -> T {
+        self.text(name)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
+    }
+
+    pub fn flag(&self, name: &str) -> bool {
+        self.0.iter().any(|a| a == name)
+    }
+}
