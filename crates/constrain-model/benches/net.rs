@@ -20,33 +20,13 @@ use constrain_model::{LanguageModel, QwenModel};
 use std::path::PathBuf;
 use std::time::Instant;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// CPU time of every thread of this process so far, in milliseconds.
-fn cpu_ms() -> f64 {
-    let mut ns = 0u64;
-    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
-        for e in dir.flatten() {
-            if let Ok(s) = std::fs::read_to_string(e.path().join("schedstat")) {
-                ns += s
-                    .split_whitespace()
-                    .next()
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .unwrap_or(0);
-            }
-        }
-    }
-    ns as f64 / 1e6
-}
+mod common;
+use common::{home, median};
 
 /// Wall-clock and CPU milliseconds of `f`.
 fn timed(f: impl FnOnce()) -> (f64, f64) {
-    let (t, c) = (Instant::now(), cpu_ms());
-    f();
-    (t.elapsed().as_secs_f64() * 1e3, cpu_ms() - c)
+    let (wall, cpu, ()) = common::timed(f);
+    (wall, cpu)
 }
 
 /// Prints one comparison: medians of wall and CPU times of `a` and `b`.
@@ -70,14 +50,9 @@ fn main() {
             .and_then(|i| args.get(i + 1).cloned())
     };
     let reps: usize = arg("--reps").and_then(|s| s.parse().ok()).unwrap_or(5);
-    let path = arg("--model").map(PathBuf::from).unwrap_or_else(|| {
-        let home = std::env::var_os("CONSTRAIN_HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/constrain")
-            });
-        home.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
-    });
+    let path = arg("--model")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"));
     if !path.exists() {
         eprintln!(
             "skipping: {} not found (run scripts/fetch-assets)",
