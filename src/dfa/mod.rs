@@ -471,8 +471,6 @@ pub struct LazyDfa {
     /// Per NFA state, whether it is a plain-text loop thread (see
     /// [`LazyDfa::has_plain_loop_thread`]); empty until first asked.
     loop_thread: Vec<u8>,
-    /// States explored since [`LazyDfa::take_explored`] was last called.
-    journal: Vec<u32>,
 }
 
 const LOOP_UNKNOWN: u8 = 0;
@@ -505,7 +503,6 @@ impl LazyDfa {
             max_states: usize::MAX,
             pattern_len: size,
             loop_thread: Vec::new(),
-            journal: Vec::new(),
         }
     }
 
@@ -530,7 +527,6 @@ impl LazyDfa {
             self.explored.resize(self.det.len(), false);
         }
         self.explored[s] = true;
-        self.journal.push(s as u32);
         // Err(None): an earlier row already hit a limit (and reported it).
         let res = if self.failed.is_some() {
             Err(None)
@@ -574,12 +570,6 @@ impl LazyDfa {
     pub fn row(&self, s: u32) -> &[u32] {
         let at = s as usize * self.det.stride;
         &self.det.trans[at..at + self.det.stride]
-    }
-
-    /// The states explored (rows filled) since the last call, for a reader
-    /// that copies rows out as they become final.
-    pub fn take_explored(&mut self) -> Vec<u32> {
-        std::mem::take(&mut self.journal)
     }
 
     /// Whether `s` holds an NFA thread that every "plain" text keeps alive

@@ -285,69 +285,82 @@ pub(crate) fn reverse_reach(n: usize, seeds: &[u32], off: &[u32], succ: &[u32]) 
     reach
 }
 
-/// A lock-free, append-only array of `width` atomics per index, grown in
+/// A lock-free, append-only array of `width` cells per index, grown in
 /// segments allocated on first write: segment `k` holds `base << k` indices
 /// starting at `base * (2^k - 1)`, so the segment table stays a few dozen
 /// entries for any size and creating an arena costs next to nothing. Reads
-/// are a segment lookup and a load; unwritten entries read as 0.
-pub(crate) struct Arena {
+/// are a segment lookup and a load; unwritten cells read as `T::default()`.
+///
+/// A small `base` keeps what a small automaton touches small: each new
+/// segment is written in full when allocated (its cells initialized), so a
+/// first segment of thousands of cells costs its page faults and its
+/// zeroing at once, however few of them are used (a 64 KB first segment
+/// of mask cells and a 256-state first segment of rows were a quarter of a
+/// first walk's time over small MaskBench schemas, `benches/first_walk.rs`).
+/// Doubling segments keep the waste below half for large ones.
+pub(crate) struct Arena<T = AtomicU32> {
+    /// `base` is a power of two: `1 << shift`.
+    shift: u32,
     base: usize,
     width: usize,
-    segments: Box<[OnceLock<Box<[AtomicU32]>>]>,
+    segments: Box<[OnceLock<Box<[T]>>]>,
 }
 
-impl Arena {
-    /// Room for `capacity` indices of `width` atomics each, in segments of
-    /// `base`, `2 base`, `4 base`, ... indices.
-    pub fn new(capacity: usize, width: usize, base: usize) -> Arena {
+impl<T: Default> Arena<T> {
+    /// Room for `capacity` indices of `width` cells each, in segments of
+    /// `base`, `2 base`, `4 base`, ... indices (`base` rounded up to a power
+    /// of two).
+    pub fn new(capacity: usize, width: usize, base: usize) -> Arena<T> {
         // (State ids are u32: no more than 2^32 indices are ever needed.)
         let capacity = capacity.min(1 << 32);
+        let base = base.max(1).next_power_of_two();
         let mut n = 0;
         while base.saturating_mul((1usize << n) - 1) < capacity {
             n += 1;
         }
         Arena {
+            shift: base.trailing_zeros(),
             base,
             width,
             segments: (0..n).map(|_| OnceLock::new()).collect(),
         }
     }
 
-    /// Segment and offset (in atomics) of index `i`.
+    /// Segment and offset (in cells) of index `i`.
     #[inline]
     fn locate(&self, i: usize) -> (usize, usize) {
-        let q = i / self.base + 1;
+        let q = (i >> self.shift) + 1;
         let k = (usize::BITS - 1 - q.leading_zeros()) as usize;
         (k, (i - self.base * ((1 << k) - 1)) * self.width)
     }
 
-    /// The atomics of index `i`, when its segment exists.
+    /// The cells of index `i`, when its segment exists.
     #[inline]
-    pub fn get(&self, i: usize) -> Option<&[AtomicU32]> {
+    pub fn get(&self, i: usize) -> Option<&[T]> {
         let (k, at) = self.locate(i);
         let seg = self.segments.get(k)?.get()?;
         Some(&seg[at..at + self.width])
     }
 
-    /// The atomics of index `i`, allocating its segment; `None` past the
+    /// The cells of index `i`, allocating its segment; `None` past the
     /// capacity.
-    pub fn get_or_alloc(&self, i: usize) -> Option<&[AtomicU32]> {
+    pub fn get_or_alloc(&self, i: usize) -> Option<&[T]> {
         let (k, at) = self.locate(i);
         let seg = self.segments.get(k)?.get_or_init(|| {
             (0..(self.base << k) * self.width)
-                .map(|_| AtomicU32::new(0))
+                .map(|_| T::default())
                 .collect()
         });
         Some(&seg[at..at + self.width])
     }
 
-    /// Heap memory in bytes.
+    /// Heap memory in bytes (the segments' cells, not what they point to).
     pub fn memory_usage(&self) -> usize {
         let segs: usize = (0..self.segments.len())
             .filter(|&k| self.segments[k].get().is_some())
-            .map(|k| (self.base << k) * self.width * 4)
+            .map(|k| (self.base << k) * self.width * std::mem::size_of::<T>())
             .sum();
-        segs + self.segments.len() * std::mem::size_of::<OnceLock<Box<[AtomicU32]>>>()
+        segs + self.segments.len() * std::mem::size_of::<OnceLock<Box<[T]>>>()
     }
 }
 
@@ -356,10 +369,14 @@ impl Arena {
 /// memos every thread may fill.
 pub(crate) struct Slots(Arena);
 
+/// Values in the first segment of a [`Slots`] (256 bytes, doubling from
+/// there).
+const SLOTS_BASE: usize = 64;
+
 impl Slots {
     /// Room for `capacity` states.
     pub fn new(capacity: usize) -> Slots {
-        Slots(Arena::new(capacity, 1, 1024))
+        Slots(Arena::new(capacity, 1, SLOTS_BASE))
     }
 
     /// The value of `s`, if set.
@@ -426,7 +443,7 @@ mod tests {
 
     #[test]
     fn arena_segments_cover_every_index_once() {
-        let a = Arena::new(10_000, 3, 4);
+        let a: Arena = Arena::new(10_000, 3, 4);
         for i in 0..10_000 {
             let cells = a.get_or_alloc(i).unwrap();
             assert_eq!(cells.len(), 3);
@@ -436,7 +453,13 @@ mod tests {
         for i in 0..10_000 {
             assert_eq!(a.get(i).unwrap()[1].load(Ordering::Relaxed), i as u32 + 1);
         }
-        assert!(Arena::new(5, 1, 4).get_or_alloc(1 << 20).is_none());
+        assert!(Arena::<AtomicU32>::new(5, 1, 4).get_or_alloc(1 << 20).is_none());
+        // A base that is not a power of two is rounded up (segments of 4,
+        // 8, ...): every index still has its own cells.
+        let b: Arena<u8> = Arena::new(100, 1, 3);
+        let ptrs: std::collections::HashSet<*const u8> =
+            (0..100).map(|i| b.get_or_alloc(i).unwrap().as_ptr()).collect();
+        assert_eq!(ptrs.len(), 100);
     }
 
     #[test]

@@ -25,9 +25,11 @@
 //! published out of it into write-once, lock-free storage: masks in
 //! write-once cells, transitions in an append-only arena of atomic rows, a
 //! state's acceptance and distance in atomic slots ([`Published`]), budgets
-//! in the shared memo of `backend.rs`. So once any matcher has visited a
-//! state, every matcher on every thread masks and advances through it with
-//! a few loads and no lock. (Chosen over per-matcher caches: those
+//! in the shared memo of `backend.rs`. A row is published when a walk
+//! first passes through its state (under the lock), not when the state is
+//! explored: most states a mask's trie walk explores are never entered by a
+//! matcher. So once any matcher has visited a state, every matcher on every
+//! thread masks and advances through it with a few loads and no lock. (Chosen over per-matcher caches: those
 //! repeat every first visit per request, and a state's first visit — a walk
 //! of the token trie — costs thousands of times a lookup; a shared,
 //! published cache pays it once per compiled artefact.)
@@ -40,7 +42,7 @@
 //! yet a bitset over the Qwen vocabulary is 19 KB: five fresh pages for
 //! every new state, whose faults and zeroing were half of a first visit. So
 //! a mask built from scratch (no plain level) with at most [`SPARSE_MAX`]
-//! tokens is kept as its sorted ids ([`Mask::Sparse`]), built in a bitset
+//! tokens is kept as its ids ([`Mask::Sparse`]), built in a bitset
 //! the automaton keeps for reuse; [`Lazy::fill_row`] writes it into a
 //! bitmask row directly, and a bitset is made only when someone asks
 //! [`Lazy::allowed`] for it.
@@ -57,8 +59,8 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-/// States per mask chunk.
-const CHUNK: usize = 4096;
+/// Mask cells in the first segment of [`Lazy::masks`] (doubling from there).
+const MASK_BASE: usize = 64;
 /// Not computed yet.
 const UNKNOWN: u32 = u32::MAX - 1;
 /// Plain level not computed yet.
@@ -90,6 +92,33 @@ pub(super) struct Core {
     /// An empty bitset of the logits width, lent to each mask built from
     /// scratch and cleared after it (see "Small masks as id lists").
     scratch: Option<TokenSet>,
+    /// Per byte class, its bytes (a 256-bit set).
+    class_bytes: Vec<[u64; 4]>,
+}
+
+impl trie::LiveBytes for Core {
+    #[inline]
+    fn next(&mut self, s: u32, b: u8) -> u32 {
+        Core::next(self, s, b)
+    }
+
+    /// One pass over the row of `s` (determinized on first use).
+    fn live(&mut self, s: u32) -> [u64; 4] {
+        let mut set = [0u64; 4];
+        if s == DEAD {
+            return set;
+        }
+        // (Any byte: determinizes the row of `s` if it is not yet.)
+        self.dfa.next(s, 0);
+        for (&t, bytes) in self.dfa.row(s).iter().zip(&self.class_bytes) {
+            if t != 0 {
+                for (w, b) in set.iter_mut().zip(bytes) {
+                    *w |= b;
+                }
+            }
+        }
+        set
+    }
 }
 
 /// Plain characters lead the state to different states.
@@ -422,24 +451,34 @@ impl Core {
 const SPARSE_MAX: usize = 1024;
 
 /// A state's mask: a bitset shared by the states that have it, or the
-/// sorted ids of a small one (with its bitset made on demand).
+/// ids of a small one (in trie order: nothing reads them in id order),
+/// plus the plain tokens of a plain level (with
+/// its bitset made on demand).
 enum Mask {
     Dense(Arc<TokenSet>),
     Sparse {
+        /// The plain level whose set ([`trie::PlainLevel::set`], disjoint
+        /// from `ids`) the mask also holds.
+        level: Option<u8>,
         ids: Box<[u32]>,
         dense: OnceLock<Arc<TokenSet>>,
     },
 }
 
 impl Mask {
-    /// The mask as a bitset of `width` ids (an id list's made on first use,
-    /// shared with equal masks of `lazy`).
-    fn dense(&self, lazy: &Lazy, width: usize) -> &Arc<TokenSet> {
+    /// The mask as a bitset (an id list's made on first use, shared with
+    /// equal masks of `lazy`).
+    fn dense(&self, lazy: &Lazy, tries: &VocabTries, width: usize) -> &Arc<TokenSet> {
         match self {
             Mask::Dense(a) => a,
-            Mask::Sparse { ids, dense } => dense.get_or_init(|| {
-                let mut set = TokenSet::new(width);
-                let mut fp = 0u64;
+            Mask::Sparse { level, ids, dense } => dense.get_or_init(|| {
+                let (mut set, mut fp) = match level {
+                    Some(l) => {
+                        let l = tries.plain_level(*l as usize);
+                        (l.set.clone(), l.fingerprint)
+                    }
+                    None => (TokenSet::new(width), 0u64),
+                };
                 for &t in ids.iter() {
                     set.insert(TokenId(t));
                     fp = fp.wrapping_add(super::mix(t));
@@ -460,6 +499,9 @@ struct Building {
     /// The ids added, when the set started empty (the automaton's scratch
     /// set): a small result is kept as a list.
     ids: Option<Vec<u32>>,
+    /// The plain level whose set the mask holds besides `set` (which then
+    /// holds none of its tokens; `fp` counts them).
+    level: Option<u8>,
 }
 
 impl Building {
@@ -468,6 +510,22 @@ impl Building {
             set: level.set.clone(),
             fp: level.fingerprint,
             ids: None,
+            level: None,
+        }
+    }
+
+    /// An empty mask in the automaton's scratch set (a bitset of `width`),
+    /// keeping its ids.
+    fn scratch(core: &mut Core, width: usize) -> Building {
+        let set = match core.scratch.take() {
+            Some(set) if set.width() == width => set,
+            _ => TokenSet::new(width),
+        };
+        Building {
+            set,
+            fp: 0,
+            ids: Some(Vec::new()),
+            level: None,
         }
     }
 
@@ -485,12 +543,13 @@ impl Building {
     /// with the set being built (fingerprints add). Never on a set built
     /// from scratch (its id list would miss them).
     fn add_set(&mut self, (set, fp): &(TokenSet, u64)) {
-        debug_assert!(self.ids.is_none());
+        debug_assert!(self.ids.is_none() && self.level.is_none());
         self.set.union_with(set);
         self.fp = self.fp.wrapping_add(*fp);
     }
 
-    /// Adds each of `trie`'s duplicate tokens whose twin is in the set.
+    /// Adds each of `trie`'s duplicate tokens whose twin is in the set
+    /// (both are tokens of `trie`: never of a plain level's set).
     fn add_dups(&mut self, trie: &trie::TokenTrie) {
         for &(first, dup) in &trie.dups {
             if self.set.contains(TokenId(first)) {
@@ -500,8 +559,9 @@ impl Building {
     }
 }
 
-/// States in the first segment of [`Published::rows`].
-const ROW_BASE: usize = 256;
+/// States in the first segment of [`Published::rows`] (doubling from there;
+/// a row is a state's byte classes, four bytes each).
+const ROW_BASE: usize = 16;
 
 /// What the determinizer found, copied out where readers need no lock: an
 /// append-only arena of rows ([`Arena`]) and per-state acceptance and
@@ -583,8 +643,8 @@ pub(super) struct Lazy {
     published: Published,
     classes: Classes,
     budgets: Slots,
-    /// Two-level write-once store: chunk `s / CHUNK`, cell `s % CHUNK`.
-    masks: Vec<OnceLock<Box<[MaskCell]>>>,
+    /// Write-once mask cells, one per state.
+    masks: Arena<MaskCell>,
     /// Distinct masks by hash, so equal masks share one allocation.
     distinct: Mutex<HashMap<u64, Vec<Arc<TokenSet>>, foldhash::fast::RandomState>>,
     /// Masks kept as id lists ([`Mask::Sparse`]) and their ids' bytes.
@@ -613,11 +673,10 @@ impl Lazy {
                 byte_chain_ids: HashMap::default(),
                 byte_succ: HashMap::default(),
                 scratch: None,
+                class_bytes: class_byte_sets(&classes),
             }),
             start,
-            masks: (0..max_states.div_ceil(CHUNK))
-                .map(|_| OnceLock::new())
-                .collect(),
+            masks: Arena::new(max_states, 1, MASK_BASE),
             distinct: Mutex::new(HashMap::default()),
             sparse: Default::default(),
             sparse_bytes: Default::default(),
@@ -627,12 +686,13 @@ impl Lazy {
     }
 
     /// Publishes what the locked automaton learnt since the last call: the
-    /// facts of every new state, then the rows explored (see [`Published`]).
+    /// facts of every new state (see [`Published`]). Rows are published by
+    /// [`Lazy::walk_locked`] when a walk first passes through their state:
+    /// most rows a first visit explores are those of its trie walk's
+    /// prefixes, which no matcher enters (publishing each of them was a
+    /// sixth of a first visit's time, and most of the memory it touched).
     fn publish(&self, core: &mut Core) {
         self.publish_info(core);
-        for s in core.dfa.take_explored() {
-            self.published.publish_row(s, core.dfa.row(s));
-        }
     }
 
     /// Runs `f` on the locked automaton, then publishes what it learnt.
@@ -685,13 +745,7 @@ impl Lazy {
     }
 
     fn cell(&self, s: u32) -> Option<&MaskCell> {
-        let chunk = self.masks.get(s as usize / CHUNK)?.get_or_init(|| {
-            (0..CHUNK)
-                .map(|_| OnceLock::new())
-                .collect::<Vec<_>>()
-                .into_boxed_slice()
-        });
-        Some(&chunk[s as usize % CHUNK])
+        Some(&self.masks.get_or_alloc(s as usize)?[0])
     }
 
     /// The mask of `s`, computed on first use.
@@ -708,7 +762,7 @@ impl Lazy {
     pub fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet> {
         Some(
             self.mask(s, tries, vocab)?
-                .dense(self, vocab.logits_width()),
+                .dense(self, tries, vocab.logits_width()),
         )
     }
 
@@ -717,8 +771,11 @@ impl Lazy {
     pub fn fill_row(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary, row: &mut [u32]) {
         match self.mask(s, tries, vocab) {
             Some(Mask::Dense(set)) => set.write_u32_words(row),
-            Some(Mask::Sparse { ids, .. }) => {
-                row.fill(0);
+            Some(Mask::Sparse { level, ids, .. }) => {
+                match level {
+                    Some(l) => tries.plain_level(*l as usize).set.write_u32_words(row),
+                    None => row.fill(0),
+                }
                 for &t in ids.iter() {
                     if let Some(w) = row.get_mut(t as usize / 32) {
                         *w |= 1u32 << (t % 32);
@@ -740,7 +797,7 @@ impl Lazy {
         let cell = self.cell(s)?;
         Some(
             cell.get_or_init(|| self.compute(core, s, tries, vocab))
-                .dense(self, vocab.logits_width())
+                .dense(self, tries, vocab.logits_width())
                 .clone(),
         )
     }
@@ -767,23 +824,27 @@ impl Lazy {
                 m.insert(e.0);
             }
         }
-        if let Some(mut ids) = m.ids.take() {
+        if let Some(ids) = m.ids.take() {
             if ids.len() <= SPARSE_MAX {
                 // Back to the automaton, empty again.
                 for &t in &ids {
                     m.set.remove(TokenId(t));
                 }
                 core.scratch = Some(m.set);
-                ids.sort_unstable();
                 self.sparse.fetch_add(1, Ordering::Relaxed);
                 self.sparse_bytes
                     .fetch_add(ids.len() * 4, Ordering::Relaxed);
                 return Arc::new(Mask::Sparse {
+                    level: m.level,
                     ids: ids.into_boxed_slice(),
                     dense: OnceLock::new(),
                 });
             }
-            // A big one keeps the scratch set as its bitset.
+            // A big one keeps the scratch set as its bitset, with the
+            // level's tokens.
+            if let Some(l) = m.level {
+                m.set.union_with(&tries.plain_level(l as usize).set);
+            }
         }
         Arc::new(Mask::Dense(self.intern(m.set, m.fp)))
     }
@@ -860,6 +921,7 @@ impl Lazy {
             set: set.clone(),
             fp: *fp,
             ids: None,
+            level: None,
         };
         walk_chain(core, &bc.tokens.trie, &chain, &mut m);
         Some(m)
@@ -883,21 +945,22 @@ impl Lazy {
             m.add_set(&tries.body().body_partial);
             (m, &tries.body().body_suffixes)
         } else if level != NO_LEVEL {
+            // The level's plain tokens by reference, the walk's from
+            // scratch (a 19 KB copy of the level's set per state was most
+            // of the memory a first walk touched).
             let l = tries.plain_level(level as usize);
-            (Building::from(l), &l.rest)
+            let mut m = Building::scratch(core, vocab.logits_width());
+            m.level = Some(level);
+            m.fp = l.fingerprint;
+            (m, &l.rest)
         } else {
             // From scratch: the automaton's empty set, and the ids added.
-            let set = match core.scratch.take() {
-                Some(set) if set.width() == vocab.logits_width() => set,
-                _ => TokenSet::new(vocab.logits_width()),
-            };
-            let ids = Some(Vec::new());
-            (Building { set, fp: 0, ids }, &tries.full)
+            (Building::scratch(core, vocab.logits_width()), &tries.full)
         };
         if level == (PLAIN_LEVELS.len() - 1) as u8 {
             self.walk_to_loops(core, s, tries, vocab, &mut m);
         } else {
-            trie.walk_live_roots(s, |s, b| core.next(s, b), |t| m.insert(t));
+            trie.walk_live_roots(s, core, |t| m.insert(t));
         }
         m.add_dups(trie);
         m
@@ -965,6 +1028,16 @@ impl Lazy {
             bytes + self.sparse_bytes.load(Ordering::Relaxed),
         )
     }
+}
+
+/// Per byte class of `classes`, its bytes as a 256-bit set.
+fn class_byte_sets(classes: &[u8; 256]) -> Vec<[u64; 4]> {
+    let n = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
+    let mut sets = vec![[0u64; 4]; n];
+    for (b, &c) in classes.iter().enumerate() {
+        sets[c as usize][b / 64] |= 1 << (b % 64);
+    }
+    sets
 }
 
 /// Walks a trie whose keys start with one byte `k`, the number of leading

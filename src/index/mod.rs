@@ -60,7 +60,7 @@ mod lazy;
 pub(crate) mod trie;
 
 pub use automaton::{ByteAutomaton, LiveTable, DEAD};
-pub(crate) use backend::{Backend, Classes, Slots};
+pub(crate) use backend::{Arena, Backend, Classes, Slots};
 
 use crate::vocab::{TokenId, Vocabulary};
 use std::collections::HashMap;

@@ -393,6 +393,28 @@ impl VocabTries {
     }
 }
 
+/// An automaton walked by [`TokenTrie::walk_live_roots`].
+pub(crate) trait LiveBytes {
+    /// The state after `b` in `s`, or `DEAD`.
+    fn next(&mut self, s: u32, b: u8) -> u32;
+    /// The bytes on which `s` is live (bit `b % 64` of word `b / 64`).
+    fn live(&mut self, s: u32) -> [u64; 4];
+}
+
+/// The bytes of a 256-bit set, ascending.
+#[inline]
+pub(crate) fn byte_set_iter(set: [u64; 4]) -> impl Iterator<Item = u8> {
+    set.into_iter().enumerate().flat_map(|(w, mut bits)| {
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let b = bits.trailing_zeros();
+                bits &= bits - 1;
+                (w as u32 * 64 + b) as u8
+            })
+        })
+    })
+}
+
 impl TokenTrie {
     /// Builds the trie from tokens sorted by bytes.
     pub(crate) fn from_sorted<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>) -> TokenTrie {
@@ -471,21 +493,21 @@ impl TokenTrie {
     }
 
     /// [`TokenTrie::walk`] (without the count) that enters only the
-    /// subtrees of the first bytes live from `start`, found through `root`.
-    /// `walk` jumps from each first byte's node to the next through `end`,
-    /// a read of three arrays at places spread over the whole trie (cache
-    /// misses, most of a first visit where few bytes may follow, as inside
-    /// a literal); here the first level is a scan of 256 entries of `root`.
-    /// The same tokens are hit, in the same order.
+    /// subtrees of the first two bytes live from `start`, found through
+    /// `root` and the 64 K-entry `second` table. `live(s)` is the set of
+    /// bytes on which `s` is live (bit `b % 64` of word `b / 64`), read off
+    /// the automaton's row of `s` (a pass over its byte classes); `next`
+    /// steps as in `walk`. `walk` jumps from each first byte's node to the
+    /// next through `end`, a read of three arrays at places spread over the
+    /// whole trie (cache misses, most of a first visit where few bytes may
+    /// follow, as inside a literal); stepping the automaton on each of the
+    /// 256 first bytes and each second byte the trie holds was the next
+    /// largest share. Here the first two levels cost one `live` each and a
+    /// lookup per live byte. The same tokens are hit, in the same order.
     #[inline]
-    pub fn walk_live_roots(
-        &self,
-        start: u32,
-        mut next: impl FnMut(u32, u8) -> u32,
-        mut hit: impl FnMut(u32),
-    ) {
+    pub fn walk_live_roots(&self, start: u32, dfa: &mut impl LiveBytes, mut hit: impl FnMut(u32)) {
         if self.root.len() != 256 {
-            self.walk(start, next, hit);
+            self.walk(start, |s, b| dfa.next(s, b), hit);
             return;
         }
         let second = self.second.get_or_init(|| {
@@ -504,12 +526,12 @@ impl TokenTrie {
         });
         let mut stack = vec![0u32; self.max_depth + 1];
         stack[0] = start;
-        for b in 0..=255u8 {
+        for b in byte_set_iter(dfa.live(start)) {
             let r = self.root[b as usize];
             if r == NONE {
                 continue;
             }
-            let s = next(start, b);
+            let s = dfa.next(start, b);
             if s == super::automaton::DEAD {
                 continue;
             }
@@ -521,11 +543,13 @@ impl TokenTrie {
             }
             // The second level through `second`, then each live child's
             // subtree as `walk` does.
-            for (b2, &c) in second[b as usize * 256..][..256].iter().enumerate() {
+            let row = &second[b as usize * 256..][..256];
+            for b2 in byte_set_iter(dfa.live(s)) {
+                let c = row[b2 as usize];
                 if c == NONE {
                     continue;
                 }
-                let s2 = next(s, b2 as u8);
+                let s2 = dfa.next(s, b2);
                 if s2 == super::automaton::DEAD {
                     continue;
                 }
@@ -535,7 +559,7 @@ impl TokenTrie {
                 if tok != NONE {
                     hit(tok);
                 }
-                self.walk_below(c, &mut stack, &mut next, &mut hit);
+                self.walk_below(c, &mut stack, &mut |s, b| dfa.next(s, b), &mut hit);
             }
         }
     }

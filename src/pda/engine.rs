@@ -21,7 +21,7 @@
 
 use super::{Pda, INF};
 use crate::index::trie::VocabTries;
-use crate::index::{Backend, Classes, Slots, TokenSet, DEAD};
+use crate::index::{Arena, Backend, Classes, Slots, TokenSet, DEAD};
 use crate::vocab::Vocabulary;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -34,8 +34,8 @@ const BOTTOM: u32 = 0;
 const OPAQUE: u32 = 1;
 /// A transition not computed yet.
 const UNKNOWN: u32 = u32::MAX - 1;
-/// Sets per mask chunk.
-const CHUNK: usize = 4096;
+/// Mask cells in the first segment of [`Engine::masks`] (doubling from there).
+const MASK_BASE: usize = 64;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -375,14 +375,12 @@ fn shared_frames(tries: &VocabTries, key: &str) -> Arc<SharedFrames> {
     }
 }
 
-/// [`CHUNK`] write-once mask cells.
-type MaskChunk = Box<[OnceLock<Arc<TokenSet>>]>;
-
 /// A [`Pda`] behind the index's backend trait.
 pub(crate) struct Engine {
     core: Mutex<Core>,
     start: u32,
-    masks: Vec<OnceLock<MaskChunk>>,
+    /// Write-once mask cells, one per configuration.
+    masks: Arena<OnceLock<Arc<TokenSet>>>,
     /// The context-independent half of each top frame's mask, by frame
     /// key (see [`Engine::frame`]).
     frames: Mutex<FastMap<u32, Arc<FrameMask>>>,
@@ -453,9 +451,7 @@ impl Engine {
             classes,
             core: Mutex::new(core),
             start,
-            masks: (0..max_sets.div_ceil(CHUNK))
-                .map(|_| OnceLock::new())
-                .collect(),
+            masks: Arena::new(max_sets, 1, MASK_BASE),
             distinct: Mutex::new(FastMap::default()),
             frames: Mutex::new(FastMap::default()),
             resolved: Mutex::new(FastMap::default()),
@@ -471,13 +467,7 @@ impl Engine {
     }
 
     fn cell(&self, s: u32) -> Option<&OnceLock<Arc<TokenSet>>> {
-        let chunk = self.masks.get(s as usize / CHUNK)?.get_or_init(|| {
-            (0..CHUNK)
-                .map(|_| OnceLock::new())
-                .collect::<Vec<_>>()
-                .into_boxed_slice()
-        });
-        Some(&chunk[s as usize % CHUNK])
+        Some(&self.masks.get_or_alloc(s as usize)?[0])
     }
 
     /// The mask of `s`. Split (XGrammar's context-independent /
