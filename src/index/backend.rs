@@ -453,12 +453,15 @@ mod tests {
         for i in 0..10_000 {
             assert_eq!(a.get(i).unwrap()[1].load(Ordering::Relaxed), i as u32 + 1);
         }
-        assert!(Arena::<AtomicU32>::new(5, 1, 4).get_or_alloc(1 << 20).is_none());
+        assert!(Arena::<AtomicU32>::new(5, 1, 4)
+            .get_or_alloc(1 << 20)
+            .is_none());
         // A base that is not a power of two is rounded up (segments of 4,
         // 8, ...): every index still has its own cells.
         let b: Arena<u8> = Arena::new(100, 1, 3);
-        let ptrs: std::collections::HashSet<*const u8> =
-            (0..100).map(|i| b.get_or_alloc(i).unwrap().as_ptr()).collect();
+        let ptrs: std::collections::HashSet<*const u8> = (0..100)
+            .map(|i| b.get_or_alloc(i).unwrap().as_ptr())
+            .collect();
         assert_eq!(ptrs.len(), 100);
     }
 
