@@ -620,3 +620,93 @@ fn unbounded_multiple_of_is_narrowed_with_a_warning() {
     let d = dfa(&c);
     assert!(d.matches(b"6141") && !d.matches(b"6142") && d.matches(b"-6141"));
 }
+
+/// `JsonSchemaStore---drupal-permissions` (and 17 more dev files):
+/// `uniqueItems` over items with no small finite set of values (strings)
+/// is narrowed to arrays of at most one item (sound: one item is always
+/// unique), with a warning naming the keyword, instead of an error; with
+/// `minItems` above 1 it is still an error.
+#[test]
+fn unique_items_over_open_items_is_narrowed_to_one_item() {
+    check(
+        json!({"type": "object",
+               "properties": {"permission_callbacks": {
+                   "type": "array", "items": {"type": "string"}, "uniqueItems": true}},
+               "additionalProperties": {
+                   "type": "object", "required": ["title"],
+                   "properties": {"title": {"type": "string"}},
+                   "additionalProperties": false}}),
+        &[
+            json!({"permission_callbacks": ["my_module_permissions"]}),
+            json!({"permission_callbacks": []}),
+            json!({"permission_callbacks": ["a"], "administer content": {"title": "t"}}),
+        ],
+        &[
+            json!({"permission_callbacks": ["a", "a"]}),
+            json!({"permission_callbacks": [1]}),
+            json!({"permission_callbacks": ["a"], "x": {"title": "t", "extra": 1}}),
+        ],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "object"}, "uniqueItems": true,
+               "minItems": 1, "maxItems": 5}),
+        &[json!([{"a": 1}])],
+        &[json!([]), json!([{"a": 1}, {"a": 1}]), json!(["x"])],
+    );
+    let strict = opts(
+        constrain::schema::Whitespace::Compact,
+        constrain::schema::JsonMode::Strict,
+    );
+    let s = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true});
+    let c = constrain::schema::compile(&s, &strict).unwrap();
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.message.contains("uniqueItems") && w.message.contains("narrowed")),
+        "{:?}",
+        c.warnings.iter().map(|w| &w.message).collect::<Vec<_>>()
+    );
+    let d = dfa(&c);
+    assert!(d.matches(br#"["a"]"#) && d.matches(b"[]") && !d.matches(br#"["a","b"]"#));
+    // Two distinct items cannot be guaranteed by a regular language.
+    let s = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true,
+                   "minItems": 2});
+    let e = constrain::schema::compile(&s, &strict).unwrap_err();
+    assert!(e.to_string().contains("uniqueItems"), "{e}");
+}
+
+/// `uniqueItems` over more possible item values than `max_unique_values`
+/// (7 here): narrowed to distinct values in the order the schema lists
+/// them (linear text instead of every ordering), with a warning.
+#[test]
+fn unique_items_over_many_values_keeps_listed_order() {
+    let s = json!({"type": "array", "uniqueItems": true,
+                   "items": {"enum": ["a", "b", "c", "d", "e", "f", "g"]}});
+    check(
+        s.clone(),
+        &[
+            json!([]),
+            json!(["a", "c", "g"]),
+            json!(["f"]),
+            json!(["a", "b", "c", "d", "e", "f", "g"]),
+        ],
+        &[json!(["a", "a"]), json!(["h"]), json!(["a", "c", "c"])],
+    );
+    let c = constrain::schema::compile(
+        &s,
+        &opts(
+            constrain::schema::Whitespace::Compact,
+            constrain::schema::JsonMode::Strict,
+        ),
+    )
+    .unwrap();
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.message.contains("order the schema lists")),
+        "{:?}",
+        c.warnings.iter().map(|w| &w.message).collect::<Vec<_>>()
+    );
+    // Another order of distinct values is valid but not offered (narrowed).
+    assert!(!dfa(&c).matches(br#"["c","a"]"#));
+}

@@ -614,25 +614,70 @@ impl<'d, 'a> Gen<'d, 'a> {
             return Err(unsupported("together with prefixItems/contains"));
         }
         let item = n.items.clone().unwrap_or(Schema::Bool(true));
+        let min = n.min_items.unwrap_or(0);
+        let max = n.max_items.unwrap_or(u64::MAX);
         let Some(values) = self.finite_values(&item)? else {
             // Lenient: ignored (with a warning), as before.
-            self.doc.soft(
-                unsupported("the items have no small finite set of values"),
-                self.opts.lenient,
-            )?;
+            if self.opts.lenient {
+                self.doc.soft(
+                    unsupported("the items have no small finite set of values"),
+                    true,
+                )?;
+                return self.array(&m);
+            }
+            // Otherwise narrowed to at most one item (one item is always
+            // unique), where `minItems` allows it.
+            if min > 1 {
+                return Err(unsupported(
+                    "the items have no small finite set of values, and minItems asks for more than one",
+                ));
+            }
+            self.doc.warn(
+                &n.at,
+                "uniqueItems over items with no small finite set of values: narrowed to arrays of at most one item".into(),
+            );
+            m.max_items = Some(max.min(1));
             return self.array(&m);
         };
         if values.len() > self.opts.max_unique_values {
-            return Err(SchemaError::TooBig {
-                what: "uniqueItems: possible item values".into(),
-                pointer: n.at.clone(),
-                size: values.len() as u64,
-                limit: self.opts.max_unique_values as u64,
-                knob: "max_unique_values",
-            });
+            // Every ordering would be too many branches: narrowed to the
+            // distinct values in listed order (linear text), where the
+            // counts allow any such subsequence.
+            if min > 1 || max < values.len() as u64 {
+                return Err(SchemaError::TooBig {
+                    what: "uniqueItems: possible item values".into(),
+                    pointer: n.at.clone(),
+                    size: values.len() as u64,
+                    limit: self.opts.max_unique_values as u64,
+                    knob: "max_unique_values",
+                });
+            }
+            self.doc.warn(
+                &n.at,
+                format!(
+                    "uniqueItems over {} possible item values (more than max_unique_values {}): narrowed to distinct values in the order the schema lists them",
+                    values.len(),
+                    self.opts.max_unique_values
+                ),
+            );
+            let props: Vec<object::Prop> = values
+                .iter()
+                .map(|v| object::Prop {
+                    kv: self.literal(v),
+                    required: false,
+                })
+                .collect();
+            let Layout { inner, comma, .. } = self.lay.clone();
+            if props.is_empty() {
+                return Ok((min == 0).then(|| format!("\\[{inner}\\]")));
+            }
+            let body = object::ordered_nonempty(&props, &comma);
+            return Ok(Some(if min == 0 {
+                format!("\\[{inner}(?:{body})?{inner}\\]")
+            } else {
+                format!("\\[{inner}{body}{inner}\\]")
+            }));
         }
-        let min = n.min_items.unwrap_or(0);
-        let max = n.max_items.unwrap_or(u64::MAX);
         let lits: Vec<String> = values.iter().map(|v| self.literal(v)).collect();
         let Layout { inner, comma, .. } = self.lay.clone();
         // Sequences of distinct values continuing after `used` (`depth`
