@@ -69,6 +69,10 @@
 //!   free-form (any keys), since "no keys at all" is rarely what is meant.
 //! - Integer `format`s of OpenAPI/schemars (`int32`, `uint8`, ...) become
 //!   bounds (validators ignore them).
+//! - `uniqueItems` over items with no small finite set of values: arrays
+//!   of at most one item (with a warning; `minItems` ≥ 2 is an error); over
+//!   more than [`SchemaOptions::max_unique_values`] listed values: distinct
+//!   values in the order the schema lists them (with a warning).
 //! - `multipleOf` on integers: exact for bounded ranges (enumerated) and for
 //!   divisors of a power of ten (at most 15 digits); fractional `multipleOf`
 //!   fails closed (floating-point semantics differ between validators).
@@ -206,7 +210,8 @@ pub struct SchemaOptions {
     pub max_product_len: usize,
     /// `uniqueItems` is exact when the items have at most this many
     /// possible values (default 6; the regex lists every ordering of
-    /// distinct values, about `e·k!` branches).
+    /// distinct values, about `e·k!` branches); more listed values are
+    /// narrowed to the listed order, with a warning.
     pub max_unique_values: usize,
 }
 

@@ -7,7 +7,8 @@
 //! [`crate::dfa::algebra`]: intersection, and difference within the
 //! canonical spellings so that subtracting spellings subtracts strings),
 //! and `uniqueItems` over small finite item languages (every ordering of
-//! distinct values). Each documents its bound or narrowing.
+//! distinct values; larger item languages narrowed to the listed order or
+//! to at most one item). Each documents its bound or narrowing.
 
 use super::logic::blank;
 use super::*;
@@ -599,8 +600,10 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     /// `uniqueItems`: exact when the items have at most
     /// `max_unique_values` possible values (every ordering of distinct
-    /// values is listed); otherwise an error naming `uniqueItems` (a
-    /// warning in lenient mode, which then ignores it).
+    /// values is listed); more listed values: narrowed to the listed order;
+    /// no finite set: narrowed to at most one item (lenient mode ignores
+    /// it, as before); each with a warning. `minItems` the narrowing cannot
+    /// meet is an error naming `uniqueItems`.
     #[inline(never)]
     pub(super) fn array_unique(&mut self, n: &Node) -> Result<Lang, SchemaError> {
         let mut m = n.clone();
