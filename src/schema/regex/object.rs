@@ -477,7 +477,7 @@ impl Gen<'_, '_> {
                 optional = false;
             } else {
                 members = match &extra {
-                    Some(x) => format!("(?:{known}{extras_tail}|{x}{extras_tail})"),
+                    Some(x) => format!("(?:{known}|{x}){extras_tail}"),
                     None => known,
                 };
                 optional = !nonempty;
@@ -501,7 +501,7 @@ impl Gen<'_, '_> {
         } else {
             let a = ordered_nonempty(&props, &comma);
             members = match &extra {
-                Some(x) => format!("(?:{a}{extras_tail}|{x}{extras_tail})"),
+                Some(x) => format!("(?:{a}|{x}){extras_tail}"),
                 None => a,
             };
             optional = !nonempty;
