@@ -151,6 +151,13 @@ pub struct SchemaOptions {
     /// size on large schemas (depth 1: ≈ 0.9k states per object, depth 3:
     /// ≈ 13k).
     pub extra_value_depth: usize,
+    /// The same for the implicit extra keys of the document's own object
+    /// (the root, when it is an object): at least [`Self::extra_value_depth`].
+    /// Default 3; [`SchemaOptions::compliant`] 2, where
+    /// [`Self::extra_value_depth`] is 1: one copy per schema, so it costs
+    /// little, and MaskBench instances often put an array of objects or an
+    /// object of objects under an undeclared top-level key.
+    pub root_extra_value_depth: usize,
     /// Where the pushdown engine is usable (a vocabulary with every single
     /// byte), write every free-form value (`{}`, `true`, items or values
     /// without a schema, compliant mode's implicit extra-key values) as a
@@ -227,6 +234,7 @@ impl Default for SchemaOptions {
             allow_unknown_keywords: false,
             free_form_depth: 3,
             extra_value_depth: 3,
+            root_extra_value_depth: 3,
             free_form_calls: false,
             any_order_max_properties: 3,
             any_order_max_len: 4096,
@@ -256,6 +264,7 @@ impl SchemaOptions {
             mode: JsonMode::Compliant,
             allow_unknown_keywords: true,
             extra_value_depth: 1,
+            root_extra_value_depth: 2,
             max_length_cap: Some(1024),
             ..Default::default()
         }
