@@ -710,3 +710,73 @@ fn unique_items_over_many_values_keeps_listed_order() {
     // Another order of distinct values is valid but not offered (narrowed).
     assert!(!dfa(&c).matches(br#"["c","a"]"#));
 }
+
+/// `Github_easy---o13687` (and `Kubernetes---kb_101`, `-kb_24`, ...): in
+/// compliant mode an undeclared key of the document's own object holds an
+/// array of objects (`"links": [{...}]`). The root object's implicit extra
+/// values nest `root_extra_value_depth` (2) containers, other objects'
+/// `extra_value_depth` (1); every listed instance is confirmed by the
+/// `jsonschema` oracle, and random walks of the compliant DFA validate.
+#[test]
+fn root_extra_values_nest_two_containers_in_compliant_mode() {
+    use constrain::schema::SchemaOptions;
+    let schema = json!({"type": "object",
+        "properties": {"id": {"type": "string"}, "message": {"type": "string"},
+                       "inner": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+        "required": ["id", "message"]});
+    let oracle = Oracle::new(&schema).unwrap();
+    let opts = SchemaOptions::compliant();
+    assert_eq!(
+        (opts.extra_value_depth, opts.root_extra_value_depth),
+        (1, 2)
+    );
+    let c = constrain::schema::compile(&schema, &opts).unwrap();
+    let d = dfa(&c);
+    let accept = [
+        json!({"id": "SB-1", "message": "deleted",
+               "links": [{"description": "link", "href": "blocks", "rel": "self"}]}),
+        json!({"id": "a", "message": "b", "x": {"y": {"z": 1}}, "w": {"v": [1, 2]}}),
+        json!({"id": "a", "message": "b", "inner": {"a": 1, "q": [1]}}),
+    ];
+    // Valid, but past the narrowing: three containers under the root's
+    // extra key, two under a nested object's.
+    let narrowed = [
+        json!({"id": "a", "message": "b", "x": [[[1]]]}),
+        json!({"id": "a", "message": "b", "inner": {"q": [{"r": 1}]}}),
+    ];
+    let reject = [
+        json!({"id": 12345, "message": "m", "links": [{"rel": "self"}]}),
+        json!({"id": null, "message": "m"}),
+        json!({"id": "a", "message": "b", "inner": {"a": "1"}}),
+    ];
+    for v in accept.iter().chain(&narrowed) {
+        assert!(oracle.valid(v), "test data: {v} should be valid");
+    }
+    for v in &reject {
+        assert!(!oracle.valid(v), "test data: {v} should be invalid");
+    }
+    let ws = opts.whitespace;
+    for v in &accept {
+        let t = render(v, ws);
+        assert!(d.matches(t.as_bytes()), "{t} should match");
+    }
+    for v in narrowed.iter().chain(&reject) {
+        let t = render(v, ws);
+        assert!(!d.matches(t.as_bytes()), "{t} should not match");
+    }
+    // Soundness: random walks of the compliant DFA validate.
+    let w = Walker::new(&d);
+    let mut r = rng(29);
+    let mut walked = 0;
+    for _ in 0..300 {
+        let Some(t) = w.walk(&mut r, 60) else {
+            continue;
+        };
+        let text = String::from_utf8(t).expect("utf-8");
+        let v: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("walk {text:?} does not parse ({e})"));
+        assert!(oracle.valid(&v), "walk {text} is invalid");
+        walked += 1;
+    }
+    assert!(walked > 100);
+}
