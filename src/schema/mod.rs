@@ -45,7 +45,9 @@
 //!   Extra keys are written without `\u` escapes, so that no spelling of a
 //!   declared name can pass as an extra key.
 //! - Free-form values ("any JSON value") nest at most
-//!   [`SchemaOptions::free_form_depth`] containers deep.
+//!   [`SchemaOptions::free_form_depth`] containers deep; values of implicit
+//!   extra keys (compliant mode) [`SchemaOptions::extra_value_depth`], or
+//!   [`SchemaOptions::root_extra_value_depth`] for the document's own object.
 //! - Strings constrained by `pattern`/`format`/`enum` use the canonical
 //!   (`json.dumps`) spelling of each character: `\"`, `\\`, `\n`-style escapes
 //!   and `\u00XX` for other control characters; no `\/` or `\u` escapes of
