@@ -620,3 +620,163 @@ fn unbounded_multiple_of_is_narrowed_with_a_warning() {
     let d = dfa(&c);
     assert!(d.matches(b"6141") && !d.matches(b"6142") && d.matches(b"-6141"));
 }
+
+/// `JsonSchemaStore---drupal-permissions` (and 17 more dev files):
+/// `uniqueItems` over items with no small finite set of values (strings)
+/// is narrowed to arrays of at most one item (sound: one item is always
+/// unique), with a warning naming the keyword, instead of an error; with
+/// `minItems` above 1 it is still an error.
+#[test]
+fn unique_items_over_open_items_is_narrowed_to_one_item() {
+    check(
+        json!({"type": "object",
+               "properties": {"permission_callbacks": {
+                   "type": "array", "items": {"type": "string"}, "uniqueItems": true}},
+               "additionalProperties": {
+                   "type": "object", "required": ["title"],
+                   "properties": {"title": {"type": "string"}},
+                   "additionalProperties": false}}),
+        &[
+            json!({"permission_callbacks": ["my_module_permissions"]}),
+            json!({"permission_callbacks": []}),
+            json!({"permission_callbacks": ["a"], "administer content": {"title": "t"}}),
+        ],
+        &[
+            json!({"permission_callbacks": ["a", "a"]}),
+            json!({"permission_callbacks": [1]}),
+            json!({"permission_callbacks": ["a"], "x": {"title": "t", "extra": 1}}),
+        ],
+    );
+    check(
+        json!({"type": "array", "items": {"type": "object"}, "uniqueItems": true,
+               "minItems": 1, "maxItems": 5}),
+        &[json!([{"a": 1}])],
+        &[json!([]), json!([{"a": 1}, {"a": 1}]), json!(["x"])],
+    );
+    let strict = opts(
+        constrain::schema::Whitespace::Compact,
+        constrain::schema::JsonMode::Strict,
+    );
+    let s = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true});
+    let c = constrain::schema::compile(&s, &strict).unwrap();
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.message.contains("uniqueItems") && w.message.contains("narrowed")),
+        "{:?}",
+        c.warnings.iter().map(|w| &w.message).collect::<Vec<_>>()
+    );
+    let d = dfa(&c);
+    assert!(d.matches(br#"["a"]"#) && d.matches(b"[]") && !d.matches(br#"["a","b"]"#));
+    // Two distinct items cannot be guaranteed by a regular language.
+    let s = json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true,
+                   "minItems": 2});
+    let e = constrain::schema::compile(&s, &strict).unwrap_err();
+    assert!(e.to_string().contains("uniqueItems"), "{e}");
+}
+
+/// `uniqueItems` over more possible item values than `max_unique_values`
+/// (7 here): narrowed to distinct values in the order the schema lists
+/// them (linear text instead of every ordering), with a warning.
+#[test]
+fn unique_items_over_many_values_keeps_listed_order() {
+    let s = json!({"type": "array", "uniqueItems": true,
+                   "items": {"enum": ["a", "b", "c", "d", "e", "f", "g"]}});
+    check(
+        s.clone(),
+        &[
+            json!([]),
+            json!(["a", "c", "g"]),
+            json!(["f"]),
+            json!(["a", "b", "c", "d", "e", "f", "g"]),
+        ],
+        &[json!(["a", "a"]), json!(["h"]), json!(["a", "c", "c"])],
+    );
+    let c = constrain::schema::compile(
+        &s,
+        &opts(
+            constrain::schema::Whitespace::Compact,
+            constrain::schema::JsonMode::Strict,
+        ),
+    )
+    .unwrap();
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.message.contains("order the schema lists")),
+        "{:?}",
+        c.warnings.iter().map(|w| &w.message).collect::<Vec<_>>()
+    );
+    // Another order of distinct values is valid but not offered (narrowed).
+    assert!(!dfa(&c).matches(br#"["c","a"]"#));
+}
+
+/// `Github_easy---o13687` (and `Kubernetes---kb_101`, `-kb_24`, ...): in
+/// compliant mode an undeclared key of the document's own object holds an
+/// array of objects (`"links": [{...}]`). The root object's implicit extra
+/// values nest `root_extra_value_depth` (2) containers, other objects'
+/// `extra_value_depth` (1); every listed instance is confirmed by the
+/// `jsonschema` oracle, and random walks of the compliant DFA validate.
+#[test]
+fn root_extra_values_nest_two_containers_in_compliant_mode() {
+    use constrain::schema::SchemaOptions;
+    let schema = json!({"type": "object",
+        "properties": {"id": {"type": "string"}, "message": {"type": "string"},
+                       "inner": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+        "required": ["id", "message"]});
+    let oracle = Oracle::new(&schema).unwrap();
+    let opts = SchemaOptions::compliant();
+    assert_eq!(
+        (opts.extra_value_depth, opts.root_extra_value_depth),
+        (1, 2)
+    );
+    let c = constrain::schema::compile(&schema, &opts).unwrap();
+    let d = dfa(&c);
+    let accept = [
+        json!({"id": "SB-1", "message": "deleted",
+               "links": [{"description": "link", "href": "blocks", "rel": "self"}]}),
+        json!({"id": "a", "message": "b", "x": {"y": {"z": 1}}, "w": {"v": [1, 2]}}),
+        json!({"id": "a", "message": "b", "inner": {"a": 1, "q": [1]}}),
+    ];
+    // Valid, but past the narrowing: three containers under the root's
+    // extra key, two under a nested object's.
+    let narrowed = [
+        json!({"id": "a", "message": "b", "x": [[[1]]]}),
+        json!({"id": "a", "message": "b", "inner": {"q": [{"r": 1}]}}),
+    ];
+    let reject = [
+        json!({"id": 12345, "message": "m", "links": [{"rel": "self"}]}),
+        json!({"id": null, "message": "m"}),
+        json!({"id": "a", "message": "b", "inner": {"a": "1"}}),
+    ];
+    for v in accept.iter().chain(&narrowed) {
+        assert!(oracle.valid(v), "test data: {v} should be valid");
+    }
+    for v in &reject {
+        assert!(!oracle.valid(v), "test data: {v} should be invalid");
+    }
+    let ws = opts.whitespace;
+    for v in &accept {
+        let t = render(v, ws);
+        assert!(d.matches(t.as_bytes()), "{t} should match");
+    }
+    for v in narrowed.iter().chain(&reject) {
+        let t = render(v, ws);
+        assert!(!d.matches(t.as_bytes()), "{t} should not match");
+    }
+    // Soundness: random walks of the compliant DFA validate.
+    let w = Walker::new(&d);
+    let mut r = rng(29);
+    let mut walked = 0;
+    for _ in 0..300 {
+        let Some(t) = w.walk(&mut r, 60) else {
+            continue;
+        };
+        let text = String::from_utf8(t).expect("utf-8");
+        let v: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("walk {text:?} does not parse ({e})"));
+        assert!(oracle.valid(&v), "walk {text} is invalid");
+        walked += 1;
+    }
+    assert!(walked > 100);
+}

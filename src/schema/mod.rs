@@ -45,7 +45,9 @@
 //!   Extra keys are written without `\u` escapes, so that no spelling of a
 //!   declared name can pass as an extra key.
 //! - Free-form values ("any JSON value") nest at most
-//!   [`SchemaOptions::free_form_depth`] containers deep.
+//!   [`SchemaOptions::free_form_depth`] containers deep; values of implicit
+//!   extra keys (compliant mode) [`SchemaOptions::extra_value_depth`], or
+//!   [`SchemaOptions::root_extra_value_depth`] for the document's own object.
 //! - Strings constrained by `pattern`/`format`/`enum` use the canonical
 //!   (`json.dumps`) spelling of each character: `\"`, `\\`, `\n`-style escapes
 //!   and `\u00XX` for other control characters; no `\/` or `\u` escapes of
@@ -69,6 +71,10 @@
 //!   free-form (any keys), since "no keys at all" is rarely what is meant.
 //! - Integer `format`s of OpenAPI/schemars (`int32`, `uint8`, ...) become
 //!   bounds (validators ignore them).
+//! - `uniqueItems` over items with no small finite set of values: arrays
+//!   of at most one item (with a warning; `minItems` ≥ 2 is an error); over
+//!   more than [`SchemaOptions::max_unique_values`] listed values: distinct
+//!   values in the order the schema lists them (with a warning).
 //! - `multipleOf` on integers: exact for bounded ranges (enumerated) and for
 //!   divisors of a power of ten (at most 15 digits); fractional `multipleOf`
 //!   fails closed (floating-point semantics differ between validators).
@@ -147,6 +153,13 @@ pub struct SchemaOptions {
     /// size on large schemas (depth 1: ≈ 0.9k states per object, depth 3:
     /// ≈ 13k).
     pub extra_value_depth: usize,
+    /// The same for the implicit extra keys of the document's own object
+    /// (the root, when it is an object): at least [`Self::extra_value_depth`].
+    /// Default 3; [`SchemaOptions::compliant`] 2, where
+    /// [`Self::extra_value_depth`] is 1: one copy per schema, so it costs
+    /// little, and MaskBench instances often put an array of objects or an
+    /// object of objects under an undeclared top-level key.
+    pub root_extra_value_depth: usize,
     /// Where the pushdown engine is usable (a vocabulary with every single
     /// byte), write every free-form value (`{}`, `true`, items or values
     /// without a schema, compliant mode's implicit extra-key values) as a
@@ -206,7 +219,8 @@ pub struct SchemaOptions {
     pub max_product_len: usize,
     /// `uniqueItems` is exact when the items have at most this many
     /// possible values (default 6; the regex lists every ordering of
-    /// distinct values, about `e·k!` branches).
+    /// distinct values, about `e·k!` branches); more listed values are
+    /// narrowed to the listed order, with a warning.
     pub max_unique_values: usize,
 }
 
@@ -222,6 +236,7 @@ impl Default for SchemaOptions {
             allow_unknown_keywords: false,
             free_form_depth: 3,
             extra_value_depth: 3,
+            root_extra_value_depth: 3,
             free_form_calls: false,
             any_order_max_properties: 3,
             any_order_max_len: 4096,
@@ -251,6 +266,7 @@ impl SchemaOptions {
             mode: JsonMode::Compliant,
             allow_unknown_keywords: true,
             extra_value_depth: 1,
+            root_extra_value_depth: 2,
             max_length_cap: Some(1024),
             ..Default::default()
         }

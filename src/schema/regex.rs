@@ -238,6 +238,9 @@ pub(crate) struct Gen<'d, 'a> {
     reach: HashMap<String, Rc<HashSet<String>>>,
     flatten_depth: usize,
     nesting: usize,
+    /// Instance containers (objects, arrays) entered: 0 while generating
+    /// the document's own value.
+    containers: usize,
     /// `$ref`s being complemented (a recursive one cannot be cut under `not`).
     neg_active: HashMap<String, usize>,
     /// Set by `propertyNames` for the next [`Gen::object`]: the language of
@@ -265,6 +268,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             reach: HashMap::new(),
             flatten_depth: 0,
             nesting: 0,
+            containers: 0,
             neg_active: HashMap::new(),
             extra_key_lang: None,
             calls: None,

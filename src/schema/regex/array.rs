@@ -7,6 +7,13 @@ use super::*;
 
 impl<'d, 'a> Gen<'d, 'a> {
     pub(super) fn array(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        self.containers += 1;
+        let r = self.array_body(n);
+        self.containers -= 1;
+        r
+    }
+
+    fn array_body(&mut self, n: &Node) -> Result<Lang, SchemaError> {
         if n.unique_items {
             return self.array_unique(n);
         }

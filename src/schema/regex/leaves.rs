@@ -7,7 +7,8 @@
 //! [`crate::dfa::algebra`]: intersection, and difference within the
 //! canonical spellings so that subtracting spellings subtracts strings),
 //! and `uniqueItems` over small finite item languages (every ordering of
-//! distinct values). Each documents its bound or narrowing.
+//! distinct values; larger item languages narrowed to the listed order or
+//! to at most one item). Each documents its bound or narrowing.
 
 use super::logic::blank;
 use super::*;
@@ -599,8 +600,10 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     /// `uniqueItems`: exact when the items have at most
     /// `max_unique_values` possible values (every ordering of distinct
-    /// values is listed); otherwise an error naming `uniqueItems` (a
-    /// warning in lenient mode, which then ignores it).
+    /// values is listed); more listed values: narrowed to the listed order;
+    /// no finite set: narrowed to at most one item (lenient mode ignores
+    /// it, as before); each with a warning. `minItems` the narrowing cannot
+    /// meet is an error naming `uniqueItems`.
     #[inline(never)]
     pub(super) fn array_unique(&mut self, n: &Node) -> Result<Lang, SchemaError> {
         let mut m = n.clone();
@@ -614,25 +617,70 @@ impl<'d, 'a> Gen<'d, 'a> {
             return Err(unsupported("together with prefixItems/contains"));
         }
         let item = n.items.clone().unwrap_or(Schema::Bool(true));
+        let min = n.min_items.unwrap_or(0);
+        let max = n.max_items.unwrap_or(u64::MAX);
         let Some(values) = self.finite_values(&item)? else {
             // Lenient: ignored (with a warning), as before.
-            self.doc.soft(
-                unsupported("the items have no small finite set of values"),
-                self.opts.lenient,
-            )?;
+            if self.opts.lenient {
+                self.doc.soft(
+                    unsupported("the items have no small finite set of values"),
+                    true,
+                )?;
+                return self.array(&m);
+            }
+            // Otherwise narrowed to at most one item (one item is always
+            // unique), where `minItems` allows it.
+            if min > 1 {
+                return Err(unsupported(
+                    "the items have no small finite set of values, and minItems asks for more than one",
+                ));
+            }
+            self.doc.warn(
+                &n.at,
+                "uniqueItems over items with no small finite set of values: narrowed to arrays of at most one item".into(),
+            );
+            m.max_items = Some(max.min(1));
             return self.array(&m);
         };
         if values.len() > self.opts.max_unique_values {
-            return Err(SchemaError::TooBig {
-                what: "uniqueItems: possible item values".into(),
-                pointer: n.at.clone(),
-                size: values.len() as u64,
-                limit: self.opts.max_unique_values as u64,
-                knob: "max_unique_values",
-            });
+            // Every ordering would be too many branches: narrowed to the
+            // distinct values in listed order (linear text), where the
+            // counts allow any such subsequence.
+            if min > 1 || max < values.len() as u64 {
+                return Err(SchemaError::TooBig {
+                    what: "uniqueItems: possible item values".into(),
+                    pointer: n.at.clone(),
+                    size: values.len() as u64,
+                    limit: self.opts.max_unique_values as u64,
+                    knob: "max_unique_values",
+                });
+            }
+            self.doc.warn(
+                &n.at,
+                format!(
+                    "uniqueItems over {} possible item values (more than max_unique_values {}): narrowed to distinct values in the order the schema lists them",
+                    values.len(),
+                    self.opts.max_unique_values
+                ),
+            );
+            let props: Vec<object::Prop> = values
+                .iter()
+                .map(|v| object::Prop {
+                    kv: self.literal(v),
+                    required: false,
+                })
+                .collect();
+            let Layout { inner, comma, .. } = self.lay.clone();
+            if props.is_empty() {
+                return Ok((min == 0).then(|| format!("\\[{inner}\\]")));
+            }
+            let body = object::ordered_nonempty(&props, &comma);
+            return Ok(Some(if min == 0 {
+                format!("\\[{inner}(?:{body})?{inner}\\]")
+            } else {
+                format!("\\[{inner}{body}{inner}\\]")
+            }));
         }
-        let min = n.min_items.unwrap_or(0);
-        let max = n.max_items.unwrap_or(u64::MAX);
         let lits: Vec<String> = values.iter().map(|v| self.literal(v)).collect();
         let Layout { inner, comma, .. } = self.lay.clone();
         // Sequences of distinct values continuing after `used` (`depth`

@@ -166,6 +166,22 @@ pub(super) struct Prop {
 
 impl Gen<'_, '_> {
     pub(super) fn object(&mut self, n: &Node, forbid: &[String]) -> Result<Lang, SchemaError> {
+        // The document's own object (no container entered yet) may give
+        // its implicit extra keys deeper values
+        // ([`SchemaOptions::root_extra_value_depth`]).
+        let root = self.containers == 0;
+        self.containers += 1;
+        let r = self.object_body(n, forbid, root);
+        self.containers -= 1;
+        r
+    }
+
+    fn object_body(
+        &mut self,
+        n: &Node,
+        forbid: &[String],
+        root: bool,
+    ) -> Result<Lang, SchemaError> {
         if !n.property_names.is_empty() {
             return self.object_with_names(n, forbid);
         }
@@ -347,6 +363,10 @@ impl Gen<'_, '_> {
                             .free_form_depth
                             .saturating_sub(1)
                             .max(self.opts.extra_value_depth)
+                    } else if root {
+                        self.opts
+                            .extra_value_depth
+                            .max(self.opts.root_extra_value_depth)
                     } else {
                         self.opts.extra_value_depth
                     };
@@ -477,7 +497,7 @@ impl Gen<'_, '_> {
                 optional = false;
             } else {
                 members = match &extra {
-                    Some(x) => format!("(?:{known}{extras_tail}|{x}{extras_tail})"),
+                    Some(x) => format!("(?:{known}|{x}){extras_tail}"),
                     None => known,
                 };
                 optional = !nonempty;
@@ -501,7 +521,7 @@ impl Gen<'_, '_> {
         } else {
             let a = ordered_nonempty(&props, &comma);
             members = match &extra {
-                Some(x) => format!("(?:{a}{extras_tail}|{x}{extras_tail})"),
+                Some(x) => format!("(?:{a}|{x}){extras_tail}"),
                 None => a,
             };
             optional = !nonempty;
