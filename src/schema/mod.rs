@@ -71,10 +71,10 @@
 //!   free-form (any keys), since "no keys at all" is rarely what is meant.
 //! - Integer `format`s of OpenAPI/schemars (`int32`, `uint8`, ...) become
 //!   bounds (validators ignore them).
-//! - `uniqueItems` over items with no small finite set of values: arrays
-//!   of at most one item (with a warning; `minItems` ≥ 2 is an error); over
-//!   more than [`SchemaOptions::max_unique_values`] listed values: distinct
-//!   values in the order the schema lists them (with a warning).
+//! - `uniqueItems` over more than [`SchemaOptions::max_unique_values`]
+//!   listed values: distinct values in the order the schema lists them
+//!   (with a warning); over items with no small finite set of values: an
+//!   error naming the keyword (ignored with a warning when lenient).
 //! - `multipleOf` on integers: exact for bounded ranges (enumerated) and for
 //!   divisors of a power of ten (at most 15 digits); fractional `multipleOf`
 //!   fails closed (floating-point semantics differ between validators).
