@@ -378,9 +378,24 @@ fn unique_items_over_finite_item_languages() {
         &[json!([1, 4]), json!([3])],
         &[json!([2, 2]), json!([1, 2, 3]), json!([5])],
     );
-    // Too many values: an error naming the knob.
-    let e = schema::compile(
+    // Too many values: narrowed to the listed order, with a warning naming
+    // the knob...
+    let c = schema::compile(
         &json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "uniqueItems": true}),
+        &SchemaOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.message.contains("max_unique_values")),
+        "{:?}",
+        c.warnings
+    );
+    // ... and where the counts ask for what the listed order cannot promise
+    // (two items or more), an error naming the knob.
+    let e = schema::compile(
+        &json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "uniqueItems": true, "minItems": 2}),
         &SchemaOptions::default(),
     )
     .unwrap_err();
