@@ -11,6 +11,27 @@ use schema_util::logic::*;
 use schema_util::*;
 use serde_json::{json, Value};
 
+/// `s` compiled in strict mode, compact whitespace, with a warning whose
+/// message holds every one of `needles`.
+fn strict_with_warning(s: &Value, needles: &[&str]) -> constrain::schema::CompiledSchema {
+    let c = constrain::schema::compile(
+        s,
+        &opts(
+            constrain::schema::Whitespace::Compact,
+            constrain::schema::JsonMode::Strict,
+        ),
+    )
+    .unwrap();
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| needles.iter().all(|n| w.message.contains(n))),
+        "{:?}",
+        c.warnings.iter().map(|w| &w.message).collect::<Vec<_>>()
+    );
+    c
+}
+
 /// `Synthesized---draft2019_09_nonvalid_maxProperties_id1_subschema1_not_2`:
 /// an `enum` object under `not: {not: {maxProperties}}` is decided by
 /// validating the listed value (was "enum/const values together with array
@@ -601,21 +622,9 @@ fn unbounded_multiple_of_is_narrowed_with_a_warning() {
         &[json!(105), json!(700)],
         &[json!(98), json!(101), json!(-7)],
     );
-    let s = json!({"type": "integer", "multipleOf": 3});
-    let c = constrain::schema::compile(
-        &s,
-        &opts(
-            constrain::schema::Whitespace::Compact,
-            constrain::schema::JsonMode::Strict,
-        ),
-    )
-    .unwrap();
-    assert!(
-        c.warnings
-            .iter()
-            .any(|w| w.message.contains("multipleOf 3") && w.message.contains("narrowed")),
-        "{:?}",
-        c.warnings.iter().map(|w| &w.message).collect::<Vec<_>>()
+    let c = strict_with_warning(
+        &json!({"type": "integer", "multipleOf": 3}),
+        &["multipleOf 3", "narrowed"],
     );
     let d = dfa(&c);
     assert!(d.matches(b"6141") && !d.matches(b"6142") && d.matches(b"-6141"));
@@ -674,21 +683,7 @@ fn unique_items_over_many_values_keeps_listed_order() {
         ],
         &[json!(["a", "a"]), json!(["h"]), json!(["a", "c", "c"])],
     );
-    let c = constrain::schema::compile(
-        &s,
-        &opts(
-            constrain::schema::Whitespace::Compact,
-            constrain::schema::JsonMode::Strict,
-        ),
-    )
-    .unwrap();
-    assert!(
-        c.warnings
-            .iter()
-            .any(|w| w.message.contains("order the schema lists")),
-        "{:?}",
-        c.warnings.iter().map(|w| &w.message).collect::<Vec<_>>()
-    );
+    let c = strict_with_warning(&s, &["order the schema lists"]);
     // Another order of distinct values is valid but not offered (narrowed).
     assert!(!dfa(&c).matches(br#"["c","a"]"#));
 }

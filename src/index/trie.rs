@@ -403,7 +403,7 @@ pub(crate) trait LiveBytes {
 
 /// The bytes of a 256-bit set, ascending.
 #[inline]
-pub(crate) fn byte_set_iter(set: [u64; 4]) -> impl Iterator<Item = u8> {
+fn byte_set_iter(set: [u64; 4]) -> impl Iterator<Item = u8> {
     set.into_iter().enumerate().flat_map(|(w, mut bits)| {
         std::iter::from_fn(move || {
             (bits != 0).then(|| {
@@ -494,10 +494,10 @@ impl TokenTrie {
 
     /// [`TokenTrie::walk`] (without the count) that enters only the
     /// subtrees of the first two bytes live from `start`, found through
-    /// `root` and the 64 K-entry `second` table. `live(s)` is the set of
-    /// bytes on which `s` is live (bit `b % 64` of word `b / 64`), read off
-    /// the automaton's row of `s` (a pass over its byte classes); `next`
-    /// steps as in `walk`. `walk` jumps from each first byte's node to the
+    /// `root` and the 64 K-entry `second` table. [`LiveBytes::live`] is the
+    /// set of bytes on which a state is live, read off the automaton's row
+    /// (a pass over its byte classes); [`LiveBytes::next`] steps as `walk`'s
+    /// `next` does. `walk` jumps from each first byte's node to the
     /// next through `end`, a read of three arrays at places spread over the
     /// whole trie (cache misses, most of a first visit where few bytes may
     /// follow, as inside a literal); stepping the automaton on each of the
