@@ -29,10 +29,11 @@
 //! first passes through its state (under the lock), not when the state is
 //! explored: most states a mask's trie walk explores are never entered by a
 //! matcher. So once any matcher has visited a state, every matcher on every
-//! thread masks and advances through it with a few loads and no lock. (Chosen over per-matcher caches: those
-//! repeat every first visit per request, and a state's first visit — a walk
-//! of the token trie — costs thousands of times a lookup; a shared,
-//! published cache pays it once per compiled artefact.)
+//! thread masks and advances through it with a few loads and no lock.
+//! (Chosen over per-matcher caches: those repeat every first visit per
+//! request, and a state's first visit — a walk of the token trie — costs
+//! thousands of times a lookup; a shared, published cache pays it once per
+//! compiled artefact.)
 //!
 //! ## Small masks as id lists
 //!
@@ -450,10 +451,9 @@ impl Core {
 /// ids, against 19 KB for a Qwen bitset.
 const SPARSE_MAX: usize = 1024;
 
-/// A state's mask: a bitset shared by the states that have it, or the
-/// ids of a small one (in trie order: nothing reads them in id order),
-/// plus the plain tokens of a plain level (with
-/// its bitset made on demand).
+/// A state's mask: a bitset shared by the states that have it, or the ids
+/// of a small one (in trie order: nothing reads them in id order), plus
+/// the plain tokens of a plain level, with its bitset made on demand.
 enum Mask {
     Dense(Arc<TokenSet>),
     Sparse {
@@ -681,31 +681,25 @@ impl Lazy {
             sparse: Default::default(),
             sparse_bytes: Default::default(),
         };
-        lazy.publish(&mut lazy.core());
+        lazy.publish_info(&mut lazy.core());
         lazy
     }
 
-    /// Publishes what the locked automaton learnt since the last call: the
-    /// facts of every new state (see [`Published`]). Rows are published by
-    /// [`Lazy::walk_locked`] when a walk first passes through their state:
-    /// most rows a first visit explores are those of its trie walk's
-    /// prefixes, which no matcher enters (publishing each of them was a
-    /// sixth of a first visit's time, and most of the memory it touched).
-    fn publish(&self, core: &mut Core) {
-        self.publish_info(core);
-    }
-
-    /// Runs `f` on the locked automaton, then publishes what it learnt.
+    /// Runs `f` on the locked automaton, then publishes the facts of the
+    /// states it found (rows: see [`Lazy::walk_locked`]).
     fn locked<R>(&self, f: impl FnOnce(&mut Core) -> R) -> R {
         let mut core = self.core();
         let r = f(&mut core);
-        self.publish(&mut core);
+        self.publish_info(&mut core);
         r
     }
 
     /// The slow path of a walk: the rest of `bytes` from `s` under the lock,
-    /// publishing every row on the way (rows explored before the index was
-    /// built are published when first walked).
+    /// publishing every row on the way. This is the only place rows are
+    /// published: most rows a first visit explores are those of its trie
+    /// walk's prefixes, which no matcher enters (publishing each of them
+    /// when explored was a sixth of a first visit's time, and most of the
+    /// memory it touched).
     #[cold]
     fn walk_locked(&self, s: u32, bytes: &[u8]) -> u32 {
         self.locked(|core| {
