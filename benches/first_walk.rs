@@ -1,5 +1,6 @@
 //! First-walk step cost (bench binary, prints figures): `cargo bench --bench
-//! first_walk -- [--files N] [--every K] [--passes P] [--loops L]`.
+//! first_walk -- [--files N] [--every K] [--passes P] [--loops L]
+//! [--dir DIR] [--compliant]`.
 //!
 //! What a serving engine pays per token, measured in Rust without Python's
 //! call overhead: `Matcher::fill_bitmask` into one XGrammar-layout row plus
@@ -61,10 +62,15 @@ fn main() {
         eprintln!("skipping first_walk: the Qwen tokenizer or ../shared/corpora is absent");
         return;
     };
-    let opts = SchemaOptions {
-        whitespace: Whitespace::Flexible { max: 2 },
-        mode: JsonMode::Compliant,
-        ..SchemaOptions::default()
+    // `--compliant`: the MaskBench runner's options instead of Python's.
+    let opts = if args.iter().any(|a| a == "--compliant") {
+        SchemaOptions::compliant()
+    } else {
+        SchemaOptions {
+            whitespace: Whitespace::Flexible { max: 2 },
+            mode: JsonMode::Compliant,
+            ..SchemaOptions::default()
+        }
     };
     let compiler = Compiler::new(
         vocab.clone(),
@@ -76,7 +82,12 @@ fn main() {
     // (schema, instances' tokens) of the files taken.
     let mut cases: Vec<(Source, Vec<Vec<TokenId>>)> = Vec::new();
     let mut skipped = 0;
-    let dir = corpora.join("maskbench-dev");
+    // `--dir DIR`: MaskBench-format files from DIR instead of the dev half.
+    let dir = args
+        .iter()
+        .position(|a| a == "--dir")
+        .and_then(|i| args.get(i + 1))
+        .map_or_else(|| corpora.join("maskbench-dev"), std::path::PathBuf::from);
     for path in maskbench::collect_files(&dir).iter().step_by(every) {
         if cases.len() >= files {
             break;
@@ -125,9 +136,16 @@ fn main() {
     // from /proc between steps, outside the timed part).
     let by_faults = args.iter().any(|a| a == "--faults");
     let faulted: std::cell::RefCell<Vec<(bool, f64)>> = Default::default();
+    // Steps over 20 µs, by backend (eager, lazy, pushdown), with all steps.
+    let over: std::cell::RefCell<[(usize, usize); 3]> = Default::default();
     let mut walk = |compiled: &[Compiled]| -> (Vec<f64>, Vec<f64>) {
         let (mut steps, mut fills) = (Vec::new(), Vec::new());
         for (c, (_, runs)) in compiled.iter().zip(&cases) {
+            let kind = if c.stats().fragments > 0 {
+                2
+            } else {
+                c.is_lazy() as usize
+            };
             for tokens in runs {
                 let mut m = c.matcher();
                 for &t in tokens {
@@ -141,6 +159,9 @@ fn main() {
                         break;
                     }
                     steps.push((t2 - t0).as_secs_f64() * 1e9);
+                    let mut o = over.borrow_mut();
+                    o[kind].1 += 1;
+                    o[kind].0 += ((t2 - t0).as_secs_f64() > 20e-6) as usize;
                     fills.push((t1 - t0).as_secs_f64() * 1e9);
                     if let Some(f0) = f0 {
                         let f = minor_faults().unwrap_or(f0) > f0;
@@ -187,6 +208,9 @@ fn main() {
     }
     let faults = minor_faults().zip(faults0).map(|(a, b)| a - b);
     report("pass 1 (first walk)", &mut s1, &mut f1);
+    for (name, (n, of)) in ["eager", "lazy", "pushdown"].iter().zip(over.take()) {
+        println!("pass 1 {name}: {n} of {of} steps over 20 µs");
+    }
     if let Some(f) = faults {
         println!(
             "pass 1 page faults: {f} ({:.2} a step)",

@@ -23,6 +23,7 @@ use regex_automata::{nfa::thompson, Anchored, MatchKind};
 
 pub mod algebra;
 mod determinize;
+mod direct;
 mod parse;
 
 /// Deepest nesting of groups and repetitions a pattern may have (regex-syntax
@@ -288,19 +289,18 @@ impl ByteDfa {
         parse::parse(pattern)
     }
 
-    /// The Thompson NFA of `pattern`: read by [`parse`] when the pattern
-    /// is in the schema compiler's subset (the same syntax tree, several
-    /// times faster), by regex-syntax otherwise.
+    /// The Thompson NFA of `pattern`: compiled by [`direct`] (no syntax
+    /// tree) when the pattern is in the schema compiler's subset, by
+    /// regex-syntax and regex-automata's compiler otherwise.
     fn nfa(pattern: &str, config: &DfaConfig) -> Result<thompson::NFA, DfaError> {
-        let mut compiler = thompson::Compiler::new();
-        compiler
-            .syntax(syntax_config())
-            .configure(thompson_config(config));
-        match parse::parse(pattern) {
-            Some(hir) => compiler.build_from_hir(&hir),
-            None => compiler.build(pattern),
+        if let Some(nfa) = direct::parse_nfa(pattern, Some(config.nfa_size_limit)) {
+            return nfa.map_err(|e| nfa_error(&e, config));
         }
-        .map_err(|e| nfa_error(&e, config))
+        thompson::Compiler::new()
+            .syntax(syntax_config())
+            .configure(thompson_config(config))
+            .build(pattern)
+            .map_err(|e| nfa_error(&e, config))
     }
 
     fn from_table(t: determinize::Table, pattern_len: usize) -> ByteDfa {

@@ -11,6 +11,11 @@
 //! the translator calls in the same order, so the result is *equal* to
 //! regex-syntax's (tested on every MaskBench schema and by property tests).
 //!
+//! The parser is generic over what it builds ([`Sink`]): the [`Hir`] (for
+//! front ends that need a syntax tree, and the equality tests), or the
+//! compact tree that [`super::direct`] compiles to an NFA with no `Hir` at
+//! all, which is what [`super::ByteDfa::build`] uses.
+//!
 //! Anything else (flags, capture groups, `.`, anchors, Perl or Unicode
 //! classes, nested or set-operation classes, unusual repetitions, deep
 //! nesting, and every syntax error) makes [`parse`] return `None`, and the
@@ -26,24 +31,84 @@ const MAX_DEPTH: u32 = 200;
 /// The [`Hir`] of `pattern` (Unicode mode, no flags), equal to
 /// regex-syntax's, or `None` when the pattern is outside the subset.
 pub(super) fn parse(pattern: &str) -> Option<Hir> {
+    parse_into(pattern, &mut HirSink)
+}
+
+/// Reads `pattern` into `sink`'s nodes; `None` outside the subset.
+pub(super) fn parse_into<S: Sink>(pattern: &str, sink: &mut S) -> Option<S::Node> {
     let mut p = Parser {
         s: pattern.as_bytes(),
         pos: 0,
         depth: 0,
+        sink,
     };
-    let hir = p.alternation()?;
-    (p.pos == p.s.len()).then_some(hir)
+    let node = p.alternation()?;
+    (p.pos == p.s.len()).then_some(node)
 }
 
-struct Parser<'a> {
+/// What the parser builds its result with: the [`Hir`] (for regex-syntax's
+/// NFA compiler and the equality tests) or the compact tree
+/// [`parse_nfa`] compiles to an NFA itself.
+pub(super) trait Sink {
+    type Node;
+    fn literal(&mut self, bytes: Box<[u8]>) -> Self::Node;
+    fn class(&mut self, cls: ClassUnicode) -> Self::Node;
+    fn concat(&mut self, items: Vec<Self::Node>) -> Self::Node;
+    fn alternation(&mut self, branches: Vec<Self::Node>) -> Self::Node;
+    fn repetition(
+        &mut self,
+        min: u32,
+        max: Option<u32>,
+        greedy: bool,
+        sub: Self::Node,
+    ) -> Self::Node;
+    fn empty(&mut self) -> Self::Node;
+    fn is_empty(&self, n: &Self::Node) -> bool;
+}
+
+/// The [`Hir`], built with the smart constructors in the translator's order.
+struct HirSink;
+
+impl Sink for HirSink {
+    type Node = Hir;
+    fn literal(&mut self, bytes: Box<[u8]>) -> Hir {
+        Hir::literal(bytes)
+    }
+    fn class(&mut self, cls: ClassUnicode) -> Hir {
+        Hir::class(Class::Unicode(cls))
+    }
+    fn concat(&mut self, items: Vec<Hir>) -> Hir {
+        Hir::concat(items)
+    }
+    fn alternation(&mut self, branches: Vec<Hir>) -> Hir {
+        Hir::alternation(branches)
+    }
+    fn repetition(&mut self, min: u32, max: Option<u32>, greedy: bool, sub: Hir) -> Hir {
+        Hir::repetition(Repetition {
+            min,
+            max,
+            greedy,
+            sub: Box::new(sub),
+        })
+    }
+    fn empty(&mut self) -> Hir {
+        Hir::empty()
+    }
+    fn is_empty(&self, n: &Hir) -> bool {
+        matches!(n.kind(), HirKind::Empty)
+    }
+}
+
+struct Parser<'a, S: Sink> {
     s: &'a [u8],
     pos: usize,
     depth: u32,
+    sink: &'a mut S,
 }
 
 /// One branch's items, literal characters gathered as the translator does.
-struct Concat {
-    items: Vec<Hir>,
+struct Concat<N> {
+    items: Vec<N>,
     lit: Vec<u8>,
     /// Where the last character starts in `lit`, when the last item read
     /// was a literal character.
@@ -52,8 +117,8 @@ struct Concat {
     last_atom: bool,
 }
 
-impl Concat {
-    fn new() -> Concat {
+impl<N> Concat<N> {
+    fn new() -> Concat<N> {
         Concat {
             items: Vec::new(),
             lit: Vec::new(),
@@ -62,11 +127,10 @@ impl Concat {
         }
     }
 
-    fn flush(&mut self) {
+    fn flush(&mut self, sink: &mut impl Sink<Node = N>) {
         if !self.lit.is_empty() {
-            self.items.push(Hir::literal(
-                std::mem::take(&mut self.lit).into_boxed_slice(),
-            ));
+            let lit = std::mem::take(&mut self.lit).into_boxed_slice();
+            self.items.push(sink.literal(lit));
         }
     }
 
@@ -79,49 +143,49 @@ impl Concat {
         self.last_atom = true;
     }
 
-    fn push(&mut self, h: Hir) {
-        self.flush();
+    fn push(&mut self, h: N, sink: &mut impl Sink<Node = N>) {
+        self.flush(sink);
         self.items.push(h);
         self.last_char = None;
         self.last_atom = true;
     }
 
     /// The last atom, taken out to be repeated.
-    fn take_atom(&mut self) -> Option<Hir> {
+    fn take_atom(&mut self, sink: &mut impl Sink<Node = N>) -> Option<N> {
         if !self.last_atom {
             return None;
         }
         self.last_atom = false;
         if let Some(start) = self.last_char.take() {
             let c = self.lit.split_off(start);
-            self.flush();
-            return Some(Hir::literal(c.into_boxed_slice()));
+            self.flush(sink);
+            return Some(sink.literal(c.into_boxed_slice()));
         }
         self.items.pop()
     }
 
-    fn finish(mut self) -> Hir {
-        self.flush();
-        let mut items: Vec<Hir> = self
+    fn finish(mut self, sink: &mut impl Sink<Node = N>) -> N {
+        self.flush(sink);
+        let mut items: Vec<N> = self
             .items
             .into_iter()
-            .filter(|h| !matches!(h.kind(), HirKind::Empty))
+            .filter(|h| !sink.is_empty(h))
             .collect();
         match items.len() {
-            0 => Hir::empty(),
+            0 => sink.empty(),
             1 => items.pop().expect("one item"),
-            _ => Hir::concat(items),
+            _ => sink.concat(items),
         }
     }
 }
 
-impl Parser<'_> {
+impl<S: Sink> Parser<'_, S> {
     fn peek(&self) -> Option<u8> {
         self.s.get(self.pos).copied()
     }
 
     /// Branches up to the end or to an unmatched `)` (not consumed).
-    fn alternation(&mut self) -> Option<Hir> {
+    fn alternation(&mut self) -> Option<S::Node> {
         let mut branches = Vec::new();
         let mut cur = Concat::new();
         loop {
@@ -129,19 +193,20 @@ impl Parser<'_> {
                 None | Some(b')') => break,
                 Some(b'|') => {
                     self.pos += 1;
-                    branches.push(std::mem::replace(&mut cur, Concat::new()).finish());
+                    let branch = std::mem::replace(&mut cur, Concat::new());
+                    branches.push(branch.finish(self.sink));
                 }
                 Some(_) => self.item(&mut cur)?,
             }
         }
         if branches.is_empty() {
-            return Some(cur.finish());
+            return Some(cur.finish(self.sink));
         }
-        branches.push(cur.finish());
-        Some(Hir::alternation(branches))
+        branches.push(cur.finish(self.sink));
+        Some(self.sink.alternation(branches))
     }
 
-    fn item(&mut self, cur: &mut Concat) -> Option<()> {
+    fn item(&mut self, cur: &mut Concat<S::Node>) -> Option<()> {
         let b = self.peek()?;
         match b {
             b'(' => {
@@ -156,12 +221,13 @@ impl Parser<'_> {
                     return None;
                 }
                 self.pos += 1;
-                cur.push(h);
+                cur.push(h, self.sink);
             }
             b'[' => {
                 self.pos += 1;
-                let h = self.class()?;
-                cur.push(h);
+                let cls = self.class()?;
+                let h = self.sink.class(cls);
+                cur.push(h, self.sink);
             }
             b'\\' => {
                 self.pos += 1;
@@ -179,13 +245,9 @@ impl Parser<'_> {
                 if matches!(self.peek(), Some(b'*' | b'+' | b'?' | b'{')) {
                     return None;
                 }
-                let sub = cur.take_atom()?;
-                cur.push(Hir::repetition(Repetition {
-                    min,
-                    max,
-                    greedy,
-                    sub: Box::new(sub),
-                }));
+                let sub = cur.take_atom(self.sink)?;
+                let h = self.sink.repetition(min, max, greedy, sub);
+                cur.push(h, self.sink);
                 cur.last_atom = false;
             }
             b'.' | b'^' | b'$' | b')' | b'|' => return None,
@@ -300,7 +362,7 @@ impl Parser<'_> {
     }
 
     /// A bracketed class of characters and ranges (after the `[`).
-    fn class(&mut self) -> Option<Hir> {
+    fn class(&mut self) -> Option<ClassUnicode> {
         let negated = self.peek() == Some(b'^');
         if negated {
             self.pos += 1;
@@ -348,7 +410,7 @@ impl Parser<'_> {
         if negated {
             cls.negate();
         }
-        Some(Hir::class(Class::Unicode(cls)))
+        Some(cls)
     }
 
     fn class_char(&mut self) -> Option<char> {
@@ -364,7 +426,7 @@ impl Parser<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -465,7 +527,7 @@ mod tests {
     }
 
     /// Well-formed patterns of the subset.
-    fn pattern() -> impl Strategy<Value = String> {
+    pub(in crate::dfa) fn pattern() -> impl Strategy<Value = String> {
         let atom = prop_oneof![
             "[a-d\"é ,:]".prop_map(|s| s),
             r#"\\[\\"nt.\-\[{]"#.prop_map(|s| s),
