@@ -64,8 +64,10 @@ struct Closure {
     stack: Vec<NfaId>,
     /// Scratch for one seed's closure.
     seed_scratch: Vec<u32>,
-    /// Per NFA state, `(offset, len)` of its closure in `arena`
-    /// (`offset == u32::MAX`: not memoized yet).
+    /// Per NFA state, `(offset + 1, len)` of its closure in `arena`
+    /// (`(0, 0)`: not memoized yet, so the table is allocated zeroed and
+    /// its pages are only touched where closures are: most of a big NFA's
+    /// states are never a DFA state's successor seed).
     memo: Vec<(u32, u32)>,
     arena: Vec<u32>,
 }
@@ -77,7 +79,7 @@ impl Closure {
             generation: 0,
             stack: Vec::new(),
             seed_scratch: Vec::new(),
-            memo: vec![(u32::MAX, 0); n],
+            memo: vec![(0, 0); n],
             arena: Vec::new(),
         }
     }
@@ -100,7 +102,7 @@ impl Closure {
     fn of(&mut self, nfa: &NFA, dist: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
         out.clear();
         for &s in seeds {
-            if self.memo[s as usize].0 == u32::MAX {
+            if self.memo[s as usize].0 == 0 {
                 if self.arena.len() >= MEMO_CAP {
                     return self.run(nfa, dist, seeds, out);
                 }
@@ -108,20 +110,22 @@ impl Closure {
                 self.run(nfa, dist, &[s], &mut one);
                 let off = self.arena.len();
                 self.arena.extend_from_slice(&one);
-                self.memo[s as usize] = (off as u32, one.len() as u32);
+                self.memo[s as usize] = (off as u32 + 1, one.len() as u32);
                 self.seed_scratch = one;
             }
         }
         if let [s] = seeds {
             let (off, len) = self.memo[*s as usize];
-            out.extend_from_slice(&self.arena[off as usize..(off + len) as usize]);
+            let off = off as usize - 1;
+            out.extend_from_slice(&self.arena[off..off + len as usize]);
             return;
         }
         // The closures overlap: keep each state once (by mark), then sort.
         let g = self.next_generation();
         for &s in seeds {
             let (off, len) = self.memo[s as usize];
-            for &q in &self.arena[off as usize..(off + len) as usize] {
+            let off = off as usize - 1;
+            for &q in &self.arena[off..off + len as usize] {
                 let m = &mut self.mark[q as usize];
                 if *m != g {
                     *m = g;
@@ -212,12 +216,19 @@ fn nfa_distances(nfa: &NFA) -> Vec<u32> {
     for k in 0..n {
         count[k + 1] += count[k];
     }
-    let mut fill = count.clone();
-    let mut rev = vec![(0u32, 0u8); count[n] as usize];
+    // Each target's edges are written from the end of its range down, so
+    // `count[t]` ends as the range's start again (no second offset table).
+    // An edge is its source, with the top bit set for a byte edge (NFA ids
+    // are below 2^31).
+    const BYTE_EDGE: u32 = 1 << 31;
+    let mut rev = vec![0u32; count[n] as usize];
     each(&mut |t, src, w| {
-        rev[fill[t] as usize] = (src as u32, w);
-        fill[t] += 1;
+        count[t + 1] -= 1;
+        rev[count[t + 1] as usize] = src as u32 | if w == 1 { BYTE_EDGE } else { 0 };
     });
+    // (Now `count[t + 1]` is the start of `t`'s range: shift back.)
+    count.copy_within(1..=n, 0);
+    count[n] = rev.len() as u32;
     let mut dist = vec![u32::MAX; n];
     let mut deque = std::collections::VecDeque::new();
     for (id, st) in nfa.states().iter().enumerate() {
@@ -228,7 +239,8 @@ fn nfa_distances(nfa: &NFA) -> Vec<u32> {
     }
     while let Some(t) = deque.pop_front() {
         let d = dist[t as usize];
-        for &(src, w) in &rev[count[t as usize] as usize..count[t as usize + 1] as usize] {
+        for &e in &rev[count[t as usize] as usize..count[t as usize + 1] as usize] {
+            let (src, w) = (e & !BYTE_EDGE, (e >> 31) as u8);
             let nd = d + w as u32;
             if nd < dist[src as usize] {
                 dist[src as usize] = nd;

@@ -262,6 +262,10 @@ impl<S: Sink> Parser<'_, S> {
     /// The next (unescaped) character.
     fn char(&mut self) -> Option<char> {
         let rest = &self.s[self.pos..];
+        if let Some(&b) = rest.first().filter(|b| b.is_ascii()) {
+            self.pos += 1;
+            return Some(b as char);
+        }
         let len = match rest.first()? {
             0x00..=0x7F => 1,
             0xC0..=0xDF => 2,
