@@ -5,7 +5,8 @@
 //!
 //! By default: the CI subset of `../shared/corpora/maskbench-dev` (skipped with
 //! a message when `../shared` is absent) plus `schemas/` and `grammars/`. With
-//! `CONSTRAIN_DFA_EQUIV_ALL=1`, every MaskBench dev schema.
+//! `CONSTRAIN_DFA_EQUIV_ALL=1`, every MaskBench dev schema (every K-th with
+//! `CONSTRAIN_DFA_EQUIV_EVERY=K` as well).
 
 use constrain_testkit::assets as common;
 
@@ -109,7 +110,13 @@ fn maskbench_schemas() {
     };
     let dir = corpora.join("maskbench-dev");
     let files: Vec<PathBuf> = if std::env::var_os("CONSTRAIN_DFA_EQUIV_ALL").is_some() {
-        schema_files(&dir)
+        // `CONSTRAIN_DFA_EQUIV_EVERY=K`: every K-th file only.
+        let every = std::env::var("CONSTRAIN_DFA_EQUIV_EVERY")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1usize)
+            .max(1);
+        schema_files(&dir).into_iter().step_by(every).collect()
     } else {
         std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/baselines/maskbench-ci-subset.txt"),

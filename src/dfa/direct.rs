@@ -388,20 +388,11 @@ mod tests {
 
     #[test]
     fn schema_syntax_compiles_to_the_same_language() {
-        for p in [
-            "",
-            "abc",
-            r#""(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u00[01][0-9a-fA-F])*""#,
-            r"(?:-?(?:0|[1-9][0-9]{0,15}))(?:\.[0-9]+)?",
-            r"(?:a|b|)c{2,}d{3}e?f+g*",
+        let patterns = crate::dfa::parse::tests::SCHEMA_PATTERNS
+            .iter()
+            .filter(|p| !p.contains("\\u{"));
+        let more = [
             r"\{[ \t\n\r]{0,2}(?:\x{1F600}|é)?",
-            r"(?:(?:)|x)",
-            r"[a-zA-Z_\-][^\]\\]{1,5}?",
-            "(?:null|true|false)",
-            r"[\x00-\x{10FFFF}]",
-            r"[^\x00-\x{10FFFF}]",
-            "a|b|c",
-            "(?:ab|ac|ad)",
             "(?:ab|a|abc|b|ba)x",
             "(?:\"name\"|\"nickname\"|é|ü)",
             "(?:a*)*b",
@@ -409,7 +400,8 @@ mod tests {
             "(?:|a){2,}",
             "x{0}y{0,0}z",
             r"[^a]{2}",
-        ] {
+        ];
+        for &p in patterns.chain(more.iter()) {
             assert!(parse_nfa(p, None).is_some(), "{p:?} is in the subset");
             same_language(p);
         }
