@@ -28,7 +28,15 @@ pub(super) fn parse_nfa(
     pattern: &str,
     size_limit: Option<usize>,
 ) -> Option<Result<NFA, BuildError>> {
-    let mut tree = Tree::default();
+    // Room for the tree up front (address space: pages are touched only as
+    // they fill), so a megabyte pattern's vectors are not copied as they grow.
+    let n = pattern.len();
+    let mut tree = Tree {
+        nodes: Vec::with_capacity(n / 2 + 16),
+        bytes: Vec::with_capacity(n + 16),
+        ranges: Vec::with_capacity(n / 4 + 16),
+        kids: Vec::with_capacity(n / 2 + 16),
+    };
     let root = parse_into(pattern, &mut tree)?;
     Some(tree.compile(root, size_limit))
 }
