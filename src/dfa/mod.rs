@@ -291,8 +291,10 @@ impl ByteDfa {
 
     /// The Thompson NFA of `pattern`: compiled by [`direct`] (no syntax
     /// tree) when the pattern is in the schema compiler's subset, by
-    /// regex-syntax and regex-automata's compiler otherwise.
-    fn nfa(pattern: &str, config: &DfaConfig) -> Result<thompson::NFA, DfaError> {
+    /// regex-syntax and regex-automata's compiler otherwise. (Public for
+    /// development aids that time the phases of [`ByteDfa::build`].)
+    #[doc(hidden)]
+    pub fn nfa(pattern: &str, config: &DfaConfig) -> Result<thompson::NFA, DfaError> {
         if let Some(nfa) = direct::parse_nfa(pattern, Some(config.nfa_size_limit)) {
             return nfa.map_err(|e| nfa_error(&e, config));
         }

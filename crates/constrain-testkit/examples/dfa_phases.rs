@@ -1,8 +1,10 @@
-//! Splits the DFA phase of TTFM for MaskBench files into regex parsing
-//! (regex-syntax and the subset parser), NFA compilation and the rest of
-//! `ByteDfa::build` (determinization up to the lazy threshold), one line per
-//! schema (a development aid): `cargo run --release --example dfa_phases --
-//! FILE...`. With `DUMP=DIR`, writes each schema's regex to `DIR/NAME.re`
+//! Splits the DFA phase of TTFM for MaskBench files into the NFA build
+//! `ByteDfa::build` uses (`direct`: the subset parser's tree compiled
+//! straight into an NFA) and the rest of it (determinization up to the lazy
+//! threshold), and times the paths it replaced: regex-syntax's parse, and
+//! the subset parser's `Hir` compiled by regex-automata and dropped
+//! (`hir`: parse / compile / drop). One line per schema (a development
+//! aid): `cargo run --release --example dfa_phases -- FILE...`. With `DUMP=DIR`, writes each schema's regex to `DIR/NAME.re`
 //! instead (input for `examples/parse_check.rs`).
 use constrain::dfa::{ByteDfa, Dfa, DfaConfig};
 use constrain::schema::{self, Whitespace};
@@ -60,26 +62,38 @@ fn main() {
                     .which_captures(thompson::WhichCaptures::None),
             )
             .build_from_hir(&hir);
-        let nfa_ms = ms(t);
-        let nfa_states = nfa.map_or(0, |n| n.states().len());
+        let compile = ms(t);
+        let hir_states = nfa.map_or(0, |n| n.states().len());
+        let t = Instant::now();
         drop(hir);
+        let hir_drop = ms(t);
+        let config = DfaConfig {
+            nfa_size_limit: usize::MAX,
+            ..DfaConfig::default()
+        };
+        let t = Instant::now();
+        let direct = ByteDfa::nfa(&c.regex, &config);
+        let direct_ms = ms(t);
+        let direct_states = direct.map_or(0, |n| n.states().len());
         let t = Instant::now();
         let dfa = ByteDfa::build(&c.regex, &DfaConfig::default());
         let build = ms(t);
         let lazy = matches!(dfa, Ok(Dfa::Lazy(_)));
-        let det = build - subset - nfa_ms;
+        let det = build - direct_ms;
+        let hir_total = subset + compile + hir_drop;
         println!(
-            "{build:8.1} ms: regex-syntax {syntax:7.1} subset {subset:6.1} nfa {nfa_ms:6.1} \
-             ({nfa_states} states) det {det:7.1}; {} KB, lazy {lazy}: {name}",
+            "{build:8.1} ms: direct {direct_ms:7.1} ({direct_states} states) det {det:7.1}; \
+             hir {subset:6.1} / {compile:6.1} / {hir_drop:6.1} ({hir_states} states); \
+             regex-syntax {syntax:7.1}; {} KB, lazy {lazy}: {name}",
             c.regex.len() / 1024
         );
-        for (a, v) in total.iter_mut().zip([syntax, subset, nfa_ms, det]) {
+        for (a, v) in total.iter_mut().zip([syntax, hir_total, direct_ms, det]) {
             *a += v;
         }
     }
     if dump.is_none() {
         println!(
-            "total ms: regex-syntax {:.0} subset {:.0} nfa {:.0} det {:.0}",
+            "total ms: regex-syntax parse {:.0}; NFA by the Hir path {:.0}, direct {:.0}; det {:.0}",
             total[0], total[1], total[2], total[3]
         );
     }
