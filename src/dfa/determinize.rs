@@ -26,8 +26,7 @@
 //! *lazily* ([`super::LazyDfa`]): rows are filled on demand, and liveness and
 //! distances never need the whole automaton.
 
-use regex_automata::nfa::thompson::{State, NFA};
-use regex_automata::util::primitives::StateID as NfaId;
+use super::nfa::{Kind, Nfa};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -61,7 +60,7 @@ const MEMO_CAP: usize = 16 << 20;
 struct Closure {
     mark: Vec<u32>,
     generation: u32,
-    stack: Vec<NfaId>,
+    stack: Vec<u32>,
     /// Scratch for one seed's closure.
     seed_scratch: Vec<u32>,
     /// Per NFA state, `(offset + 1, len)` of its closure in `arena`
@@ -99,7 +98,7 @@ impl Closure {
     /// mostly the closure of one or a few NFA states that many other DFA
     /// states reach too, and the search walks a graph of millions of states
     /// in no useful order (a cache miss per state).
-    fn of(&mut self, nfa: &NFA, dist: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
+    fn of(&mut self, nfa: &Nfa, dist: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
         out.clear();
         for &s in seeds {
             if self.memo[s as usize].0 == 0 {
@@ -140,32 +139,21 @@ impl Closure {
     /// from `seeds` through epsilon transitions.
     /// NFA states with `dist == u32::MAX` (no path to the match state) are
     /// neither kept nor followed.
-    fn run(&mut self, nfa: &NFA, dist: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
+    fn run(&mut self, nfa: &Nfa, dist: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
         out.clear();
         let g = self.next_generation();
-        for &s in seeds.iter().rev() {
-            self.stack.push(NfaId::new_unchecked(s as usize));
-        }
+        self.stack.extend(seeds.iter().rev());
         while let Some(id) = self.stack.pop() {
-            let m = &mut self.mark[id.as_usize()];
-            if *m == g || dist[id.as_usize()] == u32::MAX {
+            let m = &mut self.mark[id as usize];
+            if *m == g || dist[id as usize] == u32::MAX {
                 continue;
             }
             *m = g;
-            match nfa.state(id) {
-                State::ByteRange { .. }
-                | State::Sparse(_)
-                | State::Dense(_)
-                | State::Match { .. } => out.push(id.as_u32()),
-                State::Union { alternates } => self.stack.extend(alternates.iter().rev()),
-                State::BinaryUnion { alt1, alt2 } => {
-                    self.stack.push(*alt2);
-                    self.stack.push(*alt1);
-                }
-                State::Capture { next, .. } => self.stack.push(*next),
-                State::Fail => {}
-                // Excluded by the caller (`look_set_any` is empty).
-                State::Look { .. } => unreachable!("look-around in a look-free NFA"),
+            match nfa.kind(id) {
+                Kind::Bytes | Kind::Match => out.push(id),
+                Kind::Eps => self
+                    .stack
+                    .extend(nfa.edges(id).iter().rev().map(|e| e.next)),
             }
         }
         out.sort_unstable();
@@ -175,40 +163,15 @@ impl Closure {
 /// Fewest bytes from each NFA state to the match state (`u32::MAX`: none), by
 /// a 0-1 breadth-first search over reversed edges (epsilon edges cost 0, byte
 /// edges 1).
-fn nfa_distances(nfa: &NFA) -> Vec<u32> {
-    let n = nfa.states().len();
+pub(super) fn nfa_distances(nfa: &Nfa) -> Vec<u32> {
+    let n = nfa.len();
     // Reversed edges in CSR form: (source, weight) per target.
     let mut count = vec![0u32; n + 1];
     let each = |f: &mut dyn FnMut(usize, usize, u8)| {
-        for (id, st) in nfa.states().iter().enumerate() {
-            match st {
-                State::ByteRange { trans } => f(trans.next.as_usize(), id, 1),
-                State::Sparse(sp) => {
-                    for t in sp.transitions.iter() {
-                        f(t.next.as_usize(), id, 1);
-                    }
-                }
-                State::Dense(d) => {
-                    let mut last = NfaId::ZERO;
-                    for &next in d.transitions.iter() {
-                        if next != NfaId::ZERO && next != last {
-                            f(next.as_usize(), id, 1);
-                        }
-                        last = next;
-                    }
-                }
-                State::Union { alternates } => {
-                    for a in alternates.iter() {
-                        f(a.as_usize(), id, 0);
-                    }
-                }
-                State::BinaryUnion { alt1, alt2 } => {
-                    f(alt1.as_usize(), id, 0);
-                    f(alt2.as_usize(), id, 0);
-                }
-                State::Capture { next, .. } => f(next.as_usize(), id, 0),
-                State::Look { next, .. } => f(next.as_usize(), id, 0),
-                State::Fail | State::Match { .. } => {}
+        for (id, kind, edges) in nfa.states() {
+            let w = u8::from(kind == Kind::Bytes);
+            for e in edges {
+                f(e.next as usize, id as usize, w);
             }
         }
     };
@@ -231,10 +194,10 @@ fn nfa_distances(nfa: &NFA) -> Vec<u32> {
     count[n] = rev.len() as u32;
     let mut dist = vec![u32::MAX; n];
     let mut deque = std::collections::VecDeque::new();
-    for (id, st) in nfa.states().iter().enumerate() {
-        if matches!(st, State::Match { .. }) {
-            dist[id] = 0;
-            deque.push_back(id as u32);
+    for q in 0..n as u32 {
+        if nfa.is_match(q) {
+            dist[q as usize] = 0;
+            deque.push_back(q);
         }
     }
     while let Some(t) = deque.pop_front() {
@@ -260,8 +223,8 @@ fn nfa_distances(nfa: &NFA) -> Vec<u32> {
 /// taken): a call marker of the pushdown engine costs its callee's shortest
 /// text. `None` when some transition's byte range holds such a byte along
 /// with others (a marker must be a transition of its own).
-fn nfa_distances_weighted(nfa: &NFA, weights: &[u32; 256]) -> Option<Vec<u32>> {
-    let n = nfa.states().len();
+fn nfa_distances_weighted(nfa: &Nfa, weights: &[u32; 256]) -> Option<Vec<u32>> {
+    let n = nfa.len();
     // An edge reading text and marker bytes alike (the unanchored prefix's
     // `(?s-u:.)` among them: allowed where the anchored start cannot reach).
     const MIXED: u32 = u32::MAX - 1;
@@ -283,45 +246,13 @@ fn nfa_distances_weighted(nfa: &NFA, weights: &[u32; 256]) -> Option<Vec<u32>> {
     // Reversed edges in CSR form: (source, weight) per target.
     let mut count = vec![0u32; n + 1];
     let mut fwd: Vec<(u32, u32, u32)> = Vec::new();
-    for (id, st) in nfa.states().iter().enumerate() {
-        let mut f = |t: usize, w: u32| fwd.push((t as u32, id as u32, w));
-        let cost = &cost;
-        match st {
-            State::ByteRange { trans } => f(trans.next.as_usize(), cost(trans.start, trans.end)),
-            State::Sparse(sp) => {
-                for t in sp.transitions.iter() {
-                    f(t.next.as_usize(), cost(t.start, t.end));
-                }
-            }
-            State::Dense(d) => {
-                // A marker must not lead where a text byte does (it
-                // would read as a call returning into the text's state).
-                for (b, &next) in d.transitions.iter().enumerate() {
-                    if next == NfaId::ZERO {
-                        continue;
-                    }
-                    let w = if b < 0xF5 {
-                        1
-                    } else if d.transitions[..0xF5].contains(&next) {
-                        cost(0, b as u8)
-                    } else {
-                        cost(b as u8, b as u8)
-                    };
-                    f(next.as_usize(), w);
-                }
-            }
-            State::Union { alternates } => {
-                for a in alternates.iter() {
-                    f(a.as_usize(), 0);
-                }
-            }
-            State::BinaryUnion { alt1, alt2 } => {
-                f(alt1.as_usize(), 0);
-                f(alt2.as_usize(), 0);
-            }
-            State::Capture { next, .. } => f(next.as_usize(), 0),
-            State::Look { next, .. } => f(next.as_usize(), 0),
-            State::Fail | State::Match { .. } => {}
+    for (id, kind, edges) in nfa.states() {
+        for e in edges {
+            let w = match kind {
+                Kind::Bytes => cost(e.lo, e.hi),
+                _ => 0,
+            };
+            fwd.push((e.next, id, w));
         }
     }
     if fwd.iter().any(|e| e.2 == MIXED) {
@@ -336,7 +267,7 @@ fn nfa_distances_weighted(nfa: &NFA, weights: &[u32; 256]) -> Option<Vec<u32>> {
             off[k + 1] += off[k];
         }
         let mut seen = vec![false; n];
-        let mut todo = vec![nfa.start_anchored().as_u32()];
+        let mut todo = vec![nfa.start()];
         while let Some(x) = todo.pop() {
             if std::mem::replace(&mut seen[x as usize], true) {
                 continue;
@@ -362,10 +293,10 @@ fn nfa_distances_weighted(nfa: &NFA, weights: &[u32; 256]) -> Option<Vec<u32>> {
     }
     let mut dist = vec![u32::MAX; n];
     let mut heap = std::collections::BinaryHeap::new();
-    for (id, st) in nfa.states().iter().enumerate() {
-        if matches!(st, State::Match { .. }) {
-            dist[id] = 0;
-            heap.push(std::cmp::Reverse((0u32, id as u32)));
+    for q in 0..n as u32 {
+        if nfa.is_match(q) {
+            dist[q as usize] = 0;
+            heap.push(std::cmp::Reverse((0u32, q)));
         }
     }
     while let Some(std::cmp::Reverse((d, t))) = heap.pop() {
@@ -390,7 +321,7 @@ fn nfa_distances_weighted(nfa: &NFA, weights: &[u32; 256]) -> Option<Vec<u32>> {
 /// found, and each state's row is filled by [`Determinizer::explore`], all at
 /// once ([`determinize`]) or on demand ([`super::LazyDfa`]).
 pub(super) struct Determinizer {
-    nfa: NFA,
+    nfa: Nfa,
     pub classes: [u8; 256],
     pub stride: usize,
     /// Per NFA state, the fewest bytes to the match state.
@@ -414,10 +345,10 @@ pub(super) struct Determinizer {
 }
 
 impl Determinizer {
-    /// Computes the NFA distances and the start state. `nfa` must have no
-    /// look-around assertions.
-    pub fn new(nfa: NFA, dfa_limit: usize, det_limit: usize) -> Determinizer {
-        let nfa_dist = nfa_distances(&nfa);
+    /// Computes the NFA distances (unless the NFA's builder kept them) and
+    /// the start state.
+    pub fn new(mut nfa: Nfa, dfa_limit: usize, det_limit: usize) -> Determinizer {
+        let nfa_dist = nfa.take_distances().unwrap_or_else(|| nfa_distances(&nfa));
         Self::with_distances(nfa, nfa_dist, dfa_limit, det_limit)
     }
 
@@ -426,7 +357,7 @@ impl Determinizer {
     /// ([`nfa_distances_weighted`]); `None` when a marker byte shares a
     /// transition with other bytes.
     pub fn new_weighted(
-        nfa: NFA,
+        nfa: Nfa,
         weights: &[u32; 256],
         dfa_limit: usize,
         det_limit: usize,
@@ -436,19 +367,14 @@ impl Determinizer {
     }
 
     fn with_distances(
-        nfa: NFA,
+        nfa: Nfa,
         nfa_dist: Vec<u32>,
         dfa_limit: usize,
         det_limit: usize,
     ) -> Determinizer {
-        debug_assert!(nfa.look_set_any().is_empty());
-        let bc = nfa.byte_classes();
-        let mut classes = [0u8; 256];
-        for b in 0..=255u8 {
-            classes[b as usize] = bc.get(b);
-        }
+        let classes = *nfa.byte_classes();
         let stride = classes[255] as usize + 1;
-        let n = nfa.states().len();
+        let n = nfa.len();
         let mut d = Determinizer {
             classes,
             stride,
@@ -471,12 +397,8 @@ impl Determinizer {
         };
         d.map.insert(d.keys[0].clone(), 0);
         let mut scratch = std::mem::take(&mut d.scratch);
-        d.closure.run(
-            &d.nfa,
-            &d.nfa_dist,
-            &[d.nfa.start_anchored().as_u32()],
-            &mut scratch,
-        );
+        d.closure
+            .run(&d.nfa, &d.nfa_dist, &[d.nfa.start()], &mut scratch);
         if !scratch.is_empty() {
             // A limit hit here is reported by the first explored row; the
             // state is added before the limits are checked.
@@ -501,10 +423,7 @@ impl Determinizer {
 
     /// Whether NFA state `q` is a byte-reading state.
     pub fn reads_bytes(&self, q: u32) -> bool {
-        !matches!(
-            self.nfa.state(NfaId::new_unchecked(q as usize)),
-            State::Match { .. }
-        )
+        !self.nfa.is_match(q)
     }
 
     /// Number of NFA states.
@@ -536,12 +455,7 @@ impl Determinizer {
         let k: Arc<[u32]> = Arc::from(key);
         self.key_bytes += k.len() * 4 + 48;
         let nfa = &self.nfa;
-        self.accepting.push(k.iter().any(|&s| {
-            matches!(
-                nfa.state(NfaId::new_unchecked(s as usize)),
-                State::Match { .. }
-            )
-        }));
+        self.accepting.push(k.iter().any(|&s| nfa.is_match(s)));
         self.dist.push(
             k.iter()
                 .map(|&s| self.nfa_dist[s as usize])
@@ -570,37 +484,16 @@ impl Determinizer {
         let buckets = &mut self.buckets;
         let touched = &mut self.touched;
         for &s in key.iter() {
-            let mut push = |c: usize, next: NfaId| {
-                if buckets[c].is_empty() {
-                    touched.push(c);
-                }
-                buckets[c].push(next.as_u32());
-            };
-            match self.nfa.state(NfaId::new_unchecked(s as usize)) {
-                State::ByteRange { trans: t } => {
-                    for c in class_span(t.start, t.end) {
-                        push(c, t.next);
+            if self.nfa.kind(s) != Kind::Bytes {
+                continue;
+            }
+            for e in self.nfa.edges(s) {
+                for c in class_span(e.lo, e.hi) {
+                    if buckets[c].is_empty() {
+                        touched.push(c);
                     }
+                    buckets[c].push(e.next);
                 }
-                State::Sparse(sp) => {
-                    for t in sp.transitions.iter() {
-                        for c in class_span(t.start, t.end) {
-                            push(c, t.next);
-                        }
-                    }
-                }
-                State::Dense(d) => {
-                    // One push per class: bytes of a class share the target.
-                    let mut last = usize::MAX;
-                    for (b, &next) in d.transitions.iter().enumerate() {
-                        let c = classes[b] as usize;
-                        if c != last && next != NfaId::ZERO {
-                            push(c, next);
-                        }
-                        last = c;
-                    }
-                }
-                _ => {}
             }
         }
         touched.sort_unstable();
@@ -654,8 +547,8 @@ impl Determinizer {
 
 /// Determinizes `nfa` from its anchored start state, every state at once.
 /// `nfa` must have no look-around assertions.
-pub(super) fn determinize(nfa: &NFA, dfa_limit: usize, det_limit: usize) -> Result<Table, Limit> {
-    let mut d = Determinizer::new(nfa.clone(), dfa_limit, det_limit);
+pub(super) fn determinize(nfa: Nfa, dfa_limit: usize, det_limit: usize) -> Result<Table, Limit> {
+    let mut d = Determinizer::new(nfa, dfa_limit, det_limit);
     let mut i = 1;
     while i < d.len() {
         d.explore(i)?;

@@ -6,28 +6,25 @@
 //! then dropped node by node, the three passes were over half of such a
 //! schema's time to first mask. Here the [subset parser](super::parse)
 //! builds a compact tree in a few flat vectors instead, and the tree is
-//! compiled straight into regex-automata's NFA [`Builder`], the way its own
-//! compiler does: literals as byte-range chains, classes as one sparse state
-//! over their UTF-8 sequences (suffixes shared), alternations and
-//! repetitions as unions. The NFA's language is the pattern's (tested
+//! compiled straight into an [`Nfa`] (flat vectors too), the way
+//! regex-automata's compiler does: literals as byte-range chains, classes as
+//! one sparse state over their UTF-8 sequences (suffixes shared),
+//! alternations and repetitions as unions. A counted repetition compiles its
+//! piece once and copies its states for the other copies. The NFA's language is the pattern's (tested
 //! against regex-syntax's NFA on MaskBench patterns and by property tests);
 //! greediness is not kept, since the determinizer keeps every thread.
 //!
 //! Patterns outside the subset return `None` (the caller compiles them with
 //! regex-syntax).
 
+use super::nfa::{Builder, Edge, Kind, Nfa, TooBig, HOLE};
 use super::parse::{parse_into, Sink};
-use regex_automata::nfa::thompson::{BuildError, Builder, Transition, NFA};
-use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::ClassUnicode;
 use regex_syntax::utf8::Utf8Sequences;
 use std::collections::HashMap;
 
 /// The NFA of `pattern` (anchored; no captures), `None` outside the subset.
-pub(super) fn parse_nfa(
-    pattern: &str,
-    size_limit: Option<usize>,
-) -> Option<Result<NFA, BuildError>> {
+pub(super) fn parse_nfa(pattern: &str, size_limit: Option<usize>) -> Option<Result<Nfa, TooBig>> {
     // Room for the tree up front (address space: pages are touched only as
     // they fill), so a megabyte pattern's vectors are not copied as they grow.
     let n = pattern.len();
@@ -38,7 +35,7 @@ pub(super) fn parse_nfa(
         kids: Vec::with_capacity(n / 2 + 16),
     };
     let root = parse_into(pattern, &mut tree)?;
-    Some(tree.compile(root, size_limit))
+    Some(tree.compile(root, size_limit, n))
 }
 
 /// A node of [`Tree`]: children, bytes and ranges are spans of its vectors.
@@ -124,66 +121,114 @@ impl Sink for Tree {
     }
 }
 
-/// A compiled piece: its start state and the state whose (unset) exit is
-/// patched to what follows.
+/// A compiled piece: its start state and its end state, whose last edge is
+/// the exit ([`HOLE`]) patched to what follows.
 #[derive(Clone, Copy)]
 struct Piece {
-    start: StateID,
-    end: StateID,
+    start: u32,
+    end: u32,
 }
 
 /// Compiles a [`Tree`] into a [`Builder`].
 struct Emitter<'t> {
     tree: &'t Tree,
     b: Builder,
+    /// Per tree node, the fewest bytes of a text it matches (`u32::MAX`:
+    /// none).
+    minlen: Vec<u32>,
     /// Per class emission, the byte-range states by (range, next): UTF-8
     /// sequences of one class share their suffixes.
-    suffixes: HashMap<(u8, u8, StateID), StateID>,
+    suffixes: HashMap<(u8, u8, u32), u32>,
+}
+
+/// `a + b` where `u32::MAX` is "never" (unreachable stays unreachable).
+fn plus(a: u32, b: u32) -> u32 {
+    a.saturating_add(b)
 }
 
 impl Tree {
-    fn compile(&self, root: u32, size_limit: Option<usize>) -> Result<NFA, BuildError> {
+    fn compile(&self, root: u32, size_limit: Option<usize>, len: usize) -> Result<Nfa, TooBig> {
         let mut e = Emitter {
             tree: self,
-            b: Builder::new(),
+            b: Builder::with_distances(size_limit.unwrap_or(usize::MAX), len),
+            minlen: self.minlen(),
             suffixes: HashMap::new(),
         };
-        e.b.set_utf8(true);
-        e.b.set_size_limit(size_limit)?;
-        e.b.start_pattern()?;
-        let p = e.emit(root)?;
-        let m = e.b.add_match()?;
-        e.b.patch(p.end, m)?;
-        e.b.finish_pattern(p.start)?;
-        e.b.build(p.start, p.start)
+        let p = e.emit(root, 0)?;
+        let m = e.b.add(Kind::Match, &[], 0)?;
+        e.b.patch(p.end, m);
+        Ok(e.b.finish(p.start))
+    }
+
+    /// [`Emitter::minlen`] of every node (children come before their
+    /// parents).
+    fn minlen(&self) -> Vec<u32> {
+        let mut m: Vec<u32> = Vec::with_capacity(self.nodes.len());
+        for n in &self.nodes {
+            let kids = |at: u32, len: u32| self.kids[at as usize..(at + len) as usize].iter();
+            let v = match *n {
+                Node::Empty => 0,
+                Node::Literal { len, .. } => len,
+                Node::Class { at, len } => match len {
+                    0 => u32::MAX,
+                    _ => self.ranges[at as usize].0.len_utf8() as u32,
+                },
+                Node::Concat { at, len } => kids(at, len).fold(0, |a, &k| plus(a, m[k as usize])),
+                Node::Alternation { at, len } => kids(at, len)
+                    .map(|&k| m[k as usize])
+                    .min()
+                    .unwrap_or(u32::MAX),
+                Node::Repeat { min, sub, .. } => match min {
+                    0 => 0,
+                    _ => m[sub as usize].saturating_mul(min),
+                },
+            };
+            m.push(v);
+        }
+        m
     }
 }
 
 impl Emitter<'_> {
-    fn emit(&mut self, n: u32) -> Result<Piece, BuildError> {
+    /// Compiles node `n`, whose exit is `tail` bytes from the match state at
+    /// the fewest (so every state's distance is known when it is added: a
+    /// piece is left only through its exit).
+    fn emit(&mut self, n: u32, tail: u32) -> Result<Piece, TooBig> {
         match self.tree.nodes[n as usize] {
-            Node::Empty => self.empty(),
+            Node::Empty => self.empty(tail),
             Node::Literal { at, len } => {
+                // Built from the last byte back: each state knows its next.
                 let bytes = &self.tree.bytes[at as usize..(at + len) as usize];
-                let mut piece: Option<Piece> = None;
-                for &byte in bytes {
-                    let s = self.b.add_range(Transition {
-                        start: byte,
-                        end: byte,
-                        next: StateID::ZERO,
-                    })?;
-                    piece = Some(self.join(piece, Piece { start: s, end: s })?);
+                let Some((&last, init)) = bytes.split_last() else {
+                    return self.empty(tail);
+                };
+                let end = self.b.add_range(last, last, HOLE, plus(tail, 1))?;
+                let mut start = end;
+                for (i, &byte) in init.iter().enumerate().rev() {
+                    let d = plus(tail, (bytes.len() - i) as u32);
+                    start = self.b.add_range(byte, byte, start, d)?;
                 }
-                piece.map_or_else(|| self.empty(), Ok)
+                Ok(Piece { start, end })
             }
-            Node::Class { at, len } => self.class(at as usize, len as usize),
+            Node::Class { at, len } => self.class(at as usize, len as usize, tail),
             Node::Concat { at, len } => {
+                // Each item's exit is the rest of the concatenation away.
+                let kids = &self.tree.kids[at as usize..(at + len) as usize];
+                let mut rest = kids
+                    .iter()
+                    .fold(tail, |a, &k| plus(a, self.minlen[k as usize]));
                 let mut piece: Option<Piece> = None;
-                for i in at..at + len {
-                    let q = self.emit(self.tree.kids[i as usize])?;
-                    piece = Some(self.join(piece, q)?);
+                for &k in kids {
+                    rest = if rest == u32::MAX {
+                        // (Some later item matches nothing: so does all.)
+                        rest
+                    } else {
+                        rest - self.minlen[k as usize]
+                    };
+                    let q = self.emit(k, rest)?;
+                    piece = Some(self.join(piece, q));
                 }
-                piece.map_or_else(|| self.empty(), Ok)
+                piece.map_or_else(|| self.empty(tail), Ok)
             }
             Node::Alternation { at, len } => {
                 let kids = &self.tree.kids[at as usize..(at + len) as usize];
@@ -191,25 +236,31 @@ impl Emitter<'_> {
                     .iter()
                     .all(|&k| matches!(self.tree.nodes[k as usize], Node::Literal { .. }))
                 {
-                    return self.literal_trie(at as usize, len as usize);
+                    return self.literal_trie(at as usize, len as usize, tail);
                 }
-                let u = self.b.add_union(Vec::new())?;
-                let end = self.b.add_empty()?;
+                let mut pieces = Vec::with_capacity(len as usize);
                 for i in at..at + len {
-                    let q = self.emit(self.tree.kids[i as usize])?;
-                    self.b.patch(u, q.start)?;
-                    self.b.patch(q.end, end)?;
+                    pieces.push(self.emit(self.tree.kids[i as usize], tail)?);
                 }
-                Ok(Piece { start: u, end })
+                let end = self.b.add_empty(tail)?;
+                let mut starts = Vec::with_capacity(pieces.len());
+                let mut d = u32::MAX;
+                for q in pieces {
+                    self.b.patch(q.end, end);
+                    starts.push(Edge::eps(q.start));
+                    d = d.min(self.b.dist(q.start));
+                }
+                let start = self.b.add(Kind::Eps, &starts, d)?;
+                Ok(Piece { start, end })
             }
-            Node::Repeat { min, max, sub } => self.repeat(min, max, sub),
+            Node::Repeat { min, max, sub } => self.repeat(min, max, sub, tail),
         }
     }
 
     /// An alternation of literals as a trie (shared prefixes, as
     /// regex-automata's compiler does): property names share their quote
     /// and often more.
-    fn literal_trie(&mut self, at: usize, len: usize) -> Result<Piece, BuildError> {
+    fn literal_trie(&mut self, at: usize, len: usize, tail: u32) -> Result<Piece, TooBig> {
         // Trie nodes: sorted (byte, child) edges, and whether a literal ends there.
         let mut edges: Vec<Vec<(u8, usize)>> = vec![Vec::new()];
         let mut ends = vec![false];
@@ -232,24 +283,32 @@ impl Emitter<'_> {
             }
             ends[node] = true;
         }
-        let exit = self.b.add_empty()?;
-        // Children have higher numbers than their parents: build from the last.
-        let mut state = vec![StateID::ZERO; edges.len()];
+        let exit = self.b.add_empty(tail)?;
+        // Children have higher numbers than their parents: build from the
+        // last. `short[node]`: the fewest bytes from it to a literal's end.
+        let mut state = vec![0u32; edges.len()];
+        let mut short = vec![0u32; edges.len()];
+        let mut trans = Vec::new();
         for node in (0..edges.len()).rev() {
+            let reads = edges[node]
+                .iter()
+                .map(|&(_, child)| short[child] + 1)
+                .min()
+                .unwrap_or(0);
+            short[node] = if ends[node] { 0 } else { reads };
             state[node] = if edges[node].is_empty() {
                 exit
             } else {
-                let trans = edges[node]
-                    .iter()
-                    .map(|&(byte, child)| Transition {
-                        start: byte,
-                        end: byte,
-                        next: state[child],
-                    })
-                    .collect();
-                let s = self.b.add_sparse(trans)?;
+                trans.clear();
+                trans.extend(edges[node].iter().map(|&(byte, child)| Edge {
+                    lo: byte,
+                    hi: byte,
+                    next: state[child],
+                }));
+                let s = self.b.add(Kind::Bytes, &trans, plus(tail, reads))?;
                 if ends[node] {
-                    self.b.add_union(vec![s, exit])?
+                    self.b
+                        .add(Kind::Eps, &[Edge::eps(s), Edge::eps(exit)], tail)?
                 } else {
                     s
                 }
@@ -261,53 +320,61 @@ impl Emitter<'_> {
         })
     }
 
-    fn empty(&mut self) -> Result<Piece, BuildError> {
-        let s = self.b.add_empty()?;
+    fn empty(&mut self, tail: u32) -> Result<Piece, TooBig> {
+        let s = self.b.add_empty(tail)?;
         Ok(Piece { start: s, end: s })
     }
 
     /// `min` copies of `sub`, then `max - min` optional ones (each may skip
     /// to the end) or, unbounded, a loop whose union is the piece's end (no
-    /// empty states: a big pattern repeats thousands of times).
-    fn repeat(&mut self, min: u32, max: u32, sub: u32) -> Result<Piece, BuildError> {
+    /// empty states: a big pattern repeats thousands of times). `sub` is
+    /// compiled once; every further copy copies the states of the one
+    /// before ([`Builder::copy`]).
+    fn repeat(&mut self, min: u32, max: u32, sub: u32, tail: u32) -> Result<Piece, TooBig> {
+        let mut copies = Copies { sub, last: None };
         let mut acc: Option<Piece> = None;
-        let required = if max == UNBOUNDED {
-            min.max(1) - 1
+        let ml = self.minlen[sub as usize];
+        let (required, after) = if max == UNBOUNDED {
+            // The loop's own copy is required too when `min > 0`.
+            (min.max(1) - 1, if min > 0 { ml } else { 0 })
         } else {
-            min
+            (min, 0)
         };
-        for _ in 0..required {
-            let q = self.emit(sub)?;
-            acc = Some(self.join(acc, q)?);
+        for i in 0..required {
+            // Copies still required after this one, then the rest.
+            let rest = plus(ml.saturating_mul(required - 1 - i), after);
+            let q = copies.next(self, plus(tail, rest))?;
+            acc = Some(self.join(acc, q));
         }
         if max == UNBOUNDED {
             // `sub*`, or the last of `min` copies looping back (`sub+`).
-            let u = self.b.add_union(Vec::new())?;
-            let q = self.emit(sub)?;
-            self.b.patch(u, q.start)?;
-            self.b.patch(q.end, u)?;
+            let q = copies.next(self, tail)?;
+            let u = self
+                .b
+                .add(Kind::Eps, &[Edge::eps(q.start), Edge::eps(HOLE)], tail)?;
+            self.b.patch(q.end, u);
             let start = if min == 0 { u } else { q.start };
-            return self.join(acc, Piece { start, end: u });
+            return Ok(self.join(acc, Piece { start, end: u }));
         }
         if max == min {
-            return acc.map_or_else(|| self.empty(), Ok);
+            return acc.map_or_else(|| self.empty(tail), Ok);
         }
-        let exit = self.b.add_empty()?;
+        let exit = self.b.add_empty(tail)?;
         for _ in min..max {
-            let u = self.b.add_union(Vec::new())?;
-            self.b.patch(u, exit)?;
-            let q = self.emit(sub)?;
-            self.b.patch(u, q.start)?;
+            let q = copies.next(self, tail)?;
+            let u = self
+                .b
+                .add(Kind::Eps, &[Edge::eps(exit), Edge::eps(q.start)], tail)?;
             acc = Some(self.join(
                 acc,
                 Piece {
                     start: u,
                     end: q.end,
                 },
-            )?);
+            ));
         }
         let p = acc.expect("max > min");
-        self.b.patch(p.end, exit)?;
+        self.b.patch(p.end, exit);
         Ok(Piece {
             start: p.start,
             end: exit,
@@ -315,54 +382,89 @@ impl Emitter<'_> {
     }
 
     /// `acc` (if any) followed by `q`.
-    fn join(&mut self, acc: Option<Piece>, q: Piece) -> Result<Piece, BuildError> {
-        Ok(match acc {
+    fn join(&mut self, acc: Option<Piece>, q: Piece) -> Piece {
+        match acc {
             None => q,
             Some(p) => {
-                self.b.patch(p.end, q.start)?;
+                self.b.patch(p.end, q.start);
                 Piece {
                     start: p.start,
                     end: q.end,
                 }
             }
-        })
+        }
     }
 
     /// One sparse state over the class's first bytes; the rest of each UTF-8
     /// sequence is a chain of byte ranges into one exit, suffixes shared.
-    fn class(&mut self, at: usize, len: usize) -> Result<Piece, BuildError> {
-        let exit = self.b.add_empty()?;
+    fn class(&mut self, at: usize, len: usize, tail: u32) -> Result<Piece, TooBig> {
+        let exit = self.b.add_empty(tail)?;
         self.suffixes.clear();
-        let mut first: Vec<Transition> = Vec::new();
+        let mut first: Vec<Edge> = Vec::new();
+        let mut shortest = u32::MAX;
         for &(lo, hi) in &self.tree.ranges[at..at + len] {
             for seq in Utf8Sequences::new(lo, hi) {
                 let ranges = seq.as_slice();
+                shortest = shortest.min(ranges.len() as u32);
                 let mut next = exit;
-                for r in ranges[1..].iter().rev() {
+                for (i, r) in ranges.iter().enumerate().skip(1).rev() {
                     let key = (r.start, r.end, next);
                     next = match self.suffixes.get(&key) {
                         Some(&s) => s,
                         None => {
-                            let s = self.b.add_range(Transition {
-                                start: r.start,
-                                end: r.end,
-                                next,
-                            })?;
+                            let d = plus(tail, (ranges.len() - i) as u32);
+                            let s = self.b.add_range(r.start, r.end, next, d)?;
                             self.suffixes.insert(key, s);
                             s
                         }
                     };
                 }
-                first.push(Transition {
-                    start: ranges[0].start,
-                    end: ranges[0].end,
+                first.push(Edge {
+                    lo: ranges[0].start,
+                    hi: ranges[0].end,
                     next,
                 });
             }
         }
-        first.sort_by_key(|t| (t.start, t.end));
-        let start = self.b.add_sparse(first)?;
+        first.sort_by_key(|t| (t.lo, t.hi));
+        let start = self.b.add(Kind::Bytes, &first, plus(tail, shortest))?;
         Ok(Piece { start, end: exit })
+    }
+}
+
+/// The copies of one repeated piece: the first compiled, each later one a
+/// copy of the states of the one before (compiled pieces only lead within
+/// their own states, or out through their exit), its distances shifted by
+/// the difference of the two exits' distances.
+struct Copies {
+    sub: u32,
+    /// The last copy's states, piece and exit distance.
+    last: Option<(std::ops::Range<u32>, Piece, u32)>,
+}
+
+impl Copies {
+    fn next(&mut self, e: &mut Emitter<'_>, tail: u32) -> Result<Piece, TooBig> {
+        let (states, q) = match self.last.take() {
+            // (A copy's distances are its original's moved: not from or to
+            // "unreachable", which has no distance to move.)
+            Some((states, q, was)) if was != u32::MAX && tail != u32::MAX => {
+                let d = e.b.copy(states.clone(), q.end, tail as i64 - was as i64)?;
+                (
+                    states.start + d..states.end + d,
+                    Piece {
+                        start: q.start + d,
+                        end: q.end + d,
+                    },
+                )
+            }
+            _ => {
+                let s0 = e.b.len();
+                let q = e.emit(self.sub, tail)?;
+                (s0..e.b.len(), q)
+            }
+        };
+        self.last = Some((states, q, tail));
+        Ok(q)
     }
 }
 
@@ -377,7 +479,15 @@ mod tests {
         let Some(nfa) = parse_nfa(p, None) else {
             return;
         };
-        let nfa = nfa.expect("no size limit");
+        let mut nfa = nfa.expect("no size limit");
+        let given = nfa
+            .take_distances()
+            .expect("the direct compiler keeps distances");
+        assert_eq!(
+            given,
+            crate::dfa::determinize::nfa_distances(&nfa),
+            "pattern {p:?}: distances kept while compiling differ from a search's"
+        );
         let config = DfaConfig {
             lazy_states: None,
             ..DfaConfig::default()

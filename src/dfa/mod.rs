@@ -16,6 +16,8 @@
 //! [`ByteAutomaton`](crate::index::ByteAutomaton) trait, which `ByteDfa`
 //! implements.
 
+#[doc(hidden)]
+pub use nfa::Nfa;
 use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::util::primitives::StateID;
 use regex_automata::util::start;
@@ -24,6 +26,7 @@ use regex_automata::{nfa::thompson, Anchored, MatchKind};
 pub mod algebra;
 mod determinize;
 mod direct;
+pub(crate) mod nfa;
 mod parse;
 
 /// Deepest nesting of groups and repetitions a pattern may have (regex-syntax
@@ -48,7 +51,8 @@ pub const LAZY_STATES: usize = 128;
 /// each field; all are in bytes of heap memory.
 #[derive(Clone, Debug)]
 pub struct DfaConfig {
-    /// Largest Thompson NFA (default 256 MiB).
+    /// Largest Thompson NFA (default 256 MiB; an NFA compiled from the
+    /// schema compiler's subset counts 16 bytes a state and 8 an edge).
     pub nfa_size_limit: usize,
     /// Memory the determinizer may use while building (default 1 GiB).
     pub determinize_size_limit: usize,
@@ -159,10 +163,10 @@ impl ByteDfa {
         let Some(lazy_states) = config.lazy_threshold() else {
             return Ok(Dfa::Eager(ByteDfa::new(pattern, config)?));
         };
-        let nfa = Self::nfa(pattern, config)?;
-        if config.minimize || !nfa.look_set_any().is_empty() {
-            return Ok(Dfa::Eager(Self::new_reference(pattern, config)?));
-        }
+        let nfa = match Self::nfa(pattern, config)? {
+            Some(nfa) if !config.minimize => nfa,
+            _ => return Ok(Dfa::Eager(Self::new_reference(pattern, config)?)),
+        };
         Self::determinize(nfa, pattern.len(), lazy_states, config)
     }
 
@@ -170,7 +174,7 @@ impl ByteDfa {
     /// has more than `lazy_states` states (`size` stands for the pattern
     /// length in statistics).
     fn determinize(
-        nfa: thompson::NFA,
+        nfa: Nfa,
         size: usize,
         lazy_states: usize,
         config: &DfaConfig,
@@ -204,9 +208,10 @@ impl ByteDfa {
             .configure(thompson_config(config))
             .build_from_hir(hir)
             .map_err(|e| nfa_error(&e, config))?;
-        if config.minimize || !nfa.look_set_any().is_empty() {
-            return Ok(Dfa::Eager(Self::from_nfa_reference(&nfa, size, config)?));
-        }
+        let nfa = match Nfa::from_thompson(&nfa) {
+            Some(ours) if !config.minimize => ours,
+            _ => return Ok(Dfa::Eager(Self::from_nfa_reference(&nfa, size, config)?)),
+        };
         let lazy_states = config.lazy_threshold().unwrap_or(usize::MAX);
         Self::determinize(nfa, size, lazy_states, config)
     }
@@ -228,9 +233,9 @@ impl ByteDfa {
             .configure(thompson_config(config))
             .build_from_hir(hir)
             .map_err(|e| nfa_error(&e, config))?;
-        if !nfa.look_set_any().is_empty() {
+        let Some(nfa) = Nfa::from_thompson(&nfa) else {
             return Ok(None);
-        }
+        };
         let Some(det) = determinize::Determinizer::new_weighted(
             nfa,
             weights,
@@ -291,18 +296,20 @@ impl ByteDfa {
 
     /// The Thompson NFA of `pattern`: compiled by [`direct`] (no syntax
     /// tree) when the pattern is in the schema compiler's subset, by
-    /// regex-syntax and regex-automata's compiler otherwise. (Public for
-    /// development aids that time the phases of [`ByteDfa::build`].)
+    /// regex-syntax and regex-automata's compiler otherwise; `None` when it
+    /// has look-around (only regex-automata's determinizer takes it). (Public
+    /// for development aids that time the phases of [`ByteDfa::build`].)
     #[doc(hidden)]
-    pub fn nfa(pattern: &str, config: &DfaConfig) -> Result<thompson::NFA, DfaError> {
+    pub fn nfa(pattern: &str, config: &DfaConfig) -> Result<Option<Nfa>, DfaError> {
         if let Some(nfa) = direct::parse_nfa(pattern, Some(config.nfa_size_limit)) {
-            return nfa.map_err(|e| nfa_error(&e, config));
+            return nfa.map(Some).map_err(|_| too_big_nfa(config));
         }
-        thompson::Compiler::new()
+        let nfa = thompson::Compiler::new()
             .syntax(syntax_config())
             .configure(thompson_config(config))
             .build(pattern)
-            .map_err(|e| nfa_error(&e, config))
+            .map_err(|e| nfa_error(&e, config))?;
+        Ok(Nfa::from_thompson(&nfa))
     }
 
     fn from_table(t: determinize::Table, pattern_len: usize) -> ByteDfa {
@@ -319,13 +326,12 @@ impl ByteDfa {
     /// Builds the DFA of `pattern` (regex crate syntax, Unicode-aware; the
     /// whole text must match).
     pub fn new(pattern: &str, config: &DfaConfig) -> Result<ByteDfa, DfaError> {
-        let nfa = Self::nfa(pattern, config)?;
-        if config.minimize || !nfa.look_set_any().is_empty() {
-            return Self::new_reference(pattern, config);
-        }
-        let t =
-            determinize::determinize(&nfa, config.dfa_size_limit, config.determinize_size_limit)
-                .map_err(|l| limit_error(l, config))?;
+        let nfa = match Self::nfa(pattern, config)? {
+            Some(nfa) if !config.minimize => nfa,
+            _ => return Self::new_reference(pattern, config),
+        };
+        let t = determinize::determinize(nfa, config.dfa_size_limit, config.determinize_size_limit)
+            .map_err(|l| limit_error(l, config))?;
         Ok(Self::from_table(t, pattern.len()))
     }
 
@@ -733,6 +739,14 @@ fn limit_error(l: determinize::Limit, config: &DfaConfig) -> DfaError {
     }
 }
 
+fn too_big_nfa(config: &DfaConfig) -> DfaError {
+    DfaError::TooBig {
+        what: "NFA",
+        limit: config.nfa_size_limit,
+        knob: "DfaConfig::nfa_size_limit",
+    }
+}
+
 fn too_big_dfa(config: &DfaConfig) -> DfaError {
     DfaError::TooBig {
         what: "DFA",
@@ -801,11 +815,7 @@ fn nfa_error(nfa: &thompson::BuildError, config: &DfaConfig) -> DfaError {
     }
     let nfa_msg = nfa.to_string();
     if nfa.size_limit().is_some() || nfa_msg.contains("NFA states") {
-        return DfaError::TooBig {
-            what: "NFA",
-            limit: config.nfa_size_limit,
-            knob: "DfaConfig::nfa_size_limit",
-        };
+        return too_big_nfa(config);
     }
     DfaError::Build(format!("error building NFA: {nfa_msg}"))
 }

@@ -74,7 +74,7 @@ fn main() {
         let t = Instant::now();
         let direct = ByteDfa::nfa(&c.regex, &config);
         let direct_ms = ms(t);
-        let direct_states = direct.map_or(0, |n| n.states().len());
+        let direct_states = direct.ok().flatten().map_or(0, |n| n.len());
         let t = Instant::now();
         let dfa = ByteDfa::build(&c.regex, &DfaConfig::default());
         let build = ms(t);
