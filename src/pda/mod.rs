@@ -211,6 +211,11 @@ pub(crate) enum BuildError {
     Depth { need: usize },
     /// A fragment's automaton could not be built.
     Compile(crate::CompileError),
+    /// The lazy document was unfit for the lazy build and the document's
+    /// own body was left unparsed (its text is long, and the lazy document
+    /// is a copy of it): the caller parses it and builds again without a
+    /// lazy document.
+    NotLazy,
 }
 
 /// The compiled fragments of a grammar, with the limits of its engine.
@@ -260,6 +265,11 @@ impl Pda {
             }
             .into(),
             BuildError::Compile(e) => e,
+            // (Never: a grammar builds no lazy document.)
+            BuildError::NotLazy => GbnfError::EmptyLanguage {
+                max_depth: opts.max_stack_depth,
+            }
+            .into(),
         })
     }
 
@@ -276,15 +286,16 @@ impl Pda {
     ) -> Result<Pda, BuildError> {
         let n = fragments.bodies.len();
         let mut frags = Vec::with_capacity(n);
+        let fail = regex_syntax::hir::Hir::fail();
         for (i, (name, body)) in fragments.names.iter().zip(&fragments.bodies).enumerate() {
             // With a lazy document, fragment 0 is a placeholder that admits
             // nothing until the callees' distances are known.
             let hir = match body {
-                Some(h) if i > 0 || lazy_doc.is_none() => h.clone(),
-                _ => regex_syntax::hir::Hir::fail(),
+                Some(h) if i > 0 || lazy_doc.is_none() => h,
+                _ => &fail,
             };
             let dfa =
-                ByteDfa::from_hir(&hir, size, config).map_err(|e| BuildError::Compile(e.into()))?;
+                ByteDfa::from_hir(hir, size, config).map_err(|e| BuildError::Compile(e.into()))?;
             frags.push(Self::fragment(name, dfa, n));
         }
         let mut pda = Pda {
@@ -303,6 +314,9 @@ impl Pda {
         if let Some(body) = lazy_doc {
             if !pda.lazy_document(body, size, config)? {
                 // Not fit for the lazy build: the whole DFA, as before.
+                if fragments.bodies.first().is_some_and(Option::is_none) {
+                    return Err(BuildError::NotLazy);
+                }
                 return Self::build_with(fragments, limits, size, config, None);
             }
             pda.join_classes();

@@ -31,34 +31,30 @@ pub(crate) fn build(
     opts: &SchemaOptions,
     config: &DfaConfig,
 ) -> Result<Pda, CompileError> {
+    // With a lazy document (a copy of the document's text with short call
+    // markers, parsed on its own) the document's own body is parsed only if
+    // the lazy build refuses it.
+    let lazy_doc = match bodies.first() {
+        Some(Some(text)) => lazy_body(text, names.len())?,
+        _ => None,
+    };
     let mut hirs = Vec::with_capacity(bodies.len());
     let mut size = 0;
-    for body in bodies {
+    for (i, body) in bodies.iter().enumerate() {
         let Some(text) = body else {
             hirs.push(None);
             continue;
         };
         size += text.len();
-        let hir = regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .nest_limit(NEST_LIMIT)
-            .build()
-            .parse(text)
-            .map_err(|e| {
-                CompileError::from(DfaError::Syntax {
-                    offset: e_offset(&e),
-                    message: e.to_string(),
-                })
-            })?;
-        hirs.push(Some(hir));
+        hirs.push(if i == 0 && lazy_doc.is_some() {
+            None
+        } else {
+            Some(parse_body(text)?)
+        });
     }
-    let fragments = Fragments {
+    let mut fragments = Fragments {
         names: names.to_vec(),
         bodies: hirs,
-    };
-    let lazy_doc = match bodies.first() {
-        Some(Some(text)) => lazy_body(text, names.len())?,
-        _ => None,
     };
     let limits = Limits {
         max_stack_depth: opts.max_stack_depth.saturating_add(1),
@@ -68,7 +64,12 @@ pub(crate) fn build(
             opts.max_stack_depth, opts.max_stack_depth
         ),
     };
-    let mut pda = Pda::build_with(&fragments, &limits, size, config, lazy_doc.as_ref()).map_err(|e| match e {
+    let mut built = Pda::build_with(&fragments, &limits, size, config, lazy_doc.as_ref());
+    if let (Err(BuildError::NotLazy), Some(Some(text))) = (&built, bodies.first()) {
+        fragments.bodies[0] = Some(parse_body(text)?);
+        built = Pda::build_with(&fragments, &limits, size, config, None);
+    }
+    let mut pda = built.map_err(|e| match e {
         BuildError::Empty => SchemaError::Empty {
             pointer: Pointer::root(),
             detail: format!(
@@ -86,6 +87,7 @@ pub(crate) fn build(
         }
         .into(),
         BuildError::Compile(e) => e,
+        BuildError::NotLazy => unreachable_not_lazy(),
     })?;
     // The shared "any JSON value" fragment calls only itself: its frames'
     // masks depend on its text alone, so every schema over the vocabulary
@@ -133,18 +135,31 @@ fn lazy_body(text: &str, frags: usize) -> Result<Option<LazyBody>, CompileError>
         out = out.replace(&long, &format!("(?-u:\\x{b:02X})"));
         markers.push((b, id));
     }
-    let hir = regex_syntax::ParserBuilder::new()
+    let hir = parse_body(&out)?;
+    Ok(Some(LazyBody { hir, markers }))
+}
+
+/// A fragment body's syntax tree (bytes, not only UTF-8: call markers).
+fn parse_body(text: &str) -> Result<regex_syntax::hir::Hir, CompileError> {
+    regex_syntax::ParserBuilder::new()
         .utf8(false)
         .nest_limit(NEST_LIMIT)
         .build()
-        .parse(&out)
+        .parse(text)
         .map_err(|e| {
             CompileError::from(DfaError::Syntax {
                 offset: e_offset(&e),
                 message: e.to_string(),
             })
-        })?;
-    Ok(Some(LazyBody { hir, markers }))
+        })
+}
+
+/// The error for [`BuildError::NotLazy`] after a build without a lazy
+/// document, which never returns it.
+fn unreachable_not_lazy() -> CompileError {
+    CompileError::from(DfaError::Build(
+        "the document was refused by the lazy build twice".into(),
+    ))
 }
 
 fn e_offset(e: &regex_syntax::Error) -> usize {
@@ -201,5 +216,34 @@ impl Pda {
             }
             false
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("#/f{i}")).collect()
+    }
+
+    #[test]
+    fn a_document_the_lazy_build_refuses_is_parsed_and_built_whole() {
+        // A byte range that holds the call-marker bytes along with text,
+        // reachable from the start: the lazy document refuses it (a marker
+        // must be a transition of its own), and the document's own body,
+        // left unparsed, is parsed for the whole build.
+        let call = crate::schema::regex::marker(1);
+        let bodies = vec![
+            Some(format!(r"a(?-u:[\x00-\xFF]){call}")),
+            Some("b".to_string()),
+        ];
+        let opts = SchemaOptions::default();
+        let pda = build(&names(2), &bodies, &opts, &DfaConfig::default()).unwrap();
+        assert!(!pda.frags[0].is_lazy());
+        // Without the mixed range the same document is built lazily.
+        let bodies = vec![Some(format!("a{call}")), Some("b".to_string())];
+        let pda = build(&names(2), &bodies, &opts, &DfaConfig::default()).unwrap();
+        assert!(pda.frags[0].is_lazy());
     }
 }
