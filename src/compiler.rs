@@ -355,22 +355,24 @@ impl Compiler {
     pub fn compile_uncached(&self, source: &Source) -> Result<Compiled, CompileError> {
         let mut stats = CompileStats::default();
         let t = Instant::now();
-        let (regex, warnings) = match source {
+        // `Some(limit)`: schema text, which may hold the generator's
+        // ordered-members constructs (written out past `limit` bytes).
+        let (regex, warnings, schema_text) = match source {
             Source::JsonSchema { schema, options } => {
                 match self.schema_regex(schema, options, &mut stats, t)? {
-                    Ok(c) => c,
+                    Ok((r, w)) => (r, w, Some(options.max_regex_len)),
                     Err(done) => return Ok(done),
                 }
             }
             Source::Tools { tools, options } => {
                 let schema = schema::tools_schema(tools)?;
                 match self.schema_regex(&schema, options, &mut stats, t)? {
-                    Ok(c) => c,
+                    Ok((r, w)) => (r, w, Some(options.max_regex_len)),
                     Err(done) => return Ok(done),
                 }
             }
-            Source::Regex(p) => (p.clone(), Vec::new()),
-            Source::Grammar(g) => (g.pattern.clone(), Vec::new()),
+            Source::Regex(p) => (p.clone(), Vec::new(), None),
+            Source::Grammar(g) => (g.pattern.clone(), Vec::new(), None),
             Source::Gbnf { grammar, options } => {
                 // Recursion beyond immediate left/right recursion: exact,
                 // through fragments and a return stack (the pushdown
@@ -412,7 +414,10 @@ impl Compiler {
         stats.schema_time = t.elapsed();
         stats.regex_len = regex.len();
         let t = Instant::now();
-        let dfa = ByteDfa::build(&regex, &self.config.dfa)?;
+        let dfa = match schema_text {
+            Some(max_len) => ByteDfa::build_schema(&regex, &self.config.dfa, max_len)?,
+            None => ByteDfa::build(&regex, &self.config.dfa)?,
+        };
         drop(regex);
         self.finish(dfa, warnings, stats, t)
     }
@@ -503,14 +508,15 @@ impl Compiler {
         stats: &mut CompileStats,
         t: Instant,
     ) -> Result<Result<(String, Vec<SchemaWarning>), Compiled>, CompileError> {
-        let (names, bodies, warnings) = match schema::regex::compile_fragments(schema, options)? {
-            schema::regex::SchemaFragments::Regex(c) => return Ok(Ok((c.regex, c.warnings))),
-            schema::regex::SchemaFragments::Fragments {
-                names,
-                bodies,
-                warnings,
-            } => (names, bodies, warnings),
-        };
+        let (names, bodies, warnings) =
+            match schema::regex::compile_fragments_compact(schema, options)? {
+                schema::regex::SchemaFragments::Regex(c) => return Ok(Ok((c.regex, c.warnings))),
+                schema::regex::SchemaFragments::Fragments {
+                    names,
+                    bodies,
+                    warnings,
+                } => (names, bodies, warnings),
+            };
         stats.schema_time = t.elapsed();
         stats.regex_len = bodies.iter().flatten().map(String::len).sum();
         let t = Instant::now();

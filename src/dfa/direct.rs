@@ -24,7 +24,13 @@ use regex_syntax::utf8::Utf8Sequences;
 use std::collections::HashMap;
 
 /// The NFA of `pattern` (anchored; no captures), `None` outside the subset.
-pub(super) fn parse_nfa(pattern: &str, size_limit: Option<usize>) -> Option<Result<Nfa, TooBig>> {
+/// `ordered`: the schema compiler's `(?&SEP|K1|...|Kn)` is in the subset
+/// ([`super::ordered`]).
+pub(super) fn parse_nfa(
+    pattern: &str,
+    size_limit: Option<usize>,
+    ordered: bool,
+) -> Option<Result<Nfa, TooBig>> {
     // Room for the tree up front (address space: pages are touched only as
     // they fill), so a megabyte pattern's vectors are not copied as they grow.
     let n = pattern.len();
@@ -33,6 +39,7 @@ pub(super) fn parse_nfa(pattern: &str, size_limit: Option<usize>) -> Option<Resu
         bytes: Vec::with_capacity(n + 16),
         ranges: Vec::with_capacity(n / 4 + 16),
         kids: Vec::with_capacity(n / 2 + 16),
+        ordered,
     };
     let root = parse_into(pattern, &mut tree)?;
     Some(tree.compile(root, size_limit, n))
@@ -42,11 +49,33 @@ pub(super) fn parse_nfa(pattern: &str, size_limit: Option<usize>) -> Option<Resu
 #[derive(Clone, Copy)]
 enum Node {
     Empty,
-    Literal { at: u32, len: u32 },
-    Class { at: u32, len: u32 },
-    Concat { at: u32, len: u32 },
-    Alternation { at: u32, len: u32 },
-    Repeat { min: u32, max: u32, sub: u32 },
+    Literal {
+        at: u32,
+        len: u32,
+    },
+    Class {
+        at: u32,
+        len: u32,
+    },
+    Concat {
+        at: u32,
+        len: u32,
+    },
+    Alternation {
+        at: u32,
+        len: u32,
+    },
+    Repeat {
+        min: u32,
+        max: u32,
+        sub: u32,
+    },
+    /// `(?&SEP|K1|...|Kn)`: `kids[at]` is the separator, the `len` items
+    /// follow it.
+    Ordered {
+        at: u32,
+        len: u32,
+    },
 }
 
 /// [`Node::Repeat`]'s `max` when unbounded.
@@ -59,6 +88,8 @@ struct Tree {
     bytes: Vec<u8>,
     ranges: Vec<(char, char)>,
     kids: Vec<u32>,
+    /// Whether `(?&...)` is read ([`parse_nfa`]).
+    ordered: bool,
 }
 
 impl Tree {
@@ -118,6 +149,19 @@ impl Sink for Tree {
 
     fn is_empty(&self, n: &u32) -> bool {
         matches!(self.nodes[*n as usize], Node::Empty)
+    }
+
+    fn ordered(&mut self, sep: u32, items: Vec<u32>) -> Option<u32> {
+        if !self.ordered {
+            return None;
+        }
+        let at = self.kids.len() as u32;
+        self.kids.push(sep);
+        self.kids.extend_from_slice(&items);
+        Some(self.add(Node::Ordered {
+            at,
+            len: items.len() as u32,
+        }))
     }
 }
 
@@ -182,6 +226,10 @@ impl Tree {
                     0 => 0,
                     _ => m[sub as usize].saturating_mul(min),
                 },
+                Node::Ordered { at, len } => kids(at + 1, len)
+                    .map(|&k| m[k as usize])
+                    .min()
+                    .unwrap_or(u32::MAX),
             };
             m.push(v);
         }
@@ -254,7 +302,55 @@ impl Emitter<'_> {
                 Ok(Piece { start, end })
             }
             Node::Repeat { min, max, sub } => self.repeat(min, max, sub, tail),
+            Node::Ordered { at, len } => self.ordered(at as usize, len as usize, tail),
         }
+    }
+
+    /// `(?&SEP|K1|...|Kn)` with one copy of each item, built from the last
+    /// item back. Before item `i`, two states: nothing written yet (`none`:
+    /// enter `K_i`, or skip it) and something written (`some`: `SEP K_i`,
+    /// or skip it); every item leaves into `some` after it, and the exit is
+    /// `some` after the last item. Skipping costs nothing from `some`, so
+    /// every `some` state is `tail` bytes from the match; a `none` state
+    /// still has to write its shortest item.
+    fn ordered(&mut self, at: usize, len: usize, tail: u32) -> Result<Piece, TooBig> {
+        let sep = self.tree.kids[at];
+        let items = &self.tree.kids[at + 1..at + 1 + len];
+        let exit = self.b.add_empty(tail)?;
+        // `some` after item i (the exit after the last), then the start of
+        // each item's entry from `some` (SEP) and from `none` (the item).
+        let mut some_after = exit;
+        let mut direct = vec![0u32; len];
+        for i in (0..len).rev() {
+            let k = items[i];
+            let q = self.emit(k, tail)?;
+            self.b.patch(q.end, some_after);
+            direct[i] = q.start;
+            if i > 0 {
+                // `some` before item i: SEP then the item, or skip it.
+                let s = self.emit(sep, plus(tail, self.minlen[k as usize]))?;
+                self.b.patch(s.end, q.start);
+                some_after = self.b.add(
+                    Kind::Eps,
+                    &[Edge::eps(s.start), Edge::eps(some_after)],
+                    tail,
+                )?;
+            }
+        }
+        // `none` before the last item must take it; before item i, take it
+        // or skip to `none` before item i + 1.
+        let mut none = direct[len - 1];
+        let mut d = plus(tail, self.minlen[items[len - 1] as usize]);
+        for i in (0..len - 1).rev() {
+            d = d.min(plus(tail, self.minlen[items[i] as usize]));
+            none = self
+                .b
+                .add(Kind::Eps, &[Edge::eps(direct[i]), Edge::eps(none)], d)?;
+        }
+        Ok(Piece {
+            start: none,
+            end: exit,
+        })
     }
 
     /// An alternation of literals as a trie (shared prefixes, as
@@ -476,7 +572,13 @@ mod tests {
 
     /// The eager DFA of `nfa` (our determinizer) against regex-syntax's.
     fn same_language(p: &str) {
-        let Some(nfa) = parse_nfa(p, None) else {
+        same_language_as(p, false);
+    }
+
+    /// With `ordered`, `p` may hold `(?&SEP|K1|...|Kn)`: the reference is
+    /// regex-syntax's DFA of the text written out.
+    fn same_language_as(p: &str, ordered: bool) {
+        let Some(nfa) = parse_nfa(p, None, ordered) else {
             return;
         };
         let mut nfa = nfa.expect("no size limit");
@@ -496,7 +598,8 @@ mod tests {
             Ok(crate::dfa::Dfa::Eager(d)) => d,
             _ => panic!("{p:?}: not determinized eagerly"),
         };
-        let reference = ByteDfa::new_reference(p, &config).expect("reference DFA");
+        let plain = crate::dfa::ordered::expand(p, usize::MAX).expect("no limit");
+        let reference = ByteDfa::new_reference(&plain, &config).expect("reference DFA");
         assert_eq!(
             first_difference(&ours, &reference),
             None,
@@ -520,22 +623,46 @@ mod tests {
             r"[^a]{2}",
         ];
         for &p in patterns.chain(more.iter()) {
-            assert!(parse_nfa(p, None).is_some(), "{p:?} is in the subset");
+            assert!(
+                parse_nfa(p, None, false).is_some(),
+                "{p:?} is in the subset"
+            );
             same_language(p);
         }
     }
 
     #[test]
+    fn ordered_members_compile_to_the_written_out_language() {
+        for p in [
+            "(?&,|a|b)",
+            "(?&,|a|bc|d)",
+            r#"\{(?:(?&[ ]?,[ ]?|"a":1|"b":(?&;|x|y*|z)|"c":\[\]))?\}"#,
+            "(?&,|a?|b|c*)",
+            "(?:(?&,|a|b)x){2,3}",
+            "(?:(?&,|a|b)|c)+",
+            "(?&(?:,|;)|(?:a|ab)|b{2}|(?&-|c|d))",
+        ] {
+            assert!(parse_nfa(p, None, true).is_some(), "{p:?} is in the subset");
+            same_language_as(p, true);
+        }
+        // Only where allowed; and it needs a separator and an item.
+        assert!(parse_nfa("(?&,|a|b)", None, false).is_none());
+        assert!(parse_nfa("(?&,)", None, true).is_none());
+        // regex-syntax has no such syntax.
+        assert!(ByteDfa::new_reference("(?&,|a|b)", &DfaConfig::default()).is_err());
+    }
+
+    #[test]
     fn outside_the_subset_is_none() {
         for p in ["(a)", ".", r"\d", "[a"] {
-            assert!(parse_nfa(p, None).is_none(), "{p:?}");
+            assert!(parse_nfa(p, None, false).is_none(), "{p:?}");
         }
     }
 
     #[test]
     fn the_size_limit_is_an_error() {
         let p = "(?:abcdefgh){1000}";
-        assert!(matches!(parse_nfa(p, Some(1000)), Some(Err(_))));
+        assert!(matches!(parse_nfa(p, Some(1000), false), Some(Err(_))));
     }
 
     proptest! {
@@ -548,10 +675,28 @@ mod tests {
         }
 
         #[test]
+        fn ordered_members_of_random_patterns_compile_to_the_same_language(
+            items in prop::collection::vec("[a-c]{1,3}|[a-c][?*]|(?:a|bc)[+?]|[ab][0-9]", 1..5),
+            sep in "(,|;|[ ]?,)",
+            nest in any::<bool>(),
+        ) {
+            let mut items: Vec<String> = items.iter().map(|p| format!("(?:{p})")).collect();
+            if nest && items.len() > 1 {
+                let inner: Vec<&str> = items[..2].iter().map(String::as_str).collect();
+                let inner = crate::dfa::ordered::write(":", &inner);
+                items[0] = format!("x{inner}");
+            }
+            let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+            let p = crate::dfa::ordered::write(&sep, &refs);
+            prop_assert!(parse_nfa(&p, None, true).is_some(), "{:?}", p);
+            same_language_as(&p, true);
+        }
+
+        #[test]
         fn well_formed_patterns_compile_to_the_same_language(
             p in crate::dfa::parse::tests::pattern()
         ) {
-            prop_assert!(parse_nfa(&p, None).is_some(), "{:?}", p);
+            prop_assert!(parse_nfa(&p, None, false).is_some(), "{:?}", p);
             same_language(&p);
         }
     }

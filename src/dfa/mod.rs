@@ -27,6 +27,7 @@ pub mod algebra;
 mod determinize;
 mod direct;
 pub(crate) mod nfa;
+pub(crate) mod ordered;
 mod parse;
 
 /// Deepest nesting of groups and repetitions a pattern may have (regex-syntax
@@ -170,6 +171,32 @@ impl ByteDfa {
         Self::determinize(nfa, pattern.len(), lazy_states, config)
     }
 
+    /// [`ByteDfa::build`] of the schema compiler's text, which may hold its
+    /// ordered-members construct `(?&SEP|K1|...|Kn)` ([`ordered`]): read
+    /// by the subset parser with one copy of each member; a text outside
+    /// the subset is expanded into plain regex syntax (at most `max_len`
+    /// bytes, the limit named `SchemaOptions::max_regex_len`) for
+    /// regex-syntax.
+    pub(crate) fn build_schema(
+        pattern: &str,
+        config: &DfaConfig,
+        max_len: usize,
+    ) -> Result<Dfa, DfaError> {
+        if !config.minimize {
+            if let Some(nfa) = direct::parse_nfa(pattern, Some(config.nfa_size_limit), true) {
+                let nfa = nfa.map_err(|_| too_big_nfa(config))?;
+                let lazy_states = config.lazy_threshold().unwrap_or(usize::MAX);
+                return Self::determinize(nfa, pattern.len(), lazy_states, config);
+            }
+        }
+        let plain = ordered::expand(pattern, max_len).map_err(|_| DfaError::TooBig {
+            what: "schema regex with its ordered members written out",
+            limit: max_len,
+            knob: "SchemaOptions::max_regex_len",
+        })?;
+        Self::build(&plain, config)
+    }
+
     /// Determinizes `nfa` state by state, and leaves the rest lazy once it
     /// has more than `lazy_states` states (`size` stands for the pattern
     /// length in statistics).
@@ -301,7 +328,7 @@ impl ByteDfa {
     /// for development aids that time the phases of [`ByteDfa::build`].)
     #[doc(hidden)]
     pub fn nfa(pattern: &str, config: &DfaConfig) -> Result<Option<Nfa>, DfaError> {
-        if let Some(nfa) = direct::parse_nfa(pattern, Some(config.nfa_size_limit)) {
+        if let Some(nfa) = direct::parse_nfa(pattern, Some(config.nfa_size_limit), false) {
             return nfa.map(Some).map_err(|_| too_big_nfa(config));
         }
         let nfa = thompson::Compiler::new()

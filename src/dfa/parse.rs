@@ -64,6 +64,13 @@ pub(super) trait Sink {
     ) -> Self::Node;
     fn empty(&mut self) -> Self::Node;
     fn is_empty(&self, n: &Self::Node) -> bool;
+    /// The non-empty ordered subsequences of `items` joined by `sep`
+    /// (the schema compiler's `(?&SEP|K1|...|Kn)`, [`super::ordered`]);
+    /// `None` where the sink does not take it (the text is then outside
+    /// the subset).
+    fn ordered(&mut self, _sep: Self::Node, _items: Vec<Self::Node>) -> Option<Self::Node> {
+        None
+    }
 }
 
 /// The [`Hir`], built with the smart constructors in the translator's order.
@@ -186,6 +193,16 @@ impl<S: Sink> Parser<'_, S> {
 
     /// Branches up to the end or to an unmatched `)` (not consumed).
     fn alternation(&mut self) -> Option<S::Node> {
+        let mut branches = self.branches()?;
+        if branches.len() == 1 {
+            return branches.pop();
+        }
+        Some(self.sink.alternation(branches))
+    }
+
+    /// The branches of an alternation, each read to a `|`, an unmatched
+    /// `)` (not consumed) or the end.
+    fn branches(&mut self) -> Option<Vec<S::Node>> {
         let mut branches = Vec::new();
         let mut cur = Concat::new();
         loop {
@@ -199,23 +216,30 @@ impl<S: Sink> Parser<'_, S> {
                 Some(_) => self.item(&mut cur)?,
             }
         }
-        if branches.is_empty() {
-            return Some(cur.finish(self.sink));
-        }
         branches.push(cur.finish(self.sink));
-        Some(self.sink.alternation(branches))
+        Some(branches)
     }
 
     fn item(&mut self, cur: &mut Concat<S::Node>) -> Option<()> {
         let b = self.peek()?;
         match b {
             b'(' => {
-                if !self.s[self.pos..].starts_with(b"(?:") || self.depth >= MAX_DEPTH {
+                let ordered = self.s[self.pos..].starts_with(super::ordered::OPEN.as_bytes());
+                if !(ordered || self.s[self.pos..].starts_with(b"(?:")) || self.depth >= MAX_DEPTH {
                     return None;
                 }
                 self.pos += 3;
                 self.depth += 1;
-                let h = self.alternation()?;
+                let h = if ordered {
+                    let mut items = self.branches()?;
+                    if items.len() < 2 {
+                        return None;
+                    }
+                    let sep = items.remove(0);
+                    self.sink.ordered(sep, items)?
+                } else {
+                    self.alternation()?
+                };
                 self.depth -= 1;
                 if self.peek() != Some(b')') {
                     return None;

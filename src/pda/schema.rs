@@ -31,6 +31,18 @@ pub(crate) fn build(
     opts: &SchemaOptions,
     config: &DfaConfig,
 ) -> Result<Pda, CompileError> {
+    // The pushdown build reads its texts with regex-syntax: the ordered-
+    // members constructs written out first.
+    let plain: Vec<Option<std::borrow::Cow<'_, str>>> = bodies
+        .iter()
+        .map(|b| {
+            b.as_deref()
+                .map(|t| crate::dfa::ordered::expand(t, opts.max_regex_len))
+                .transpose()
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|_| crate::schema::regex::plain_too_long(opts))?;
+    let bodies = &plain[..];
     // With a lazy document (a copy of the document's text with short call
     // markers, parsed on its own) the document's own body is parsed only if
     // the lazy build refuses it.

@@ -42,6 +42,7 @@ mod contains;
 mod counted;
 mod leaves;
 mod logic;
+pub(crate) use calls::compile_fragments_compact;
 pub(crate) use calls::marker;
 pub use calls::{compile_fragments, SchemaFragments, ANY_VALUE};
 mod object;
@@ -112,9 +113,32 @@ fn compile_at_depth(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSche
         });
     };
     Ok(CompiledSchema {
-        regex,
+        regex: plain_text(regex, opts)?,
         warnings: doc.warnings.take(),
     })
+}
+
+/// The generator's text in plain regex syntax: ordered-members constructs
+/// written out ([`crate::dfa::ordered`]), within
+/// [`SchemaOptions::max_regex_len`].
+pub(crate) fn plain_text(text: String, opts: &SchemaOptions) -> Result<String, SchemaError> {
+    match crate::dfa::ordered::expand(&text, opts.max_regex_len) {
+        Ok(std::borrow::Cow::Borrowed(_)) => Ok(text),
+        Ok(std::borrow::Cow::Owned(plain)) => Ok(plain),
+        Err(_) => Err(plain_too_long(opts)),
+    }
+}
+
+/// [`plain_text`]'s error: the text written out runs past
+/// [`SchemaOptions::max_regex_len`].
+pub(crate) fn plain_too_long(opts: &SchemaOptions) -> SchemaError {
+    SchemaError::TooBig {
+        what: "regex text with the ordered members of optional properties written out".into(),
+        pointer: Pointer::root(),
+        size: opts.max_regex_len as u64 + 1,
+        limit: opts.max_regex_len as u64,
+        knob: "max_regex_len",
+    }
 }
 
 type Lang = Option<String>;

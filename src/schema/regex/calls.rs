@@ -242,7 +242,38 @@ impl Gen<'_, '_> {
 /// [`SchemaOptions::max_regex_len`], it is written again with free-form
 /// values calls whatever the option says and every bare `$ref` a call of
 /// its target's fragment.
+///
+/// Every text is plain regex syntax (the generator's ordered-members
+/// constructs written out, [`crate::dfa::ordered`]).
 pub fn compile_fragments(
+    schema: &Value,
+    opts: &SchemaOptions,
+) -> Result<SchemaFragments, SchemaError> {
+    Ok(match compile_fragments_compact(schema, opts)? {
+        SchemaFragments::Regex(c) => SchemaFragments::Regex(CompiledSchema {
+            regex: super::plain_text(c.regex, opts)?,
+            warnings: c.warnings,
+        }),
+        SchemaFragments::Fragments {
+            names,
+            bodies,
+            warnings,
+        } => SchemaFragments::Fragments {
+            names,
+            bodies: bodies
+                .into_iter()
+                .map(|b| b.map(|t| super::plain_text(t, opts)).transpose())
+                .collect::<Result<_, _>>()?,
+            warnings,
+        },
+    })
+}
+
+/// [`compile_fragments`] with the generator's ordered-members constructs
+/// left in the texts (`(?&SEP|K1|...|Kn)`: one copy of each member), for
+/// [`crate::dfa::ByteDfa::build_schema`] and the pushdown build, which
+/// write them out only where regex-syntax reads the text.
+pub(crate) fn compile_fragments_compact(
     schema: &Value,
     opts: &SchemaOptions,
 ) -> Result<SchemaFragments, SchemaError> {
@@ -258,11 +289,29 @@ pub fn compile_fragments(
     } else {
         opts
     };
+    // The limit stands for the text written out (ordered members copied),
+    // as before the compact construct: the same schemas take the shared
+    // path. Where that path fails too, a single compact text (within the
+    // limit as it stands) is kept: the direct NFA reads it as it is.
+    let plain_fits = |f: &SchemaFragments, limit: usize| {
+        let fits = |t: &String| crate::dfa::ordered::expand(t, limit).is_ok();
+        match f {
+            SchemaFragments::Regex(c) => fits(&c.regex),
+            SchemaFragments::Fragments { bodies, .. } => bodies.iter().flatten().all(fits),
+        }
+    };
     match fragments_with(schema, first, opts.free_form_calls, false) {
         Err(SchemaError::TooBig {
             knob: "max_regex_len",
             ..
         }) => fragments_with(schema, opts, true, true),
+        Ok(f) if !plain_fits(&f, first.max_regex_len) => {
+            match fragments_with(schema, opts, true, true) {
+                Ok(s) if plain_fits(&s, opts.max_regex_len) => Ok(s),
+                _ if matches!(f, SchemaFragments::Regex(_)) => Ok(f),
+                shared => shared,
+            }
+        }
         Ok(f) if opts.free_form_calls && f.text_len() > FREE_FORM_CHECK_LEN => {
             // A large text with calls: shared definitions may make it far
             // smaller (a Kubernetes schema: 14 MB with the definitions

@@ -535,29 +535,12 @@ impl Gen<'_, '_> {
 }
 
 /// Non-empty ordered subsequences of `props`, comma-separated (no key is
-/// required). Short runs nest linearly (`A_i = A_{i-1}(,K_i)? | K_i`); long
-/// ones split in halves, `NE(l,r) = NE(l,m) E(m,r) | NE(m,r)` with the flat
-/// `E(m,r) = (,K_m)?...(,K_{r-1})?`, so that the regex nests O(log n) deep
-/// (the regex parser's nest limit is 250) for O(n log n) text.
+/// required): the ordered-members construct `(?&SEP|K1|...|Kn)`, which
+/// keeps one copy of each value ([`crate::dfa::ordered`]; any plain regex
+/// writes each twice, so nested optional objects grew like 2^depth).
 pub(super) fn ordered_nonempty(props: &[Prop], comma: &str) -> String {
-    const RUN: usize = 40;
-    if props.len() <= RUN {
-        let mut a = props[0].kv.clone();
-        for p in &props[1..] {
-            a = format!("(?:{a}(?:{comma}{kv})?|{kv})", kv = p.kv);
-        }
-        return a;
-    }
-    let m = props.len() / 2;
-    let tail: String = props[m..]
-        .iter()
-        .map(|p| format!("(?:{comma}{})?", p.kv))
-        .collect();
-    format!(
-        "(?:{}{tail}|{})",
-        ordered_nonempty(&props[..m], comma),
-        ordered_nonempty(&props[m..], comma)
-    )
+    let kvs: Vec<&str> = props.iter().map(|p| p.kv.as_str()).collect();
+    crate::dfa::ordered::write(comma, &kvs)
 }
 
 /// Any order, each key at most once, required keys present. `skip_empty`:

@@ -58,6 +58,8 @@ pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
             "distinct_masks": st.distinct_masks,
             "byte_classes": st.byte_classes,
             "horizon_classes": st.horizon_classes,
+            "regex_len": cs.regex_len,
+            "schema_ms": cs.schema_time.as_secs_f64() * 1e3,
             "dfa_ms": cs.dfa_time.as_secs_f64() * 1e3,
             "index_ms": st.build_time.as_secs_f64() * 1e3,
             "build_ms": total.as_secs_f64() * 1e3,

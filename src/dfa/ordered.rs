@@ -1,0 +1,243 @@
+//! # Ordered members: one copy of each, `(?&SEP|K1|...|Kn)`
+//!
+//! An object whose properties are all optional matches the non-empty
+//! subsequences of `K1 … Kn`, in order, joined by a separator: the comma
+//! goes before a member only when one came before it. Any regex for that
+//! language writes each member twice (`A_i = A_{i-1}(?:,K_i)?|K_i`), and a
+//! member holding such an object doubles again, so nested optional objects
+//! grow like 2^depth: MaskBench's Kubernetes schemas were 10–11 MB of
+//! regex text from 190 KB of schema, three quarters of it the second copies.
+//! An NFA needs only one copy of each member, entered either directly
+//! (nothing written yet) or after the separator, and leaving into the one
+//! state "something written".
+//!
+//! The schema compiler therefore writes the construct `(?&SEP|K1|...|Kn)`,
+//! which no regex syntax has (regex-syntax rejects the `&` flag): the
+//! [subset parser](super::parse) reads it when the caller allows it
+//! (schema text, [`super::ByteDfa::build_schema`]), and
+//! [`super::direct`] compiles it with one copy of each member. Everything
+//! that reads schema text with regex-syntax (a pattern outside the subset,
+//! the pushdown engine's fragments) or hands it to a user (the public
+//! [`crate::schema::compile`]) calls [`expand`] first, which rewrites each
+//! construct into the plain regex above: the same language, with the copies.
+
+use std::borrow::Cow;
+
+/// How the construct opens.
+pub(crate) const OPEN: &str = "(?&";
+
+/// The construct for the non-empty ordered subsequences of `items`
+/// joined by `sep` (at least one item).
+pub(crate) fn write(sep: &str, items: &[&str]) -> String {
+    debug_assert!(!items.is_empty());
+    if items.len() == 1 {
+        return items[0].to_string();
+    }
+    let len = OPEN.len() + sep.len() + items.iter().map(|k| k.len() + 1).sum::<usize>() + 1;
+    let mut s = String::with_capacity(len);
+    s.push_str(OPEN);
+    s.push_str(sep);
+    for k in items {
+        s.push('|');
+        s.push_str(k);
+    }
+    s.push(')');
+    s
+}
+
+/// The expanded text would run past the limit given to [`expand`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TooLong;
+
+/// `text` with every construct rewritten into plain regex syntax (inner
+/// ones first), at most `limit` bytes; borrowed when it has none.
+pub(crate) fn expand(text: &str, limit: usize) -> Result<Cow<'_, str>, TooLong> {
+    if !text.contains(OPEN) {
+        return Ok(Cow::Borrowed(text));
+    }
+    let mut out = String::with_capacity(text.len().min(limit));
+    let mut x = Expander {
+        s: text.as_bytes(),
+        pos: 0,
+        limit,
+    };
+    x.until_close(&mut out)?;
+    if x.pos != x.s.len() {
+        // An unmatched `)`: left for the regex parser to report.
+        out.push_str(&text[x.pos..]);
+    }
+    if out.len() > limit {
+        return Err(TooLong);
+    }
+    Ok(Cow::Owned(out))
+}
+
+struct Expander<'a> {
+    s: &'a [u8],
+    pos: usize,
+    limit: usize,
+}
+
+impl Expander<'_> {
+    /// Copies text into `out` up to an unmatched `)` or `|` at this level
+    /// (not consumed) or the end, expanding constructs on the way.
+    fn until_close(&mut self, out: &mut String) -> Result<(), TooLong> {
+        let mut depth = 0usize;
+        let mut from = self.pos;
+        while let Some(&b) = self.s.get(self.pos) {
+            match b {
+                b'\\' => self.pos += 2,
+                b'[' => self.skip_class(),
+                b'(' if self.s[self.pos..].starts_with(OPEN.as_bytes()) => {
+                    out.push_str(self.text(from, self.pos));
+                    self.pos += OPEN.len();
+                    let mut parts = Vec::new();
+                    loop {
+                        let mut part = String::new();
+                        self.until_close(&mut part)?;
+                        parts.push(part);
+                        match self.s.get(self.pos) {
+                            Some(b'|') => self.pos += 1,
+                            Some(b')') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            // Unclosed: left as it is for the parser.
+                            _ => return Err(TooLong),
+                        }
+                    }
+                    let sep = parts.remove(0);
+                    let items: Vec<&str> = parts.iter().map(String::as_str).collect();
+                    if items.is_empty() {
+                        return Err(TooLong);
+                    }
+                    plain(&sep, &items, out);
+                    if out.len() > self.limit {
+                        return Err(TooLong);
+                    }
+                    from = self.pos;
+                    continue;
+                }
+                b'(' => {
+                    depth += 1;
+                    self.pos += 1;
+                }
+                b')' if depth == 0 => break,
+                b')' => {
+                    depth -= 1;
+                    self.pos += 1;
+                }
+                b'|' if depth == 0 => break,
+                _ => self.pos += 1,
+            }
+        }
+        self.pos = self.pos.min(self.s.len());
+        out.push_str(self.text(from, self.pos));
+        Ok(())
+    }
+
+    fn text(&self, from: usize, to: usize) -> &str {
+        std::str::from_utf8(&self.s[from..to.min(self.s.len())]).unwrap_or("")
+    }
+
+    /// Past a bracketed class (nested classes included; a `]` first in a
+    /// class is a literal).
+    fn skip_class(&mut self) {
+        let mut depth = 0usize;
+        loop {
+            // At a `[`: open, and take a leading `^` and `]` as literal.
+            self.pos += 1;
+            depth += 1;
+            if self.s.get(self.pos) == Some(&b'^') {
+                self.pos += 1;
+            }
+            if self.s.get(self.pos) == Some(&b']') {
+                self.pos += 1;
+            }
+            loop {
+                match self.s.get(self.pos) {
+                    None => return,
+                    Some(b'\\') => self.pos += 2,
+                    Some(b'[') => break,
+                    Some(b']') => {
+                        self.pos += 1;
+                        depth -= 1;
+                        if depth == 0 {
+                            return;
+                        }
+                    }
+                    Some(_) => self.pos += 1,
+                }
+            }
+        }
+    }
+}
+
+/// The plain regex of the construct: short runs nest linearly
+/// (`A_i = A_{i-1}(?:SEP K_i)? | K_i`); long ones split in halves,
+/// `NE(l,r) = NE(l,m) E(m,r) | NE(m,r)` with the flat
+/// `E(m,r) = (?:SEP K_m)?...(?:SEP K_{r-1})?`, so that the regex nests
+/// O(log n) deep (regex-syntax's nest limit is 250).
+fn plain(sep: &str, items: &[&str], out: &mut String) {
+    const RUN: usize = 40;
+    if items.len() <= RUN {
+        let mut a = items[0].to_string();
+        for k in &items[1..] {
+            a = format!("(?:{a}(?:{sep}{k})?|{k})");
+        }
+        out.push_str(&a);
+        return;
+    }
+    let m = items.len() / 2;
+    out.push_str("(?:");
+    plain(sep, &items[..m], out);
+    for k in &items[m..] {
+        out.push_str("(?:");
+        out.push_str(sep);
+        out.push_str(k);
+        out.push_str(")?");
+    }
+    out.push('|');
+    plain(sep, &items[m..], out);
+    out.push(')');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed() {
+        assert!(matches!(expand("a(?:b|c)", 100), Ok(Cow::Borrowed(_))));
+    }
+
+    #[test]
+    fn constructs_expand_inner_first() {
+        let inner = write(",", &["x", "y"]);
+        let outer = write(",", &["a", &format!("\\{{{inner}\\}}"), "[(|)]"]);
+        let e = expand(&outer, 1 << 20).unwrap();
+        let re = regex::Regex::new(&format!("^(?:{e})$")).unwrap();
+        for ok in ["a", "{x}", "a,{y}", "a,{x,y},(", "|", "a,|", "{x},)"] {
+            assert!(re.is_match(ok), "{ok} in {e}");
+        }
+        for bad in ["", "a,", ",a", "{x},a", "{}", "{y,x}", "a,a", "(,a"] {
+            assert!(!re.is_match(bad), "{bad} in {e}");
+        }
+        // A single item is itself; the limit is an error.
+        assert_eq!(write(",", &["k"]), "k");
+        assert_eq!(expand(&outer, 10), Err(TooLong));
+    }
+
+    #[test]
+    fn long_runs_split_in_halves() {
+        let items: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        let w = write(",", &refs);
+        let e = expand(&w, 1 << 20).unwrap();
+        let re = regex::Regex::new(&format!("^(?:{e})$")).unwrap();
+        assert!(re.is_match("k0,k50,k99"));
+        assert!(re.is_match("k99"));
+        assert!(!re.is_match("k50,k0"));
+        assert!(!re.is_match("k3,k3"));
+    }
+}
