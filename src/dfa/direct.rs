@@ -31,6 +31,18 @@ pub(super) fn parse_nfa(
     size_limit: Option<usize>,
     ordered: bool,
 ) -> Option<Result<Nfa, TooBig>> {
+    parse_nfa_with(pattern, size_limit, ordered, false)
+}
+
+/// [`parse_nfa`]; with `raw_bytes`, a group of byte escapes
+/// `(?-u:\xHH...)` (the pushdown engine's call markers, bytes no UTF-8
+/// text holds) is in the subset too: those bytes, read as they are.
+pub(super) fn parse_nfa_with(
+    pattern: &str,
+    size_limit: Option<usize>,
+    ordered: bool,
+    raw_bytes: bool,
+) -> Option<Result<Nfa, TooBig>> {
     // Room for the tree up front (address space: pages are touched only as
     // they fill), so a megabyte pattern's vectors are not copied as they grow.
     let n = pattern.len();
@@ -40,6 +52,7 @@ pub(super) fn parse_nfa(
         ranges: Vec::with_capacity(n / 4 + 16),
         kids: Vec::with_capacity(n / 2 + 16),
         ordered,
+        raw_bytes,
     };
     let root = parse_into(pattern, &mut tree)?;
     Some(tree.compile(root, size_limit, n))
@@ -90,6 +103,8 @@ struct Tree {
     kids: Vec<u32>,
     /// Whether `(?&...)` is read ([`parse_nfa`]).
     ordered: bool,
+    /// Whether `(?-u:\xHH...)` is read ([`parse_nfa_with`]).
+    raw_bytes: bool,
 }
 
 impl Tree {
@@ -149,6 +164,10 @@ impl Sink for Tree {
 
     fn is_empty(&self, n: &u32) -> bool {
         matches!(self.nodes[*n as usize], Node::Empty)
+    }
+
+    fn raw_bytes(&mut self, bytes: Box<[u8]>) -> Option<u32> {
+        self.raw_bytes.then(|| self.literal(bytes))
     }
 
     fn ordered(&mut self, sep: u32, items: Vec<u32>) -> Option<u32> {
@@ -650,6 +669,49 @@ mod tests {
         assert!(parse_nfa("(?&,)", None, true).is_none());
         // regex-syntax has no such syntax.
         assert!(ByteDfa::new_reference("(?&,|a|b)", &DfaConfig::default()).is_err());
+    }
+
+    #[test]
+    fn raw_byte_groups_compile_to_regex_syntax_bytes() {
+        // The pushdown engine's call markers: bytes no UTF-8 text holds.
+        let config = DfaConfig {
+            lazy_states: None,
+            ..DfaConfig::default()
+        };
+        for p in [
+            r"a(?-u:\xF8\x00\x01)b",
+            r"\[(?:(?-u:\xF8\x00\x02)(?:,(?-u:\xF8\x00\x02))*)?\]",
+            r"(?&,|x|(?-u:\xF5)|y(?-u:\xF6))",
+            r"(?:(?-u:\xF5)|(?-u:\xF6)){1,3}z",
+        ] {
+            let nfa = parse_nfa_with(p, None, true, true)
+                .unwrap_or_else(|| panic!("{p:?} is in the subset"))
+                .expect("no size limit");
+            let ours = ByteDfa::from_nfa_whole(nfa, p.len(), &config).expect("DFA");
+            let plain = crate::dfa::ordered::expand(p, usize::MAX).expect("no limit");
+            let hir = regex_syntax::ParserBuilder::new()
+                .utf8(false)
+                .build()
+                .parse(&plain)
+                .expect("regex-syntax reads it");
+            let reference = ByteDfa::from_hir(&hir, p.len(), &config).expect("reference DFA");
+            assert_eq!(
+                first_difference(&ours, &reference),
+                None,
+                "pattern {p:?}: a text in one language only"
+            );
+        }
+        // Only where allowed, and only whole byte escapes.
+        assert!(parse_nfa(r"(?-u:\xF5)", None, true).is_none());
+        for p in [
+            r"(?-u:\xF)",
+            r"(?-u:)",
+            r"(?-u:a)",
+            r"(?-u:\xF5",
+            r"(?-u:\x{F5})",
+        ] {
+            assert!(parse_nfa_with(p, None, true, true).is_none(), "{p:?}");
+        }
     }
 
     #[test]

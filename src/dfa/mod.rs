@@ -263,15 +263,50 @@ impl ByteDfa {
         let Some(nfa) = Nfa::from_thompson(&nfa) else {
             return Ok(None);
         };
-        let Some(det) = determinize::Determinizer::new_weighted(
+        Ok(Self::lazy_weighted_nfa(nfa, size, config, weights))
+    }
+
+    /// [`ByteDfa::lazy_weighted`] of an NFA built already
+    /// ([`ByteDfa::fragment_nfa`]).
+    pub(crate) fn lazy_weighted_nfa(
+        nfa: Nfa,
+        size: usize,
+        config: &DfaConfig,
+        weights: &[u32; 256],
+    ) -> Option<LazyDfa> {
+        let det = determinize::Determinizer::new_weighted(
             nfa,
             weights,
             config.dfa_size_limit,
             config.determinize_size_limit,
-        ) else {
-            return Ok(None);
-        };
-        Ok(Some(LazyDfa::over(det, 1, size, config)))
+        )?;
+        Some(LazyDfa::over(det, 1, size, config))
+    }
+
+    /// The NFA of a pushdown fragment's text from the schema compiler,
+    /// straight from the subset parser (no syntax tree): its ordered-members
+    /// constructs compiled with one copy of each member and its call
+    /// markers `(?-u:\xHH...)` read as raw bytes. `None` outside the
+    /// subset or with [`DfaConfig::minimize`] (the caller parses with
+    /// regex-syntax).
+    pub(crate) fn fragment_nfa(text: &str, config: &DfaConfig) -> Option<Result<Nfa, DfaError>> {
+        if config.minimize {
+            return None;
+        }
+        direct::parse_nfa_with(text, Some(config.nfa_size_limit), true, true)
+            .map(|r| r.map_err(|_| too_big_nfa(config)))
+    }
+
+    /// The whole DFA of an NFA ([`ByteDfa::fragment_nfa`]), never lazy.
+    pub(crate) fn from_nfa_whole(
+        nfa: Nfa,
+        size: usize,
+        config: &DfaConfig,
+    ) -> Result<ByteDfa, DfaError> {
+        match Self::determinize(nfa, size, usize::MAX, config)? {
+            Dfa::Eager(d) => Ok(d),
+            Dfa::Lazy(d) => d.into_eager(),
+        }
     }
 
     /// The whole DFA of a syntax tree (see [`ByteDfa::build_hir`]), never lazy.

@@ -71,6 +71,12 @@ pub(super) trait Sink {
     fn ordered(&mut self, _sep: Self::Node, _items: Vec<Self::Node>) -> Option<Self::Node> {
         None
     }
+    /// The bytes of a group of byte escapes `(?-u:\xHH...)` as they are
+    /// (the pushdown engine's call markers); `None` where the sink does not
+    /// take it.
+    fn raw_bytes(&mut self, _bytes: Box<[u8]>) -> Option<Self::Node> {
+        None
+    }
 }
 
 /// The [`Hir`], built with the smart constructors in the translator's order.
@@ -223,6 +229,10 @@ impl<S: Sink> Parser<'_, S> {
     fn item(&mut self, cur: &mut Concat<S::Node>) -> Option<()> {
         let b = self.peek()?;
         match b {
+            b'(' if self.s[self.pos..].starts_with(b"(?-u:") => {
+                let h = self.raw_group()?;
+                cur.push(h, self.sink);
+            }
             b'(' => {
                 let ordered = self.s[self.pos..].starts_with(super::ordered::OPEN.as_bytes());
                 if !(ordered || self.s[self.pos..].starts_with(b"(?:")) || self.depth >= MAX_DEPTH {
@@ -299,6 +309,27 @@ impl<S: Sink> Parser<'_, S> {
         let c = std::str::from_utf8(rest.get(..len)?).ok()?.chars().next()?;
         self.pos += len;
         Some(c)
+    }
+
+    /// `(?-u:\xHH...)`: one or more byte escapes, as raw bytes, when the
+    /// sink takes them.
+    fn raw_group(&mut self) -> Option<S::Node> {
+        let mut p = self.pos + 5;
+        let mut bytes = Vec::new();
+        while self.s.get(p..p + 2) == Some(b"\\x") {
+            let d = self.s.get(p + 2..p + 4)?;
+            if !d.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            bytes.push(u8::from_str_radix(std::str::from_utf8(d).ok()?, 16).ok()?);
+            p += 4;
+        }
+        if bytes.is_empty() || self.s.get(p) != Some(&b')') {
+            return None;
+        }
+        let h = self.sink.raw_bytes(bytes.into_boxed_slice())?;
+        self.pos = p + 1;
+        Some(h)
     }
 
     /// The character of an escape (after the backslash), when it is one.

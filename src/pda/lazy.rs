@@ -46,9 +46,25 @@ pub(crate) const LAZY_MARKER: u8 = 0xF5;
 /// which callee each marker byte calls.
 #[derive(Debug)]
 pub(crate) struct LazyBody {
-    pub hir: Hir,
+    pub body: LazyText,
     /// (marker byte, callee fragment).
     pub markers: Vec<(u8, u16)>,
+}
+
+/// The document's automaton input: a syntax tree, or an NFA built straight
+/// from the text ([`ByteDfa::fragment_nfa`]).
+pub(crate) enum LazyText {
+    Hir(Hir),
+    Nfa(crate::dfa::Nfa),
+}
+
+impl std::fmt::Debug for LazyText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LazyText::Hir(h) => f.debug_tuple("Hir").field(h).finish(),
+            LazyText::Nfa(n) => write!(f, "Nfa({} states)", n.len()),
+        }
+    }
 }
 
 /// The lazy document's automaton and what was filled per state.
@@ -140,7 +156,7 @@ impl Pda {
     /// must be known). `false` when the body does not fit the lazy build.
     pub(super) fn lazy_document(
         &mut self,
-        body: &LazyBody,
+        body: LazyBody,
         size: usize,
         config: &DfaConfig,
     ) -> Result<bool, BuildError> {
@@ -159,16 +175,19 @@ impl Pda {
                 None => INF,
             };
         }
-        let Some(dfa) = ByteDfa::lazy_weighted(&body.hir, size, config, &weights)
-            .map_err(|e| BuildError::Compile(e.into()))?
-        else {
+        let dfa = match body.body {
+            LazyText::Hir(h) => ByteDfa::lazy_weighted(&h, size, config, &weights)
+                .map_err(|e| BuildError::Compile(e.into()))?,
+            LazyText::Nfa(n) => ByteDfa::lazy_weighted_nfa(n, size, config, &weights),
+        };
+        let Some(dfa) = dfa else {
             return Ok(false);
         };
         let f = &mut self.frags[0];
         f.start = dfa.start();
         f.dfa = FragDfa::Lazy(Box::new(LazyDoc {
             dfa,
-            markers: body.markers.clone(),
+            markers: body.markers,
             filled: vec![false],
             reported: false,
         }));

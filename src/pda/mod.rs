@@ -193,6 +193,24 @@ impl Fragment {
     }
 }
 
+/// A fragment's body as a front end hands it over: a syntax tree (GBNF, or
+/// a schema text outside the direct parser's subset) or an NFA built
+/// straight from the text ([`ByteDfa::fragment_nfa`]).
+pub(crate) enum Body<'a> {
+    Hir(&'a regex_syntax::hir::Hir),
+    Nfa(&'a crate::dfa::Nfa),
+}
+
+impl Body<'_> {
+    /// The fragment's whole DFA.
+    fn dfa(&self, size: usize, config: &DfaConfig) -> Result<ByteDfa, crate::dfa::DfaError> {
+        match self {
+            Body::Hir(h) => ByteDfa::from_hir(h, size, config),
+            Body::Nfa(n) => ByteDfa::from_nfa_whole((*n).clone(), size, config),
+        }
+    }
+}
+
 /// The limits of an engine, with the name of the option that set the depth.
 #[derive(Clone, Debug)]
 pub(crate) struct Limits {
@@ -254,23 +272,30 @@ impl Pda {
             max_stacks: opts.max_stacks,
             depth_knob: format!("GbnfOptions::max_stack_depth ({})", opts.max_stack_depth),
         };
-        Self::build_with(fragments, &limits, size, config, None).map_err(|e| match e {
-            BuildError::Empty => GbnfError::EmptyLanguage {
-                max_depth: opts.max_stack_depth,
-            }
-            .into(),
-            BuildError::Depth { need } => GbnfError::StackDepth {
-                limit: opts.max_stack_depth,
-                need,
-            }
-            .into(),
-            BuildError::Compile(e) => e,
-            // (Never: a grammar builds no lazy document.)
-            BuildError::NotLazy => GbnfError::EmptyLanguage {
-                max_depth: opts.max_stack_depth,
-            }
-            .into(),
-        })
+        let bodies: Vec<Option<Body>> = fragments
+            .bodies
+            .iter()
+            .map(|b| b.as_ref().map(Body::Hir))
+            .collect();
+        Self::build_with(&fragments.names, &bodies, &limits, size, config, None).map_err(
+            |e| match e {
+                BuildError::Empty => GbnfError::EmptyLanguage {
+                    max_depth: opts.max_stack_depth,
+                }
+                .into(),
+                BuildError::Depth { need } => GbnfError::StackDepth {
+                    limit: opts.max_stack_depth,
+                    need,
+                }
+                .into(),
+                BuildError::Compile(e) => e,
+                // (Never: a grammar builds no lazy document.)
+                BuildError::NotLazy => GbnfError::EmptyLanguage {
+                    max_depth: opts.max_stack_depth,
+                }
+                .into(),
+            },
+        )
     }
 
     /// [`Pda::build`] for any front end: the limits are given with the
@@ -278,24 +303,26 @@ impl Pda {
     /// end words itself (an empty language, a shortest text deeper than the
     /// stack) come back as [`BuildError`].
     pub(crate) fn build_with(
-        fragments: &Fragments,
+        names: &[String],
+        bodies: &[Option<Body<'_>>],
         limits: &Limits,
         size: usize,
         config: &DfaConfig,
-        lazy_doc: Option<&lazy::LazyBody>,
+        lazy_doc: Option<lazy::LazyBody>,
     ) -> Result<Pda, BuildError> {
-        let n = fragments.bodies.len();
+        let n = bodies.len();
         let mut frags = Vec::with_capacity(n);
         let fail = regex_syntax::hir::Hir::fail();
-        for (i, (name, body)) in fragments.names.iter().zip(&fragments.bodies).enumerate() {
+        for (i, (name, body)) in names.iter().zip(bodies).enumerate() {
             // With a lazy document, fragment 0 is a placeholder that admits
             // nothing until the callees' distances are known.
-            let hir = match body {
-                Some(h) if i > 0 || lazy_doc.is_none() => h,
-                _ => &fail,
+            let body = match body {
+                Some(b) if i > 0 || lazy_doc.is_none() => b,
+                _ => &Body::Hir(&fail),
             };
-            let dfa =
-                ByteDfa::from_hir(hir, size, config).map_err(|e| BuildError::Compile(e.into()))?;
+            let dfa = body
+                .dfa(size, config)
+                .map_err(|e| BuildError::Compile(e.into()))?;
             frags.push(Self::fragment(name, dfa, n));
         }
         let mut pda = Pda {
@@ -314,10 +341,10 @@ impl Pda {
         if let Some(body) = lazy_doc {
             if !pda.lazy_document(body, size, config)? {
                 // Not fit for the lazy build: the whole DFA, as before.
-                if fragments.bodies.first().is_some_and(Option::is_none) {
+                if bodies.first().is_some_and(Option::is_none) {
                     return Err(BuildError::NotLazy);
                 }
-                return Self::build_with(fragments, limits, size, config, None);
+                return Self::build_with(names, bodies, limits, size, config, None);
             }
             pda.join_classes();
         }

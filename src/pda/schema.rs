@@ -2,9 +2,13 @@
 //!
 //! The schema front end ([`crate::schema::regex::compile_fragments`]) writes
 //! one regex text per fragment, with call markers `(?-u:\xF8\xHH\xLL)` where
-//! a recursive `$ref` is. Here each text is parsed with `utf8(false)` (the
-//! marker bytes are no UTF-8) into a syntax tree and the set goes through
-//! [`Pda::build_with`], the same build as a GBNF grammar's fragments. The
+//! a recursive `$ref` is. Here each text becomes an NFA straight from the
+//! subset parser ([`ByteDfa::fragment_nfa`]: the markers read as raw
+//! bytes, the ordered-members constructs with one copy of each member), or,
+//! outside the subset, is written out and parsed by regex-syntax with
+//! `utf8(false)` (the marker bytes are no UTF-8) into a syntax tree; the
+//! set goes through [`Pda::build_with`], the same build as a GBNF grammar's
+//! fragments. The
 //! limits and refusals are worded in the schema's terms: the return stack
 //! holds at most `SchemaOptions::max_stack_depth + 1` frames (the document and
 //! `max_stack_depth` nested recursive references), an empty language is a
@@ -12,10 +16,9 @@
 //! before reading a byte (left recursion, `{"anyOf": [{"$ref": "#"}, ...]}`)
 //! is refused by name rather than left to grow stacks.
 
-use super::lazy::{LazyBody, LAZY_MARKER};
-use super::{BuildError, Limits, Pda};
-use crate::dfa::{DfaConfig, DfaError, NEST_LIMIT};
-use crate::grammar::gbnf::lower::Fragments;
+use super::lazy::{LazyBody, LazyText, LAZY_MARKER};
+use super::{Body, BuildError, Limits, Pda};
+use crate::dfa::{ByteDfa, DfaConfig, DfaError, Nfa, NEST_LIMIT};
 use crate::schema::regex::ANY_VALUE;
 use crate::schema::{Pointer, SchemaError, SchemaOptions};
 use crate::CompileError;
@@ -31,43 +34,27 @@ pub(crate) fn build(
     opts: &SchemaOptions,
     config: &DfaConfig,
 ) -> Result<Pda, CompileError> {
-    // The pushdown build reads its texts with regex-syntax: the ordered-
-    // members constructs written out first.
-    let plain: Vec<Option<std::borrow::Cow<'_, str>>> = bodies
-        .iter()
-        .map(|b| {
-            b.as_deref()
-                .map(|t| crate::dfa::ordered::expand(t, opts.max_regex_len))
-                .transpose()
-        })
-        .collect::<Result<_, _>>()
-        .map_err(|_| crate::schema::regex::plain_too_long(opts))?;
-    let bodies = &plain[..];
     // With a lazy document (a copy of the document's text with short call
     // markers, parsed on its own) the document's own body is parsed only if
     // the lazy build refuses it.
     let lazy_doc = match bodies.first() {
-        Some(Some(text)) => lazy_body(text, names.len())?,
+        Some(Some(text)) => lazy_body(text, names.len(), opts, config)?,
         _ => None,
     };
-    let mut hirs = Vec::with_capacity(bodies.len());
+    let mut parsed = Vec::with_capacity(bodies.len());
     let mut size = 0;
     for (i, body) in bodies.iter().enumerate() {
         let Some(text) = body else {
-            hirs.push(None);
+            parsed.push(None);
             continue;
         };
         size += text.len();
-        hirs.push(if i == 0 && lazy_doc.is_some() {
+        parsed.push(if i == 0 && lazy_doc.is_some() {
             None
         } else {
-            Some(parse_body(text)?)
+            Some(parse_fragment(text, opts, config)?)
         });
     }
-    let mut fragments = Fragments {
-        names: names.to_vec(),
-        bodies: hirs,
-    };
     let limits = Limits {
         max_stack_depth: opts.max_stack_depth.saturating_add(1),
         max_stacks: MAX_STACKS,
@@ -76,10 +63,18 @@ pub(crate) fn build(
             opts.max_stack_depth, opts.max_stack_depth
         ),
     };
-    let mut built = Pda::build_with(&fragments, &limits, size, config, lazy_doc.as_ref());
+    let refs: Vec<Option<Body>> = parsed
+        .iter()
+        .map(|p| p.as_ref().map(Parsed::body))
+        .collect();
+    let mut built = Pda::build_with(names, &refs, &limits, size, config, lazy_doc);
     if let (Err(BuildError::NotLazy), Some(Some(text))) = (&built, bodies.first()) {
-        fragments.bodies[0] = Some(parse_body(text)?);
-        built = Pda::build_with(&fragments, &limits, size, config, None);
+        parsed[0] = Some(parse_fragment(text, opts, config)?);
+        let refs: Vec<Option<Body>> = parsed
+            .iter()
+            .map(|p| p.as_ref().map(Parsed::body))
+            .collect();
+        built = Pda::build_with(names, &refs, &limits, size, config, None);
     }
     let mut pda = built.map_err(|e| match e {
         BuildError::Empty => SchemaError::Empty {
@@ -111,7 +106,17 @@ pub(crate) fn build(
             .flatten()
             .all(|&(g, _)| g as usize == i);
         if let (true, Some(text), true) = (name == ANY_VALUE, body, own) {
-            pda.share[i] = Some(format!("pda any value\0{}\0{text}", opts.max_stack_depth));
+            // The builder is part of the key: the direct NFA and the syntax
+            // tree's number their DFA states differently.
+            let how = match &parsed[i] {
+                Some(Parsed::Nfa(_)) => "direct",
+                _ if config.minimize => "minimized",
+                _ => "hir",
+            };
+            pda.share[i] = Some(format!(
+                "pda any value\0{}\0{how}\0{text}",
+                opts.max_stack_depth
+            ));
         }
     }
     if let Some(f) = pda.left_recursive() {
@@ -130,7 +135,12 @@ pub(crate) fn build(
 /// The document's text with one-byte call markers (`0xF5 + k` for its
 /// `k`-th distinct callee) for the lazy build ([`super::lazy`]); `None`
 /// when it calls more callees than there are such bytes.
-fn lazy_body(text: &str, frags: usize) -> Result<Option<LazyBody>, CompileError> {
+fn lazy_body(
+    text: &str,
+    frags: usize,
+    opts: &SchemaOptions,
+    config: &DfaConfig,
+) -> Result<Option<LazyBody>, CompileError> {
     let mut out = text.to_string();
     let mut markers = Vec::new();
     for id in 1..frags {
@@ -147,8 +157,41 @@ fn lazy_body(text: &str, frags: usize) -> Result<Option<LazyBody>, CompileError>
         out = out.replace(&long, &format!("(?-u:\\x{b:02X})"));
         markers.push((b, id));
     }
-    let hir = parse_body(&out)?;
-    Ok(Some(LazyBody { hir, markers }))
+    let body = match parse_fragment(&out, opts, config)? {
+        Parsed::Nfa(n) => LazyText::Nfa(n),
+        Parsed::Hir(h) => LazyText::Hir(h),
+    };
+    Ok(Some(LazyBody { body, markers }))
+}
+
+/// A fragment text parsed: an NFA straight from the subset parser, or a
+/// syntax tree from regex-syntax (the text outside the subset, its
+/// ordered-members constructs written out first).
+enum Parsed {
+    Hir(regex_syntax::hir::Hir),
+    Nfa(Nfa),
+}
+
+impl Parsed {
+    fn body(&self) -> Body<'_> {
+        match self {
+            Parsed::Hir(h) => Body::Hir(h),
+            Parsed::Nfa(n) => Body::Nfa(n),
+        }
+    }
+}
+
+fn parse_fragment(
+    text: &str,
+    opts: &SchemaOptions,
+    config: &DfaConfig,
+) -> Result<Parsed, CompileError> {
+    if let Some(nfa) = ByteDfa::fragment_nfa(text, config) {
+        return Ok(Parsed::Nfa(nfa?));
+    }
+    let plain = crate::dfa::ordered::expand(text, opts.max_regex_len)
+        .map_err(|_| crate::schema::regex::plain_too_long(opts))?;
+    Ok(Parsed::Hir(parse_body(&plain)?))
 }
 
 /// A fragment body's syntax tree (bytes, not only UTF-8: call markers).
@@ -257,5 +300,86 @@ mod tests {
         let bodies = vec![Some(format!("a{call}")), Some("b".to_string())];
         let pda = build(&names(2), &bodies, &opts, &DfaConfig::default()).unwrap();
         assert!(pda.frags[0].is_lazy());
+    }
+
+    /// Whether fragment `f` of `pda`, started fresh, accepts `text`
+    /// (text bytes only, no calls).
+    fn accepts(pda: &mut Pda, f: usize, text: &[u8]) -> bool {
+        let fr = &mut pda.frags[f];
+        let mut s = fr.start;
+        for &b in text {
+            s = fr.next(s, b);
+            if s == 0 {
+                return false;
+            }
+        }
+        fr.accepting[s as usize]
+    }
+
+    #[test]
+    fn fragment_texts_read_directly_or_by_regex_syntax_alike() {
+        let opts = SchemaOptions::default();
+        let text = r"(?&,|a|b(?:x|y)?|c)";
+        // In the subset: an NFA straight from the text; outside it (a
+        // Perl class) or with minimization: written out for regex-syntax.
+        let direct = DfaConfig::default();
+        assert!(matches!(
+            parse_fragment(text, &opts, &direct),
+            Ok(Parsed::Nfa(_))
+        ));
+        assert!(matches!(
+            parse_fragment(r"(?&,|\d|a)", &opts, &direct),
+            Ok(Parsed::Hir(_))
+        ));
+        let minimized = DfaConfig {
+            minimize: true,
+            ..DfaConfig::default()
+        };
+        assert!(matches!(
+            parse_fragment(text, &opts, &minimized),
+            Ok(Parsed::Hir(_))
+        ));
+        let call = crate::schema::regex::marker(1);
+        let bodies = vec![Some(format!("<{call}>")), Some(text.to_string())];
+        let mut a = build(&names(2), &bodies, &opts, &direct).unwrap();
+        let mut b = build(&names(2), &bodies, &opts, &minimized).unwrap();
+        // Every text over the alphabet up to 5 bytes: the same verdict, and
+        // the written-out language's verdict.
+        let plain = crate::dfa::ordered::expand(text, usize::MAX).unwrap();
+        let re = regex::bytes::Regex::new(&format!("^(?:{plain})$")).unwrap();
+        let alphabet = b"abcxy,";
+        let mut texts = vec![Vec::new()];
+        let mut accepted = 0;
+        for _ in 0..5 {
+            let mut next = Vec::new();
+            for t in &texts {
+                for &c in alphabet {
+                    let mut u: Vec<u8> = t.clone();
+                    u.push(c);
+                    next.push(u);
+                }
+            }
+            for t in &next {
+                let want = re.is_match(t);
+                accepted += want as usize;
+                assert_eq!(
+                    accepts(&mut a, 1, t),
+                    want,
+                    "{:?}",
+                    String::from_utf8_lossy(t)
+                );
+                assert_eq!(
+                    accepts(&mut b, 1, t),
+                    want,
+                    "{:?}",
+                    String::from_utf8_lossy(t)
+                );
+            }
+            texts = next;
+        }
+        assert!(
+            accepted > 10,
+            "the sample holds accepted texts ({accepted})"
+        );
     }
 }
