@@ -89,6 +89,10 @@ enum Node {
         at: u32,
         len: u32,
     },
+    /// `(?*SEP|ITEM)`: `kids[at]` is the separator, `kids[at + 1]` the item.
+    List {
+        at: u32,
+    },
 }
 
 /// [`Node::Repeat`]'s `max` when unbounded.
@@ -170,6 +174,16 @@ impl Sink for Tree {
         self.raw_bytes.then(|| self.literal(bytes))
     }
 
+    fn list(&mut self, sep: u32, item: u32) -> Option<u32> {
+        if !self.ordered {
+            return None;
+        }
+        let at = self.kids.len() as u32;
+        self.kids.push(sep);
+        self.kids.push(item);
+        Some(self.add(Node::List { at }))
+    }
+
     fn ordered(&mut self, sep: u32, items: Vec<u32>) -> Option<u32> {
         if !self.ordered {
             return None;
@@ -249,6 +263,7 @@ impl Tree {
                     .map(|&k| m[k as usize])
                     .min()
                     .unwrap_or(u32::MAX),
+                Node::List { at } => m[self.kids[at as usize + 1] as usize],
             };
             m.push(v);
         }
@@ -322,6 +337,7 @@ impl Emitter<'_> {
             }
             Node::Repeat { min, max, sub } => self.repeat(min, max, sub, tail),
             Node::Ordered { at, len } => self.ordered(at as usize, len as usize, tail),
+            Node::List { at } => self.list(at as usize, tail),
         }
     }
 
@@ -368,6 +384,26 @@ impl Emitter<'_> {
         }
         Ok(Piece {
             start: none,
+            end: exit,
+        })
+    }
+
+    /// `(?*SEP|ITEM)`: one copy of the item and of the separator. After
+    /// the item, a state that leaves (the exit) or reads the separator and
+    /// goes back to the item's start; both are `tail` bytes from the match
+    /// (the separator's exit is the item's shortest text further).
+    fn list(&mut self, at: usize, tail: u32) -> Result<Piece, TooBig> {
+        let (sep, item) = (self.tree.kids[at], self.tree.kids[at + 1]);
+        let exit = self.b.add_empty(tail)?;
+        let q = self.emit(item, tail)?;
+        let s = self.emit(sep, plus(tail, self.minlen[item as usize]))?;
+        self.b.patch(s.end, q.start);
+        let after = self
+            .b
+            .add(Kind::Eps, &[Edge::eps(exit), Edge::eps(s.start)], tail)?;
+        self.b.patch(q.end, after);
+        Ok(Piece {
+            start: q.start,
             end: exit,
         })
     }
@@ -660,6 +696,13 @@ mod tests {
             "(?:(?&,|a|b)x){2,3}",
             "(?:(?&,|a|b)|c)+",
             "(?&(?:,|;)|(?:a|ab)|b{2}|(?&-|c|d))",
+            "(?*,|a)",
+            "(?*,|(?:ab|c))",
+            r"\[(?:(?*[ ]?,[ ]?|(?&,|x|y)))?\]",
+            "(?*(?:,|;)|a*)",
+            "(?*|b?)",
+            "(?:(?*,|a)b){2,3}",
+            "(?*,|(?*;|x))",
         ] {
             assert!(parse_nfa(p, None, true).is_some(), "{p:?} is in the subset");
             same_language_as(p, true);
@@ -667,6 +710,9 @@ mod tests {
         // Only where allowed; and it needs a separator and an item.
         assert!(parse_nfa("(?&,|a|b)", None, false).is_none());
         assert!(parse_nfa("(?&,)", None, true).is_none());
+        assert!(parse_nfa("(?*,|a)", None, false).is_none());
+        assert!(parse_nfa("(?*,|a|b)", None, true).is_none());
+        assert!(parse_nfa("(?*a)", None, true).is_none());
         // regex-syntax has no such syntax.
         assert!(ByteDfa::new_reference("(?&,|a|b)", &DfaConfig::default()).is_err());
     }
@@ -750,6 +796,25 @@ mod tests {
             }
             let refs: Vec<&str> = items.iter().map(String::as_str).collect();
             let p = crate::dfa::ordered::write(&sep, &refs);
+            prop_assert!(parse_nfa(&p, None, true).is_some(), "{:?}", p);
+            same_language_as(&p, true);
+        }
+
+        #[test]
+        fn lists_of_random_patterns_compile_to_the_same_language(
+            item in "[a-c]{1,3}|[a-c][?*]|(?:a|bc)[+?]|[ab][0-9]",
+            sep in "(,|;|[ ]?,|)",
+            inner in any::<bool>(),
+            optional in any::<bool>(),
+        ) {
+            let mut item = format!("(?:{item})");
+            if inner {
+                // A list inside the item, and members around it.
+                let nested = crate::dfa::ordered::write_list(":", &item);
+                item = crate::dfa::ordered::write(";", &["x", &format!("\\[{nested}\\]"), "y"]);
+            }
+            let list = crate::dfa::ordered::write_list(&sep, &item);
+            let p = if optional { format!("(?:{list})?z") } else { list };
             prop_assert!(parse_nfa(&p, None, true).is_some(), "{:?}", p);
             same_language_as(&p, true);
         }

@@ -26,6 +26,23 @@ use std::borrow::Cow;
 /// How the construct opens.
 pub(crate) const OPEN: &str = "(?&";
 
+/// How the list construct opens: `(?*SEP|ITEM)` is `ITEM(?:SEP ITEM)*`
+/// with one copy of the item (an array's elements: written out, every
+/// array level doubles its item's text, as optional members do).
+pub(crate) const LIST_OPEN: &str = "(?*";
+
+/// The list construct: one or more `item`s joined by `sep` (neither with
+/// an alternation at its top level).
+pub(crate) fn write_list(sep: &str, item: &str) -> String {
+    let mut s = String::with_capacity(LIST_OPEN.len() + sep.len() + item.len() + 2);
+    s.push_str(LIST_OPEN);
+    s.push_str(sep);
+    s.push('|');
+    s.push_str(item);
+    s.push(')');
+    s
+}
+
 /// The construct for the non-empty ordered subsequences of `items`
 /// joined by `sep` (at least one item).
 pub(crate) fn write(sep: &str, items: &[&str]) -> String {
@@ -52,7 +69,7 @@ pub(crate) struct TooLong;
 /// `text` with every construct rewritten into plain regex syntax (inner
 /// ones first), at most `limit` bytes; borrowed when it has none.
 pub(crate) fn expand(text: &str, limit: usize) -> Result<Cow<'_, str>, TooLong> {
-    if !text.contains(OPEN) {
+    if !text.contains(OPEN) && !text.contains(LIST_OPEN) {
         return Ok(Cow::Borrowed(text));
     }
     let mut out = String::with_capacity(text.len().min(limit));
@@ -88,7 +105,10 @@ impl Expander<'_> {
             match b {
                 b'\\' => self.pos += 2,
                 b'[' => self.skip_class(),
-                b'(' if self.s[self.pos..].starts_with(OPEN.as_bytes()) => {
+                b'(' if self.s[self.pos..].starts_with(OPEN.as_bytes())
+                    || self.s[self.pos..].starts_with(LIST_OPEN.as_bytes()) =>
+                {
+                    let list = self.s[self.pos..].starts_with(LIST_OPEN.as_bytes());
                     out.push_str(self.text(from, self.pos));
                     self.pos += OPEN.len();
                     let mut parts = Vec::new();
@@ -108,10 +128,20 @@ impl Expander<'_> {
                     }
                     let sep = parts.remove(0);
                     let items: Vec<&str> = parts.iter().map(String::as_str).collect();
-                    if items.is_empty() {
+                    if items.is_empty() || (list && items.len() != 1) {
                         return Err(TooLong);
                     }
-                    plain(&sep, &items, out);
+                    if list {
+                        let k = items[0];
+                        out.push_str("(?:");
+                        out.push_str(k);
+                        out.push_str("(?:");
+                        out.push_str(&sep);
+                        out.push_str(k);
+                        out.push_str(")*)");
+                    } else {
+                        plain(&sep, &items, out);
+                    }
                     if out.len() > self.limit {
                         return Err(TooLong);
                     }
@@ -226,6 +256,23 @@ mod tests {
         // A single item is itself; the limit is an error.
         assert_eq!(write(",", &["k"]), "k");
         assert_eq!(expand(&outer, 10), Err(TooLong));
+    }
+
+    #[test]
+    fn lists_expand_to_one_or_more_items() {
+        let inner = write_list(";", "x");
+        let w = format!(
+            "\\[(?:{})?\\]",
+            write_list(",", &format!("(?:\\{{{inner}\\}}|y)"))
+        );
+        let e = expand(&w, 1 << 20).unwrap();
+        let re = regex::Regex::new(&format!("^(?:{e})$")).unwrap();
+        for ok in ["[]", "[y]", "[{x}]", "[{x;x},y,{x}]"] {
+            assert!(re.is_match(ok), "{ok} in {e}");
+        }
+        for bad in ["[,]", "[y,]", "[{}]", "[{x;}]", "[y y]"] {
+            assert!(!re.is_match(bad), "{bad} in {e}");
+        }
     }
 
     #[test]

@@ -71,6 +71,12 @@ pub(super) trait Sink {
     fn ordered(&mut self, _sep: Self::Node, _items: Vec<Self::Node>) -> Option<Self::Node> {
         None
     }
+    /// One or more `item`s joined by `sep` (the schema compiler's
+    /// `(?*SEP|ITEM)`, [`super::ordered`]); `None` where the sink does
+    /// not take it.
+    fn list(&mut self, _sep: Self::Node, _item: Self::Node) -> Option<Self::Node> {
+        None
+    }
     /// The bytes of a group of byte escapes `(?-u:\xHH...)` as they are
     /// (the pushdown engine's call markers); `None` where the sink does not
     /// take it.
@@ -235,7 +241,10 @@ impl<S: Sink> Parser<'_, S> {
             }
             b'(' => {
                 let ordered = self.s[self.pos..].starts_with(super::ordered::OPEN.as_bytes());
-                if !(ordered || self.s[self.pos..].starts_with(b"(?:")) || self.depth >= MAX_DEPTH {
+                let list = self.s[self.pos..].starts_with(super::ordered::LIST_OPEN.as_bytes());
+                if !(ordered || list || self.s[self.pos..].starts_with(b"(?:"))
+                    || self.depth >= MAX_DEPTH
+                {
                     return None;
                 }
                 self.pos += 3;
@@ -247,6 +256,14 @@ impl<S: Sink> Parser<'_, S> {
                     }
                     let sep = items.remove(0);
                     self.sink.ordered(sep, items)?
+                } else if list {
+                    let mut parts = self.branches()?;
+                    if parts.len() != 2 {
+                        return None;
+                    }
+                    let item = parts.pop()?;
+                    let sep = parts.pop()?;
+                    self.sink.list(sep, item)?
                 } else {
                     self.alternation()?
                 };

@@ -96,6 +96,10 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         let elements = if k > 0 {
             format!("{}{tail}", pre[0])
+        } else if min <= 1 && max.is_none() {
+            // `it(?:,it)*` with one copy of the item ([`crate::dfa::ordered`]).
+            let it = item.as_deref().expect("max > 0 implies items");
+            crate::dfa::ordered::write_list(&comma, it)
         } else {
             let it = item.clone().expect("max > 0 implies items");
             format!("{it}{tail}")
