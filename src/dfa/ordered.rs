@@ -73,20 +73,74 @@ pub(crate) fn expand(text: &str, limit: usize) -> Result<Cow<'_, str>, TooLong> 
         return Ok(Cow::Borrowed(text));
     }
     let mut out = String::with_capacity(text.len().min(limit));
+    expand_into(text, limit, &mut out)?;
+    Ok(Cow::Owned(out))
+}
+
+/// The length [`expand`] would return, without writing the text (the
+/// size check of a text that may never be written out).
+pub(crate) fn expanded_len(text: &str, limit: usize) -> Result<usize, TooLong> {
+    if !text.contains(OPEN) && !text.contains(LIST_OPEN) {
+        return if text.len() > limit {
+            Err(TooLong)
+        } else {
+            Ok(text.len())
+        };
+    }
+    let mut out = Count(0);
+    expand_into(text, limit, &mut out)?;
+    Ok(out.0)
+}
+
+fn expand_into<O: Out>(text: &str, limit: usize, out: &mut O) -> Result<(), TooLong> {
     let mut x = Expander {
         s: text.as_bytes(),
         pos: 0,
         limit,
     };
-    x.until_close(&mut out)?;
+    x.until_close(out)?;
     if x.pos != x.s.len() {
         // An unmatched `)`: left for the regex parser to report.
-        out.push_str(&text[x.pos..]);
+        out.push(&text[x.pos..]);
     }
     if out.len() > limit {
         return Err(TooLong);
     }
-    Ok(Cow::Owned(out))
+    Ok(())
+}
+
+/// Where the expansion goes: the text, or only its length.
+trait Out: Default {
+    fn push(&mut self, s: &str);
+    fn part(&mut self, p: &Self);
+    fn len(&self) -> usize;
+}
+
+impl Out for String {
+    fn push(&mut self, s: &str) {
+        self.push_str(s);
+    }
+    fn part(&mut self, p: &Self) {
+        self.push_str(p);
+    }
+    fn len(&self) -> usize {
+        String::len(self)
+    }
+}
+
+#[derive(Default)]
+struct Count(usize);
+
+impl Out for Count {
+    fn push(&mut self, s: &str) {
+        self.0 += s.len();
+    }
+    fn part(&mut self, p: &Self) {
+        self.0 += p.0;
+    }
+    fn len(&self) -> usize {
+        self.0
+    }
 }
 
 struct Expander<'a> {
@@ -98,7 +152,7 @@ struct Expander<'a> {
 impl Expander<'_> {
     /// Copies text into `out` up to an unmatched `)` or `|` at this level
     /// (not consumed) or the end, expanding constructs on the way.
-    fn until_close(&mut self, out: &mut String) -> Result<(), TooLong> {
+    fn until_close<O: Out>(&mut self, out: &mut O) -> Result<(), TooLong> {
         let mut depth = 0usize;
         let mut from = self.pos;
         while let Some(&b) = self.s.get(self.pos) {
@@ -109,11 +163,11 @@ impl Expander<'_> {
                     || self.s[self.pos..].starts_with(LIST_OPEN.as_bytes()) =>
                 {
                     let list = self.s[self.pos..].starts_with(LIST_OPEN.as_bytes());
-                    out.push_str(self.text(from, self.pos));
+                    out.push(self.text(from, self.pos));
                     self.pos += OPEN.len();
-                    let mut parts = Vec::new();
+                    let mut parts: Vec<O> = Vec::new();
                     loop {
-                        let mut part = String::new();
+                        let mut part = O::default();
                         self.until_close(&mut part)?;
                         parts.push(part);
                         match self.s.get(self.pos) {
@@ -127,18 +181,18 @@ impl Expander<'_> {
                         }
                     }
                     let sep = parts.remove(0);
-                    let items: Vec<&str> = parts.iter().map(String::as_str).collect();
+                    let items: Vec<&O> = parts.iter().collect();
                     if items.is_empty() || (list && items.len() != 1) {
                         return Err(TooLong);
                     }
                     if list {
                         let k = items[0];
-                        out.push_str("(?:");
-                        out.push_str(k);
-                        out.push_str("(?:");
-                        out.push_str(&sep);
-                        out.push_str(k);
-                        out.push_str(")*)");
+                        out.push("(?:");
+                        out.part(k);
+                        out.push("(?:");
+                        out.part(&sep);
+                        out.part(k);
+                        out.push(")*)");
                     } else {
                         plain(&sep, &items, out);
                     }
@@ -162,7 +216,7 @@ impl Expander<'_> {
             }
         }
         self.pos = self.pos.min(self.s.len());
-        out.push_str(self.text(from, self.pos));
+        out.push(self.text(from, self.pos));
         Ok(())
     }
 
@@ -208,28 +262,38 @@ impl Expander<'_> {
 /// `NE(l,r) = NE(l,m) E(m,r) | NE(m,r)` with the flat
 /// `E(m,r) = (?:SEP K_m)?...(?:SEP K_{r-1})?`, so that the regex nests
 /// O(log n) deep (regex-syntax's nest limit is 250).
-fn plain(sep: &str, items: &[&str], out: &mut String) {
+fn plain<O: Out>(sep: &O, items: &[&O], out: &mut O) {
     const RUN: usize = 40;
     if items.len() <= RUN {
-        let mut a = items[0].to_string();
+        let mut a = O::default();
+        a.part(items[0]);
         for k in &items[1..] {
-            a = format!("(?:{a}(?:{sep}{k})?|{k})");
+            let mut n = O::default();
+            n.push("(?:");
+            n.part(&a);
+            n.push("(?:");
+            n.part(sep);
+            n.part(k);
+            n.push(")?|");
+            n.part(k);
+            n.push(")");
+            a = n;
         }
-        out.push_str(&a);
+        out.part(&a);
         return;
     }
     let m = items.len() / 2;
-    out.push_str("(?:");
+    out.push("(?:");
     plain(sep, &items[..m], out);
     for k in &items[m..] {
-        out.push_str("(?:");
-        out.push_str(sep);
-        out.push_str(k);
-        out.push_str(")?");
+        out.push("(?:");
+        out.part(sep);
+        out.part(k);
+        out.push(")?");
     }
-    out.push('|');
+    out.push("|");
     plain(sep, &items[m..], out);
-    out.push(')');
+    out.push(")");
 }
 
 #[cfg(test)]
@@ -272,6 +336,23 @@ mod tests {
         }
         for bad in ["[,]", "[y,]", "[{}]", "[{x;}]", "[y y]"] {
             assert!(!re.is_match(bad), "{bad} in {e}");
+        }
+    }
+
+    #[test]
+    fn the_length_alone_is_the_written_out_length() {
+        let items: Vec<String> = (0..90).map(|i| format!("k{i}")).collect();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        let list = write_list(";", &write(",", &["a", "b(?:c|d)", "[)|]"]));
+        for t in [
+            "plain(?:a|b)".to_string(),
+            write(",", &refs),
+            format!("x{}y", write(",", &["a", &format!("\\[{list}\\]"), "\\)"])),
+        ] {
+            let e = expand(&t, usize::MAX).unwrap();
+            assert_eq!(expanded_len(&t, usize::MAX), Ok(e.len()), "{t}");
+            assert_eq!(expanded_len(&t, e.len()), Ok(e.len()));
+            assert_eq!(expanded_len(&t, e.len() - 1), Err(TooLong));
         }
     }
 

@@ -294,7 +294,7 @@ pub(crate) fn compile_fragments_compact(
     // path. Where that path fails too, a single compact text (within the
     // limit as it stands) is kept: the direct NFA reads it as it is.
     let plain_fits = |f: &SchemaFragments, limit: usize| {
-        let fits = |t: &String| crate::dfa::ordered::expand(t, limit).is_ok();
+        let fits = |t: &String| crate::dfa::ordered::expanded_len(t, limit).is_ok();
         match f {
             SchemaFragments::Regex(c) => fits(&c.regex),
             SchemaFragments::Fragments { bodies, .. } => bodies.iter().flatten().all(fits),
