@@ -215,7 +215,7 @@ struct Emitter<'t> {
     minlen: Vec<u32>,
     /// Per class emission, the byte-range states by (range, next): UTF-8
     /// sequences of one class share their suffixes.
-    suffixes: HashMap<(u8, u8, u32), u32>,
+    suffixes: HashMap<(u8, u8, u32), u32, foldhash::fast::RandomState>,
 }
 
 /// `a + b` where `u32::MAX` is "never" (unreachable stays unreachable).
@@ -229,7 +229,7 @@ impl Tree {
             tree: self,
             b: Builder::with_distances(size_limit.unwrap_or(usize::MAX), len),
             minlen: self.minlen(),
-            suffixes: HashMap::new(),
+            suffixes: HashMap::default(),
         };
         let p = e.emit(root, 0)?;
         let m = e.b.add(Kind::Match, &[], 0)?;

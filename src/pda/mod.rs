@@ -452,31 +452,40 @@ impl Pda {
         let mut rev_off = vec![0u32; total + 1];
         let mut edges: Vec<(u32, u32)> = Vec::new();
         let mut calls: Vec<(u32, u32, u16)> = Vec::new();
+        let mut targets: Vec<u32> = Vec::new();
         for (f, fr) in self.frags.iter().enumerate() {
             let b0 = base[f];
             for s in 1..fr.states() as u32 {
-                let mut last = 0;
+                // This state's distinct targets (a few; no global sort).
+                targets.clear();
                 for &b in &reps {
                     let t = fr.next_eager(s, b);
-                    if t != 0 && t != last {
-                        edges.push((b0 + t, b0 + s));
-                        last = t;
+                    if t != 0 && targets.last() != Some(&t) {
+                        targets.push(t);
                     }
                 }
+                targets.sort_unstable();
+                targets.dedup();
+                edges.extend(targets.iter().map(|&t| (b0 + t, b0 + s)));
                 for &(g, r) in &fr.calls[s as usize] {
                     calls.push((b0 + r, b0 + s, g));
                 }
             }
         }
-        edges.sort_unstable();
-        edges.dedup();
+        // CSR by target: a counting sort.
         for &(t, _) in &edges {
             rev_off[t as usize + 1] += 1;
         }
         for k in 0..total {
             rev_off[k + 1] += rev_off[k];
         }
-        let rev: Vec<u32> = edges.iter().map(|&(_, s)| s).collect();
+        let mut rev = vec![0u32; edges.len()];
+        let mut fill = rev_off.clone();
+        for &(t, s) in &edges {
+            rev[fill[t as usize] as usize] = s;
+            fill[t as usize] += 1;
+        }
+        drop(edges);
         calls.sort_unstable();
         let mut call_off = vec![0u32; total + 1];
         for &(r, _, _) in &calls {
