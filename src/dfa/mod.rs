@@ -172,8 +172,9 @@ impl ByteDfa {
     }
 
     /// [`ByteDfa::build`] of the schema compiler's text, which may hold its
-    /// ordered-members construct `(?&SEP|K1|...|Kn)` ([`ordered`]): read
-    /// by the subset parser with one copy of each member; a text outside
+    /// one-copy constructs `(?&SEP|K1|...|Kn)` and `(?*SEP|ITEM)`
+    /// ([`ordered`]): read by the subset parser with one copy of each
+    /// member or item; a text outside
     /// the subset is expanded into plain regex syntax (at most `max_len`
     /// bytes, the limit named `SchemaOptions::max_regex_len`) for
     /// regex-syntax.
@@ -190,7 +191,7 @@ impl ByteDfa {
             }
         }
         let plain = ordered::expand(pattern, max_len).map_err(|_| DfaError::TooBig {
-            what: "schema regex with its ordered members written out",
+            what: "schema regex with its one-copy constructs (optional members, array items) written out",
             limit: max_len,
             knob: "SchemaOptions::max_regex_len",
         })?;

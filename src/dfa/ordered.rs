@@ -20,6 +20,11 @@
 //! the pushdown engine's fragments) or hands it to a user (the public
 //! [`crate::schema::compile`]) calls [`expand`] first, which rewrites each
 //! construct into the plain regex above: the same language, with the copies.
+//!
+//! An array's elements are the same story with one item: `ITEM(?:,ITEM)*`
+//! writes the item twice. [`write_list`] writes `(?*SEP|ITEM)`, compiled
+//! with one copy of the item and of the separator, and written out as
+//! `(?:ITEM(?:SEP ITEM)*)` by [`expand`].
 
 use std::borrow::Cow;
 

@@ -133,7 +133,8 @@ pub(crate) fn plain_text(text: String, opts: &SchemaOptions) -> Result<String, S
 /// [`SchemaOptions::max_regex_len`].
 pub(crate) fn plain_too_long(opts: &SchemaOptions) -> SchemaError {
     SchemaError::TooBig {
-        what: "regex text with the ordered members of optional properties written out".into(),
+        what: "regex text with its one-copy constructs (optional members, array items) written out"
+            .into(),
         pointer: Pointer::root(),
         size: opts.max_regex_len as u64 + 1,
         limit: opts.max_regex_len as u64,

@@ -289,7 +289,7 @@ pub(crate) fn compile_fragments_compact(
     } else {
         opts
     };
-    // The limit stands for the text written out (ordered members copied),
+    // The limit stands for the text written out (one-copy constructs copied),
     // as before the compact construct: the same schemas take the shared
     // path. Where that path fails too, a single compact text (within the
     // limit as it stands) is kept: the direct NFA reads it as it is.
