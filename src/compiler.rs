@@ -356,7 +356,7 @@ impl Compiler {
         let mut stats = CompileStats::default();
         let t = Instant::now();
         // `Some(limit)`: schema text, which may hold the generator's
-        // ordered-members constructs (written out past `limit` bytes).
+        // one-copy constructs (written out past `limit` bytes).
         let (regex, warnings, schema_text) = match source {
             Source::JsonSchema { schema, options } => {
                 match self.schema_regex(schema, options, &mut stats, t)? {

@@ -24,7 +24,7 @@ use regex_syntax::utf8::Utf8Sequences;
 use std::collections::HashMap;
 
 /// The NFA of `pattern` (anchored; no captures), `None` outside the subset.
-/// `ordered`: the schema compiler's `(?&SEP|K1|...|Kn)` is in the subset
+/// `ordered`: the schema compiler's `(?&SEP|K1|...|Kn)` and `(?*SEP|ITEM)` are in the subset
 /// ([`super::ordered`]).
 pub(super) fn parse_nfa(
     pattern: &str,
@@ -105,7 +105,8 @@ struct Tree {
     bytes: Vec<u8>,
     ranges: Vec<(char, char)>,
     kids: Vec<u32>,
-    /// Whether `(?&...)` is read ([`parse_nfa`]).
+    /// Whether the one-copy constructs `(?&...)` and `(?*...)` are read
+    /// ([`parse_nfa`]).
     ordered: bool,
     /// Whether `(?-u:\xHH...)` is read ([`parse_nfa_with`]).
     raw_bytes: bool,

@@ -285,7 +285,7 @@ impl ByteDfa {
     }
 
     /// The NFA of a pushdown fragment's text from the schema compiler,
-    /// straight from the subset parser (no syntax tree): its ordered-members
+    /// straight from the subset parser (no syntax tree): its one-copy
     /// constructs compiled with one copy of each member and its call
     /// markers `(?-u:\xHH...)` read as raw bytes. `None` outside the
     /// subset or with [`DfaConfig::minimize`] (the caller parses with

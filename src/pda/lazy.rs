@@ -35,36 +35,19 @@
 //! state's row and is reported by the engine like its own limits (the
 //! lazy index does the same).
 
-use super::{BuildError, FragDfa, Fragment, Pda, INF};
+use super::{BuildError, FragDfa, Fragment, OwnedBody, Pda, INF};
 use crate::dfa::{ByteDfa, DfaConfig, LazyDfa};
-use regex_syntax::hir::Hir;
 
 /// The first one-byte call marker.
 pub(crate) const LAZY_MARKER: u8 = 0xF5;
 
-/// The document fragment's syntax tree with one-byte call markers, and
+/// The document fragment parsed (syntax tree or NFA) with one-byte call markers, and
 /// which callee each marker byte calls.
 #[derive(Debug)]
 pub(crate) struct LazyBody {
-    pub body: LazyText,
+    pub body: OwnedBody,
     /// (marker byte, callee fragment).
     pub markers: Vec<(u8, u16)>,
-}
-
-/// The document's automaton input: a syntax tree, or an NFA built straight
-/// from the text ([`ByteDfa::fragment_nfa`]).
-pub(crate) enum LazyText {
-    Hir(Hir),
-    Nfa(crate::dfa::Nfa),
-}
-
-impl std::fmt::Debug for LazyText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LazyText::Hir(h) => f.debug_tuple("Hir").field(h).finish(),
-            LazyText::Nfa(n) => write!(f, "Nfa({} states)", n.len()),
-        }
-    }
 }
 
 /// The lazy document's automaton and what was filled per state.
@@ -176,9 +159,9 @@ impl Pda {
             };
         }
         let dfa = match body.body {
-            LazyText::Hir(h) => ByteDfa::lazy_weighted(&h, size, config, &weights)
+            OwnedBody::Hir(h) => ByteDfa::lazy_weighted(&h, size, config, &weights)
                 .map_err(|e| BuildError::Compile(e.into()))?,
-            LazyText::Nfa(n) => ByteDfa::lazy_weighted_nfa(n, size, config, &weights),
+            OwnedBody::Nfa(n) => ByteDfa::lazy_weighted_nfa(n, size, config, &weights),
         };
         let Some(dfa) = dfa else {
             return Ok(false);
@@ -207,6 +190,7 @@ impl Pda {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use regex_syntax::hir::Hir;
 
     fn hir(p: &str) -> Hir {
         regex_syntax::ParserBuilder::new()

@@ -201,6 +201,31 @@ pub(crate) enum Body<'a> {
     Nfa(&'a crate::dfa::Nfa),
 }
 
+/// A fragment's text parsed (what a [`Body`] borrows): a syntax tree, or
+/// an NFA straight from the subset parser.
+pub(crate) enum OwnedBody {
+    Hir(regex_syntax::hir::Hir),
+    Nfa(crate::dfa::Nfa),
+}
+
+impl OwnedBody {
+    pub(crate) fn body(&self) -> Body<'_> {
+        match self {
+            OwnedBody::Hir(h) => Body::Hir(h),
+            OwnedBody::Nfa(n) => Body::Nfa(n),
+        }
+    }
+}
+
+impl std::fmt::Debug for OwnedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OwnedBody::Hir(h) => f.debug_tuple("Hir").field(h).finish(),
+            OwnedBody::Nfa(n) => write!(f, "Nfa({} states)", n.len()),
+        }
+    }
+}
+
 impl Body<'_> {
     /// The fragment's whole DFA.
     fn dfa(&self, size: usize, config: &DfaConfig) -> Result<ByteDfa, crate::dfa::DfaError> {

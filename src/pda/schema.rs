@@ -4,7 +4,7 @@
 //! one regex text per fragment, with call markers `(?-u:\xF8\xHH\xLL)` where
 //! a recursive `$ref` is. Here each text becomes an NFA straight from the
 //! subset parser ([`ByteDfa::fragment_nfa`]: the markers read as raw
-//! bytes, the ordered-members constructs with one copy of each member), or,
+//! bytes, the one-copy constructs for optional members and array items), or,
 //! outside the subset, is written out and parsed by regex-syntax with
 //! `utf8(false)` (the marker bytes are no UTF-8) into a syntax tree; the
 //! set goes through [`Pda::build_with`], the same build as a GBNF grammar's
@@ -16,9 +16,9 @@
 //! before reading a byte (left recursion, `{"anyOf": [{"$ref": "#"}, ...]}`)
 //! is refused by name rather than left to grow stacks.
 
-use super::lazy::{LazyBody, LazyText, LAZY_MARKER};
-use super::{Body, BuildError, Limits, Pda};
-use crate::dfa::{ByteDfa, DfaConfig, DfaError, Nfa, NEST_LIMIT};
+use super::lazy::{LazyBody, LAZY_MARKER};
+use super::{Body, BuildError, Limits, OwnedBody, Pda};
+use crate::dfa::{ByteDfa, DfaConfig, DfaError, NEST_LIMIT};
 use crate::schema::regex::ANY_VALUE;
 use crate::schema::{Pointer, SchemaError, SchemaOptions};
 use crate::CompileError;
@@ -63,18 +63,10 @@ pub(crate) fn build(
             opts.max_stack_depth, opts.max_stack_depth
         ),
     };
-    let refs: Vec<Option<Body>> = parsed
-        .iter()
-        .map(|p| p.as_ref().map(Parsed::body))
-        .collect();
-    let mut built = Pda::build_with(names, &refs, &limits, size, config, lazy_doc);
+    let mut built = Pda::build_with(names, &refs(&parsed), &limits, size, config, lazy_doc);
     if let (Err(BuildError::NotLazy), Some(Some(text))) = (&built, bodies.first()) {
         parsed[0] = Some(parse_fragment(text, opts, config)?);
-        let refs: Vec<Option<Body>> = parsed
-            .iter()
-            .map(|p| p.as_ref().map(Parsed::body))
-            .collect();
-        built = Pda::build_with(names, &refs, &limits, size, config, None);
+        built = Pda::build_with(names, &refs(&parsed), &limits, size, config, None);
     }
     let mut pda = built.map_err(|e| match e {
         BuildError::Empty => SchemaError::Empty {
@@ -109,7 +101,7 @@ pub(crate) fn build(
             // The builder is part of the key: the direct NFA and the syntax
             // tree's number their DFA states differently.
             let how = match &parsed[i] {
-                Some(Parsed::Nfa(_)) => "direct",
+                Some(OwnedBody::Nfa(_)) => "direct",
                 _ if config.minimize => "minimized",
                 _ => "hir",
             };
@@ -157,41 +149,32 @@ fn lazy_body(
         out = out.replace(&long, &format!("(?-u:\\x{b:02X})"));
         markers.push((b, id));
     }
-    let body = match parse_fragment(&out, opts, config)? {
-        Parsed::Nfa(n) => LazyText::Nfa(n),
-        Parsed::Hir(h) => LazyText::Hir(h),
-    };
+    let body = parse_fragment(&out, opts, config)?;
     Ok(Some(LazyBody { body, markers }))
+}
+
+/// What [`Pda::build_with`] reads: the parsed texts, borrowed.
+fn refs(parsed: &[Option<OwnedBody>]) -> Vec<Option<Body<'_>>> {
+    parsed
+        .iter()
+        .map(|p| p.as_ref().map(OwnedBody::body))
+        .collect()
 }
 
 /// A fragment text parsed: an NFA straight from the subset parser, or a
 /// syntax tree from regex-syntax (the text outside the subset, its
-/// ordered-members constructs written out first).
-enum Parsed {
-    Hir(regex_syntax::hir::Hir),
-    Nfa(Nfa),
-}
-
-impl Parsed {
-    fn body(&self) -> Body<'_> {
-        match self {
-            Parsed::Hir(h) => Body::Hir(h),
-            Parsed::Nfa(n) => Body::Nfa(n),
-        }
-    }
-}
-
+/// one-copy constructs written out first).
 fn parse_fragment(
     text: &str,
     opts: &SchemaOptions,
     config: &DfaConfig,
-) -> Result<Parsed, CompileError> {
+) -> Result<OwnedBody, CompileError> {
     if let Some(nfa) = ByteDfa::fragment_nfa(text, config) {
-        return Ok(Parsed::Nfa(nfa?));
+        return Ok(OwnedBody::Nfa(nfa?));
     }
     let plain = crate::dfa::ordered::expand(text, opts.max_regex_len)
         .map_err(|_| crate::schema::regex::plain_too_long(opts))?;
-    Ok(Parsed::Hir(parse_body(&plain)?))
+    Ok(OwnedBody::Hir(parse_body(&plain)?))
 }
 
 /// A fragment body's syntax tree (bytes, not only UTF-8: call markers).
@@ -325,11 +308,11 @@ mod tests {
         let direct = DfaConfig::default();
         assert!(matches!(
             parse_fragment(text, &opts, &direct),
-            Ok(Parsed::Nfa(_))
+            Ok(OwnedBody::Nfa(_))
         ));
         assert!(matches!(
             parse_fragment(r"(?&,|\d|a)", &opts, &direct),
-            Ok(Parsed::Hir(_))
+            Ok(OwnedBody::Hir(_))
         ));
         let minimized = DfaConfig {
             minimize: true,
@@ -337,7 +320,7 @@ mod tests {
         };
         assert!(matches!(
             parse_fragment(text, &opts, &minimized),
-            Ok(Parsed::Hir(_))
+            Ok(OwnedBody::Hir(_))
         ));
         let call = crate::schema::regex::marker(1);
         let bodies = vec![Some(format!("<{call}>")), Some(text.to_string())];

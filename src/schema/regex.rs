@@ -118,7 +118,7 @@ fn compile_at_depth(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSche
     })
 }
 
-/// The generator's text in plain regex syntax: ordered-members constructs
+/// The generator's text in plain regex syntax: one-copy constructs
 /// written out ([`crate::dfa::ordered`]), within
 /// [`SchemaOptions::max_regex_len`].
 pub(crate) fn plain_text(text: String, opts: &SchemaOptions) -> Result<String, SchemaError> {

@@ -243,8 +243,8 @@ impl Gen<'_, '_> {
 /// values calls whatever the option says and every bare `$ref` a call of
 /// its target's fragment.
 ///
-/// Every text is plain regex syntax (the generator's ordered-members
-/// constructs written out, [`crate::dfa::ordered`]).
+/// Every text is plain regex syntax (the generator's one-copy constructs
+/// written out, [`crate::dfa::ordered`]).
 pub fn compile_fragments(
     schema: &Value,
     opts: &SchemaOptions,
@@ -269,8 +269,8 @@ pub fn compile_fragments(
     })
 }
 
-/// [`compile_fragments`] with the generator's ordered-members constructs
-/// left in the texts (`(?&SEP|K1|...|Kn)`: one copy of each member), for
+/// [`compile_fragments`] with the generator's one-copy constructs left in
+/// the texts (`(?&SEP|K1|...|Kn)`, `(?*SEP|ITEM)`), for
 /// [`crate::dfa::ByteDfa::build_schema`] and the pushdown build, which
 /// write them out only where regex-syntax reads the text.
 pub(crate) fn compile_fragments_compact(
