@@ -193,6 +193,44 @@ impl Fragment {
     }
 }
 
+/// The smallest text byte (below `0xF5`, where the markers start) of each
+/// byte class of `classes` that has one.
+fn text_class_reps(classes: &[u8; 256]) -> Vec<u8> {
+    let mut reps = Vec::new();
+    let mut seen = [false; 256];
+    for b in 0..0xF5u8 {
+        if !std::mem::replace(&mut seen[classes[b as usize] as usize], true) {
+            reps.push(b);
+        }
+    }
+    reps
+}
+
+/// One level of [`Pda::distances`]' search: distances lowered in place,
+/// with the states lowered at this level.
+struct Lowering {
+    d: Vec<u32>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u32)>>,
+    /// Per state, the last level that lowered it (0: none since level 0).
+    touched_at: Vec<u32>,
+    touched: Vec<u32>,
+    level: u32,
+}
+
+impl Lowering {
+    /// Lowers state `x` to `c` if that is less, and queues it.
+    #[inline]
+    fn lower(&mut self, x: u32, c: u32) {
+        if c < self.d[x as usize] {
+            self.d[x as usize] = c;
+            self.heap.push(std::cmp::Reverse((c, x)));
+            if std::mem::replace(&mut self.touched_at[x as usize], self.level) != self.level {
+                self.touched.push(x);
+            }
+        }
+    }
+}
+
 /// A fragment's body as a front end hands it over: a syntax tree (GBNF, or
 /// a schema text outside the direct parser's subset) or an NFA built
 /// straight from the text ([`ByteDfa::fragment_nfa`]).
@@ -396,9 +434,14 @@ impl Pda {
         let mut calls = vec![Vec::new(); count];
         let mut accepting = vec![false; count];
         let mut has_text = vec![false; count];
+        // One text byte per byte class (bytes of a class lead every state
+        // alike): a few lookups per state instead of 245.
+        let text_reps = text_class_reps(&dfa.byte_classes());
         for s in 1..count as u32 {
             accepting[s as usize] = dfa.is_accepting(id(s));
-            has_text[s as usize] = (0..0xF5u8).any(|b| dfa.next(id(s), b).as_usize() != 0);
+            has_text[s as usize] = text_reps
+                .iter()
+                .any(|&b| dfa.next(id(s), b).as_usize() != 0);
             let m = dfa.next(id(s), CALL_MARKER);
             if m.as_usize() == 0 {
                 continue;
@@ -462,7 +505,6 @@ impl Pda {
     fn distances(&mut self) {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
-        let reps = self.reps.clone();
         let base: Vec<u32> = self
             .frags
             .iter()
@@ -480,6 +522,11 @@ impl Pda {
         let mut targets: Vec<u32> = Vec::new();
         for (f, fr) in self.frags.iter().enumerate() {
             let b0 = base[f];
+            // The fragment's own classes (the joint ones split them further).
+            let reps = match &fr.dfa {
+                FragDfa::Eager(d) => text_class_reps(&d.byte_classes()),
+                FragDfa::Lazy(_) => Vec::new(),
+            };
             for s in 1..fr.states() as u32 {
                 // This state's distinct targets (a few; no global sort).
                 targets.clear();
@@ -536,51 +583,77 @@ impl Pda {
             })
             .collect();
 
-        let mut prev = vec![INF; total];
+        // Level 0 (no calls) is a breadth-first search over the text edges.
+        // Level `k` only lowers distances (a call costs its callee's start
+        // at level `k - 1`, never more than at `k - 2`), and only through
+        // call edges whose callee's start dropped: so each level starts
+        // from the previous one's distances and a Dijkstra is seeded with
+        // just those edges (a label-correcting search: every value stays
+        // the length of some path, and it stops where no edge lowers one).
+        let mut d = vec![INF; total];
         let mut entries: Vec<(u32, u32, u32)> = Vec::new();
-        let mut heap = BinaryHeap::new();
-        let max_level = self.max_stack_depth;
-        for level in 0..=max_level {
-            let mut cur = vec![INF; total];
-            for &a in &accepting {
-                cur[a as usize] = 0;
-                heap.push(Reverse((0u32, a)));
+        let mut queue: std::collections::VecDeque<u32> = std::collections::VecDeque::new();
+        for &a in &accepting {
+            d[a as usize] = 0;
+            queue.push_back(a);
+        }
+        while let Some(x) = queue.pop_front() {
+            let x = x as usize;
+            for &p in &rev[rev_off[x] as usize..rev_off[x + 1] as usize] {
+                if d[p as usize] == INF {
+                    d[p as usize] = d[x] + 1;
+                    queue.push_back(p);
+                }
             }
-            while let Some(Reverse((d, x))) = heap.pop() {
-                if d > cur[x as usize] {
+        }
+        entries.extend(
+            d.iter()
+                .enumerate()
+                .filter(|x| *x.1 != INF)
+                .map(|(x, &c)| (x as u32, 0, c)),
+        );
+        // Per fragment: its start's distance one level down, and two.
+        let mut start_cost: Vec<u32> = starts.iter().map(|&s| d[s as usize]).collect();
+        let mut older_cost = vec![INF; starts.len()];
+        let mut lw = Lowering {
+            d,
+            heap: BinaryHeap::new(),
+            touched_at: vec![0; total],
+            touched: Vec::new(),
+            level: 0,
+        };
+        for level in 1..=self.max_stack_depth {
+            lw.level = level;
+            lw.touched.clear();
+            // Seeds: the call edges whose cost dropped since the last level.
+            for &(r, p, g) in &calls {
+                let (c, old) = (start_cost[g as usize], older_cost[g as usize]);
+                if c != INF && c != old && lw.d[r as usize] != INF {
+                    lw.lower(p, lw.d[r as usize].saturating_add(c));
+                }
+            }
+            while let Some(Reverse((dx, x))) = lw.heap.pop() {
+                let x = x as usize;
+                if dx > lw.d[x] {
                     continue;
                 }
-                let x = x as usize;
                 for &p in &rev[rev_off[x] as usize..rev_off[x + 1] as usize] {
-                    if d + 1 < cur[p as usize] {
-                        cur[p as usize] = d + 1;
-                        heap.push(Reverse((d + 1, p)));
-                    }
+                    lw.lower(p, dx + 1);
                 }
-                if level > 0 {
-                    for &(_, p, g) in &calls[call_off[x] as usize..call_off[x + 1] as usize] {
-                        let c = prev[starts[g as usize] as usize];
-                        if c == INF {
-                            continue;
-                        }
-                        let nd = d.saturating_add(c);
-                        if nd < cur[p as usize] {
-                            cur[p as usize] = nd;
-                            heap.push(Reverse((nd, p)));
-                        }
+                for &(_, p, g) in &calls[call_off[x] as usize..call_off[x + 1] as usize] {
+                    let c = start_cost[g as usize];
+                    if c != INF {
+                        lw.lower(p, dx.saturating_add(c));
                     }
                 }
             }
-            let mut changed = false;
-            for (x, (&c, &p)) in cur.iter().zip(&prev).enumerate() {
-                if c != p {
-                    changed = true;
-                    entries.push((x as u32, level, c));
-                }
-            }
-            prev = cur;
-            if !changed && level > 0 {
+            if lw.touched.is_empty() {
                 break;
+            }
+            entries.extend(lw.touched.iter().map(|&x| (x, level, lw.d[x as usize])));
+            older_cost.copy_from_slice(&start_cost);
+            for (c, &s) in start_cost.iter_mut().zip(&starts) {
+                *c = lw.d[s as usize];
             }
         }
         // Per fragment state: its (room, distance) steps, by room.
