@@ -148,7 +148,20 @@ fn alt_all(parts: Vec<String>) -> Lang {
     match parts.len() {
         0 => None,
         1 => parts.into_iter().next(),
-        _ => Some(format!("(?:{})", parts.join("|"))),
+        _ => {
+            // One copy of each part (`format!` over a `join` made two).
+            let len = parts.iter().map(String::len).sum::<usize>() + parts.len() + 3;
+            let mut out = String::with_capacity(len);
+            out.push_str("(?:");
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    out.push('|');
+                }
+                out.push_str(p);
+            }
+            out.push(')');
+            Some(out)
+        }
     }
 }
 

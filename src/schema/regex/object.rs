@@ -32,10 +32,15 @@ pub(super) fn key_units(name: &str) -> Option<Vec<Unit>> {
         .collect()
 }
 
-pub(super) fn unit_text(u: Unit) -> String {
+/// A key unit as regex text, appended to `out`.
+pub(super) fn unit_text_into(u: Unit, out: &mut String) {
+    let mut buf = [0u8; 4];
     match u {
-        Unit::Plain(c) => regex_syntax::escape(&c.to_string()),
-        Unit::Esc(c) => format!("\\\\{}", regex_syntax::escape(&c.to_string())),
+        Unit::Plain(c) => regex_syntax::escape_into(c.encode_utf8(&mut buf), out),
+        Unit::Esc(c) => {
+            out.push_str("\\\\");
+            regex_syntax::escape_into(c.encode_utf8(&mut buf), out);
+        }
     }
 }
 
@@ -72,18 +77,74 @@ pub(super) fn other_units(children: &BTreeMap<Unit, TrieNode>, ascii_only: bool)
 }
 
 /// A trie-shaped regex: every path from `node` to a node where `here`
-/// offers something, followed by that something.
+/// offers something, followed by that something; `None` when no node does.
+/// Written into one buffer (a node's alternation is `(?:OFFER|U1 PATHS1|...)`
+/// as [`alt_all`] writes it): built bottom-up with `format!`, each unit of a
+/// deep key's path was copied once per level above it.
 pub(super) fn trie_paths(node: &TrieNode, here: &dyn Fn(&TrieNode) -> Lang) -> Lang {
-    let mut parts = Vec::new();
-    if let Some(x) = here(node) {
-        parts.push(x);
+    /// Per node in pre-order: its offer, its subtree's size (in nodes), and
+    /// whether the subtree offers anything.
+    struct Scan {
+        offer: Vec<Option<String>>,
+        size: Vec<u32>,
+        live: Vec<bool>,
     }
-    for (u, child) in &node.children {
-        if let Some(rest) = trie_paths(child, here) {
-            parts.push(format!("{}{rest}", unit_text(*u)));
+    fn scan(n: &TrieNode, here: &dyn Fn(&TrieNode) -> Lang, sc: &mut Scan) -> bool {
+        let i = sc.offer.len();
+        let offer = here(n);
+        let mut live = offer.is_some();
+        sc.offer.push(offer);
+        sc.size.push(0);
+        sc.live.push(false);
+        for child in n.children.values() {
+            live |= scan(child, here, sc);
+        }
+        sc.size[i] = (sc.offer.len() - i) as u32;
+        sc.live[i] = live;
+        live
+    }
+    fn write(n: &TrieNode, i: usize, sc: &mut Scan, out: &mut String) {
+        let mut c = i + 1;
+        let mut count = sc.offer[i].is_some() as usize;
+        for _ in n.children.values() {
+            count += sc.live[c] as usize;
+            c += sc.size[c] as usize;
+        }
+        if count > 1 {
+            out.push_str("(?:");
+        }
+        let mut first = true;
+        if let Some(x) = sc.offer[i].take() {
+            out.push_str(&x);
+            first = false;
+        }
+        let mut c = i + 1;
+        for (u, child) in &n.children {
+            if sc.live[c] {
+                if !first {
+                    out.push('|');
+                }
+                first = false;
+                unit_text_into(*u, out);
+                write(child, c, sc, out);
+            }
+            c += sc.size[c] as usize;
+        }
+        if count > 1 {
+            out.push(')');
         }
     }
-    alt_all(parts)
+    let mut sc = Scan {
+        offer: Vec::new(),
+        size: Vec::new(),
+        live: Vec::new(),
+    };
+    if !scan(node, here, &mut sc) {
+        return None;
+    }
+    let mut out = String::new();
+    write(node, 0, &mut sc, &mut out);
+    Some(out)
 }
 
 /// The proper prefixes in the trie that are not names themselves (keys that
@@ -552,30 +613,50 @@ pub(super) fn any_order_tree(
     comma: &str,
     skip_empty: bool,
 ) -> String {
-    let mut alts = Vec::new();
+    let mut out = String::new();
+    any_order_tree_into(props, used, started, comma, skip_empty, &mut out);
+    out
+}
+
+/// [`any_order_tree`], appended to `out` (one buffer: built bottom-up, each
+/// member's text was copied once per level of the tree above it).
+fn any_order_tree_into(
+    props: &[Prop],
+    used: u32,
+    started: bool,
+    comma: &str,
+    skip_empty: bool,
+    out: &mut String,
+) {
     let all_required = props
         .iter()
         .enumerate()
         .all(|(i, p)| !p.required || used & (1 << i) != 0);
-    if all_required && !(skip_empty && !started) {
-        alts.push(String::new());
+    let empty = all_required && !(skip_empty && !started);
+    let unused = (0..props.len()).filter(|&i| used & (1 << i) == 0).count();
+    let count = unused + empty as usize;
+    if count != 1 {
+        out.push_str("(?:");
     }
+    // The empty alternative, when there is one, comes first.
+    let mut first = !empty;
     for (i, p) in props.iter().enumerate() {
         if used & (1 << i) != 0 {
             continue;
         }
-        let sep = if started { comma } else { "" };
-        let rest = any_order_tree(props, used | (1 << i), true, comma, skip_empty);
-        if rest.is_empty() {
-            alts.push(format!("{sep}{}", p.kv));
-        } else {
-            alts.push(format!("{sep}{}{rest}", p.kv));
+        if !first {
+            out.push('|');
         }
+        first = false;
+        if started {
+            out.push_str(comma);
+        }
+        out.push_str(&p.kv);
+        any_order_tree_into(props, used | (1 << i), true, comma, skip_empty, out);
     }
-    if alts.len() == 1 {
-        return alts.pop().expect("one");
+    if count != 1 {
+        out.push(')');
     }
-    format!("(?:{})", alts.join("|"))
 }
 
 /// The schemas of the `patternProperties` entries whose pattern matches
