@@ -246,6 +246,10 @@ pub struct CompileStats {
     /// `dfa_states` counts the fragments' states, and the index builds
     /// its configurations and masks on demand.
     pub fragments: usize,
+    /// Of those, the fragments determinized on demand (the document of a
+    /// schema, and its called fragments whose text is long): only the
+    /// states matchers visit are built.
+    pub lazy_fragments: usize,
 }
 
 impl CompileStats {
@@ -391,6 +395,7 @@ impl Compiler {
                         stats.dfa_time = t.elapsed();
                         stats.dfa_states = pda.states;
                         stats.fragments = pda.fragment_count();
+                        stats.lazy_fragments = pda.lazy_fragment_count();
                         let t = Instant::now();
                         let index =
                             TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
@@ -525,6 +530,7 @@ impl Compiler {
         stats.dfa_time = t.elapsed();
         stats.dfa_states = pda.states;
         stats.fragments = pda.fragment_count();
+        stats.lazy_fragments = pda.lazy_fragment_count();
         let t = Instant::now();
         let index = TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
         stats.index_time = t.elapsed();

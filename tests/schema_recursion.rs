@@ -120,8 +120,51 @@ fn compile(
     schema: &Value,
     o: SchemaOptions,
 ) -> Result<Arc<Compiled>, CompileError> {
-    Compiler::new(v.clone(), CompilerConfig::default())
+    compile_with(v, schema, o, CompilerConfig::default())
+}
+
+fn compile_with(
+    v: &Arc<Vocabulary>,
+    schema: &Value,
+    o: SchemaOptions,
+    config: CompilerConfig,
+) -> Result<Arc<Compiled>, CompileError> {
+    Compiler::new(v.clone(), config)
         .compile(&Source::json_schema(schema.clone()).with_schema_options(o))
+}
+
+/// The two ways a schema's called fragments are built: whole (the default
+/// for these small ones), and every one determinized on demand (a lazy
+/// threshold of one state makes every called fragment's text "long").
+fn both_builds() -> [(&'static str, CompilerConfig); 2] {
+    let mut lazy = CompilerConfig::default();
+    lazy.dfa.lazy_states = Some(1);
+    [("whole", CompilerConfig::default()), ("lazy callees", lazy)]
+}
+
+/// Compiles `schema` both ways; in the lazy one, checks that some called
+/// fragment is lazy.
+fn compile_both(
+    v: &Arc<Vocabulary>,
+    schema: &Value,
+    o: SchemaOptions,
+) -> Vec<(String, Arc<Compiled>)> {
+    both_builds()
+        .into_iter()
+        .map(|(how, config)| {
+            let lazy = config.dfa.lazy_states == Some(1);
+            let c = compile_with(v, schema, o.clone(), config).unwrap();
+            if lazy {
+                assert!(
+                    c.stats().lazy_fragments >= 2,
+                    "{how}: {} of {} fragments lazy",
+                    c.stats().lazy_fragments,
+                    c.stats().fragments
+                );
+            }
+            (how.to_string(), c)
+        })
+        .collect()
 }
 
 /// Walks `text` byte by byte (single-byte tokens); whether it ends accepted.
@@ -150,28 +193,30 @@ fn cases() -> Vec<(&'static str, Value, fn(usize) -> String)> {
 fn fifty_deep_instances_are_accepted_as_the_oracle_decides() {
     let (v, _) = tiny_vocab();
     for (name, schema, deep) in cases() {
-        let c = compile(&v, &schema, opts(64)).unwrap();
-        assert!(c.stats().fragments >= 2, "{name}: not through fragments");
-        let o = oracle(&schema);
-        for d in [1, 2, 5, 20, 50] {
-            let t = deep(d);
-            assert!(valid(&o, &t), "{name} {d}: the oracle rejects the fixture");
-            assert!(accepts(&c, &t), "{name}: depth {d} rejected: {t}");
-        }
-        // Every proper prefix of a valid text is not accepted, and broken
-        // texts are rejected exactly when the oracle rejects them.
-        let t = deep(50);
-        let broken = [
-            t[..t.len() - 1].to_string(),
-            format!("{t}]"),
-            t.replacen("null", "nul", 1),
-            t.replacen("[]", "[[]]", 1),
-            t.replacen(":", "::", 1),
-            t.replacen("{", "{\"extra\":1,", 1),
-            t.replacen("1", "\"1\"", 1),
-        ];
-        for b in broken {
-            assert_eq!(accepts(&c, &b), valid(&o, &b), "{name}: {b}");
+        for (how, c) in compile_both(&v, &schema, opts(64)) {
+            let name = format!("{name} ({how})");
+            assert!(c.stats().fragments >= 2, "{name}: not through fragments");
+            let o = oracle(&schema);
+            for d in [1, 2, 5, 20, 50] {
+                let t = deep(d);
+                assert!(valid(&o, &t), "{name} {d}: the oracle rejects the fixture");
+                assert!(accepts(&c, &t), "{name}: depth {d} rejected: {t}");
+            }
+            // Every proper prefix of a valid text is not accepted, and broken
+            // texts are rejected exactly when the oracle rejects them.
+            let t = deep(50);
+            let broken = [
+                t[..t.len() - 1].to_string(),
+                format!("{t}]"),
+                t.replacen("null", "nul", 1),
+                t.replacen("[]", "[[]]", 1),
+                t.replacen(":", "::", 1),
+                t.replacen("{", "{\"extra\":1,", 1),
+                t.replacen("1", "\"1\"", 1),
+            ];
+            for b in broken {
+                assert_eq!(accepts(&c, &b), valid(&o, &b), "{name}: {b}");
+            }
         }
     }
 }
@@ -272,15 +317,16 @@ fn budget_never_cuts_a_recursive_structure() {
         .into_iter()
         .flat_map(|c| [64, 1, 2, 4].map(|d| (c.clone(), d)))
     {
-        let c = compile(&v, &schema, opts(depth)).unwrap();
-        let o = oracle(&schema);
-        let start_need = c.matcher().tokens_to_accept().unwrap() as usize;
-        for max_tokens in start_need..start_need + 30 {
-            for _ in 0..3 {
-                let out = adversarial_run(&c, eos, max_tokens, 0.7, &mut rng)
-                    .unwrap_or_else(|e| panic!("{name} at depth limit {depth}: {e}"));
-                let text = String::from_utf8(out).unwrap();
-                assert!(valid(&o, &text), "{name}: {text}");
+        for (how, c) in compile_both(&v, &schema, opts(depth)) {
+            let o = oracle(&schema);
+            let start_need = c.matcher().tokens_to_accept().unwrap() as usize;
+            for max_tokens in start_need..start_need + 30 {
+                for _ in 0..3 {
+                    let out = adversarial_run(&c, eos, max_tokens, 0.7, &mut rng)
+                        .unwrap_or_else(|e| panic!("{name} ({how}) at depth limit {depth}: {e}"));
+                    let text = String::from_utf8(out).unwrap();
+                    assert!(valid(&o, &text), "{name} ({how}): {text}");
+                }
             }
         }
     }
@@ -316,50 +362,52 @@ fn a_schema_without_recursion_keeps_the_flat_path() {
 fn walks(v: &Arc<Vocabulary>, seed: u64, n: usize, steps: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
     for (name, schema, _) in cases() {
-        let c = compile(v, &schema, opts(64)).unwrap();
-        let o = oracle(&schema);
-        for _ in 0..n {
-            let mut m = c.matcher();
-            let mut out = Vec::new();
-            for _ in 0..steps {
-                let allowed: Vec<TokenId> = m
-                    .allowed()
-                    .iter()
-                    .filter(|t| v.token_bytes(*t).is_some())
-                    .collect();
-                if allowed.is_empty() {
-                    break;
+        for (how, c) in compile_both(v, &schema, opts(64)) {
+            let name = format!("{name} ({how})");
+            let o = oracle(&schema);
+            for _ in 0..n {
+                let mut m = c.matcher();
+                let mut out = Vec::new();
+                for _ in 0..steps {
+                    let allowed: Vec<TokenId> = m
+                        .allowed()
+                        .iter()
+                        .filter(|t| v.token_bytes(*t).is_some())
+                        .collect();
+                    if allowed.is_empty() {
+                        break;
+                    }
+                    // Adversarial: prefer tokens that open a structure.
+                    let open: Vec<TokenId> = allowed
+                        .iter()
+                        .copied()
+                        .filter(|&t| v.token_bytes(t).unwrap().iter().any(|b| b"[{".contains(b)))
+                        .collect();
+                    let pool = if !open.is_empty() && rng.random_bool(0.6) {
+                        &open
+                    } else {
+                        &allowed
+                    };
+                    let t = pool[rng.random_range(0..pool.len())];
+                    assert!(m.accept_token(t));
+                    out.extend_from_slice(v.token_bytes(t).unwrap());
                 }
-                // Adversarial: prefer tokens that open a structure.
-                let open: Vec<TokenId> = allowed
-                    .iter()
-                    .copied()
-                    .filter(|&t| v.token_bytes(t).unwrap().iter().any(|b| b"[{".contains(b)))
-                    .collect();
-                let pool = if !open.is_empty() && rng.random_bool(0.6) {
-                    &open
-                } else {
-                    &allowed
-                };
-                let t = pool[rng.random_range(0..pool.len())];
-                assert!(m.accept_token(t));
-                out.extend_from_slice(v.token_bytes(t).unwrap());
+                // Finish within the budget the matcher promises.
+                let need = m.tokens_to_accept().expect("a completion is reachable") as usize;
+                let mut left = need;
+                while !m.is_accepting() {
+                    let t = m
+                        .allowed()
+                        .iter()
+                        .find(|&t| v.token_bytes(t).is_some() && m.fits(t, left))
+                        .expect("a token fits the promised budget");
+                    assert!(m.accept_token(t));
+                    out.extend_from_slice(v.token_bytes(t).unwrap());
+                    left -= 1;
+                }
+                let text = String::from_utf8(out).unwrap();
+                assert!(valid(&o, &text), "{name}: walk ended invalid: {text}");
             }
-            // Finish within the budget the matcher promises.
-            let need = m.tokens_to_accept().expect("a completion is reachable") as usize;
-            let mut left = need;
-            while !m.is_accepting() {
-                let t = m
-                    .allowed()
-                    .iter()
-                    .find(|&t| v.token_bytes(t).is_some() && m.fits(t, left))
-                    .expect("a token fits the promised budget");
-                assert!(m.accept_token(t));
-                out.extend_from_slice(v.token_bytes(t).unwrap());
-                left -= 1;
-            }
-            let text = String::from_utf8(out).unwrap();
-            assert!(valid(&o, &text), "{name}: walk ended invalid: {text}");
         }
     }
 }

@@ -421,6 +421,11 @@ impl Determinizer {
         &self.keys[s as usize]
     }
 
+    /// The NFA.
+    pub fn nfa(&self) -> &Nfa {
+        &self.nfa
+    }
+
     /// Whether NFA state `q` is a byte-reading state.
     pub fn reads_bytes(&self, q: u32) -> bool {
         !self.nfa.is_match(q)

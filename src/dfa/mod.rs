@@ -284,6 +284,18 @@ impl ByteDfa {
         Some(LazyDfa::over(det, 1, size, config))
     }
 
+    /// A lazy DFA over an NFA built already, with the builder's distances
+    /// (every byte costs 1: a pushdown callee's marker bytes too, which
+    /// only decides which threads can finish at all).
+    pub(crate) fn lazy_nfa(nfa: Nfa, size: usize, config: &DfaConfig) -> LazyDfa {
+        let det = determinize::Determinizer::new(
+            nfa,
+            config.dfa_size_limit,
+            config.determinize_size_limit,
+        );
+        LazyDfa::over(det, 1, size, config)
+    }
+
     /// The NFA of a pushdown fragment's text from the schema compiler,
     /// straight from the subset parser (no syntax tree): its one-copy
     /// constructs compiled with one copy of each member and its call
@@ -691,6 +703,17 @@ impl LazyDfa {
     #[inline]
     pub fn dist(&self, s: u32) -> u32 {
         self.det.dist[s as usize]
+    }
+
+    /// The NFA the DFA is determinized from.
+    pub(crate) fn nfa(&self) -> &Nfa {
+        self.det.nfa()
+    }
+
+    /// The NFA states (byte-reading and match) of state `s`, sorted: those
+    /// that can reach a match.
+    pub(crate) fn nfa_key(&self, s: u32) -> &[u32] {
+        self.det.key(s)
     }
 
     /// States found so far (the dead state included).

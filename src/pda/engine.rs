@@ -436,7 +436,9 @@ impl Engine {
             work: Vec::new(),
             seen: FastMap::default(),
         };
-        core.pda.frags[0].set_max_states(max_sets);
+        for f in &mut core.pda.frags {
+            f.set_max_states(max_sets);
+        }
         let root = core.pda.frags[0].start;
         let n = core.node(0, root, BOTTOM, 1)?;
         let start = core.close(&[n]);

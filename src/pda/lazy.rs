@@ -1,4 +1,4 @@
-//! # The document fragment, determinized on demand
+//! # Fragments determinized on demand: the document, and long called ones
 //!
 //! A schema compiled through the pushdown engine (a recursive `$ref`, or
 //! free-form values as calls of the shared "any JSON value" fragment) has
@@ -34,9 +34,34 @@
 //! as before. A size limit hit while determinizing on demand cuts the
 //! state's row and is reported by the engine like its own limits (the
 //! lazy index does the same).
+//!
+//! ## Called fragments, determinized on demand
+//!
+//! A schema with shared definitions has dozens of called fragments (a
+//! Kubernetes schema: 97, `PodSpec`'s text 32 KB), and determinizing them
+//! whole was most of its DFA phase, though a document visits few of their
+//! states. A called fragment whose text is long (past 4 bytes per state of
+//! [`DfaConfig::lazy_threshold`]: 512 bytes by default; never with a size
+//! limit below its default, so that a fragment past it is refused at
+//! compile time) is a [`LazyDfa`] too, over the NFA of its own text, with
+//! the ordinary three-byte markers (no limit on its callees: a state's
+//! calls are read through the marker's intermediate states). A callee sits
+//! at every depth, so one weighting of its markers cannot be exact: its
+//! distances **within each room** are computed per NFA state by
+//! [`Pda::distances`] (the NFA's states are nodes of the same level-by-level
+//! search as the DFA states of fragments built whole), and a DFA state's
+//! are the least of its NFA states' ([`LazyRoom`]: the texts from a DFA
+//! state are the union of its NFA states'), merged when the state is first
+//! met. `need` is the least room with a finite distance, as for a fragment
+//! built whole, so the engine keeps every frame it opens finishable. The
+//! lazy DFA's own distances count a marker as its three bytes: they only
+//! decide which threads can finish at all. The shared "any JSON value"
+//! fragment is always built whole: its frames' masks are shared between
+//! compiles by state number.
 
 use super::{BuildError, FragDfa, Fragment, OwnedBody, Pda, INF};
 use crate::dfa::{ByteDfa, DfaConfig, LazyDfa};
+use crate::grammar::gbnf::lower::CALL_MARKER;
 
 /// The first one-byte call marker.
 pub(crate) const LAZY_MARKER: u8 = 0xF5;
@@ -50,15 +75,131 @@ pub(crate) struct LazyBody {
     pub markers: Vec<(u8, u16)>,
 }
 
-/// The lazy document's automaton and what was filled per state.
+/// A lazy fragment's automaton and what was filled per state.
 #[derive(Debug)]
 pub(crate) struct LazyDoc {
     pub dfa: LazyDfa,
-    markers: Vec<(u8, u16)>,
+    pub(super) markers: Markers,
     /// Per state: calls and text bytes filled.
     filled: Vec<bool>,
     /// The DFA's limit error was handed to the engine.
     reported: bool,
+    /// A called fragment's distances at every room (`None`: the document,
+    /// whose one room is in its DFA's own distances).
+    pub(super) room: Option<LazyRoom>,
+}
+
+/// How a lazy fragment's text writes its calls.
+#[derive(Debug)]
+pub(crate) enum Markers {
+    /// The document's one-byte markers: (marker byte, callee).
+    Short(Vec<(u8, u16)>),
+    /// The ordinary `0xF8 hi lo` (callee `hi lo`), among this many
+    /// fragments.
+    Long(usize),
+}
+
+/// The calls an NFA's three-byte markers make from `after` (the NFA state
+/// that `0xF8` leads to): `(callee, NFA state returned to)`.
+pub(crate) fn marker_calls(nfa: &crate::dfa::Nfa, after: u32) -> Vec<(u16, u32)> {
+    let mut out = Vec::new();
+    for (hi, q) in byte_steps(nfa, after) {
+        for (lo, r) in byte_steps(nfa, q) {
+            out.push((u16::from_be_bytes([hi, lo]), r));
+        }
+    }
+    out
+}
+
+/// The bytes read from NFA state `q` (through its epsilon closure), each
+/// with the state it leads to.
+fn byte_steps(nfa: &crate::dfa::Nfa, q: u32) -> Vec<(u8, u32)> {
+    use crate::dfa::nfa::Kind;
+    let (mut out, mut todo, mut seen) = (Vec::new(), vec![q], Vec::new());
+    while let Some(x) = todo.pop() {
+        if seen.contains(&x) {
+            continue;
+        }
+        seen.push(x);
+        match nfa.kind(x) {
+            Kind::Eps => todo.extend(nfa.edges(x).iter().map(|e| e.next)),
+            Kind::Bytes => {
+                for e in nfa.edges(x) {
+                    out.extend((e.lo..=e.hi).map(|b| (b, e.next)));
+                }
+            }
+            Kind::Match => {}
+        }
+    }
+    out
+}
+
+/// The distances of a lazy callee within each room ([`Fragment::dist_within`]),
+/// per NFA state from [`Pda::distances`], and per DFA state the least of its
+/// NFA states' (a DFA state's texts are the union of its NFA states').
+#[derive(Debug, Default)]
+pub(crate) struct LazyRoom {
+    /// Per NFA state `q`, `nfa_steps[nfa_off[q]..nfa_off[q + 1]]`: the
+    /// `(room, bytes)` steps, as [`Fragment`]'s per DFA state.
+    pub(super) nfa_off: Vec<u32>,
+    pub(super) nfa_steps: Vec<(u32, u32)>,
+    /// Per DFA state found so far: the span of its steps in `steps`.
+    span: Vec<(u32, u32)>,
+    steps: Vec<(u32, u32)>,
+}
+
+impl LazyRoom {
+    /// The steps of NFA state `q`.
+    fn of(&self, q: u32) -> &[(u32, u32)] {
+        &self.nfa_steps[self.nfa_off[q as usize] as usize..self.nfa_off[q as usize + 1] as usize]
+    }
+
+    /// Records DFA state `t`'s steps, the pointwise least over `key` (its
+    /// NFA states); returns `(need, dist)`: the least room that finishes
+    /// and the bytes at unbounded room ([`INF`] when none).
+    fn merge(&mut self, t: u32, key: &[u32]) -> (u32, u32) {
+        let mut rooms: Vec<u32> = key
+            .iter()
+            .flat_map(|&q| self.of(q).iter().map(|x| x.0))
+            .collect();
+        rooms.sort_unstable();
+        rooms.dedup();
+        let off = self.steps.len() as u32;
+        let mut last = INF;
+        for &r in &rooms {
+            let v = key
+                .iter()
+                .filter_map(|&q| self.of(q).iter().rev().find(|x| x.0 <= r).map(|x| x.1))
+                .min()
+                .unwrap_or(INF);
+            if v < last {
+                self.steps.push((r, v));
+                last = v;
+            }
+        }
+        if self.span.len() <= t as usize {
+            self.span.resize(t as usize + 1, (0, 0));
+        }
+        let len = self.steps.len() as u32 - off;
+        self.span[t as usize] = (off, len);
+        let s = &self.steps[off as usize..];
+        (
+            s.first().map_or(INF, |x| x.0),
+            s.last().map_or(INF, |x| x.1),
+        )
+    }
+
+    /// Fewest bytes from DFA state `t` within `room` ([`INF`]: none).
+    pub(super) fn within(&self, t: u32, room: u32) -> u32 {
+        let Some(&(off, len)) = self.span.get(t as usize) else {
+            return INF;
+        };
+        self.steps[off as usize..(off + len) as usize]
+            .iter()
+            .rev()
+            .find(|x| x.0 <= room)
+            .map_or(INF, |x| x.1)
+    }
 }
 
 impl Fragment {
@@ -81,10 +222,27 @@ impl Fragment {
             }
         }
         let mut calls = Vec::new();
-        for &(m, g) in &l.markers {
-            let r = l.dfa.next(s, m);
-            if r != 0 {
-                calls.push((g, r));
+        match &l.markers {
+            Markers::Short(markers) => {
+                for &(m, g) in markers {
+                    let r = l.dfa.next(s, m);
+                    if r != 0 {
+                        calls.push((g, r));
+                    }
+                }
+            }
+            &Markers::Long(nfrags) => {
+                let m = l.dfa.next(s, CALL_MARKER);
+                if m != 0 {
+                    for g in 0..nfrags.min(u16::MAX as usize + 1) as u16 {
+                        let [hi, lo] = g.to_be_bytes();
+                        let h = l.dfa.next(m, hi);
+                        let r = if h == 0 { 0 } else { l.dfa.next(h, lo) };
+                        if r != 0 {
+                            calls.push((g, r));
+                        }
+                    }
+                }
             }
         }
         let n = l.dfa.state_count();
@@ -97,8 +255,15 @@ impl Fragment {
             self.need.resize(n, INF);
             l.filled.resize(n, false);
             for t in old.max(1)..n {
-                let d = l.dfa.dist(t as u32);
                 self.accepting[t] = l.dfa.is_accepting(t as u32);
+                if let Some(room) = &mut l.room {
+                    // A callee: its distances at every room.
+                    let (need, d) = room.merge(t as u32, l.dfa.nfa_key(t as u32));
+                    self.dist[t] = d;
+                    self.need[t] = need;
+                    continue;
+                }
+                let d = l.dfa.dist(t as u32);
                 self.dist[t] = d;
                 self.need[t] = if d == INF { INF } else { 0 };
             }
@@ -120,9 +285,11 @@ impl Fragment {
         }
         let e = l.dfa.limit_error()?.to_string();
         l.reported = true;
-        Some(format!(
-            "the document's automaton, determinized on demand: {e}"
-        ))
+        let whose = match &l.room {
+            None => "the document's automaton".to_string(),
+            Some(_) => format!("the automaton of {}", self.name),
+        };
+        Some(format!("{whose}, determinized on demand: {e}"))
     }
 
     /// Bounds the lazy DFA's states (the engine's configuration limit).
@@ -134,6 +301,49 @@ impl Fragment {
 }
 
 impl Pda {
+    /// A called fragment determinized on demand: its NFA (with the
+    /// ordinary three-byte markers) under a lazy DFA whose distances count
+    /// a marker as bytes (the DFA only drops threads that cannot finish
+    /// whatever the callees do; the room each frame has is the engine's to
+    /// judge, from [`LazyRoom`], filled by [`Pda::distances`]). `None` when
+    /// a marker shares a transition with text.
+    pub(super) fn lazy_callee(
+        name: &str,
+        nfa: crate::dfa::Nfa,
+        nfrags: usize,
+        size: usize,
+        config: &DfaConfig,
+    ) -> Option<Fragment> {
+        // A byte range holding text and marker bytes alike would read a
+        // marker as text.
+        let mixed = nfa
+            .states()
+            .any(|(_, _, es)| es.iter().any(|e| e.lo < LAZY_MARKER && e.hi >= LAZY_MARKER));
+        if mixed {
+            return None;
+        }
+        let dfa = ByteDfa::lazy_nfa(nfa, size, config);
+        let start = dfa.start();
+        Some(Fragment {
+            name: name.to_string(),
+            start,
+            dfa: FragDfa::Lazy(Box::new(LazyDoc {
+                dfa,
+                markers: Markers::Long(nfrags),
+                filled: vec![false],
+                reported: false,
+                room: Some(LazyRoom::default()),
+            })),
+            calls: vec![Vec::new()],
+            accepting: vec![false],
+            has_text: vec![false],
+            dist: vec![INF],
+            need: vec![INF],
+            room_off: Vec::new(),
+            room_steps: Vec::new(),
+        })
+    }
+
     /// Replaces fragment 0 (a placeholder) with the lazy document of
     /// `body`, its marker bytes weighted by the callees' distances (which
     /// must be known). `false` when the body does not fit the lazy build.
@@ -170,9 +380,10 @@ impl Pda {
         f.start = dfa.start();
         f.dfa = FragDfa::Lazy(Box::new(LazyDoc {
             dfa,
-            markers: body.markers,
+            markers: Markers::Short(body.markers),
             filled: vec![false],
             reported: false,
+            room: None,
         }));
         f.accepting = vec![false];
         f.has_text = vec![false];

@@ -9,7 +9,9 @@
 //! determinized by the ordinary [`ByteDfa`] machinery. The marker edges are
 //! then read back out of each DFA as **call edges** (`calls[state] =
 //! [(callee, return state)]`) and hidden from the text transitions
-//! ([`Fragment`]).
+//! ([`Fragment`]). A schema's document and its long called fragments are
+//! determinized on demand instead, their per-state data filled as states
+//! are met ([`lazy`]).
 //!
 //! ## Run time: a DFA over sets of stacks, built on demand
 //!
@@ -178,10 +180,13 @@ impl Fragment {
     /// (`room = L - d`): near the limit the shortest text may need a call
     /// that no longer fits, and the way out is longer than [`Fragment::dist`].
     pub fn dist_within(&self, s: u32, room: u32) -> u32 {
-        if self.is_lazy() {
-            // Only the document is lazy, always at depth 1: its distances
-            // were computed for that room ([`lazy`]).
-            return self.dist[s as usize];
+        if let FragDfa::Lazy(l) = &self.dfa {
+            return match &l.room {
+                Some(r) => r.within(s, room),
+                // The document, always at depth 1: its distances were
+                // computed for that room ([`lazy`]).
+                None => self.dist[s as usize],
+            };
         }
         let steps = &self.room_steps
             [self.room_off[s as usize] as usize..self.room_off[s as usize + 1] as usize];
@@ -210,7 +215,7 @@ fn text_class_reps(classes: &[u8; 256]) -> Vec<u8> {
 /// with the states lowered at this level.
 struct Lowering {
     d: Vec<u32>,
-    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u32)>>,
+    queue: Buckets,
     /// Per state, the last level that lowered it (0: none since level 0).
     touched_at: Vec<u32>,
     touched: Vec<u32>,
@@ -223,11 +228,56 @@ impl Lowering {
     fn lower(&mut self, x: u32, c: u32) {
         if c < self.d[x as usize] {
             self.d[x as usize] = c;
-            self.heap.push(std::cmp::Reverse((c, x)));
+            self.queue.push(c, x);
             if std::mem::replace(&mut self.touched_at[x as usize], self.level) != self.level {
                 self.touched.push(x);
             }
         }
+    }
+}
+
+/// A monotone priority queue of states by distance (Dial's buckets): what
+/// a Dijkstra over small integer distances needs, a push and a pop in
+/// constant time (a binary heap's were most of a level's search). Distances
+/// past [`Buckets::MAX`] wait in a heap.
+#[derive(Default)]
+struct Buckets {
+    buckets: Vec<Vec<u32>>,
+    /// No bucket below this one holds a state.
+    cur: usize,
+    far: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u32)>>,
+}
+
+impl Buckets {
+    const MAX: usize = 1 << 16;
+
+    /// Queues `x` at distance `c` (never below the last popped distance).
+    #[inline]
+    fn push(&mut self, c: u32, x: u32) {
+        let c = c as usize;
+        if c >= Self::MAX {
+            self.far.push(std::cmp::Reverse((c as u32, x)));
+            return;
+        }
+        if c >= self.buckets.len() {
+            self.buckets
+                .resize_with((c + 1).next_power_of_two(), Vec::new);
+        }
+        self.buckets[c].push(x);
+        self.cur = self.cur.min(c);
+    }
+
+    /// The state queued at the least distance, with it.
+    #[inline]
+    fn pop(&mut self) -> Option<(u32, u32)> {
+        while self.cur < self.buckets.len() {
+            if let Some(x) = self.buckets[self.cur].pop() {
+                return Some((self.cur as u32, x));
+            }
+            self.cur += 1;
+        }
+        self.cur = 0;
+        self.far.pop().map(|std::cmp::Reverse(p)| p)
     }
 }
 
@@ -340,8 +390,8 @@ impl Pda {
             .iter()
             .map(|b| b.as_ref().map(Body::Hir))
             .collect();
-        Self::build_with(&fragments.names, &bodies, &limits, size, config, None).map_err(
-            |e| match e {
+        Self::build_with(&fragments.names, &bodies, &limits, size, config, None, &[]).map_err(|e| {
+            match e {
                 BuildError::Empty => GbnfError::EmptyLanguage {
                     max_depth: opts.max_stack_depth,
                 }
@@ -357,8 +407,8 @@ impl Pda {
                     max_depth: opts.max_stack_depth,
                 }
                 .into(),
-            },
-        )
+            }
+        })
     }
 
     /// [`Pda::build`] for any front end: the limits are given with the
@@ -372,11 +422,20 @@ impl Pda {
         size: usize,
         config: &DfaConfig,
         lazy_doc: Option<lazy::LazyBody>,
+        lazy_callees: &[bool],
     ) -> Result<Pda, BuildError> {
         let n = bodies.len();
         let mut frags = Vec::with_capacity(n);
         let fail = regex_syntax::hir::Hir::fail();
         for (i, (name, body)) in names.iter().zip(bodies).enumerate() {
+            if let (true, Some(Body::Nfa(nfa))) = (lazy_callees.get(i) == Some(&true), body) {
+                // A called fragment determinized on demand ([`lazy`]), unless
+                // a marker shares a transition with text.
+                if let Some(f) = Self::lazy_callee(name, (*nfa).clone(), n, size, config) {
+                    frags.push(f);
+                    continue;
+                }
+            }
             // With a lazy document, fragment 0 is a placeholder that admits
             // nothing until the callees' distances are known.
             let body = match body {
@@ -407,7 +466,7 @@ impl Pda {
                 if bodies.first().is_some_and(Option::is_none) {
                     return Err(BuildError::NotLazy);
                 }
-                return Self::build_with(names, bodies, limits, size, config, None);
+                return Self::build_with(names, bodies, limits, size, config, None, lazy_callees);
             }
             pda.join_classes();
         }
@@ -497,50 +556,103 @@ impl Pda {
     ///
     /// Level `k` is a shortest-path problem inside the fragments: a text byte
     /// costs 1, a call to `g` costs `g`'s start at level `k - 1` (level 0
-    /// makes no call), an accepting state costs 0. One Dijkstra per level
-    /// over the reversed edges. The levels stop changing once the callees'
-    /// starts do, which takes at most one level per fragment (a shortest
-    /// derivation repeats no rule along a path), and never go past the
-    /// stack limit.
+    /// makes no call), an accepting state costs 0. Level 0 is a breadth-first
+    /// search over the reversed edges; each later level lowers the previous
+    /// one's distances from the call edges whose cost dropped (see the
+    /// body). The levels stop changing once the callees' starts do, which
+    /// takes at most one level per fragment (a shortest derivation repeats
+    /// no rule along a path), and never go past the stack limit. A lazy
+    /// called fragment takes part with its NFA's states (an epsilon edge
+    /// costs 0), its per-state results kept in its [`lazy::LazyRoom`].
     fn distances(&mut self) {
-        use std::cmp::Reverse;
-        use std::collections::BinaryHeap;
-        let base: Vec<u32> = self
+        use crate::dfa::nfa::Kind;
+        // The nodes: a fragment built whole has its DFA states; a lazy
+        // callee its NFA states (a DFA state's distance is then the least
+        // of its NFA states', [`lazy::LazyRoom`]).
+        let nodes: Vec<usize> = self
             .frags
             .iter()
-            .scan(0u32, |acc, f| {
+            .map(|f| match &f.dfa {
+                FragDfa::Lazy(l) if l.room.is_some() => l.dfa.nfa().len(),
+                _ => f.states(),
+            })
+            .collect();
+        let base: Vec<u32> = nodes
+            .iter()
+            .scan(0u32, |acc, &n| {
                 let b = *acc;
-                *acc += f.states() as u32;
+                *acc += n as u32;
                 Some(b)
             })
             .collect();
-        let total = self.frags.iter().map(Fragment::states).sum::<usize>();
-        // Reversed text edges (CSR) and reversed call edges.
+        let total = nodes.iter().sum::<usize>();
+        // Reversed edges (CSR by target; an NFA's epsilon edge, which reads
+        // nothing, is its source with the top bit set) and reversed calls.
+        const FREE: u32 = 1 << 31;
         let mut rev_off = vec![0u32; total + 1];
         let mut edges: Vec<(u32, u32)> = Vec::new();
         let mut calls: Vec<(u32, u32, u16)> = Vec::new();
         let mut targets: Vec<u32> = Vec::new();
+        let mut accepting: Vec<u32> = Vec::new();
+        let mut starts: Vec<u32> = Vec::new();
         for (f, fr) in self.frags.iter().enumerate() {
             let b0 = base[f];
-            // The fragment's own classes (the joint ones split them further).
-            let reps = match &fr.dfa {
-                FragDfa::Eager(d) => text_class_reps(&d.byte_classes()),
-                FragDfa::Lazy(_) => Vec::new(),
-            };
-            for s in 1..fr.states() as u32 {
-                // This state's distinct targets (a few; no global sort).
-                targets.clear();
-                for &b in &reps {
-                    let t = fr.next_eager(s, b);
-                    if t != 0 && targets.last() != Some(&t) {
-                        targets.push(t);
+            match &fr.dfa {
+                FragDfa::Lazy(l) if l.room.is_some() => {
+                    let nfa = l.dfa.nfa();
+                    starts.push(b0 + nfa.start());
+                    for (q, kind, es) in nfa.states() {
+                        match kind {
+                            Kind::Match => accepting.push(b0 + q),
+                            Kind::Eps => {
+                                edges.extend(es.iter().map(|e| (b0 + e.next, (b0 + q) | FREE)))
+                            }
+                            Kind::Bytes => {
+                                for e in es {
+                                    if e.lo < 0xF5 {
+                                        edges.push((b0 + e.next, b0 + q));
+                                    }
+                                    if (e.lo..=e.hi).contains(&CALL_MARKER) {
+                                        // `0xF8 hi lo`: a call of fragment
+                                        // `hi lo`, returning to where `lo` leads.
+                                        for (g, r) in lazy::marker_calls(nfa, e.next) {
+                                            if (g as usize) < self.frags.len() {
+                                                calls.push((b0 + r, b0 + q, g));
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
-                targets.sort_unstable();
-                targets.dedup();
-                edges.extend(targets.iter().map(|&t| (b0 + t, b0 + s)));
-                for &(g, r) in &fr.calls[s as usize] {
-                    calls.push((b0 + r, b0 + s, g));
+                _ => {
+                    starts.push(b0 + fr.start);
+                    // The fragment's own classes (the joint ones split them
+                    // further).
+                    let reps = match &fr.dfa {
+                        FragDfa::Eager(d) => text_class_reps(&d.byte_classes()),
+                        FragDfa::Lazy(_) => Vec::new(),
+                    };
+                    for s in 1..fr.states() as u32 {
+                        if fr.accepting[s as usize] {
+                            accepting.push(b0 + s);
+                        }
+                        // This state's distinct targets (a few; no global sort).
+                        targets.clear();
+                        for &b in &reps {
+                            let t = fr.next_eager(s, b);
+                            if t != 0 && targets.last() != Some(&t) {
+                                targets.push(t);
+                            }
+                        }
+                        targets.sort_unstable();
+                        targets.dedup();
+                        edges.extend(targets.iter().map(|&t| (b0 + t, b0 + s)));
+                        for &(g, r) in &fr.calls[s as usize] {
+                            calls.push((b0 + r, b0 + s, g));
+                        }
+                    }
                 }
             }
         }
@@ -566,30 +678,15 @@ impl Pda {
         for k in 0..total {
             call_off[k + 1] += call_off[k];
         }
-        let starts: Vec<u32> = self
-            .frags
-            .iter()
-            .zip(&base)
-            .map(|(f, &b)| b + f.start)
-            .collect();
-        let accepting: Vec<u32> = self
-            .frags
-            .iter()
-            .zip(&base)
-            .flat_map(|(f, &b)| {
-                (1..f.states() as u32)
-                    .filter(|&s| f.accepting[s as usize])
-                    .map(move |s| b + s)
-            })
-            .collect();
 
-        // Level 0 (no calls) is a breadth-first search over the text edges.
-        // Level `k` only lowers distances (a call costs its callee's start
-        // at level `k - 1`, never more than at `k - 2`), and only through
-        // call edges whose callee's start dropped: so each level starts
-        // from the previous one's distances and a Dijkstra is seeded with
-        // just those edges (a label-correcting search: every value stays
-        // the length of some path, and it stops where no edge lowers one).
+        // Level 0 (no calls) is a 0-1 breadth-first search over the text
+        // edges. Level `k` only lowers distances (a call costs its callee's
+        // start at level `k - 1`, never more than at `k - 2`), and only
+        // through call edges whose callee's start dropped: so each level
+        // starts from the previous one's distances and a Dijkstra is seeded
+        // with just those edges (a label-correcting search: every value
+        // stays the length of some path, and it stops where no edge lowers
+        // one).
         let mut d = vec![INF; total];
         let mut entries: Vec<(u32, u32, u32)> = Vec::new();
         let mut queue: std::collections::VecDeque<u32> = std::collections::VecDeque::new();
@@ -599,10 +696,15 @@ impl Pda {
         }
         while let Some(x) = queue.pop_front() {
             let x = x as usize;
-            for &p in &rev[rev_off[x] as usize..rev_off[x + 1] as usize] {
-                if d[p as usize] == INF {
-                    d[p as usize] = d[x] + 1;
-                    queue.push_back(p);
+            for &e in &rev[rev_off[x] as usize..rev_off[x + 1] as usize] {
+                let (p, w) = ((e & !FREE) as usize, u32::from(e & FREE == 0));
+                if d[x] + w < d[p] {
+                    d[p] = d[x] + w;
+                    if w == 0 {
+                        queue.push_front(p as u32);
+                    } else {
+                        queue.push_back(p as u32);
+                    }
                 }
             }
         }
@@ -617,7 +719,7 @@ impl Pda {
         let mut older_cost = vec![INF; starts.len()];
         let mut lw = Lowering {
             d,
-            heap: BinaryHeap::new(),
+            queue: Buckets::default(),
             touched_at: vec![0; total],
             touched: Vec::new(),
             level: 0,
@@ -632,13 +734,13 @@ impl Pda {
                     lw.lower(p, lw.d[r as usize].saturating_add(c));
                 }
             }
-            while let Some(Reverse((dx, x))) = lw.heap.pop() {
+            while let Some((dx, x)) = lw.queue.pop() {
                 let x = x as usize;
                 if dx > lw.d[x] {
                     continue;
                 }
-                for &p in &rev[rev_off[x] as usize..rev_off[x + 1] as usize] {
-                    lw.lower(p, dx + 1);
+                for &e in &rev[rev_off[x] as usize..rev_off[x + 1] as usize] {
+                    lw.lower(e & !FREE, dx + u32::from(e & FREE == 0));
                 }
                 for &(_, p, g) in &calls[call_off[x] as usize..call_off[x + 1] as usize] {
                     let c = start_cost[g as usize];
@@ -656,23 +758,49 @@ impl Pda {
                 *c = lw.d[s as usize];
             }
         }
-        // Per fragment state: its (room, distance) steps, by room.
-        entries.sort_unstable();
-        let mut at = 0;
+        // Per node: its (room, distance) steps, by room (a stable counting
+        // sort by node: the entries were made level by level).
+        let mut first = vec![0u32; total + 1];
+        for &(x, _, _) in &entries {
+            first[x as usize + 1] += 1;
+        }
+        for k in 0..total {
+            first[k + 1] += first[k];
+        }
+        let mut by_node = vec![(0u32, 0u32); entries.len()];
+        let mut fill = first.clone();
+        for &(x, level, c) in &entries {
+            by_node[fill[x as usize] as usize] = (level, c);
+            fill[x as usize] += 1;
+        }
+        drop(entries);
         for (f, fr) in self.frags.iter_mut().enumerate() {
-            let b0 = base[f];
-            let n = fr.states();
-            fr.room_off = vec![0; n + 1];
-            fr.room_steps.clear();
-            for s in 0..n as u32 {
-                while at < entries.len() && entries[at].0 == b0 + s {
-                    fr.room_steps.push((entries[at].1, entries[at].2));
-                    at += 1;
+            let (b0, n) = (base[f] as usize, nodes[f]);
+            let lo = first[b0] as usize;
+            let off: Vec<u32> = first[b0..=b0 + n].iter().map(|&o| o - lo as u32).collect();
+            let steps = by_node[lo..first[b0 + n] as usize].to_vec();
+            match &mut fr.dfa {
+                FragDfa::Lazy(l) if l.room.is_some() => {
+                    let room = l.room.as_mut().expect("a callee");
+                    room.nfa_off = off;
+                    room.nfa_steps = steps;
                 }
-                fr.room_off[s as usize + 1] = fr.room_steps.len() as u32;
-                let steps = &fr.room_steps[fr.room_off[s as usize] as usize..];
-                fr.need[s as usize] = steps.first().map_or(INF, |x| x.0);
-                fr.dist[s as usize] = steps.last().map_or(INF, |x| x.1);
+                _ => {
+                    for s in 0..n {
+                        let st = &steps[off[s] as usize..off[s + 1] as usize];
+                        fr.need[s] = st.first().map_or(INF, |x| x.0);
+                        fr.dist[s] = st.last().map_or(INF, |x| x.1);
+                    }
+                    fr.room_off = off;
+                    fr.room_steps = steps;
+                }
+            }
+        }
+        // A lazy callee's start, with its distances now known.
+        for fr in &mut self.frags {
+            if matches!(&fr.dfa, FragDfa::Lazy(l) if l.room.is_some()) {
+                let start = fr.start;
+                fr.ensure(start);
             }
         }
     }
@@ -680,6 +808,11 @@ impl Pda {
     /// Number of fragments.
     pub fn fragment_count(&self) -> usize {
         self.frags.len()
+    }
+
+    /// Number of fragments determinized on demand.
+    pub fn lazy_fragment_count(&self) -> usize {
+        self.frags.iter().filter(|f| f.is_lazy()).count()
     }
 
     /// The rule names of the fragments (`root` first).

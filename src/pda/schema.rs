@@ -19,12 +19,18 @@
 use super::lazy::{LazyBody, LAZY_MARKER};
 use super::{Body, BuildError, Limits, OwnedBody, Pda};
 use crate::dfa::{ByteDfa, DfaConfig, DfaError, NEST_LIMIT};
+use crate::grammar::gbnf::lower::CALL_MARKER;
 use crate::schema::regex::ANY_VALUE;
 use crate::schema::{Pointer, SchemaError, SchemaOptions};
 use crate::CompileError;
 
 /// Stacks one configuration holds at most (as GBNF's default).
 const MAX_STACKS: usize = 256;
+
+/// A called fragment is determinized on demand when its text is longer than
+/// this many bytes per state of [`DfaConfig::lazy_threshold`] (8 KiB at the
+/// default 128 states; never when the threshold is off).
+const LAZY_CALLEE_BYTES_PER_STATE: usize = 4;
 
 /// Builds the pushdown automaton of a schema's fragments (`names[0]` is the
 /// document; `bodies` are regex texts with call markers).
@@ -41,6 +47,29 @@ pub(crate) fn build(
         Some(Some(text)) => lazy_body(text, names.len(), opts, config)?,
         _ => None,
     };
+    // Large called fragments (a Kubernetes schema's `PodSpec`: thousands
+    // of states built whole, most never visited) are determinized on
+    // demand too ([`super::lazy`]); the shared "any JSON value" fragment is
+    // built whole (its frames' masks are shared by state number).
+    // With a size limit below its default, called fragments are built whole,
+    // so that one past the limit is refused at compile time (as
+    // [`crate::dfa::LIMIT_CHECK_STATES`] does for one DFA; the compiler's
+    // shared definitions fall back on it).
+    let d = DfaConfig::default();
+    let small_limit = config.dfa_size_limit < d.dfa_size_limit
+        || config.determinize_size_limit < d.determinize_size_limit;
+    let callee_min = match config.lazy_threshold() {
+        Some(n) if !small_limit => n.saturating_mul(LAZY_CALLEE_BYTES_PER_STATE),
+        _ => usize::MAX,
+    };
+    let lazy_callees: Vec<bool> = names
+        .iter()
+        .zip(bodies)
+        .enumerate()
+        .map(|(i, (name, body))| {
+            i > 0 && name != ANY_VALUE && body.as_ref().is_some_and(|t| t.len() > callee_min)
+        })
+        .collect();
     let mut parsed = Vec::with_capacity(bodies.len());
     let mut size = 0;
     for (i, body) in bodies.iter().enumerate() {
@@ -63,10 +92,26 @@ pub(crate) fn build(
             opts.max_stack_depth, opts.max_stack_depth
         ),
     };
-    let mut built = Pda::build_with(names, &refs(&parsed), &limits, size, config, lazy_doc);
+    let mut built = Pda::build_with(
+        names,
+        &refs(&parsed),
+        &limits,
+        size,
+        config,
+        lazy_doc,
+        &lazy_callees,
+    );
     if let (Err(BuildError::NotLazy), Some(Some(text))) = (&built, bodies.first()) {
         parsed[0] = Some(parse_fragment(text, opts, config)?);
-        built = Pda::build_with(names, &refs(&parsed), &limits, size, config, None);
+        built = Pda::build_with(
+            names,
+            &refs(&parsed),
+            &limits,
+            size,
+            config,
+            None,
+            &lazy_callees,
+        );
     }
     let mut pda = built.map_err(|e| match e {
         BuildError::Empty => SchemaError::Empty {
@@ -209,6 +254,43 @@ fn e_offset(e: &regex_syntax::Error) -> usize {
 }
 
 impl Pda {
+    /// The fragments a lazy callee may call before reading a byte: its
+    /// NFA searched from the start through epsilon edges and the calls of
+    /// fragments whose shortest text is empty.
+    fn lazy_first_calls(&self, l: &super::lazy::LazyDoc) -> Vec<usize> {
+        use crate::dfa::nfa::Kind;
+        let nfa = l.dfa.nfa();
+        let mut out = Vec::new();
+        let mut seen = vec![false; nfa.len()];
+        let mut todo = vec![nfa.start()];
+        while let Some(q) = todo.pop() {
+            if std::mem::replace(&mut seen[q as usize], true) {
+                continue;
+            }
+            match nfa.kind(q) {
+                Kind::Eps => todo.extend(nfa.edges(q).iter().map(|e| e.next)),
+                Kind::Bytes => {
+                    for e in nfa.edges(q) {
+                        if !(e.lo..=e.hi).contains(&CALL_MARKER) {
+                            continue;
+                        }
+                        for (g, r) in super::lazy::marker_calls(nfa, e.next) {
+                            let Some(c) = self.frags.get(g as usize) else {
+                                continue;
+                            };
+                            out.push(g as usize);
+                            if c.dist[c.start as usize] == 0 {
+                                todo.push(r);
+                            }
+                        }
+                    }
+                }
+                Kind::Match => {}
+            }
+        }
+        out
+    }
+
     /// A fragment that can call into its own cycle before any byte is read
     /// (calls at states reached from its start through nullable callees
     /// only), when there is one.
@@ -219,8 +301,11 @@ impl Pda {
             .map(|f| {
                 let fr = &self.frags[f];
                 let mut out = Vec::new();
-                if fr.is_lazy() {
-                    // The lazy document is never called: in no cycle.
+                if let super::FragDfa::Lazy(l) = &fr.dfa {
+                    if l.room.is_some() {
+                        out = self.lazy_first_calls(l);
+                    }
+                    // (The lazy document is never called: in no cycle.)
                     return out;
                 }
                 let mut seen = vec![false; fr.accepting.len()];

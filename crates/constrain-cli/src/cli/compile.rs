@@ -54,6 +54,7 @@ pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
         let v = serde_json::json!({
             "dfa_states": cs.dfa_states,
             "fragments": cs.fragments,
+            "lazy_fragments": cs.lazy_fragments,
             "index_states": st.states,
             "distinct_masks": st.distinct_masks,
             "byte_classes": st.byte_classes,
