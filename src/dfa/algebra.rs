@@ -21,7 +21,7 @@
 //! text exponentially, so the second is the one that matters.
 
 use super::{ByteDfa, DfaConfig, DfaError};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// How two languages are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,19 +264,19 @@ impl Product {
         edges.push(BTreeMap::new());
         edges[start].insert(0, String::new());
         let mut alive: Vec<bool> = vec![true; n + 2];
-        loop {
-            // The state with the fewest in × out edges.
-            let mut incoming: Vec<Vec<usize>> = vec![Vec::new(); n + 2];
-            for (p, e) in edges.iter().enumerate() {
-                if !alive[p] {
-                    continue;
-                }
-                for &q in e.keys() {
-                    if q != p {
-                        incoming[q].push(p);
-                    }
+        // Per node, the other nodes with an edge into it (kept up to date
+        // as states are eliminated: rebuilding it per elimination was
+        // quadratic, most of a large product's time).
+        let mut incoming: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n + 2];
+        for (p, e) in edges.iter().enumerate() {
+            for &q in e.keys() {
+                if q != p {
+                    incoming[q].insert(p);
                 }
             }
+        }
+        loop {
+            // The state with the fewest in × out edges.
             let pick = (0..n)
                 .filter(|&k| alive[k])
                 .min_by_key(|&k| incoming[k].len() * edges[k].len());
@@ -284,7 +284,7 @@ impl Product {
             let looped = edges[k].remove(&k).map(|l| star(&l));
             let outs: Vec<(usize, String)> =
                 edges[k].iter().map(|(q, r)| (*q, r.clone())).collect();
-            for &p in &incoming[k] {
+            for p in std::mem::take(&mut incoming[k]) {
                 let Some(into) = edges[p].remove(&k) else {
                     continue;
                 };
@@ -298,10 +298,16 @@ impl Product {
                         return Err(AlgebraError::TooLong { limit: max_len });
                     }
                     add_alt(&mut edges[p], *q, r);
+                    if *q != p {
+                        incoming[*q].insert(p);
+                    }
                     if edges[p][q].len() > max_len {
                         return Err(AlgebraError::TooLong { limit: max_len });
                     }
                 }
+            }
+            for (q, _) in &outs {
+                incoming[*q].remove(&k);
             }
             edges[k].clear();
             alive[k] = false;
