@@ -335,9 +335,20 @@ fn budget_never_cuts_a_recursive_structure() {
 #[test]
 fn left_recursion_is_refused_by_name() {
     let (v, _) = tiny_vocab();
-    let s = json!({"anyOf": [{"$ref": "#"}, {"type": "null"}]});
-    let e = compile(&v, &s, opts(8)).unwrap_err();
-    assert!(e.to_string().contains("left recursion"), "{e}");
+    let direct = json!({"anyOf": [{"$ref": "#"}, {"type": "null"}]});
+    // In a called fragment: `b` calls itself before any text.
+    let through = json!({
+        "$ref": "#/$defs/b",
+        "$defs": {"b": {"anyOf": [{"$ref": "#/$defs/b"}, {"type": "integer"}]}}
+    });
+    for s in [direct, through] {
+        for (how, config) in both_builds() {
+            match compile_with(&v, &s, opts(8), config) {
+                Err(e) => assert!(e.to_string().contains("left recursion"), "{how}: {e}"),
+                Ok(_) => panic!("{how}: {s} compiled"),
+            }
+        }
+    }
 }
 
 #[test]

@@ -28,8 +28,8 @@ use crate::CompileError;
 const MAX_STACKS: usize = 256;
 
 /// A called fragment is determinized on demand when its text is longer than
-/// this many bytes per state of [`DfaConfig::lazy_threshold`] (8 KiB at the
-/// default 128 states; never when the threshold is off).
+/// this many bytes per state of [`DfaConfig::lazy_threshold`] (512 bytes at
+/// the default 128 states; never when the threshold is off).
 const LAZY_CALLEE_BYTES_PER_STATE: usize = 4;
 
 /// Builds the pushdown automaton of a schema's fragments (`names[0]` is the
@@ -50,8 +50,8 @@ pub(crate) fn build(
     // Large called fragments (a Kubernetes schema's `PodSpec`: thousands
     // of states built whole, most never visited) are determinized on
     // demand too ([`super::lazy`]); the shared "any JSON value" fragment is
-    // built whole (its frames' masks are shared by state number).
-    // With a size limit below its default, called fragments are built whole,
+    // built whole (its frames' masks are shared by state number). With a
+    // size limit below its default, called fragments are built whole,
     // so that one past the limit is refused at compile time (as
     // [`crate::dfa::LIMIT_CHECK_STATES`] does for one DFA; the compiler's
     // shared definitions fall back on it).
