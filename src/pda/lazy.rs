@@ -77,7 +77,7 @@ pub(crate) struct LazyBody {
 
 /// A lazy fragment's automaton and what was filled per state.
 #[derive(Debug)]
-pub(crate) struct LazyDoc {
+pub(crate) struct LazyFrag {
     pub dfa: LazyDfa,
     pub(super) markers: Markers,
     /// Per state: calls and text bytes filled.
@@ -234,7 +234,7 @@ impl Fragment {
             &Markers::Long(nfrags) => {
                 let m = l.dfa.next(s, CALL_MARKER);
                 if m != 0 {
-                    for g in 0..nfrags.min(u16::MAX as usize + 1) as u16 {
+                    for g in (0..nfrags.min(1 << 16)).map(|g| g as u16) {
                         let [hi, lo] = g.to_be_bytes();
                         let h = l.dfa.next(m, hi);
                         let r = if h == 0 { 0 } else { l.dfa.next(h, lo) };
@@ -327,7 +327,7 @@ impl Pda {
         Some(Fragment {
             name: name.to_string(),
             start,
-            dfa: FragDfa::Lazy(Box::new(LazyDoc {
+            dfa: FragDfa::Lazy(Box::new(LazyFrag {
                 dfa,
                 markers: Markers::Long(nfrags),
                 filled: vec![false],
@@ -378,7 +378,7 @@ impl Pda {
         };
         let f = &mut self.frags[0];
         f.start = dfa.start();
-        f.dfa = FragDfa::Lazy(Box::new(LazyDoc {
+        f.dfa = FragDfa::Lazy(Box::new(LazyFrag {
             dfa,
             markers: Markers::Short(body.markers),
             filled: vec![false],

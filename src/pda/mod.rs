@@ -134,7 +134,7 @@ pub(crate) struct Fragment {
 #[derive(Debug)]
 pub(crate) enum FragDfa {
     Eager(ByteDfa),
-    Lazy(Box<lazy::LazyDoc>),
+    Lazy(Box<lazy::LazyFrag>),
 }
 
 impl Fragment {

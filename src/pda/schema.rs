@@ -257,7 +257,7 @@ impl Pda {
     /// The fragments a lazy callee may call before reading a byte: its
     /// NFA searched from the start through epsilon edges and the calls of
     /// fragments whose shortest text is empty.
-    fn lazy_first_calls(&self, l: &super::lazy::LazyDoc) -> Vec<usize> {
+    fn lazy_first_calls(&self, l: &super::lazy::LazyFrag) -> Vec<usize> {
         use crate::dfa::nfa::Kind;
         let nfa = l.dfa.nfa();
         let mut out = Vec::new();
