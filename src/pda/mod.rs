@@ -276,7 +276,7 @@ impl Buckets {
             }
             self.cur += 1;
         }
-        self.cur = 0;
+        // (No rewind: a push below `cur` lowers it.)
         self.far.pop().map(|std::cmp::Reverse(p)| p)
     }
 }
