@@ -10,7 +10,12 @@
 //! regex-automata's compiler does: literals as byte-range chains, classes as
 //! one sparse state over their UTF-8 sequences (suffixes shared),
 //! alternations and repetitions as unions. A counted repetition compiles its
-//! piece once and copies its states for the other copies. The NFA's language is the pattern's (tested
+//! piece once and copies its states for the other copies, and so does a
+//! group whose text repeats an earlier group's (a schema's regex writes the
+//! "any JSON value" of every free-form property, and each `$ref`'d
+//! definition at each use, in full): the parser reads it once
+//! ([`Sink::share_groups`]) and its states are copied for every later use.
+//! The NFA's language is the pattern's (tested
 //! against regex-syntax's NFA on MaskBench patterns and by property tests);
 //! greediness is not kept, since the determinizer keeps every thread.
 //!
@@ -53,6 +58,7 @@ pub(super) fn parse_nfa_with(
         kids: Vec::with_capacity(n / 2 + 16),
         ordered,
         raw_bytes,
+        shared: Default::default(),
     };
     let root = parse_into(pattern, &mut tree)?;
     Some(tree.compile(root, size_limit, n))
@@ -110,6 +116,10 @@ struct Tree {
     ordered: bool,
     /// Whether `(?-u:\xHH...)` is read ([`parse_nfa_with`]).
     raw_bytes: bool,
+    /// The nodes that stand for more than one group of the pattern (its
+    /// groups of equal text share a node, [`Sink::share_groups`]): each is
+    /// compiled once and its states copied for its other uses.
+    shared: std::collections::HashSet<u32, foldhash::fast::RandomState>,
 }
 
 impl Tree {
@@ -175,6 +185,14 @@ impl Sink for Tree {
         self.raw_bytes.then(|| self.literal(bytes))
     }
 
+    fn share_groups(&self) -> bool {
+        true
+    }
+
+    fn reused(&mut self, n: &u32) {
+        self.shared.insert(*n);
+    }
+
     fn list(&mut self, sep: u32, item: u32) -> Option<u32> {
         if !self.ordered {
             return None;
@@ -217,6 +235,9 @@ struct Emitter<'t> {
     /// Per class emission, the byte-range states by (range, next): UTF-8
     /// sequences of one class share their suffixes.
     suffixes: HashMap<(u8, u8, u32), u32, foldhash::fast::RandomState>,
+    /// Per shared node ([`Tree::shared`]) compiled so far, its last
+    /// compilation, which its next use copies ([`Copies`]).
+    copies: HashMap<u32, Copies, foldhash::fast::RandomState>,
 }
 
 /// `a + b` where `u32::MAX` is "never" (unreachable stays unreachable).
@@ -231,6 +252,7 @@ impl Tree {
             b: Builder::with_distances(size_limit.unwrap_or(usize::MAX), len),
             minlen: self.minlen(),
             suffixes: HashMap::default(),
+            copies: HashMap::default(),
         };
         let p = e.emit(root, 0)?;
         let m = e.b.add(Kind::Match, &[], 0)?;
@@ -277,6 +299,20 @@ impl Emitter<'_> {
     /// the fewest (so every state's distance is known when it is added: a
     /// piece is left only through its exit).
     fn emit(&mut self, n: u32, tail: u32) -> Result<Piece, TooBig> {
+        if self.tree.shared.contains(&n) {
+            let mut c = self
+                .copies
+                .remove(&n)
+                .unwrap_or(Copies { sub: n, last: None });
+            let q = c.next_with(self, tail, Self::emit_node);
+            self.copies.insert(n, c);
+            return q;
+        }
+        self.emit_node(n, tail)
+    }
+
+    /// [`Emitter::emit`], compiling `n` itself.
+    fn emit_node(&mut self, n: u32, tail: u32) -> Result<Piece, TooBig> {
         match self.tree.nodes[n as usize] {
             Node::Empty => self.empty(tail),
             Node::Literal { at, len } => {
@@ -596,6 +632,16 @@ struct Copies {
 
 impl Copies {
     fn next(&mut self, e: &mut Emitter<'_>, tail: u32) -> Result<Piece, TooBig> {
+        self.next_with(e, tail, Emitter::emit)
+    }
+
+    /// [`Copies::next`], compiling the first copy with `emit`.
+    fn next_with<'t>(
+        &mut self,
+        e: &mut Emitter<'t>,
+        tail: u32,
+        emit: fn(&mut Emitter<'t>, u32, u32) -> Result<Piece, TooBig>,
+    ) -> Result<Piece, TooBig> {
         let (states, q) = match self.last.take() {
             // (A copy's distances are its original's moved: not from or to
             // "unreachable", which has no distance to move.)
@@ -611,7 +657,7 @@ impl Copies {
             }
             _ => {
                 let s0 = e.b.len();
-                let q = e.emit(self.sub, tail)?;
+                let q = emit(e, self.sub, tail)?;
                 (s0..e.b.len(), q)
             }
         };
@@ -623,6 +669,7 @@ impl Copies {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dfa::parse::SHARED_GROUP_MIN;
     use crate::dfa::{first_difference, ByteDfa, DfaConfig};
     use proptest::prelude::*;
 
@@ -638,12 +685,27 @@ mod tests {
             return;
         };
         let mut nfa = nfa.expect("no size limit");
-        let given = nfa
+        let mut given = nfa
             .take_distances()
             .expect("the direct compiler keeps distances");
+        let mut searched = crate::dfa::determinize::nfa_distances(&nfa);
+        // Compared where the start reaches: a state only an empty class
+        // leads to (`[^\x00-\x{10FFFF}]x`) is compiled as if it could not
+        // reach the match, and nothing reads it.
+        let mut seen = vec![false; nfa.len()];
+        let mut stack = vec![nfa.start()];
+        while let Some(q) = stack.pop() {
+            if !std::mem::replace(&mut seen[q as usize], true) {
+                stack.extend(nfa.edges(q).iter().map(|e| e.next));
+            }
+        }
+        for (q, reached) in seen.iter().enumerate() {
+            if !reached {
+                (given[q], searched[q]) = (0, 0);
+            }
+        }
         assert_eq!(
-            given,
-            crate::dfa::determinize::nfa_distances(&nfa),
+            given, searched,
             "pattern {p:?}: distances kept while compiling differ from a search's"
         );
         let config = DfaConfig {
@@ -772,6 +834,75 @@ mod tests {
     fn the_size_limit_is_an_error() {
         let p = "(?:abcdefgh){1000}";
         assert!(matches!(parse_nfa(p, Some(1000), false), Some(Err(_))));
+    }
+
+    /// Whether compiling `p` reuses a group's node for a later group of the
+    /// same text.
+    fn shares_groups(p: &str) -> bool {
+        let mut tree = Tree {
+            ordered: true,
+            ..Tree::default()
+        };
+        parse_into(p, &mut tree).expect("in the subset");
+        !tree.shared.is_empty()
+    }
+
+    #[test]
+    fn groups_of_equal_text_compile_once_to_the_same_language() {
+        // 50 bytes and more, so shared.
+        let g = r#"(?:"(?:[^"\\\x00-\x1F]|\\["\\bfnrt])*"|-?(?:0|[1-9][0-9]{0,3})|null)"#;
+        assert!(g.len() >= SHARED_GROUP_MIN, "{g}");
+        let dead = r"[^\x00-\x{10FFFF}]";
+        for p in [
+            format!("{g}{g}"),
+            format!("{g},{g}x|{g}"),
+            format!("(?:{g}|ab){{2,4}}{g}"),
+            format!("\\[(?:{g}(?:,{g})*)?\\]"),
+            format!("(?:(?:(?:{g})))x{g}"),
+            format!("(?:{g}{dead}|y){g}"),
+            format!("{g}{dead}|{g}z"),
+            format!("(?&,|a{g}|b{g}|{g})"),
+            format!("(?*,|{g})z{g}"),
+        ] {
+            assert!(shares_groups(&p), "{p}");
+            same_language_as(&p, true);
+        }
+        // Shorter groups are read each time.
+        assert!(!shares_groups("(?:ab|cd)(?:ab|cd)"));
+        // Shared at any depth, up to where the nesting limit would refuse
+        // the group read again.
+        let nest = |d: usize, x: &str| format!("{}{x}{}", "(?:".repeat(d), ")".repeat(d));
+        assert!(shares_groups(&format!("{}{g}", nest(5, g))));
+        assert!(shares_groups(&format!("{g}{}", nest(5, g))));
+        // g nests 2 levels: at depth 198 it still fits the 200 allowed, as
+        // when read again; one deeper, the pattern is refused as it was.
+        let max = super::super::parse::MAX_DEPTH as usize;
+        assert!(shares_groups(&format!("{g}{}", nest(max - 2, g))));
+        assert!(parse_nfa(&format!("{g}{}", nest(max - 1, g)), None, true).is_none());
+        assert!(parse_nfa(&nest(max - 1, g), None, true).is_none());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn repeated_long_groups_compile_to_the_same_language(
+            g in crate::dfa::parse::tests::pattern(),
+            h in crate::dfa::parse::tests::pattern(),
+            shape in 0..5usize,
+        ) {
+            // Padded to the shared length, so every use after the first is
+            // a copy.
+            let g = format!("(?:{g}|{})", "q".repeat(SHARED_GROUP_MIN));
+            let p = match shape {
+                0 => format!("{g}{h}{g}"),
+                1 => format!("(?:{g}|{h}){{1,3}}{g}"),
+                2 => format!("(?:{h}{g})*{g}?"),
+                3 => format!("{g}|x{g}y|{h}"),
+                _ => format!("(?&,|{g}|{h}{g})"),
+            };
+            prop_assert!(shares_groups(&p), "{:?}", p);
+            same_language_as(&p, true);
+        }
     }
 
     proptest! {

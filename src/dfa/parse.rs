@@ -26,7 +26,7 @@ use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Re
 
 /// Deepest group nesting parsed here (deeper patterns go to regex-syntax,
 /// which applies the configured nest limit).
-const MAX_DEPTH: u32 = 200;
+pub(super) const MAX_DEPTH: u32 = 200;
 
 /// The [`Hir`] of `pattern` (Unicode mode, no flags), equal to
 /// regex-syntax's, or `None` when the pattern is outside the subset.
@@ -36,11 +36,14 @@ pub(super) fn parse(pattern: &str) -> Option<Hir> {
 
 /// Reads `pattern` into `sink`'s nodes; `None` outside the subset.
 pub(super) fn parse_into<S: Sink>(pattern: &str, sink: &mut S) -> Option<S::Node> {
+    let groups = sink.share_groups().then(|| Groups::new(pattern.as_bytes()));
     let mut p = Parser {
         s: pattern.as_bytes(),
         pos: 0,
         depth: 0,
         sink,
+        groups,
+        deepest: 0,
     };
     let node = p.alternation()?;
     (p.pos == p.s.len()).then_some(node)
@@ -50,7 +53,7 @@ pub(super) fn parse_into<S: Sink>(pattern: &str, sink: &mut S) -> Option<S::Node
 /// NFA compiler and the equality tests) or the compact tree
 /// [`parse_nfa`] compiles to an NFA itself.
 pub(super) trait Sink {
-    type Node;
+    type Node: Clone;
     fn literal(&mut self, bytes: Box<[u8]>) -> Self::Node;
     fn class(&mut self, cls: ClassUnicode) -> Self::Node;
     fn concat(&mut self, items: Vec<Self::Node>) -> Self::Node;
@@ -82,6 +85,123 @@ pub(super) trait Sink {
     /// take it.
     fn raw_bytes(&mut self, _bytes: Box<[u8]>) -> Option<Self::Node> {
         None
+    }
+    /// Whether a group whose text equals an earlier group's may be given
+    /// that group's node (the parser then reads it once: the result is a
+    /// DAG). [`Sink::reused`] hears of every such node.
+    fn share_groups(&self) -> bool {
+        false
+    }
+    /// `n`, built for an earlier group, stands for a later group of the
+    /// same text too.
+    fn reused(&mut self, _n: &Self::Node) {}
+}
+
+/// Groups shorter than this are read each time (their text is cheaper to
+/// parse than to look up).
+pub(super) const SHARED_GROUP_MIN: usize = 48;
+
+/// The groups of a pattern read so far, by text, for [`Sink::share_groups`]:
+/// a schema's regex repeats whole subpatterns (the "any JSON value" of
+/// every free-form property, a `$ref`'d definition at each use), and each
+/// is read once.
+struct Groups<N> {
+    /// Per `(`, in order, the position just past the `)` that closes it,
+    /// as a scan that knows escapes and classes finds it (a candidate: a
+    /// group is shared only when its text equals, byte for byte, the text
+    /// an earlier group was actually read from).
+    spans: Vec<(u32, u32)>,
+    /// The first entry of `spans` not before the parser.
+    cursor: usize,
+    /// Groups read, by their text's hash.
+    read: HashMap<u64, Vec<Read<N>>, foldhash::fast::FixedState>,
+}
+
+/// A group read, for [`Groups`].
+struct Read<N> {
+    /// Where its text starts, and its length.
+    at: u32,
+    len: u32,
+    /// How many levels of groups it nests, itself included.
+    levels: u32,
+    node: N,
+}
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+
+impl<N: Clone> Groups<N> {
+    fn new(s: &[u8]) -> Groups<N> {
+        let mut spans: Vec<(u32, u32)> = Vec::new();
+        let mut open: Vec<usize> = Vec::new();
+        let mut i = 0;
+        while i < s.len() {
+            match s[i] {
+                b'\\' => i += 1,
+                b'[' => {
+                    // To the class's `]` (a leading `]` or `^]` is literal;
+                    // nested classes counted).
+                    i += 1;
+                    if s.get(i) == Some(&b'^') {
+                        i += 1;
+                    }
+                    if s.get(i) == Some(&b']') {
+                        i += 1;
+                    }
+                    let mut nest = 1;
+                    while i < s.len() {
+                        match s[i] {
+                            b'\\' => i += 1,
+                            b'[' => nest += 1,
+                            b']' => {
+                                nest -= 1;
+                                if nest == 0 {
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
+                        i += 1;
+                    }
+                }
+                b'(' => {
+                    open.push(spans.len());
+                    spans.push((i as u32, u32::MAX));
+                }
+                b')' => {
+                    if let Some(k) = open.pop() {
+                        spans[k].1 = i as u32 + 1;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        spans.retain(|&(a, b)| b != u32::MAX && (b - a) as usize >= SHARED_GROUP_MIN);
+        Groups {
+            spans,
+            cursor: 0,
+            read: HashMap::default(),
+        }
+    }
+
+    /// The candidate text of the group opening at `pos`, if long enough.
+    fn span(&mut self, pos: usize) -> Option<(u32, u32)> {
+        while self
+            .spans
+            .get(self.cursor)
+            .is_some_and(|x| (x.0 as usize) < pos)
+        {
+            self.cursor += 1;
+        }
+        self.spans
+            .get(self.cursor)
+            .filter(|x| x.0 as usize == pos)
+            .copied()
+    }
+
+    fn hash(s: &[u8]) -> u64 {
+        foldhash::fast::FixedState::default().hash_one(s)
     }
 }
 
@@ -123,6 +243,10 @@ struct Parser<'a, S: Sink> {
     pos: usize,
     depth: u32,
     sink: &'a mut S,
+    /// With [`Sink::share_groups`], the groups read so far.
+    groups: Option<Groups<S::Node>>,
+    /// The deepest nesting reached so far.
+    deepest: u32,
 }
 
 /// One branch's items, literal characters gathered as the translator does.
@@ -240,38 +364,7 @@ impl<S: Sink> Parser<'_, S> {
                 cur.push(h, self.sink);
             }
             b'(' => {
-                let ordered = self.s[self.pos..].starts_with(super::ordered::OPEN.as_bytes());
-                let list = self.s[self.pos..].starts_with(super::ordered::LIST_OPEN.as_bytes());
-                if !(ordered || list || self.s[self.pos..].starts_with(b"(?:"))
-                    || self.depth >= MAX_DEPTH
-                {
-                    return None;
-                }
-                self.pos += 3;
-                self.depth += 1;
-                let h = if ordered {
-                    let mut items = self.branches()?;
-                    if items.len() < 2 {
-                        return None;
-                    }
-                    let sep = items.remove(0);
-                    self.sink.ordered(sep, items)?
-                } else if list {
-                    let mut parts = self.branches()?;
-                    if parts.len() != 2 {
-                        return None;
-                    }
-                    let item = parts.pop()?;
-                    let sep = parts.pop()?;
-                    self.sink.list(sep, item)?
-                } else {
-                    self.alternation()?
-                };
-                self.depth -= 1;
-                if self.peek() != Some(b')') {
-                    return None;
-                }
-                self.pos += 1;
+                let h = self.group()?;
                 cur.push(h, self.sink);
             }
             b'[' => {
@@ -308,6 +401,87 @@ impl<S: Sink> Parser<'_, S> {
             }
         }
         Some(())
+    }
+
+    /// A group `(?:...)`, `(?&...)` or `(?*...)` (at its `(`), or the node
+    /// of an earlier group of the same text ([`Sink::share_groups`]).
+    fn group(&mut self) -> Option<S::Node> {
+        let start = self.pos;
+        let mut key = None;
+        if let Some(g) = &mut self.groups {
+            if let Some((a, b)) = g.span(start) {
+                let text = &self.s[a as usize..b as usize];
+                let h = Groups::<S::Node>::hash(text);
+                // Nested no deeper here than MAX_DEPTH allows (as if read
+                // again).
+                let depth = self.depth;
+                let found = g.read.get(&h).and_then(|v| {
+                    v.iter().find(|r| {
+                        r.len == b - a
+                            && depth + r.levels <= MAX_DEPTH
+                            && &self.s[r.at as usize..(r.at + r.len) as usize] == text
+                    })
+                });
+                if let Some(r) = found {
+                    let n = r.node.clone();
+                    self.pos += r.len as usize;
+                    self.deepest = self.deepest.max(depth + r.levels);
+                    self.sink.reused(&n);
+                    return Some(n);
+                }
+                key = Some(h);
+            }
+        }
+        let outer = std::mem::replace(&mut self.deepest, self.depth);
+        let h = self.group_read()?;
+        let levels = self.deepest - self.depth;
+        self.deepest = self.deepest.max(outer);
+        if let (Some(k), Some(g)) = (key, &mut self.groups) {
+            let len = (self.pos - start) as u32;
+            g.read.entry(k).or_default().push(Read {
+                at: start as u32,
+                len,
+                levels,
+                node: h.clone(),
+            });
+        }
+        Some(h)
+    }
+
+    /// [`Parser::group`] read from its text.
+    fn group_read(&mut self) -> Option<S::Node> {
+        let ordered = self.s[self.pos..].starts_with(super::ordered::OPEN.as_bytes());
+        let list = self.s[self.pos..].starts_with(super::ordered::LIST_OPEN.as_bytes());
+        if !(ordered || list || self.s[self.pos..].starts_with(b"(?:")) || self.depth >= MAX_DEPTH {
+            return None;
+        }
+        self.pos += 3;
+        self.depth += 1;
+        self.deepest = self.deepest.max(self.depth);
+        let h = if ordered {
+            let mut items = self.branches()?;
+            if items.len() < 2 {
+                return None;
+            }
+            let sep = items.remove(0);
+            self.sink.ordered(sep, items)?
+        } else if list {
+            let mut parts = self.branches()?;
+            if parts.len() != 2 {
+                return None;
+            }
+            let item = parts.pop()?;
+            let sep = parts.pop()?;
+            self.sink.list(sep, item)?
+        } else {
+            self.alternation()?
+        };
+        self.depth -= 1;
+        if self.peek() != Some(b')') {
+            return None;
+        }
+        self.pos += 1;
+        Some(h)
     }
 
     /// The next (unescaped) character.

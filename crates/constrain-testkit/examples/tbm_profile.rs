@@ -2,7 +2,10 @@
 //! schema, how many token steps took more than 20 µs, with a histogram of
 //! those (a development aid for TBM p99):
 //! `cargo run --release --example tbm_profile -- FILE...`; `VERBOSE=1` also
-//! prints each slow step with the text before it and its token.
+//! prints each slow step with the text before it and its token; `PASSES=N`
+//! walks the files N times (each compiled afresh) and reports the last pass
+//! only, so the vocabulary's one-time tries (plain levels, byte chains,
+//! string bodies: built once per process, as in a full run) are warm.
 //! Reads `$CONSTRAIN_HOME/tokenizer.json` (default `~/.cache/constrain`).
 use constrain::matcher::Matcher;
 use constrain::schema::Whitespace;
@@ -38,6 +41,34 @@ fn main() {
     cfg.schema.whitespace = Whitespace::Flexible { max: 2 };
     cfg.index.threads = 1;
     let verbose = std::env::var_os("VERBOSE").is_some();
+    let passes: usize = std::env::var("PASSES")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    for _ in 1..passes {
+        for f in &files {
+            let Ok(cases) = load_file(std::path::Path::new(f)) else {
+                continue;
+            };
+            for case in cases {
+                let Ok((index, _)) = compile_case(&case.schema, &vocab, &cfg) else {
+                    continue;
+                };
+                for inst in &case.instances {
+                    let Ok(toks) = tok.encode(&python_dumps(&inst.data)) else {
+                        continue;
+                    };
+                    let mut g = Matcher::from_index(index.clone());
+                    for &t in &toks {
+                        if !(g.allowed().contains(t) && g.advance(t).is_ok()) {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
     let (mut all_slow, mut all_tokens, mut slow_us) = (0usize, 0usize, 0.0f64);
     // Slow steps by 10 µs bucket: 20-30, 30-40, ..., 70 and more.
     let mut hist = [0usize; 6];
