@@ -69,6 +69,9 @@ const LEVEL_YET: u8 = u8::MAX - 1;
 /// The last (unlimited) plain level, and every plain character leads back
 /// to the state itself (a string body): walk [`BodyTries::body_suffixes`](trie::BodyTries).
 const LEVEL_LOOP: u8 = PLAIN_LEVELS.len() as u8;
+/// The level of unlimited reach (no plain text ever dies) that is not a
+/// string body's loop. Always exact: searches cut short never give it.
+const LEVEL_UNLIMITED: u8 = LEVEL_LOOP - 1;
 /// Most states the plain-reach search of one state visits; past it, the
 /// depth fully searched is a lower bound.
 const PLAIN_SEARCH: usize = 4096;
@@ -360,7 +363,7 @@ impl Core {
         };
         if self.dfa.has_plain_loop_thread(s, &mut successors) {
             self.grow();
-            let level = (PLAIN_LEVELS.len() - 1) as u8;
+            let level = LEVEL_UNLIMITED;
             self.level[s as usize] = level;
             return level;
         }
@@ -373,9 +376,24 @@ impl Core {
         let mut off = vec![0u32];
         let mut edges: Vec<u32> = Vec::new();
         let mut cut = None;
+        // States met whose plain text never dies, known from an earlier
+        // search (a level of unlimited reach is exact): not searched again.
+        // Other objects' property names lead into the same name states, and
+        // without this each search walked all of them again.
+        let mut known = Vec::new();
         let mut k = 0;
         while k < states.len() {
             let q = states[k];
+            let cached = self.level.get(q as usize).copied().unwrap_or(LEVEL_YET);
+            if k > 0 && (cached == LEVEL_LOOP || cached == LEVEL_UNLIMITED) {
+                // No successors: the reverse search finds no dying state
+                // through it, so its reach, and theirs, stays unlimited.
+                ok.push(true);
+                known.push(k);
+                off.push(edges.len() as u32);
+                k += 1;
+                continue;
+            }
             succ.clear();
             let dfa = &mut self.dfa;
             let step = |x: u32, b: u8| match dfa.next(x, b) {
@@ -425,7 +443,11 @@ impl Core {
         let n = states.len();
         let seeds: Vec<u32> = (0..n as u32).filter(|&i| !ok[i as usize]).collect();
         let reach = super::backend::reverse_reach(n, &seeds, &off, &edges);
+        let mut known = known.into_iter().peekable();
         for i in 0..n {
+            if known.next_if_eq(&i).is_some() {
+                continue;
+            }
             // A string body: every plain character leads back to it.
             let is_loop = ok[i]
                 && edges[off[i] as usize..off[i + 1] as usize]

@@ -89,9 +89,11 @@ fn main() {
                 let mut g = Matcher::from_index(index.clone());
                 let mut pos = 0usize;
                 for &t in &toks {
+                    let n0 = index.num_states();
                     let t0 = Instant::now();
                     let ok = g.allowed().contains(t) && g.advance(t).is_ok();
                     let us = t0.elapsed().as_secs_f64() * 1e6;
+                    let found = index.num_states() - n0;
                     tokens += 1;
                     if us > 20.0 {
                         slow += 1;
@@ -100,7 +102,7 @@ fn main() {
                         if verbose {
                             let ctx = &text.as_bytes()[pos.saturating_sub(30)..pos];
                             println!(
-                                "{us:8.1} µs  after {:?}  token {}",
+                                "{us:8.1} µs  after {:?}  token {}  ({found} states found)",
                                 String::from_utf8_lossy(ctx),
                                 vocab.describe(t)
                             );
