@@ -46,7 +46,13 @@ fn main() {
         .and_then(|p| p.parse().ok())
         .unwrap_or(1)
         .max(1);
-    for _ in 1..passes {
+    let (mut all_slow, mut all_tokens, mut slow_us) = (0usize, 0usize, 0.0f64);
+    // Slow steps by 10 µs bucket: 20-30, 30-40, ..., 70 and more.
+    let mut hist = [0usize; 6];
+    for pass in 1..=passes {
+        // Only the last pass is reported.
+        let report = pass == passes;
+        (all_slow, all_tokens, slow_us, hist) = (0, 0, 0.0, [0; 6]);
         for f in &files {
             let Ok(cases) = load_file(std::path::Path::new(f)) else {
                 continue;
@@ -55,72 +61,50 @@ fn main() {
                 let Ok((index, _)) = compile_case(&case.schema, &vocab, &cfg) else {
                     continue;
                 };
+                let (mut slow, mut tokens) = (0usize, 0usize);
                 for inst in &case.instances {
-                    let Ok(toks) = tok.encode(&python_dumps(&inst.data)) else {
+                    let text = python_dumps(&inst.data);
+                    let Ok(toks) = tok.encode(&text) else {
                         continue;
                     };
                     let mut g = Matcher::from_index(index.clone());
+                    let mut pos = 0usize;
                     for &t in &toks {
-                        if !(g.allowed().contains(t) && g.advance(t).is_ok()) {
+                        let n0 = index.num_states();
+                        let t0 = Instant::now();
+                        let ok = g.allowed().contains(t) && g.advance(t).is_ok();
+                        let us = t0.elapsed().as_secs_f64() * 1e6;
+                        let found = index.num_states() - n0;
+                        tokens += 1;
+                        if us > 20.0 {
+                            slow += 1;
+                            slow_us += us;
+                            hist[((us / 10.0) as usize).clamp(2, 7) - 2] += 1;
+                            if verbose && report {
+                                let ctx = &text.as_bytes()[pos.saturating_sub(30)..pos];
+                                println!(
+                                    "{us:8.1} µs  after {:?}  token {}  ({found} states found)",
+                                    String::from_utf8_lossy(ctx),
+                                    vocab.describe(t)
+                                );
+                            }
+                        }
+                        pos += vocab.token_bytes(t).map_or(0, <[u8]>::len);
+                        if !ok {
                             break;
                         }
                     }
                 }
-            }
-        }
-    }
-    let (mut all_slow, mut all_tokens, mut slow_us) = (0usize, 0usize, 0.0f64);
-    // Slow steps by 10 µs bucket: 20-30, 30-40, ..., 70 and more.
-    let mut hist = [0usize; 6];
-    for f in &files {
-        let Ok(cases) = load_file(std::path::Path::new(f)) else {
-            continue;
-        };
-        for case in cases {
-            let Ok((index, _)) = compile_case(&case.schema, &vocab, &cfg) else {
-                continue;
-            };
-            let (mut slow, mut tokens) = (0usize, 0usize);
-            for inst in &case.instances {
-                let text = python_dumps(&inst.data);
-                let Ok(toks) = tok.encode(&text) else {
-                    continue;
-                };
-                let mut g = Matcher::from_index(index.clone());
-                let mut pos = 0usize;
-                for &t in &toks {
-                    let n0 = index.num_states();
-                    let t0 = Instant::now();
-                    let ok = g.allowed().contains(t) && g.advance(t).is_ok();
-                    let us = t0.elapsed().as_secs_f64() * 1e6;
-                    let found = index.num_states() - n0;
-                    tokens += 1;
-                    if us > 20.0 {
-                        slow += 1;
-                        slow_us += us;
-                        hist[((us / 10.0) as usize).clamp(2, 7) - 2] += 1;
-                        if verbose {
-                            let ctx = &text.as_bytes()[pos.saturating_sub(30)..pos];
-                            println!(
-                                "{us:8.1} µs  after {:?}  token {}  ({found} states found)",
-                                String::from_utf8_lossy(ctx),
-                                vocab.describe(t)
-                            );
-                        }
-                    }
-                    pos += vocab.token_bytes(t).map_or(0, <[u8]>::len);
-                    if !ok {
-                        break;
-                    }
+                if report {
+                    println!(
+                        "{}: {tokens} tokens, {slow} over 20 µs, lazy {}",
+                        case.name,
+                        index.is_lazy()
+                    );
                 }
+                all_slow += slow;
+                all_tokens += tokens;
             }
-            println!(
-                "{}: {tokens} tokens, {slow} over 20 µs, lazy {}",
-                case.name,
-                index.is_lazy()
-            );
-            all_slow += slow;
-            all_tokens += tokens;
         }
     }
     println!(
