@@ -119,7 +119,8 @@ struct Tree {
     /// The nodes that stand for more than one group of the pattern (its
     /// groups of equal text share a node, [`Sink::share_groups`]): each is
     /// compiled once and its states copied for its other uses.
-    shared: std::collections::HashSet<u32, foldhash::fast::RandomState>,
+    /// (Per node, up to the last one shared.)
+    shared: Vec<bool>,
 }
 
 impl Tree {
@@ -190,7 +191,11 @@ impl Sink for Tree {
     }
 
     fn reused(&mut self, n: &u32) {
-        self.shared.insert(*n);
+        let n = *n as usize;
+        if self.shared.len() <= n {
+            self.shared.resize(n + 1, false);
+        }
+        self.shared[n] = true;
     }
 
     fn list(&mut self, sep: u32, item: u32) -> Option<u32> {
@@ -299,7 +304,7 @@ impl Emitter<'_> {
     /// the fewest (so every state's distance is known when it is added: a
     /// piece is left only through its exit).
     fn emit(&mut self, n: u32, tail: u32) -> Result<Piece, TooBig> {
-        if self.tree.shared.contains(&n) {
+        if self.tree.shared.get(n as usize) == Some(&true) {
             let mut c = self
                 .copies
                 .remove(&n)
@@ -844,7 +849,7 @@ mod tests {
             ..Tree::default()
         };
         parse_into(p, &mut tree).expect("in the subset");
-        !tree.shared.is_empty()
+        tree.shared.contains(&true)
     }
 
     #[test]

@@ -23,6 +23,8 @@
 //! error message. This parser never accepts a text regex-syntax rejects.
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition};
+use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 /// Deepest group nesting parsed here (deeper patterns go to regex-syntax,
 /// which applies the configured nest limit).
@@ -126,9 +128,6 @@ struct Read<N> {
     levels: u32,
     node: N,
 }
-
-use std::collections::HashMap;
-use std::hash::BuildHasher;
 
 impl<N: Clone> Groups<N> {
     fn new(s: &[u8]) -> Groups<N> {
