@@ -735,7 +735,8 @@ mod tests {
         )
         .unwrap();
         let tries = VocabTries::new(&vocab, 4);
-        // Sets of 16 letters each, all different.
+        // Sets of 17 bytes each (16 punctuation marks and digits, and one
+        // letter), all different.
         let set = |k: u32| -> u128 { (0xFFFFu128 << 40) ^ (1u128 << (97 + k)) };
         let first = tries.byte_chain(set(0)).expect("built");
         for k in 1..BYTE_CHAINS_CACHED as u32 {
