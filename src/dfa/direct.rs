@@ -384,48 +384,50 @@ impl Emitter<'_> {
     }
 
     /// `(?&SEP|K1|...|Kn)` with one copy of each item, built from the last
-    /// item back. Before item `i`, two states: nothing written yet (`none`:
-    /// enter `K_i`, or skip it) and something written (`some`: `SEP K_i`,
-    /// or skip it); every item leaves into `some` after it, and the exit is
-    /// `some` after the last item. Skipping costs nothing from `some`, so
-    /// every `some` state is `tail` bytes from the match; a `none` state
-    /// still has to write its shortest item.
+    /// item back. Before item `i`, a state `enter_i` that enters any item
+    /// from `i` on (`K_i`, or skip to `enter_{i+1}`): the start is
+    /// `enter_0`. After item `i`, a state that leaves (the exit) or reads a
+    /// separator and goes to `enter_{i+1}`: one separator thread per item
+    /// written, so a state inside item `i` (whose closure reaches the end of
+    /// the item) holds one separator's threads, not one per item left (a
+    /// separator copy before each later item, entered by a chain of skips,
+    /// made every state of a value of a 100-member object carry a hundred
+    /// separators' threads). The separator's exit is `enter_{i+1}`'s
+    /// distance further; every state after an item is `tail` bytes from the
+    /// match, and `enter_i` still has to write its shortest item.
     fn ordered(&mut self, at: usize, len: usize, tail: u32) -> Result<Piece, TooBig> {
         let sep = self.tree.kids[at];
         let items = &self.tree.kids[at + 1..at + 1 + len];
         let exit = self.b.add_empty(tail)?;
-        // `some` after item i (the exit after the last), then the start of
-        // each item's entry from `some` (SEP) and from `none` (the item).
-        let mut some_after = exit;
-        let mut direct = vec![0u32; len];
+        // `enter_{i+1}` and its distance (none after the last item).
+        let mut enter: Option<(u32, u32)> = None;
         for i in (0..len).rev() {
             let k = items[i];
+            let after = match enter {
+                None => exit,
+                Some((e, d)) => {
+                    let s = self.emit(sep, d)?;
+                    self.b.patch(s.end, e);
+                    self.b
+                        .add(Kind::Eps, &[Edge::eps(s.start), Edge::eps(exit)], tail)?
+                }
+            };
             let q = self.emit(k, tail)?;
-            self.b.patch(q.end, some_after);
-            direct[i] = q.start;
-            if i > 0 {
-                // `some` before item i: SEP then the item, or skip it.
-                let s = self.emit(sep, plus(tail, self.minlen[k as usize]))?;
-                self.b.patch(s.end, q.start);
-                some_after = self.b.add(
-                    Kind::Eps,
-                    &[Edge::eps(s.start), Edge::eps(some_after)],
-                    tail,
-                )?;
-            }
-        }
-        // `none` before the last item must take it; before item i, take it
-        // or skip to `none` before item i + 1.
-        let mut none = direct[len - 1];
-        let mut d = plus(tail, self.minlen[items[len - 1] as usize]);
-        for i in (0..len - 1).rev() {
-            d = d.min(plus(tail, self.minlen[items[i] as usize]));
-            none = self
-                .b
-                .add(Kind::Eps, &[Edge::eps(direct[i]), Edge::eps(none)], d)?;
+            self.b.patch(q.end, after);
+            let d = plus(tail, self.minlen[k as usize]);
+            enter = Some(match enter {
+                None => (q.start, d),
+                Some((e, de)) => {
+                    let d = d.min(de);
+                    let s = self
+                        .b
+                        .add(Kind::Eps, &[Edge::eps(q.start), Edge::eps(e)], d)?;
+                    (s, d)
+                }
+            });
         }
         Ok(Piece {
-            start: none,
+            start: enter.expect("at least one item").0,
             end: exit,
         })
     }
@@ -783,6 +785,34 @@ mod tests {
         assert!(parse_nfa("(?*a)", None, true).is_none());
         // regex-syntax has no such syntax.
         assert!(ByteDfa::new_reference("(?&,|a|b)", &DfaConfig::default()).is_err());
+    }
+
+    #[test]
+    fn a_state_inside_an_ordered_member_holds_one_separator() {
+        // After the first member's value (a digit loop that may end there),
+        // the state's NFA threads must not grow with the members left: one
+        // separator after the member written, however many may follow.
+        let key_after = |n: usize| {
+            let members: Vec<String> = (0..n).map(|i| format!("k{i}:[0-9]+")).collect();
+            let p = format!("(?&[ ]*,[ ]*|{})", members.join("|"));
+            let nfa = parse_nfa(&p, None, true)
+                .expect("in the subset")
+                .expect("small");
+            let mut det = super::super::determinize::Determinizer::new(nfa, usize::MAX, usize::MAX);
+            let mut s = det.start;
+            for &b in b"k0:12" {
+                det.explore(s as usize).expect("no limit");
+                s = det.trans[s as usize * det.stride + det.classes[b as usize] as usize];
+                assert_ne!(s, 0, "k0:12 is live");
+            }
+            det.key(s).len()
+        };
+        let (few, many) = (key_after(3), key_after(60));
+        assert_eq!(
+            few, many,
+            "threads after the first member: {few} with 3 members, {many} with 60"
+        );
+        same_language_as("(?&[ ]*,[ ]*|k0:[0-9]+|k1:[0-9]+|k2:[0-9]+|k3:x)", true);
     }
 
     #[test]
