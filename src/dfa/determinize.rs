@@ -28,6 +28,7 @@
 
 use super::nfa::{Kind, Nfa};
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
@@ -328,7 +329,13 @@ pub(super) struct Determinizer {
     nfa_dist: Vec<u32>,
     closure: Closure,
     keys: Vec<Arc<[u32]>>,
-    map: FastMap<Arc<[u32]>, u32>,
+    /// State ids by their key's hash: growing the map rehashes only the
+    /// stored hashes (a map keyed by the keys rehashed every key, hundreds
+    /// of NFA states long inside big objects, at each doubling).
+    map: FastMap<u64, u32>,
+    /// The states whose key's hash an earlier state's key already had.
+    collided: FastMap<Arc<[u32]>, u32>,
+    hasher: foldhash::fast::RandomState,
     /// `trans[state * stride + class]`; rows of unexplored states are 0.
     pub trans: Vec<u32>,
     pub accepting: Vec<bool>,
@@ -383,6 +390,8 @@ impl Determinizer {
             // State 0 is dead (its key is the empty set).
             keys: vec![Arc::from(Vec::new())],
             map: FastMap::default(),
+            collided: FastMap::default(),
+            hasher: Default::default(),
             trans: vec![0; stride],
             accepting: vec![false],
             dist: vec![u32::MAX],
@@ -395,7 +404,8 @@ impl Determinizer {
             scratch: Vec::new(),
             nfa,
         };
-        d.map.insert(d.keys[0].clone(), 0);
+        let h = d.hasher.hash_one(&*d.keys[0]);
+        d.map.insert(h, 0);
         let mut scratch = std::mem::take(&mut d.scratch);
         d.closure
             .run(&d.nfa, &d.nfa_dist, &[d.nfa.start()], &mut scratch);
@@ -453,9 +463,15 @@ impl Determinizer {
 
     /// The id of the state with this (sorted, live) key, adding it if new.
     fn intern(&mut self, key: &[u32]) -> Result<u32, Limit> {
-        if let Some(&t) = self.map.get(key) {
-            return Ok(t);
-        }
+        let h = self.hasher.hash_one(key);
+        let taken = match self.map.get(&h) {
+            Some(&t) if *self.keys[t as usize] == *key => return Ok(t),
+            Some(_) => match self.collided.get(key) {
+                Some(&t) => return Ok(t),
+                None => true,
+            },
+            None => false,
+        };
         let id = self.keys.len() as u32;
         let k: Arc<[u32]> = Arc::from(key);
         self.key_bytes += k.len() * 4 + 48;
@@ -467,8 +483,12 @@ impl Determinizer {
                 .min()
                 .unwrap_or(u32::MAX),
         );
-        self.keys.push(k.clone());
-        self.map.insert(k, id);
+        if taken {
+            self.collided.insert(k.clone(), id);
+        } else {
+            self.map.insert(h, id);
+        }
+        self.keys.push(k);
         self.trans.resize(self.trans.len() + self.stride, 0);
         if self.trans.len() * 4 > self.dfa_limit {
             return Err(Limit::Dfa);

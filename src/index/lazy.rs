@@ -98,6 +98,10 @@ pub(super) struct Core {
     scratch: Option<TokenSet>,
     /// Per byte class, its bytes (a 256-bit set).
     class_bytes: Vec<[u64; 4]>,
+    /// Per string-body state and `rest` trie node where
+    /// [`Lazy::walk_to_loops`] entered it, the tokens below the node the
+    /// state's mask allows ([`Lazy::settled`]).
+    settled: HashMap<(u32, u32), Arc<[u32]>, foldhash::fast::RandomState>,
 }
 
 impl trie::LiveBytes for Core {
@@ -114,16 +118,22 @@ impl trie::LiveBytes for Core {
         }
         // (Any byte: determinizes the row of `s` if it is not yet.)
         self.dfa.next(s, 0);
+        // Without a branch per class (schema automata have about a hundred
+        // classes, and which are live is unpredictable).
         for (&t, bytes) in self.dfa.row(s).iter().zip(&self.class_bytes) {
-            if t != 0 {
-                for (w, b) in set.iter_mut().zip(bytes) {
-                    *w |= b;
-                }
+            let m = 0u64.wrapping_sub((t != 0) as u64);
+            for (w, b) in set.iter_mut().zip(bytes) {
+                *w |= b & m;
             }
         }
         set
     }
 }
+
+/// Subtrees of at least this many nodes settled by a string-body state's
+/// mask are kept per (state, node) ([`Lazy::settled`]); smaller ones are
+/// tested token by token each time.
+const SETTLED_MEMO: usize = 32;
 
 /// Plain characters lead the state to different states.
 const MIXED: u32 = u32::MAX - 2;
@@ -696,6 +706,7 @@ impl Lazy {
                 byte_succ: HashMap::default(),
                 scratch: None,
                 class_bytes: class_byte_sets(&classes),
+                settled: HashMap::default(),
             }),
             start,
             masks: Arena::new(max_states, 1, MASK_BASE),
@@ -1013,14 +1024,23 @@ impl Lazy {
                 continue;
             }
             if boundary[i] && st != s && core.plain_level(st) == LEVEL_LOOP {
-                if let Some(m) = self.allowed_locked(core, st, tries, vocab) {
-                    for j in i..trie.end[i] as usize {
-                        let t = trie.token[j];
-                        if t != trie::NONE && m.contains(TokenId(t)) {
-                            set.insert(t);
+                let end = trie.end[i] as usize;
+                if end - i < SETTLED_MEMO {
+                    if let Some(m) = self.allowed_locked(core, st, tries, vocab) {
+                        for j in i..end {
+                            let t = trie.token[j];
+                            if t != trie::NONE && m.contains(TokenId(t)) {
+                                set.insert(t);
+                            }
                         }
+                        i = end;
+                        continue;
                     }
-                    i = trie.end[i] as usize;
+                } else if let Some(ids) = self.settled(core, st, i, tries, vocab) {
+                    for &t in ids.iter() {
+                        set.insert(t);
+                    }
+                    i = end;
                     continue;
                 }
             }
@@ -1031,6 +1051,35 @@ impl Lazy {
             }
             i += 1;
         }
+    }
+
+    /// The tokens of the last plain level's `rest` trie below node `i`
+    /// that the mask of string-body state `g` allows, found once per
+    /// `(g, i)`: [`Lazy::walk_to_loops`] settles the subtree of a node where
+    /// it enters `g`, and the walks of every state of a property name enter
+    /// the same free-key loop at the same first characters (testing each
+    /// of the subtree's tokens against `g`'s mask every time was 20 µs of
+    /// each first visit of a name's state: the trie has twelve thousand
+    /// nodes, most of them settled at the first character).
+    fn settled(
+        &self,
+        core: &mut Core,
+        g: u32,
+        i: usize,
+        tries: &VocabTries,
+        vocab: &Vocabulary,
+    ) -> Option<Arc<[u32]>> {
+        if let Some(ids) = core.settled.get(&(g, i as u32)) {
+            return Some(ids.clone());
+        }
+        let m = self.allowed_locked(core, g, tries, vocab)?;
+        let trie = &tries.plain_level(PLAIN_LEVELS.len() - 1).rest;
+        let ids: Arc<[u32]> = (i..trie.end[i] as usize)
+            .map(|j| trie.token[j])
+            .filter(|&t| t != trie::NONE && m.contains(TokenId(t)))
+            .collect();
+        core.settled.insert((g, i as u32), ids.clone());
+        Some(ids)
     }
 
     /// Distinct masks computed so far and their memory (id lists counted
