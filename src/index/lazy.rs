@@ -1027,12 +1027,7 @@ impl Lazy {
                 let end = trie.end[i] as usize;
                 if end - i < SETTLED_MEMO {
                     if let Some(m) = self.allowed_locked(core, st, tries, vocab) {
-                        for j in i..end {
-                            let t = trie.token[j];
-                            if t != trie::NONE && m.contains(TokenId(t)) {
-                                set.insert(t);
-                            }
-                        }
+                        allowed_below(trie, i..end, &m).for_each(|t| set.insert(t));
                         i = end;
                         continue;
                     }
@@ -1074,10 +1069,7 @@ impl Lazy {
         }
         let m = self.allowed_locked(core, g, tries, vocab)?;
         let trie = &tries.plain_level(PLAIN_LEVELS.len() - 1).rest;
-        let ids: Arc<[u32]> = (i..trie.end[i] as usize)
-            .map(|j| trie.token[j])
-            .filter(|&t| t != trie::NONE && m.contains(TokenId(t)))
-            .collect();
+        let ids: Arc<[u32]> = allowed_below(trie, i..trie.end[i] as usize, &m).collect();
         core.settled.insert((g, i as u32), ids.clone());
         Some(ids)
     }
@@ -1093,6 +1085,18 @@ impl Lazy {
             bytes + self.sparse_bytes.load(Ordering::Relaxed),
         )
     }
+}
+
+/// The tokens of `trie`'s nodes `nodes` (a subtree) that `m` allows.
+fn allowed_below<'a>(
+    trie: &'a trie::TokenTrie,
+    nodes: std::ops::Range<usize>,
+    m: &'a TokenSet,
+) -> impl Iterator<Item = u32> + 'a {
+    trie.token[nodes]
+        .iter()
+        .copied()
+        .filter(move |&t| t != trie::NONE && m.contains(TokenId(t)))
 }
 
 /// Per byte class of `classes`, its bytes as a 256-bit set.
