@@ -454,6 +454,82 @@ fn qwen_lazy_dfa_index_agrees_with_the_eager_one() {
     }
 }
 
+/// An object with extra keys and a dozen declared names: past the first
+/// key, a lazy index computes a key start's mask from that of its extra-key
+/// part (the same threads at every position) plus the tokens of the names
+/// still allowed there. Along texts with keys at many positions (declared
+/// names, extra keys that share a name's prefix, a name's proper prefix),
+/// the state after every byte has the eager index's mask.
+#[test]
+fn qwen_key_starts_built_on_the_shared_extra_key_part_match_the_eager_masks() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let names = [
+        "id",
+        "name",
+        "namespace",
+        "nickname",
+        "kind",
+        "labels",
+        "level",
+        "value",
+        "values",
+        "version",
+        "type",
+        "title",
+    ];
+    let props: serde_json::Map<String, serde_json::Value> = names
+        .iter()
+        .map(|n| (n.to_string(), serde_json::json!({"type": "string"})))
+        .collect();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": props,
+        "additionalProperties": {"type": "integer"}
+    });
+    let re = constrain::schema::compile(&schema, &constrain::schema::SchemaOptions::compliant())
+        .unwrap()
+        .regex;
+    let eager = index(&re, &vocab, true);
+    let dfa_cfg = DfaConfig {
+        lazy_states: Some(1),
+        ..Default::default()
+    };
+    let dfa = ByteDfa::build(&re, &dfa_cfg).unwrap();
+    let cfg = IndexConfig {
+        threads: 1,
+        ..Default::default()
+    };
+    let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
+    assert!(lazy.is_lazy());
+    let all: Vec<String> = names.iter().map(|n| format!(r#""{n}": "v""#)).collect();
+    let texts = [
+        format!("{{{}}}", all.join(", ")),
+        r#"{"id": "1", "nickname": "n", "values": "x", "title": "t", "namespaced": 1, "nam": 2}"#
+            .to_string(),
+        r#"{"name": "a", "kind": "k", "levels": 3, "version2": 4, "ti": 5}"#.to_string(),
+        r#"{"labels": "l", "type": "t", "title": "x"}"#.to_string(),
+        r#"{"nickname": "n", "value": "v", "types": 7}"#.to_string(),
+    ];
+    for text in &texts {
+        let (mut a, mut b) = (eager.start(), lazy.start());
+        for (i, &byte) in text.as_bytes().iter().enumerate() {
+            assert_eq!(eager.allowed(a), lazy.allowed(b), "{text}: before byte {i}");
+            a = eager
+                .next_byte_state(a, byte)
+                .unwrap_or_else(|| panic!("{text}: byte {i} is in the language"));
+            b = lazy.next_byte_state(b, byte).expect("as the eager index");
+        }
+        assert_eq!(eager.allowed(a), lazy.allowed(b), "{text}: at the end");
+        assert!(eager.is_accepting(a) && lazy.is_accepting(b), "{text}");
+    }
+    assert!(
+        lazy.masks_from_free_parts() > 0,
+        "the key starts after the first were built on the extra-key part"
+    );
+}
+
 /// A lazy DFA that outgrows its size limit while guides walk it: no panic, the
 /// limit is reported by the index, and a state left without a mask is one
 /// the limit cut off.

@@ -441,6 +441,20 @@ impl Determinizer {
         !self.nfa.is_match(q)
     }
 
+    /// Per NFA state, the fewest bytes to the match state (`u32::MAX`:
+    /// never).
+    pub fn nfa_dist(&self) -> &[u32] {
+        &self.nfa_dist
+    }
+
+    /// The DFA state whose key is `key` (sorted byte-reading and match
+    /// states that can reach the match), added if new: a subset of a
+    /// state's threads is a state too (it need not be reachable).
+    pub fn sub_state(&mut self, key: &[u32]) -> Result<u32, Limit> {
+        debug_assert!(key.windows(2).all(|w| w[0] < w[1]));
+        self.intern(key)
+    }
+
     /// Number of NFA states.
     pub fn nfa_len(&self) -> usize {
         self.nfa_dist.len()

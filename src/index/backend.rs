@@ -111,6 +111,10 @@ pub(crate) trait Backend: Send + Sync {
     fn is_token_pruned(&self) -> bool {
         false
     }
+    /// Masks computed from a free part's mask (lazy backend only).
+    fn masks_from_free_parts(&self) -> usize {
+        0
+    }
 }
 
 /// The few questions the algorithms below ask: a step, acceptance, the

@@ -102,6 +102,9 @@ pub(super) struct Core {
     /// [`Lazy::walk_to_loops`] entered it, the tokens below the node the
     /// state's mask allows ([`Lazy::settled`]).
     settled: HashMap<(u32, u32), Arc<[u32]>, foldhash::fast::RandomState>,
+    /// Free parts a state asked for whose masks are not computed yet
+    /// ([`Lazy::free_part_mask`]).
+    free_asked: std::collections::HashSet<u32, foldhash::fast::RandomState>,
 }
 
 impl trie::LiveBytes for Core {
@@ -377,6 +380,20 @@ impl Core {
             self.level[s as usize] = level;
             return level;
         }
+        // Neither does a part of s whose own plain text never dies (the
+        // extra-key trie of an object, whatever declared names are left):
+        // its reach is searched once for every position that holds it.
+        // Only once the part's own level is known: the search below also
+        // gives the levels of every state inside the key, which the first
+        // position's keys need.
+        if let Some(t) = self.dfa.free_part(s) {
+            let lt = self.level.get(t as usize).copied().unwrap_or(LEVEL_YET);
+            if lt == LEVEL_LOOP || lt == LEVEL_UNLIMITED {
+                self.grow();
+                self.level[s as usize] = LEVEL_UNLIMITED;
+                return LEVEL_UNLIMITED;
+            }
+        }
         let mut index = HashMap::<u32, u32, foldhash::fast::RandomState>::default();
         index.insert(s, 0);
         let mut states = vec![s];
@@ -487,7 +504,8 @@ const SPARSE_MAX: usize = 1024;
 /// of a small one (in trie order: nothing reads them in id order), plus
 /// the plain tokens of a plain level, with its bitset made on demand.
 enum Mask {
-    Dense(Arc<TokenSet>),
+    /// A bitset and its fingerprint.
+    Dense(Arc<TokenSet>, u64),
     Sparse {
         /// The plain level whose set ([`trie::PlainLevel::set`], disjoint
         /// from `ids`) the mask also holds.
@@ -502,7 +520,7 @@ impl Mask {
     /// equal masks of `lazy`).
     fn dense(&self, lazy: &Lazy, tries: &VocabTries, width: usize) -> &Arc<TokenSet> {
         match self {
-            Mask::Dense(a) => a,
+            Mask::Dense(a, _) => a,
             Mask::Sparse { level, ids, dense } => dense.get_or_init(|| {
                 let (mut set, mut fp) = match level {
                     Some(l) => {
@@ -682,6 +700,8 @@ pub(super) struct Lazy {
     /// Masks kept as id lists ([`Mask::Sparse`]) and their ids' bytes.
     sparse: std::sync::atomic::AtomicUsize,
     sparse_bytes: std::sync::atomic::AtomicUsize,
+    /// Masks computed from a free part's ([`Lazy::free_part_mask`]).
+    from_free_parts: std::sync::atomic::AtomicUsize,
 }
 
 impl Lazy {
@@ -707,12 +727,14 @@ impl Lazy {
                 scratch: None,
                 class_bytes: class_byte_sets(&classes),
                 settled: HashMap::default(),
+                free_asked: Default::default(),
             }),
             start,
             masks: Arena::new(max_states, 1, MASK_BASE),
             distinct: Mutex::new(HashMap::default()),
             sparse: Default::default(),
             sparse_bytes: Default::default(),
+            from_free_parts: Default::default(),
         };
         lazy.publish_info(&mut lazy.core());
         lazy
@@ -797,7 +819,7 @@ impl Lazy {
     /// [`super::TokenIndex::fill_row`]): an id list without a bitset.
     pub fn fill_row(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary, row: &mut [u32]) {
         match self.mask(s, tries, vocab) {
-            Some(Mask::Dense(set)) => set.write_u32_words(row),
+            Some(Mask::Dense(set, _)) => set.write_u32_words(row),
             Some(Mask::Sparse { level, ids, .. }) => {
                 match level {
                     Some(l) => tries.plain_level(*l as usize).set.write_u32_words(row),
@@ -839,11 +861,14 @@ impl Lazy {
         // The set's fingerprint (the sum of `mix` over its ids) is kept up to
         // date as ids are added, so equal masks are found without hashing
         // 19 KB.
-        let mut m = match self.chain_mask(core, s, tries) {
+        let mut m = match self.free_part_mask(core, s, tries, vocab) {
             Some(m) => m,
-            None => match self.byte_chain_mask(core, s, tries) {
+            None => match self.chain_mask(core, s, tries) {
                 Some(m) => m,
-                None => self.level_mask(core, s, tries, vocab),
+                None => match self.byte_chain_mask(core, s, tries) {
+                    Some(m) => m,
+                    None => self.level_mask(core, s, tries, vocab),
+                },
             },
         };
         if core.is_accepting(s) {
@@ -873,7 +898,8 @@ impl Lazy {
                 m.set.union_with(&tries.plain_level(l as usize).set);
             }
         }
-        Arc::new(Mask::Dense(self.intern(m.set, m.fp)))
+        let fp = m.fp;
+        Arc::new(Mask::Dense(self.intern(m.set, fp), fp))
     }
 
     /// The one shared bitset equal to `set` (whose fingerprint is `fp`).
@@ -886,6 +912,94 @@ impl Lazy {
         let a = Arc::new(set);
         same.push(a.clone());
         a
+    }
+
+    /// The mask of `s` (EOS aside) from that of its free part `t`
+    /// ([`LazyDfa::free_part`](crate::dfa::LazyDfa::free_part)), when that
+    /// is known: every token `t` allows, `s` allows, so the mask is `t`'s
+    /// plus the tokens that only the other threads of `s` keep alive. Those
+    /// are found by walking the token trie from `s` and `t` side by side:
+    /// below a node where both are in the same state the tokens fare alike,
+    /// and there the walk turns back. At a key's start in an object with
+    /// extra keys, `t` is the extra-key trie's threads, the same at every
+    /// position, so the walk follows only the declared names still allowed
+    /// there; without it each position searched the plain reach of every
+    /// name and walked the whole trie again.
+    ///
+    /// `t`'s mask is computed for the second state that holds `t` and many
+    /// other threads (a key's start, one per declared name left): the first
+    /// is computed the usual way, whose plain-reach search also serves the
+    /// states inside its keys, and an object whose keys start at one
+    /// position only does not pay for `t`. `None` (nothing built) when `s`
+    /// has no such part, or when the side-by-side walk passes
+    /// [`FREE_PART_WALK`] nodes.
+    fn free_part_mask(
+        &self,
+        core: &mut Core,
+        s: u32,
+        tries: &VocabTries,
+        vocab: &Vocabulary,
+    ) -> Option<Building> {
+        let t = core.dfa.free_part(s)?;
+        let cell = self.cell(t)?;
+        if cell.get().is_none() {
+            // The first state asking for `t` is computed the usual way (its
+            // plain-reach search also serves the states inside its keys);
+            // the second computes `t`'s mask, for itself and those after.
+            let others = core.dfa.nfa_key(s).len() - core.dfa.nfa_key(t).len();
+            if others < FREE_PART_OTHERS || core.free_asked.insert(t) {
+                return None;
+            }
+        }
+        let lt = core.plain_level(t);
+        if lt != LEVEL_LOOP && lt != LEVEL_UNLIMITED {
+            return None;
+        }
+        let base = cell
+            .get_or_init(|| self.compute(core, t, tries, vocab))
+            .clone();
+        // A string body's loop has its own cheap walk, and its mask is what
+        // `t`'s walk may settle subtrees by (`walk_to_loops`): never
+        // computed from `t`.
+        if core.plain_level(s) != LEVEL_UNLIMITED {
+            return None;
+        }
+        let mut m = match &*base {
+            Mask::Dense(set, fp) => Building {
+                set: (**set).clone(),
+                fp: *fp,
+                ids: None,
+                level: None,
+            },
+            Mask::Sparse { level, ids, .. } => {
+                let mut m = Building::scratch(core, vocab.logits_width());
+                if let Some(l) = level {
+                    m.level = Some(*l);
+                    m.fp = tries.plain_level(*l as usize).fingerprint;
+                }
+                for &id in ids.iter() {
+                    m.insert(id);
+                }
+                m
+            }
+        };
+        // EOS is no token of the trie: `t`'s mask holds it when `t` accepts
+        // (then so does `s`), and `compute` adds it for `s`.
+        // `t` never loses plain text, so it allows every plain token, and so
+        // does `s`: only the other tokens can differ.
+        let rest = &tries.plain_level(PLAIN_LEVELS.len() - 1).rest;
+        if walk_beside(core, rest, s, t, &mut m) {
+            m.add_dups(rest);
+            self.from_free_parts.fetch_add(1, Ordering::Relaxed);
+            return Some(m);
+        }
+        if let Some(ids) = m.ids.take() {
+            for &id in &ids {
+                m.set.remove(TokenId(id));
+            }
+            core.scratch = Some(m.set);
+        }
+        None
     }
 
     /// The mask of `s` (EOS aside) when `s` starts a chain of states where
@@ -1109,6 +1223,53 @@ fn class_byte_sets(classes: &[u8; 256]) -> Vec<[u64; 4]> {
     sets
 }
 
+/// Fewest threads besides its free part a state must hold for
+/// [`Lazy::free_part_mask`] to compute the free part's mask for it.
+const FREE_PART_OTHERS: usize = 8;
+
+/// Most trie nodes [`Lazy::free_part_mask`]'s side-by-side walk visits
+/// before it gives up (the declared names of a big object take a few
+/// hundred).
+const FREE_PART_WALK: usize = 8192;
+
+/// Adds to `m` the tokens of `trie` that `s` allows and `t` does not,
+/// where `t`'s threads are some of those of `s`: walks both side by side,
+/// leaving a subtree where they meet (its tokens fare alike) or `s` dies.
+/// `false` when it passes [`FREE_PART_WALK`] nodes.
+fn walk_beside(core: &mut Core, trie: &trie::TokenTrie, s: u32, t: u32, m: &mut Building) -> bool {
+    let mut from_s = vec![0u32; trie.max_depth + 1];
+    let mut from_t = vec![0u32; trie.max_depth + 1];
+    from_s[0] = s;
+    from_t[0] = t;
+    let n = trie.len();
+    let (mut i, mut visited) = (0usize, 0usize);
+    while i < n {
+        let d = trie.depth[i] as usize;
+        let a = core.next(from_s[d - 1], trie.byte[i]);
+        let b = match from_t[d - 1] {
+            DEAD => DEAD,
+            p => core.next(p, trie.byte[i]),
+        };
+        if a == DEAD || a == b {
+            i = trie.end[i] as usize;
+            continue;
+        }
+        visited += 1;
+        if visited > FREE_PART_WALK {
+            return false;
+        }
+        from_s[d] = a;
+        from_t[d] = b;
+        let tok = trie.token[i];
+        // Where `t` is still live the token is in its mask already.
+        if tok != trie::NONE && b == DEAD {
+            m.insert(tok);
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Walks a trie whose keys start with one byte `k`, the number of leading
 /// bytes a chain skips: from `chain[k]`, then byte by byte. Adds the live
 /// tokens and the duplicates of those added.
@@ -1189,6 +1350,10 @@ impl super::Backend for Lazy {
 
     fn memory_usage(&self) -> usize {
         self.mask_memory().1 + self.published.memory_usage() + self.budgets.memory_usage()
+    }
+
+    fn masks_from_free_parts(&self) -> usize {
+        self.from_free_parts.load(Ordering::Relaxed)
     }
 
     fn limit_error(&self) -> Option<String> {

@@ -428,6 +428,14 @@ impl TokenIndex {
         self.backend.limit_error()
     }
 
+    /// How many masks a lazy index has computed from the mask of a part
+    /// of their state shared with other states (the extra-key trie at a
+    /// key's start: see `index/lazy.rs`, `Lazy::free_part_mask`); 0 for an
+    /// eager index.
+    pub fn masks_from_free_parts(&self) -> usize {
+        self.backend.masks_from_free_parts()
+    }
+
     /// Whether masks were pruned by token-level liveness (the vocabulary lacks
     /// some single bytes, so some byte-live continuations cannot be spelled).
     pub fn is_token_pruned(&self) -> bool {
