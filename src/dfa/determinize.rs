@@ -23,7 +23,8 @@
 //! fewest bytes from each NFA state to the match state are computed once, so a
 //! DFA state's distance to acceptance is the least over its key, known the
 //! moment the state is created. That is what lets [`Determinizer`] run
-//! *lazily* ([`super::LazyDfa`]): rows are filled on demand, and liveness and
+//! *lazily* ([`super::LazyDfa`]): rows are filled on demand (whole, or a
+//! class at a time: [`Determinizer::explore_class`]), and liveness and
 //! distances never need the whole automaton.
 
 use super::nfa::{Kind, Nfa};
@@ -349,7 +350,15 @@ pub(super) struct Determinizer {
     buckets: Vec<Vec<u32>>,
     touched: Vec<usize>,
     scratch: Vec<u32>,
+    /// New states' rows start as [`UNCOMPUTED`] (filled one class at a time,
+    /// [`Determinizer::explore_class`]) rather than dead.
+    pub lazy_rows: bool,
+    /// The targets of one class ([`Determinizer::explore_class`]).
+    targets: Vec<u32>,
 }
+
+/// A transition not computed yet (rows filled one class at a time).
+pub(super) const UNCOMPUTED: u32 = u32::MAX;
 
 impl Determinizer {
     /// Computes the NFA distances (unless the NFA's builder kept them) and
@@ -402,6 +411,8 @@ impl Determinizer {
             buckets: vec![Vec::new(); stride],
             touched: Vec::new(),
             scratch: Vec::new(),
+            lazy_rows: false,
+            targets: Vec::new(),
             nfa,
         };
         let h = d.hasher.hash_one(&*d.keys[0]);
@@ -503,7 +514,8 @@ impl Determinizer {
             self.map.insert(h, id);
         }
         self.keys.push(k);
-        self.trans.resize(self.trans.len() + self.stride, 0);
+        let fill = if self.lazy_rows { UNCOMPUTED } else { 0 };
+        self.trans.resize(self.trans.len() + self.stride, fill);
         if self.trans.len() * 4 > self.dfa_limit {
             return Err(Limit::Dfa);
         }
@@ -569,7 +581,46 @@ impl Determinizer {
         self.touched = touched;
         self.touched.clear();
         self.scratch = scratch;
+        if self.lazy_rows && result.is_ok() {
+            // Classes no edge reads are dead.
+            for t in &mut self.trans[i * self.stride..(i + 1) * self.stride] {
+                if *t == UNCOMPUTED {
+                    *t = 0;
+                }
+            }
+        }
         result
+    }
+
+    /// Fills the transition of state `i` on byte class `c` alone (see
+    /// [`Determinizer::lazy_rows`]) and returns it.
+    pub fn explore_class(&mut self, i: usize, c: usize) -> Result<u32, Limit> {
+        let mut targets = std::mem::take(&mut self.targets);
+        targets.clear();
+        for &s in self.keys[i].iter() {
+            if self.nfa.kind(s) != Kind::Bytes {
+                continue;
+            }
+            for e in self.nfa.edges(s) {
+                let (lo, hi) = (self.classes[e.lo as usize], self.classes[e.hi as usize]);
+                if (lo as usize..=hi as usize).contains(&c) {
+                    targets.push(e.next);
+                }
+            }
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        self.closure
+            .of(&self.nfa, &self.nfa_dist, &targets, &mut scratch);
+        let r = if scratch.is_empty() {
+            Ok(0)
+        } else {
+            self.intern(&scratch)
+        };
+        self.scratch = scratch;
+        self.targets = targets;
+        let t = r?;
+        self.trans[i * self.stride + c] = t;
+        Ok(t)
     }
 
     /// The finished table (every state explored).

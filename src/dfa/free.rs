@@ -17,7 +17,6 @@
 //! threads allows a subset of its tokens); it never decides a mask.
 
 use super::nfa::{Kind, Nfa};
-use std::collections::HashMap;
 
 const UNKNOWN: u8 = 0;
 const FREE: u8 = 1;
@@ -69,7 +68,14 @@ pub(super) fn has_wide_thread(nfa: &Nfa, key: &[u32]) -> bool {
 #[derive(Default)]
 pub(super) struct FreeThreads {
     memo: Vec<u8>,
+    /// Per NFA state, its index in the search under way plus one
+    /// ([`NOT_MET`]: not met), reset after each search.
+    local: Vec<u32>,
 }
+
+/// An NFA state the search under way has not met (`local` holds an
+/// index plus one).
+const NOT_MET: u32 = 0;
 
 impl FreeThreads {
     /// Whether `q` is free; [`FreeThreads::classify`] must have seen it.
@@ -85,7 +91,9 @@ impl FreeThreads {
     /// out, as the determinizer drops them.
     pub fn classify(&mut self, nfa: &Nfa, dist: &[u32], roots: &[u32]) {
         if self.memo.len() < nfa.len() {
-            self.memo.resize(nfa.len(), UNKNOWN);
+            // Zeroed allocations: pages are touched only as states are met.
+            self.memo = vec![UNKNOWN; nfa.len()];
+            self.local = vec![NOT_MET; nfa.len()];
         }
         if roots.iter().all(|&q| self.memo[q as usize] != UNKNOWN) {
             return;
@@ -93,12 +101,11 @@ impl FreeThreads {
         // Local graph: unknown states by index, their successors (local
         // indices; `FOREVER` for an edge into a known free state).
         const FOREVER: u32 = u32::MAX;
-        let mut index: HashMap<u32, u32, foldhash::fast::RandomState> = HashMap::default();
         let mut nodes: Vec<u32> = Vec::new();
         for &q in roots {
-            if self.memo[q as usize] == UNKNOWN && !index.contains_key(&q) {
-                index.insert(q, nodes.len() as u32);
+            if self.memo[q as usize] == UNKNOWN && self.local[q as usize] == NOT_MET {
                 nodes.push(q);
+                self.local[q as usize] = nodes.len() as u32;
             }
         }
         let mut off: Vec<u32> = vec![0];
@@ -108,6 +115,7 @@ impl FreeThreads {
             if nodes.len() > SEARCH {
                 for &q in &nodes {
                     self.memo[q as usize] = BOUNDED;
+                    self.local[q as usize] = NOT_MET;
                 }
                 return;
             }
@@ -128,11 +136,11 @@ impl FreeThreads {
                     FREE => succ.push(FOREVER),
                     BOUNDED => {}
                     _ => {
-                        let j = *index.entry(r).or_insert_with(|| {
+                        if self.local[r as usize] == NOT_MET {
                             nodes.push(r);
-                            (nodes.len() - 1) as u32
-                        });
-                        succ.push(j);
+                            self.local[r as usize] = nodes.len() as u32;
+                        }
+                        succ.push(self.local[r as usize] - 1);
                     }
                 }
             }
@@ -176,6 +184,7 @@ impl FreeThreads {
         }
         for (i, &q) in nodes.iter().enumerate() {
             self.memo[q as usize] = if bounded[i] { BOUNDED } else { FREE };
+            self.local[q as usize] = NOT_MET;
         }
     }
 }

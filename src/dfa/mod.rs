@@ -557,10 +557,17 @@ pub struct LazyDfa {
     loop_thread: Vec<u8>,
     /// Which NFA states are free ([`free`]), found on demand.
     free: free::FreeThreads,
+    /// Per DFA state, the classes of its row filled one at a time.
+    classes_done: Vec<u8>,
     /// Per DFA state, its free part ([`LazyDfa::free_part`]): a state,
     /// [`NO_PART`], or [`PART_UNKNOWN`].
     free_part: Vec<u32>,
 }
+
+/// Classes of a state's row filled one at a time before the rest is filled
+/// at once ([`LazyDfa::set_class_rows`]): a state a trie walk leaves by many
+/// bytes costs one pass over its threads, not one per class.
+const CLASSES_ALONE: u8 = 4;
 
 /// A state's free part not found yet.
 const PART_UNKNOWN: u32 = u32::MAX;
@@ -598,6 +605,7 @@ impl LazyDfa {
             pattern_len: size,
             loop_thread: Vec::new(),
             free: Default::default(),
+            classes_done: Vec::new(),
             free_part: Vec::new(),
         }
     }
@@ -607,14 +615,84 @@ impl LazyDfa {
         self.det.start
     }
 
-    /// Next state on `byte` (0: dead), determinizing `s` on first use.
+    /// Next state on `byte` (0: dead), determinizing `s` on first use: its
+    /// whole row, or with [`LazyDfa::set_class_rows`] the one class of
+    /// `byte`.
     #[inline]
     pub fn next(&mut self, s: u32, byte: u8) -> u32 {
         let si = s as usize;
+        let at = si * self.det.stride + self.det.classes[byte as usize] as usize;
         if si >= self.explored.len() || !self.explored[si] {
-            self.explore(si);
+            if !self.det.lazy_rows {
+                self.explore(si);
+            } else if self.det.trans[at] == determinize::UNCOMPUTED {
+                return self.explore_class(si, at - si * self.det.stride);
+            }
         }
-        self.det.trans[si * self.det.stride + self.det.classes[byte as usize] as usize]
+        self.det.trans[at]
+    }
+
+    /// From now on, fills a state's row one class at a time as
+    /// [`LazyDfa::next`] asks for them ([`LazyDfa::ensure_row`] fills the
+    /// rest): a state a trie walk passes through with a few bytes does not
+    /// create a successor for each of its hundred classes (a third of the
+    /// states a whole-row exploration made were never entered).
+    pub fn set_class_rows(&mut self) {
+        if self.det.lazy_rows {
+            return;
+        }
+        self.det.lazy_rows = true;
+        let stride = self.det.stride;
+        for i in 1..self.det.len() {
+            if !self.is_explored(i as u32) {
+                self.det.trans[i * stride..(i + 1) * stride].fill(determinize::UNCOMPUTED);
+            }
+        }
+    }
+
+    /// Fills the whole row of `s` (see [`LazyDfa::set_class_rows`]).
+    #[inline]
+    pub fn ensure_row(&mut self, s: u32) {
+        if !self.is_explored(s) {
+            self.explore(s as usize);
+        }
+    }
+
+    /// The transition of `s` on class `c` alone (its row not filled), or,
+    /// past [`CLASSES_ALONE`] of them, the whole row.
+    #[cold]
+    fn explore_class(&mut self, s: usize, c: usize) -> u32 {
+        if self.classes_done.len() <= s {
+            self.classes_done.resize(self.det.len().max(s + 1), 0);
+        }
+        if self.classes_done[s] >= CLASSES_ALONE {
+            self.explore(s);
+            return self.det.trans[s * self.det.stride + c];
+        }
+        self.classes_done[s] += 1;
+        let t = if self.failed.is_some() {
+            Err(None)
+        } else {
+            match self.det.explore_class(s, c) {
+                Ok(_) if self.det.len() > self.max_states => Err(Some(DfaError::TooBig {
+                    what: "lazy DFA's state count",
+                    limit: self.max_states,
+                    knob: "IndexConfig::max_states",
+                })),
+                Ok(t) => Ok(t),
+                Err(l) => Err(Some(limit_error(l, &self.config))),
+            }
+        };
+        match t {
+            Ok(t) => t,
+            Err(e) => {
+                self.det.trans[s * self.det.stride + c] = 0;
+                if self.failed.is_none() {
+                    self.failed = e;
+                }
+                0
+            }
+        }
     }
 
     #[cold]
@@ -639,7 +717,19 @@ impl LazyDfa {
         };
         if let Err(e) = res {
             let row = s * self.det.stride;
-            self.det.trans[row..row + self.det.stride].fill(0);
+            let row = &mut self.det.trans[row..row + self.det.stride];
+            if self.det.lazy_rows {
+                // The classes not filled are dead; those filled (one at a
+                // time before, or by this exploration) keep their targets:
+                // masks may have been computed through them.
+                for t in row {
+                    if *t == determinize::UNCOMPUTED {
+                        *t = 0;
+                    }
+                }
+            } else {
+                row.fill(0);
+            }
             if self.failed.is_none() {
                 self.failed = e;
             }
@@ -1080,5 +1170,43 @@ mod tests {
         assert!(d.matches(b"x"));
         assert!(d.matches(b"b"));
         assert!(!d.matches(b"xy"), "no word boundary between 'x' and 'y'");
+    }
+
+    /// Rows filled a class at a time (some states' rows filled whole
+    /// midway) give the same automaton as rows filled whole: a walk over
+    /// pairs of states reached by the same bytes agrees on every byte's
+    /// deadness, acceptance and distance.
+    #[test]
+    fn rows_filled_a_class_at_a_time_give_the_same_automaton() {
+        let cfg = DfaConfig::default();
+        for p in [
+            r#"\{"a":(?:[0-9]+|"[^"\\]{0,5}")(?:,"[a-z]{1,3}":null)*\}"#,
+            r"(?:ab|a[^b]|[^a]b){2,4}(?:é|中文)?",
+            r#""(?:[^"\\\x00-\x1F]|\\["\\bfnrt]){2,40}""#,
+        ] {
+            let nfa = || direct::parse_nfa(p, None, true).unwrap().unwrap();
+            let mut whole = ByteDfa::lazy_nfa(nfa(), p.len(), &cfg);
+            let mut by_class = ByteDfa::lazy_nfa(nfa(), p.len(), &cfg);
+            by_class.set_class_rows();
+            let mut seen = std::collections::HashSet::new();
+            let mut queue = std::collections::VecDeque::from([(whole.start(), by_class.start())]);
+            let mut k = 0;
+            while let Some((a, b)) = queue.pop_front() {
+                k += 1;
+                if k % 7 == 0 {
+                    by_class.ensure_row(b);
+                }
+                assert_eq!(whole.is_accepting(a), by_class.is_accepting(b), "{p}");
+                assert_eq!(whole.dist(a), by_class.dist(b), "{p}");
+                for byte in 0..=255u8 {
+                    let (x, y) = (whole.next(a, byte), by_class.next(b, byte));
+                    assert_eq!(x == 0, y == 0, "{p}: byte {byte}");
+                    if x != 0 && seen.len() < 2000 && seen.insert((x, y)) {
+                        queue.push_back((x, y));
+                    }
+                }
+            }
+            assert!(by_class.limit_error().is_none());
+        }
     }
 }

@@ -102,9 +102,6 @@ pub(super) struct Core {
     /// [`Lazy::walk_to_loops`] entered it, the tokens below the node the
     /// state's mask allows ([`Lazy::settled`]).
     settled: HashMap<(u32, u32), Arc<[u32]>, foldhash::fast::RandomState>,
-    /// Free parts a state asked for whose masks are not computed yet
-    /// ([`Lazy::free_part_mask`]).
-    free_asked: std::collections::HashSet<u32, foldhash::fast::RandomState>,
 }
 
 impl trie::LiveBytes for Core {
@@ -119,8 +116,7 @@ impl trie::LiveBytes for Core {
         if s == DEAD {
             return set;
         }
-        // (Any byte: determinizes the row of `s` if it is not yet.)
-        self.dfa.next(s, 0);
+        self.dfa.ensure_row(s);
         // Without a branch per class (schema automata have about a hundred
         // classes, and which are live is unpredictable).
         for (&t, bytes) in self.dfa.row(s).iter().zip(&self.class_bytes) {
@@ -709,6 +705,7 @@ impl Lazy {
     /// `max_states` states.
     pub fn new(mut dfa: LazyDfa, max_states: usize) -> Lazy {
         dfa.set_max_states(max_states);
+        dfa.set_class_rows();
         let classes = dfa.byte_classes();
         let start = dfa.start();
         let lazy = Lazy {
@@ -727,7 +724,6 @@ impl Lazy {
                 scratch: None,
                 class_bytes: class_byte_sets(&classes),
                 settled: HashMap::default(),
-                free_asked: Default::default(),
             }),
             start,
             masks: Arena::new(max_states, 1, MASK_BASE),
@@ -760,11 +756,14 @@ impl Lazy {
         self.locked(|core| {
             let mut s = s;
             for &b in bytes {
-                let t = core.next(s, b);
-                if !self.published.has_row(s) && core.dfa.is_explored(s) {
+                if !self.published.has_row(s) {
+                    // A state a matcher passes through gets its whole row
+                    // (walks may have filled only some classes).
+                    core.dfa.ensure_row(s);
                     self.publish_info(core);
                     self.published.publish_row(s, core.dfa.row(s));
                 }
+                let t = core.next(s, b);
                 if t == DEAD {
                     return DEAD;
                 }
@@ -861,7 +860,8 @@ impl Lazy {
         // The set's fingerprint (the sum of `mix` over its ids) is kept up to
         // date as ids are added, so equal masks are found without hashing
         // 19 KB.
-        let mut m = match self.free_part_mask(core, s, tries, vocab) {
+        let mut warm = None;
+        let mut m = match self.free_part_mask(core, s, tries, vocab, &mut warm) {
             Some(m) => m,
             None => match self.chain_mask(core, s, tries) {
                 Some(m) => m,
@@ -886,11 +886,13 @@ impl Lazy {
                 self.sparse.fetch_add(1, Ordering::Relaxed);
                 self.sparse_bytes
                     .fetch_add(ids.len() * 4, Ordering::Relaxed);
-                return Arc::new(Mask::Sparse {
+                let mask = Arc::new(Mask::Sparse {
                     level: m.level,
                     ids: ids.into_boxed_slice(),
                     dense: OnceLock::new(),
                 });
+                self.warm(core, warm, tries, vocab);
+                return mask;
             }
             // A big one keeps the scratch set as its bitset, with the
             // level's tokens.
@@ -899,7 +901,18 @@ impl Lazy {
             }
         }
         let fp = m.fp;
-        Arc::new(Mask::Dense(self.intern(m.set, fp), fp))
+        let mask = Arc::new(Mask::Dense(self.intern(m.set, fp), fp));
+        self.warm(core, warm, tries, vocab);
+        mask
+    }
+
+    /// Computes the mask of free part `t` ([`Lazy::free_part_mask`]) for
+    /// the states that will hold it, unless known.
+    fn warm(&self, core: &mut Core, t: Option<u32>, tries: &VocabTries, vocab: &Vocabulary) {
+        let Some(t) = t else { return };
+        if let Some(cell) = self.cell(t) {
+            cell.get_or_init(|| self.compute(core, t, tries, vocab));
+        }
     }
 
     /// The one shared bitset equal to `set` (whose fingerprint is `fp`).
@@ -926,38 +939,33 @@ impl Lazy {
     /// there; without it each position searched the plain reach of every
     /// name and walked the whole trie again.
     ///
-    /// `t`'s mask is computed for the second state that holds `t` and many
-    /// other threads (a key's start, one per declared name left): the first
-    /// is computed the usual way, whose plain-reach search also serves the
-    /// states inside its keys, and an object whose keys start at one
-    /// position only does not pay for `t`. `None` (nothing built) when `s`
-    /// has no such part, or when the side-by-side walk passes
-    /// [`FREE_PART_WALK`] nodes.
+    /// The first state that holds `t` and many other threads (a key's
+    /// start, one per declared name left) is computed the usual way, whose
+    /// plain-reach search also serves the states inside its keys; `warm`
+    /// then gets `t`, whose mask the caller computes after, in the same
+    /// step: the slow first visit of an object's keys pays for it, not the
+    /// second. `None` (nothing built) when `s` has no such part, or when the
+    /// side-by-side walk passes [`FREE_PART_WALK`] nodes.
     fn free_part_mask(
         &self,
         core: &mut Core,
         s: u32,
         tries: &VocabTries,
         vocab: &Vocabulary,
+        warm: &mut Option<u32>,
     ) -> Option<Building> {
         let t = core.dfa.free_part(s)?;
-        let cell = self.cell(t)?;
-        if cell.get().is_none() {
-            // The first state asking for `t` is computed the usual way (its
-            // plain-reach search also serves the states inside its keys);
-            // the second computes `t`'s mask, for itself and those after.
+        let Some(base) = self.cell(t)?.get().cloned() else {
             let others = core.dfa.nfa_key(s).len() - core.dfa.nfa_key(t).len();
-            if others < FREE_PART_OTHERS || core.free_asked.insert(t) {
-                return None;
+            if others >= FREE_PART_OTHERS {
+                *warm = Some(t);
             }
-        }
+            return None;
+        };
         let lt = core.plain_level(t);
         if lt != LEVEL_LOOP && lt != LEVEL_UNLIMITED {
             return None;
         }
-        let base = cell
-            .get_or_init(|| self.compute(core, t, tries, vocab))
-            .clone();
         // A string body's loop has its own cheap walk, and its mask is what
         // `t`'s walk may settle subtrees by (`walk_to_loops`): never
         // computed from `t`.
