@@ -27,7 +27,7 @@ const BOUNDED: u8 = 2;
 /// bytes include JSON's punctuation, so from a value's start they reach
 /// most of a schema's automaton outside its strings, where no split is
 /// wanted; a key's threads reach their own trie and its tail.
-const SEARCH: usize = 4096;
+const SEARCH: usize = 1 << 15;
 
 /// Whether `b` can be a byte of a plain character other than JSON's
 /// punctuation (`,:[]{}`): a free thread needs a cycle of string text, and

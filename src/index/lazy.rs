@@ -25,10 +25,10 @@
 //! published out of it into write-once, lock-free storage: masks in
 //! write-once cells, transitions in an append-only arena of atomic rows, a
 //! state's acceptance and distance in atomic slots ([`Published`]), budgets
-//! in the shared memo of `backend.rs`. A row is published when a walk
-//! first passes through its state (under the lock), not when the state is
-//! explored: most states a mask's trie walk explores are never entered by a
-//! matcher. So once any matcher has visited a state, every matcher on every
+//! in the shared memo of `backend.rs`. A transition is published when a
+//! walk first takes it (under the lock), not when its state is explored:
+//! most states a mask's trie walk explores are never entered by a matcher.
+//! So once any matcher has taken a transition, every matcher on every
 //! thread masks and advances through it with a few loads and no lock.
 //! (Chosen over per-matcher caches: those repeat every first visit per
 //! request, and a state's first visit — a walk of the token trie — costs
@@ -339,6 +339,22 @@ impl Core {
         if cached != LEVEL_YET {
             return cached;
         }
+        // No plain text dies from a part of s whose own plain text never
+        // dies (the extra-key trie of an object, whatever declared names
+        // are left, inside a key or at its start): that part's reach is
+        // searched once for every position that holds it. (Nor is s a
+        // string body: its other threads die on some plain text.) Only once
+        // the part's own level is known: the search below also gives the
+        // levels of every state inside the keys, which the first position
+        // needs.
+        if let Some(t) = self.dfa.free_part(s) {
+            let lt = self.level.get(t as usize).copied().unwrap_or(LEVEL_YET);
+            if lt == LEVEL_LOOP || lt == LEVEL_UNLIMITED {
+                self.grow();
+                self.level[s as usize] = LEVEL_UNLIMITED;
+                return LEVEL_UNLIMITED;
+            }
+        }
         // Fast path: a string body (every plain character leads back to s).
         let (mut cur, mut next, mut succ) = (Vec::new(), Vec::new(), Vec::new());
         {
@@ -375,20 +391,6 @@ impl Core {
             let level = LEVEL_UNLIMITED;
             self.level[s as usize] = level;
             return level;
-        }
-        // Neither does a part of s whose own plain text never dies (the
-        // extra-key trie of an object, whatever declared names are left):
-        // its reach is searched once for every position that holds it.
-        // Only once the part's own level is known: the search below also
-        // gives the levels of every state inside the key, which the first
-        // position's keys need.
-        if let Some(t) = self.dfa.free_part(s) {
-            let lt = self.level.get(t as usize).copied().unwrap_or(LEVEL_YET);
-            if lt == LEVEL_LOOP || lt == LEVEL_UNLIMITED {
-                self.grow();
-                self.level[s as usize] = LEVEL_UNLIMITED;
-                return LEVEL_UNLIMITED;
-            }
         }
         let mut index = HashMap::<u32, u32, foldhash::fast::RandomState>::default();
         index.insert(s, 0);
@@ -479,6 +481,20 @@ impl Core {
             self.level[states[i] as usize] = level_of(reach[i], is_loop);
         }
         self.level[s as usize]
+    }
+
+    /// Whether `s` is a string body's loop (every plain character leads
+    /// back to it). A state one plain character leads elsewhere is not,
+    /// and its level is not searched for this.
+    fn is_loop(&mut self, s: u32) -> bool {
+        self.grow();
+        match self.level[s as usize] {
+            LEVEL_YET => match self.plain.ascii.first().copied() {
+                Some(b) if self.next(s, b) != s => false,
+                _ => self.plain_level(s) == LEVEL_LOOP,
+            },
+            l => l == LEVEL_LOOP,
+        }
     }
 
     /// States found so far.
@@ -650,18 +666,12 @@ impl Published {
         }
     }
 
-    /// Whether the row of `s` is published.
-    fn has_row(&self, s: u32) -> bool {
-        self.next(s, 0).is_some()
-    }
-
-    /// Copies the row of an explored `s` (the targets' info already
-    /// published).
-    fn publish_row(&self, s: u32, row: &[u32]) {
+    /// Publishes the transition of `s` on `b`, to `t` ([`DEAD`] included;
+    /// its info already published).
+    fn publish(&self, s: u32, b: u8, t: u32) {
         if let Some(cells) = self.rows.get_or_alloc(s as usize) {
-            for (cell, &t) in cells.iter().zip(row) {
-                cell.store(t.saturating_add(1), Ordering::Release);
-            }
+            let v = if t == DEAD { 1 } else { t + 1 };
+            cells[self.classes[b as usize] as usize].store(v, Ordering::Release);
         }
     }
 
@@ -746,24 +756,21 @@ impl Lazy {
     }
 
     /// The slow path of a walk: the rest of `bytes` from `s` under the lock,
-    /// publishing every row on the way. This is the only place rows are
-    /// published: most rows a first visit explores are those of its trie
-    /// walk's prefixes, which no matcher enters (publishing each of them
-    /// when explored was a sixth of a first visit's time, and most of the
-    /// memory it touched).
+    /// publishing every transition taken. This is the only place
+    /// transitions are published: most a first visit finds are those of
+    /// its trie walk's prefixes, which no matcher enters (publishing each
+    /// row when explored was a sixth of a first visit's time, and most of
+    /// the memory it touched). One transition at a time, since rows are
+    /// filled a class at a time ([`LazyDfa::set_class_rows`]): a state a
+    /// matcher passes through inside a token is not explored whole for it.
     #[cold]
     fn walk_locked(&self, s: u32, bytes: &[u8]) -> u32 {
         self.locked(|core| {
             let mut s = s;
             for &b in bytes {
-                if !self.published.has_row(s) {
-                    // A state a matcher passes through gets its whole row
-                    // (walks may have filled only some classes).
-                    core.dfa.ensure_row(s);
-                    self.publish_info(core);
-                    self.published.publish_row(s, core.dfa.row(s));
-                }
                 let t = core.next(s, b);
+                self.publish_info(core);
+                self.published.publish(s, b, t);
                 if t == DEAD {
                     return DEAD;
                 }
@@ -1145,7 +1152,7 @@ impl Lazy {
                 i = trie.end[i] as usize;
                 continue;
             }
-            if boundary[i] && st != s && core.plain_level(st) == LEVEL_LOOP {
+            if boundary[i] && st != s && core.is_loop(st) {
                 let end = trie.end[i] as usize;
                 if end - i < SETTLED_MEMO {
                     if let Some(m) = self.allowed_locked(core, st, tries, vocab) {
