@@ -17,6 +17,7 @@
 //! threads allows a subset of its tokens); it never decides a mask.
 
 use super::nfa::{Kind, Nfa};
+use super::LazyDfa;
 
 const UNKNOWN: u8 = 0;
 const FREE: u8 = 1;
@@ -187,6 +188,62 @@ impl FreeThreads {
             self.memo[q as usize] = if bounded[i] { BOUNDED } else { FREE };
             self.local[q as usize] = NOT_MET;
         }
+    }
+}
+
+/// A state's free part not found yet.
+pub(super) const PART_UNKNOWN: u32 = u32::MAX;
+/// A state with no free part smaller than itself.
+pub(super) const NO_PART: u32 = u32::MAX - 1;
+
+impl LazyDfa {
+    /// The state made of the free threads of `s` (see the module: those from
+    /// which plain text can go on forever), when they are some but not all
+    /// of its threads; `None` otherwise. Its language is part of that of
+    /// `s`, so every token it allows `s` allows too. At a position of an
+    /// object where a key starts (or inside one), the free part is the
+    /// extra-key trie's threads, the same at every position, while the
+    /// declared names still allowed there differ.
+    pub(crate) fn free_part(&mut self, s: u32) -> Option<u32> {
+        if s == 0 {
+            return None;
+        }
+        let si = s as usize;
+        if let Some(&p) = self.free_part.get(si) {
+            if p != PART_UNKNOWN {
+                return (p != NO_PART).then_some(p);
+            }
+        }
+        let key: Vec<u32> = self.det.key(s).to_vec();
+        if !has_wide_thread(self.det.nfa(), &key) {
+            if self.free_part.len() <= si {
+                self.free_part
+                    .resize(self.det.len().max(si + 1), PART_UNKNOWN);
+            }
+            self.free_part[si] = NO_PART;
+            return None;
+        }
+        self.free
+            .classify(self.det.nfa(), self.det.nfa_dist(), &key);
+        let sub: Vec<u32> = key
+            .iter()
+            .copied()
+            .filter(|&q| self.free.is_free(q))
+            .collect();
+        let part = if sub.is_empty() || sub.len() == key.len() || self.failed.is_some() {
+            NO_PART
+        } else {
+            match self.det.sub_state(&sub) {
+                Ok(t) => t,
+                Err(_) => NO_PART,
+            }
+        };
+        if self.free_part.len() <= si {
+            self.free_part
+                .resize(self.det.len().max(si + 1), PART_UNKNOWN);
+        }
+        self.free_part[si] = part;
+        (part != NO_PART).then_some(part)
     }
 }
 

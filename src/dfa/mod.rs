@@ -560,7 +560,7 @@ pub struct LazyDfa {
     /// Per DFA state, the classes of its row filled one at a time.
     classes_done: Vec<u8>,
     /// Per DFA state, its free part ([`LazyDfa::free_part`]): a state,
-    /// [`NO_PART`], or [`PART_UNKNOWN`].
+    /// [`free::NO_PART`], or [`free::PART_UNKNOWN`].
     free_part: Vec<u32>,
 }
 
@@ -568,11 +568,6 @@ pub struct LazyDfa {
 /// at once ([`LazyDfa::set_class_rows`]): a state a trie walk leaves by many
 /// bytes costs one pass over its threads, not one per class.
 const CLASSES_ALONE: u8 = 4;
-
-/// A state's free part not found yet.
-const PART_UNKNOWN: u32 = u32::MAX;
-/// A state with no free part smaller than itself.
-const NO_PART: u32 = u32::MAX - 1;
 
 const LOOP_UNKNOWN: u8 = 0;
 const LOOP_YES: u8 = 1;
@@ -800,55 +795,6 @@ impl LazyDfa {
             }
         }
         false
-    }
-
-    /// The state made of the free threads of `s` ([`free`]: those from
-    /// which plain text can go on forever), when they are some but not all
-    /// of its threads; `None` otherwise. Its language is part of that of
-    /// `s`, so every token it allows `s` allows too. At a position of an
-    /// object where a key starts (or inside one), the free part is the
-    /// extra-key trie's threads, the same at every position, while the
-    /// declared names still allowed there differ.
-    pub(crate) fn free_part(&mut self, s: u32) -> Option<u32> {
-        if s == 0 {
-            return None;
-        }
-        let si = s as usize;
-        if let Some(&p) = self.free_part.get(si) {
-            if p != PART_UNKNOWN {
-                return (p != NO_PART).then_some(p);
-            }
-        }
-        let key: Vec<u32> = self.det.key(s).to_vec();
-        if !free::has_wide_thread(self.det.nfa(), &key) {
-            if self.free_part.len() <= si {
-                self.free_part
-                    .resize(self.det.len().max(si + 1), PART_UNKNOWN);
-            }
-            self.free_part[si] = NO_PART;
-            return None;
-        }
-        self.free
-            .classify(self.det.nfa(), self.det.nfa_dist(), &key);
-        let sub: Vec<u32> = key
-            .iter()
-            .copied()
-            .filter(|&q| self.free.is_free(q))
-            .collect();
-        let part = if sub.is_empty() || sub.len() == key.len() || self.failed.is_some() {
-            NO_PART
-        } else {
-            match self.det.sub_state(&sub) {
-                Ok(t) => t,
-                Err(_) => NO_PART,
-            }
-        };
-        if self.free_part.len() <= si {
-            self.free_part
-                .resize(self.det.len().max(si + 1), PART_UNKNOWN);
-        }
-        self.free_part[si] = part;
-        (part != NO_PART).then_some(part)
     }
 
     /// Fewest bytes from `s` to acceptance (`u32::MAX` for the dead state).

@@ -2,7 +2,7 @@
 //!
 //! A [`TokenIndex`](super::TokenIndex) asks one of two engines what happens
 //! in a state: the eager backend (`eager.rs`: a compact table of live
-//! states, every mask computed at build time) or the lazy one (`lazy.rs`: a
+//! states, every mask computed at build time) or the lazy one (`lazy/`: a
 //! DFA determinized, and masks computed, as matchers visit states). Both
 //! implement [`Backend`], which is deliberately small: the start, a step on
 //! a byte, acceptance, the distance to acceptance, the byte classes, the
@@ -31,7 +31,7 @@
 //! build. The lazy one publishes what its (locked) determinizer finds into
 //! append-only atomic arrays, so a state once visited by any matcher is read
 //! by every other without a lock; only the first visit of a state takes the
-//! lock (see `lazy.rs`).
+//! lock (see `lazy/mod.rs`).
 
 use super::trie::{self, VocabTries};
 use super::{LiveTable, TokenSet, DEAD};

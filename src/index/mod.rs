@@ -36,7 +36,7 @@
 //! full trie) and cached in the shared index; both modes give identical masks.
 //! An index over a [`LazyDfa`](crate::dfa::LazyDfa) (a DFA too big to
 //! determinize up front, see [`TokenIndex::build_dfa`]) is lazy in both: the
-//! automaton and the masks grow as guides visit states (`lazy.rs`).
+//! automaton and the masks grow as guides visit states (`lazy/`).
 //!
 //! ## Two backends, one set of algorithms
 //!
@@ -430,7 +430,7 @@ impl TokenIndex {
 
     /// How many masks a lazy index has computed from the mask of a part
     /// of their state shared with other states (the extra-key trie at a
-    /// key's start: see `index/lazy.rs`, `Lazy::free_part_mask`); 0 for an
+    /// key's start: see `index/lazy/free_part.rs`, `Lazy::free_part_mask`); 0 for an
     /// eager index.
     pub fn masks_from_free_parts(&self) -> usize {
         self.backend.masks_from_free_parts()

@@ -140,7 +140,7 @@ pub(crate) struct BodyTries {
     pub chain_suffixes: TokenTrie,
     /// Per node of the last plain level's `rest` trie: whether the node's
     /// bytes are whole plain characters (a walk that is in a state every
-    /// plain character leads back to, there, can stop: see `lazy.rs`).
+    /// plain character leads back to, there, can stop: see `lazy/mod.rs`).
     pub body_rest_boundary: Vec<bool>,
 }
 
