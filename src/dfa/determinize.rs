@@ -583,13 +583,18 @@ impl Determinizer {
         self.scratch = scratch;
         if self.lazy_rows && result.is_ok() {
             // Classes no edge reads are dead.
-            for t in &mut self.trans[i * self.stride..(i + 1) * self.stride] {
-                if *t == UNCOMPUTED {
-                    *t = 0;
-                }
-            }
+            self.close_row(i);
         }
         result
+    }
+
+    /// Makes the classes of state `i`'s row not computed yet dead.
+    pub fn close_row(&mut self, i: usize) {
+        for t in &mut self.trans[i * self.stride..(i + 1) * self.stride] {
+            if *t == UNCOMPUTED {
+                *t = 0;
+            }
+        }
     }
 
     /// Fills the transition of state `i` on byte class `c` alone (see

@@ -665,20 +665,7 @@ impl LazyDfa {
             return self.det.trans[s * self.det.stride + c];
         }
         self.classes_done[s] += 1;
-        let t = if self.failed.is_some() {
-            Err(None)
-        } else {
-            match self.det.explore_class(s, c) {
-                Ok(_) if self.det.len() > self.max_states => Err(Some(DfaError::TooBig {
-                    what: "lazy DFA's state count",
-                    limit: self.max_states,
-                    knob: "IndexConfig::max_states",
-                })),
-                Ok(t) => Ok(t),
-                Err(l) => Err(Some(limit_error(l, &self.config))),
-            }
-        };
-        match t {
+        match self.limited(|det| det.explore_class(s, c)) {
             Ok(t) => t,
             Err(e) => {
                 self.det.trans[s * self.det.stride + c] = 0;
@@ -696,34 +683,16 @@ impl LazyDfa {
             self.explored.resize(self.det.len(), false);
         }
         self.explored[s] = true;
-        // Err(None): an earlier row already hit a limit (and reported it).
-        let res = if self.failed.is_some() {
-            Err(None)
-        } else {
-            match self.det.explore(s) {
-                Ok(()) if self.det.len() > self.max_states => Err(Some(DfaError::TooBig {
-                    what: "lazy DFA's state count",
-                    limit: self.max_states,
-                    knob: "IndexConfig::max_states",
-                })),
-                Ok(()) => Ok(()),
-                Err(l) => Err(Some(limit_error(l, &self.config))),
-            }
-        };
+        let res = self.limited(|det| det.explore(s));
         if let Err(e) = res {
-            let row = s * self.det.stride;
-            let row = &mut self.det.trans[row..row + self.det.stride];
             if self.det.lazy_rows {
                 // The classes not filled are dead; those filled (one at a
                 // time before, or by this exploration) keep their targets:
                 // masks may have been computed through them.
-                for t in row {
-                    if *t == determinize::UNCOMPUTED {
-                        *t = 0;
-                    }
-                }
+                self.det.close_row(s);
             } else {
-                row.fill(0);
+                let row = s * self.det.stride;
+                self.det.trans[row..row + self.det.stride].fill(0);
             }
             if self.failed.is_none() {
                 self.failed = e;
@@ -731,6 +700,27 @@ impl LazyDfa {
         }
         if self.explored.len() < self.det.len() {
             self.explored.resize(self.det.len(), false);
+        }
+    }
+
+    /// Runs `f` (a step of the determinizer) unless a limit was hit
+    /// before (`Err(None)`: already reported), and checks the limits after
+    /// it: the determinizer's own and the state count.
+    fn limited<T>(
+        &mut self,
+        f: impl FnOnce(&mut determinize::Determinizer) -> Result<T, determinize::Limit>,
+    ) -> Result<T, Option<DfaError>> {
+        if self.failed.is_some() {
+            return Err(None);
+        }
+        match f(&mut self.det) {
+            Ok(_) if self.det.len() > self.max_states => Err(Some(DfaError::TooBig {
+                what: "lazy DFA's state count",
+                limit: self.max_states,
+                knob: "IndexConfig::max_states",
+            })),
+            Ok(t) => Ok(t),
+            Err(l) => Err(Some(limit_error(l, &self.config))),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use super::{Building, Core, Lazy, Mask, DEAD, LEVEL_LOOP, LEVEL_UNLIMITED};
 use crate::index::trie::{self, VocabTries, PLAIN_LEVELS};
-use crate::vocab::{TokenId, Vocabulary};
+use crate::vocab::Vocabulary;
 use std::sync::atomic::Ordering;
 
 impl Lazy {
@@ -81,10 +81,7 @@ impl Lazy {
             return Some(m);
         }
         if let Some(ids) = m.ids.take() {
-            for &id in &ids {
-                m.set.remove(TokenId(id));
-            }
-            core.scratch = Some(m.set);
+            Building::give_back(m.set, &ids, core);
         }
         None
     }

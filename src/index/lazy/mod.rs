@@ -595,6 +595,14 @@ impl Building {
         }
     }
 
+    /// Returns a scratch set holding `ids` to the automaton, empty again.
+    fn give_back(mut set: TokenSet, ids: &[u32], core: &mut Core) {
+        for &t in ids {
+            set.remove(TokenId(t));
+        }
+        core.scratch = Some(set);
+    }
+
     #[inline]
     fn insert(&mut self, t: u32) {
         if self.set.insert_new(TokenId(t)) {
@@ -819,11 +827,7 @@ impl Lazy {
         }
         if let Some(ids) = m.ids.take() {
             if ids.len() <= SPARSE_MAX {
-                // Back to the automaton, empty again.
-                for &t in &ids {
-                    m.set.remove(TokenId(t));
-                }
-                core.scratch = Some(m.set);
+                Building::give_back(m.set, &ids, core);
                 self.sparse.fetch_add(1, Ordering::Relaxed);
                 self.sparse_bytes
                     .fetch_add(ids.len() * 4, Ordering::Relaxed);
