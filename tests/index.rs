@@ -492,17 +492,7 @@ fn qwen_key_starts_built_on_the_shared_extra_key_part_match_the_eager_masks() {
         .unwrap()
         .regex;
     let eager = index(&re, &vocab, true);
-    let dfa_cfg = DfaConfig {
-        lazy_states: Some(1),
-        ..Default::default()
-    };
-    let dfa = ByteDfa::build(&re, &dfa_cfg).unwrap();
-    let cfg = IndexConfig {
-        threads: 1,
-        ..Default::default()
-    };
-    let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
-    assert!(lazy.is_lazy());
+    let lazy = lazy_index(&re, &vocab);
     let all: Vec<String> = names.iter().map(|n| format!(r#""{n}": "v""#)).collect();
     let texts = [
         format!("{{{}}}", all.join(", ")),
@@ -512,7 +502,33 @@ fn qwen_key_starts_built_on_the_shared_extra_key_part_match_the_eager_masks() {
         r#"{"labels": "l", "type": "t", "title": "x"}"#.to_string(),
         r#"{"nickname": "n", "value": "v", "types": 7}"#.to_string(),
     ];
-    for text in &texts {
+    same_masks_along(&eager, &lazy, &texts);
+    assert!(
+        lazy.masks_from_free_parts() > 0,
+        "the key starts after the first were built on the extra-key part"
+    );
+}
+
+/// A lazy index over `re` (lazy from the first state on), one thread.
+fn lazy_index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
+    let dfa_cfg = DfaConfig {
+        lazy_states: Some(1),
+        ..Default::default()
+    };
+    let dfa = ByteDfa::build(re, &dfa_cfg).unwrap();
+    let cfg = IndexConfig {
+        threads: 1,
+        ..Default::default()
+    };
+    let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
+    assert!(lazy.is_lazy());
+    lazy
+}
+
+/// Walks each text (in the language) byte by byte through both indexes,
+/// asserting equal masks before every byte and at the end.
+fn same_masks_along(eager: &TokenIndex, lazy: &TokenIndex, texts: &[String]) {
+    for text in texts {
         let (mut a, mut b) = (eager.start(), lazy.start());
         for (i, &byte) in text.as_bytes().iter().enumerate() {
             assert_eq!(eager.allowed(a), lazy.allowed(b), "{text}: before byte {i}");
@@ -524,9 +540,64 @@ fn qwen_key_starts_built_on_the_shared_extra_key_part_match_the_eager_masks() {
         assert_eq!(eager.allowed(a), lazy.allowed(b), "{text}: at the end");
         assert!(eager.is_accepting(a) && lazy.is_accepting(b), "{text}");
     }
+}
+
+/// A state one copy further along a counted repetition (a long string's
+/// next character, a long array's next item) shares the mask of the state
+/// with its threads moved back, while no token can reach the repetition's
+/// last copies. Along strings and arrays of every length up to the bound
+/// (escapes, multi-byte characters, items that end near the last copy),
+/// every mask is the eager index's.
+#[test]
+fn qwen_masks_shared_along_counted_repetitions_match_the_eager_masks() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "s": {"type": "string", "minLength": 2, "maxLength": 150},
+            "a": {
+                "type": "array",
+                "maxItems": 28,
+                "items": {
+                    "type": "object",
+                    "properties": {"k": {"type": "integer"}},
+                    "required": ["k"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["s"],
+        "additionalProperties": false
+    });
+    let re = constrain::schema::compile(&schema, &constrain::schema::SchemaOptions::compliant())
+        .unwrap()
+        .regex;
+    let eager = index(&re, &vocab, true);
+    let lazy = lazy_index(&re, &vocab);
+    // A string value of `n` characters: plain words, a quote, a backslash,
+    // a newline, a two- and a three-byte character (written as JSON).
+    let word = |n: usize| -> String {
+        let v: String = "lorem ipsum \"dolor\n é sit € amet \\ "
+            .chars()
+            .cycle()
+            .take(n)
+            .collect();
+        serde_json::to_string(&v).unwrap()
+    };
+    let mut texts = Vec::new();
+    for n in [2, 3, 40, 100, 118, 119, 120, 148, 149, 150] {
+        texts.push(format!(r#"{{"s": {}}}"#, word(n)));
+    }
+    for items in [0, 1, 5, 20, 25, 26, 27, 28] {
+        let list: Vec<String> = (0..items).map(|i| format!(r#"{{"k": {i}}}"#)).collect();
+        texts.push(format!(r#"{{"s": "ab", "a": [{}]}}"#, list.join(", ")));
+    }
+    same_masks_along(&eager, &lazy, &texts);
     assert!(
-        lazy.masks_from_free_parts() > 0,
-        "the key starts after the first were built on the extra-key part"
+        lazy.masks_from_shifts() > 0,
+        "the string's later characters and the later items shared masks"
     );
 }
 

@@ -305,10 +305,11 @@ impl Emitter<'_> {
     /// piece is left only through its exit).
     fn emit(&mut self, n: u32, tail: u32) -> Result<Piece, TooBig> {
         if self.tree.shared.get(n as usize) == Some(&true) {
-            let mut c = self
-                .copies
-                .remove(&n)
-                .unwrap_or(Copies { sub: n, last: None });
+            let mut c = self.copies.remove(&n).unwrap_or(Copies {
+                sub: n,
+                last: None,
+                fresh: false,
+            });
             let q = c.next_with(self, tail, Self::emit_node);
             self.copies.insert(n, c);
             return q;
@@ -526,7 +527,11 @@ impl Emitter<'_> {
     /// compiled once; every further copy copies the states of the one
     /// before ([`Builder::copy`]).
     fn repeat(&mut self, min: u32, max: u32, sub: u32, tail: u32) -> Result<Piece, TooBig> {
-        let mut copies = Copies { sub, last: None };
+        let mut copies = Copies {
+            sub,
+            last: None,
+            fresh: false,
+        };
         let mut acc: Option<Piece> = None;
         let ml = self.minlen[sub as usize];
         let (required, after) = if max == UNBOUNDED {
@@ -535,12 +540,17 @@ impl Emitter<'_> {
         } else {
             (min, 0)
         };
+        // The units of each run of copies: (first state, states), made by
+        // copying the one before.
+        let mut units = Units::default();
         for i in 0..required {
             // Copies still required after this one, then the rest.
             let rest = plus(ml.saturating_mul(required - 1 - i), after);
             let q = copies.next(self, plus(tail, rest))?;
+            units.add(&copies, 0);
             acc = Some(self.join(acc, q));
         }
+        units.record(&mut self.b, ml);
         if max == UNBOUNDED {
             // `sub*`, or the last of `min` copies looping back (`sub+`).
             let q = copies.next(self, tail)?;
@@ -560,6 +570,8 @@ impl Emitter<'_> {
             let u = self
                 .b
                 .add(Kind::Eps, &[Edge::eps(exit), Edge::eps(q.start)], tail)?;
+            // A unit: the copy and the state before it that may leave.
+            units.add(&copies, (u == self.b.len() - 1) as u32);
             acc = Some(self.join(
                 acc,
                 Piece {
@@ -568,6 +580,7 @@ impl Emitter<'_> {
                 },
             ));
         }
+        units.record(&mut self.b, ml);
         let p = acc.expect("max > min");
         self.b.patch(p.end, exit);
         Ok(Piece {
@@ -631,10 +644,54 @@ impl Emitter<'_> {
 /// copy of the states of the one before (compiled pieces only lead within
 /// their own states, or out through their exit), its distances shifted by
 /// the difference of the two exits' distances.
+/// The units of a run of copies being laid out (see
+/// [`CopyRun`](super::nfa::CopyRun)): each
+/// the states of one copy plus `extra` states added right after it.
+#[derive(Default)]
+struct Units {
+    start: u32,
+    stride: u32,
+    count: u32,
+    /// The layout broke the pattern (a copy compiled afresh, or not right
+    /// after the unit before).
+    broken: bool,
+}
+
+impl Units {
+    /// Adds the copy `copies` just made, with `extra` states after it.
+    fn add(&mut self, copies: &Copies, extra: u32) {
+        let Some((states, ..)) = &copies.last else {
+            self.broken = true;
+            return;
+        };
+        let stride = states.end - states.start + extra;
+        if self.count == 0 {
+            (self.start, self.stride) = (states.start, stride);
+        } else if copies.fresh
+            || stride != self.stride
+            || states.start != self.start + self.count * self.stride
+        {
+            self.broken = true;
+        }
+        self.count += 1;
+    }
+
+    /// Records the run (when whole) with the builder, and starts anew.
+    fn record(&mut self, b: &mut Builder, minlen: u32) {
+        if !self.broken && self.count > 0 && minlen != u32::MAX {
+            b.record_run(self.start, self.stride, self.count, minlen);
+        }
+        *self = Units::default();
+    }
+}
+
 struct Copies {
     sub: u32,
     /// The last copy's states, piece and exit distance.
     last: Option<(std::ops::Range<u32>, Piece, u32)>,
+    /// Whether the last copy was compiled afresh (not copied from the one
+    /// before).
+    fresh: bool,
 }
 
 impl Copies {
@@ -649,6 +706,7 @@ impl Copies {
         tail: u32,
         emit: fn(&mut Emitter<'t>, u32, u32) -> Result<Piece, TooBig>,
     ) -> Result<Piece, TooBig> {
+        self.fresh = false;
         let (states, q) = match self.last.take() {
             // (A copy's distances are its original's moved: not from or to
             // "unreachable", which has no distance to move.)
@@ -663,6 +721,7 @@ impl Copies {
                 )
             }
             _ => {
+                self.fresh = true;
                 let s0 = e.b.len();
                 let q = emit(e, self.sub, tail)?;
                 (s0..e.b.len(), q)

@@ -30,6 +30,7 @@ mod free;
 pub(crate) mod nfa;
 pub(crate) mod ordered;
 mod parse;
+mod shift;
 
 /// Deepest nesting of groups and repetitions a pattern may have (regex-syntax
 /// defaults to 250, which deeply nested schemas exceed; the parser is
@@ -562,6 +563,9 @@ pub struct LazyDfa {
     /// Per DFA state, its free part ([`LazyDfa::free_part`]): a state,
     /// [`free::NO_PART`], or [`free::PART_UNKNOWN`].
     free_part: Vec<u32>,
+    /// Per DFA state, the state its threads move back to along runs of
+    /// copies ([`LazyDfa::shifted_back`]; itself when they do not).
+    shifted: Vec<u32>,
 }
 
 /// Classes of a state's row filled one at a time before the rest is filled
@@ -602,6 +606,7 @@ impl LazyDfa {
             free: Default::default(),
             classes_done: Vec::new(),
             free_part: Vec::new(),
+            shifted: Vec::new(),
         }
     }
 

@@ -39,6 +39,31 @@ impl Edge {
     }
 }
 
+/// A run of `count` identical units of states (a counted repetition's
+/// copies, [`Builder::record_run`]): unit `i` is the states
+/// `start + i * stride .. start + (i + 1) * stride`, a copy of unit 0 with
+/// every id moved by `i * stride`; a unit's edges lead within it, to the
+/// next unit's first state (the last unit's lead to the run's exit
+/// instead), or to one exit state outside the run that every unit shares.
+/// Nothing outside the run leads into it but to unit 0. Reading a unit
+/// through takes at least `minlen` bytes. So from a set of threads inside
+/// units `lo..=h` (and any outside the run), the same threads each moved
+/// `d` units back read exactly the same texts, as long as no text reaches
+/// the last unit: see [`Nfa::shift_back`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyRun {
+    pub start: u32,
+    pub stride: u32,
+    pub count: u32,
+    pub minlen: u32,
+}
+
+impl CopyRun {
+    fn end(&self) -> u32 {
+        self.start + self.stride * self.count
+    }
+}
+
 /// What a state does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -63,6 +88,10 @@ pub struct Nfa {
     /// The fewest bytes from each state to the match state (`u32::MAX`:
     /// none), when the builder knew them.
     dist: Option<Vec<u32>>,
+    /// Runs of copies ([`CopyRun`]) by start (an enclosing run first), and
+    /// each one's innermost enclosing run (`u32::MAX`: none).
+    runs: Vec<CopyRun>,
+    run_parent: Vec<u32>,
 }
 
 impl Nfa {
@@ -113,7 +142,92 @@ impl Nfa {
 
     /// Heap memory, in bytes.
     pub fn memory_usage(&self) -> usize {
-        self.kinds.len() + self.offs.len() * 4 + self.edges.len() * std::mem::size_of::<Edge>()
+        self.kinds.len()
+            + self.offs.len() * 4
+            + self.edges.len() * std::mem::size_of::<Edge>()
+            + self.runs.len() * (std::mem::size_of::<CopyRun>() + 4)
+    }
+
+    /// The runs of copies the builder recorded.
+    pub fn runs(&self) -> &[CopyRun] {
+        &self.runs
+    }
+
+    /// The innermost run whose units hold state `q`.
+    fn run_of(&self, q: u32) -> Option<usize> {
+        // The last run starting at or before q, or an enclosing one (runs
+        // nest or are apart).
+        let mut i = self.runs.partition_point(|r| r.start <= q).checked_sub(1)?;
+        loop {
+            if q < self.runs[i].end() {
+                return Some(i);
+            }
+            i = self.run_parent[i] as usize;
+            if i == u32::MAX as usize {
+                return None;
+            }
+        }
+    }
+
+    /// `key` (sorted threads) with the threads inside some run moved back
+    /// to the same place in earlier units, as far as they go, run after run
+    /// (an item's copy, then a string's inside it), when that changes it:
+    /// the smaller key reads exactly the texts of up to `horizon` bytes
+    /// that `key` reads, and reaches a state where each is live exactly
+    /// when `key`'s is. A move is made only when every text of `horizon`
+    /// bytes from the key's furthest unit stays two units short of the
+    /// run's last unit (which leads out, not on), so the two walks meet
+    /// the same structure at every step. `None`: no run allows a move.
+    pub fn shift_back(&self, key: &[u32], horizon: u32) -> Option<Vec<u32>> {
+        let mut k: Vec<u32> = key.to_vec();
+        let mut moved = false;
+        // Each move lowers the key's sum; a few suffice in practice.
+        'moves: for _ in 0..16 {
+            for qi in 0..k.len() {
+                let mut r = self.run_of(k[qi]);
+                while let Some(i) = r {
+                    let run = self.runs[i];
+                    if let Some(d) = Self::units_back(&k, run, horizon) {
+                        let back = d * run.stride;
+                        for q in k.iter_mut() {
+                            if (run.start..run.end()).contains(q) {
+                                *q -= back;
+                            }
+                        }
+                        k.sort_unstable();
+                        moved = true;
+                        continue 'moves;
+                    }
+                    r = match self.run_parent[i] {
+                        u32::MAX => None,
+                        p => Some(p as usize),
+                    };
+                }
+            }
+            break;
+        }
+        moved.then_some(k)
+    }
+
+    /// How many units back `run`'s threads in `key` can move (its lowest
+    /// unit's index), when it is some and the move is safe for texts of
+    /// `horizon` bytes (see [`Nfa::shift_back`]).
+    fn units_back(key: &[u32], run: CopyRun, horizon: u32) -> Option<u32> {
+        let (mut lo, mut hi) = (u32::MAX, 0u32);
+        for &q in key {
+            if (run.start..run.end()).contains(&q) {
+                let u = (q - run.start) / run.stride;
+                lo = lo.min(u);
+                hi = hi.max(u);
+            }
+        }
+        if lo == u32::MAX || lo == 0 || run.minlen == 0 {
+            return None;
+        }
+        // Units a text of `horizon` bytes can enter past the furthest one:
+        // the next for free, then one per `minlen` bytes read through.
+        let ahead = 1 + horizon.div_ceil(run.minlen);
+        (hi as u64 + ahead as u64 + 2 <= run.count as u64 - 1).then_some(lo)
     }
 
     /// Every state, as `(id, kind, edges)`.
@@ -203,6 +317,8 @@ pub struct Builder {
     /// ends at `b - 1`).
     split: [bool; 257],
     limit: usize,
+    /// Runs of copies recorded so far, by start.
+    runs: std::collections::BTreeMap<u32, Vec<CopyRun>>,
 }
 
 impl Builder {
@@ -216,6 +332,7 @@ impl Builder {
             dist: None,
             split: [false; 257],
             limit,
+            runs: Default::default(),
         }
     }
 
@@ -231,6 +348,7 @@ impl Builder {
             dist: Some(Vec::with_capacity(states)),
             split: [false; 257],
             limit,
+            runs: Default::default(),
         }
     }
 
@@ -345,7 +463,39 @@ impl Builder {
         }
         let last = self.offs[(end + delta) as usize + 1] as usize - 1;
         self.edges[last].next = HOLE;
+        // The runs inside the piece are copied with it.
+        let inner: Vec<CopyRun> = self
+            .runs
+            .range(states.clone())
+            .flat_map(|(_, rs)| rs.iter().copied())
+            .filter(|r| r.end() <= states.end)
+            .collect();
+        for r in inner {
+            self.push_run(CopyRun {
+                start: r.start + delta,
+                ..r
+            });
+        }
         Ok(delta)
+    }
+
+    /// Records that the states from `start` on are `count` units of
+    /// `stride` states each, unit `i` a copy of unit 0 moved `i * stride`,
+    /// laid out and linked as [`CopyRun`] says (the caller's promise);
+    /// reading one through takes at least `minlen` bytes.
+    pub fn record_run(&mut self, start: u32, stride: u32, count: u32, minlen: u32) {
+        if count >= 4 && stride > 0 && minlen > 0 {
+            self.push_run(CopyRun {
+                start,
+                stride,
+                count,
+                minlen,
+            });
+        }
+    }
+
+    fn push_run(&mut self, r: CopyRun) {
+        self.runs.entry(r.start).or_default().push(r);
     }
 
     /// The NFA, starting at `start`.
@@ -358,6 +508,22 @@ impl Builder {
             }
             *c = class;
         }
+        // By start, an enclosing run before those it holds; then each
+        // one's innermost enclosing run.
+        let mut runs: Vec<CopyRun> = self.runs.into_values().flatten().collect();
+        runs.sort_unstable_by_key(|r| (r.start, std::cmp::Reverse(r.end())));
+        runs.dedup();
+        let mut run_parent = vec![u32::MAX; runs.len()];
+        let mut open: Vec<usize> = Vec::new();
+        for (i, r) in runs.iter().enumerate() {
+            while open.last().is_some_and(|&j| runs[j].end() <= r.start) {
+                open.pop();
+            }
+            if let Some(&j) = open.last() {
+                run_parent[i] = j as u32;
+            }
+            open.push(i);
+        }
         Nfa {
             kinds: self.kinds,
             offs: self.offs,
@@ -365,6 +531,8 @@ impl Builder {
             start,
             classes,
             dist: self.dist,
+            runs,
+            run_parent,
         }
     }
 }

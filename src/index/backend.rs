@@ -115,6 +115,11 @@ pub(crate) trait Backend: Send + Sync {
     fn masks_from_free_parts(&self) -> usize {
         0
     }
+    /// Masks shared with a state earlier along a run of copies (lazy
+    /// backend only).
+    fn masks_from_shifts(&self) -> usize {
+        0
+    }
 }
 
 /// The few questions the algorithms below ask: a step, acceptance, the

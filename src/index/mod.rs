@@ -436,6 +436,13 @@ impl TokenIndex {
         self.backend.masks_from_free_parts()
     }
 
+    /// How many masks a lazy index has shared with a state earlier along a
+    /// counted repetition (the same threads some copies back, see
+    /// `dfa/shift.rs`); 0 for an eager index.
+    pub fn masks_from_shifts(&self) -> usize {
+        self.backend.masks_from_shifts()
+    }
+
     /// Whether masks were pruned by token-level liveness (the vocabulary lacks
     /// some single bytes, so some byte-live continuations cannot be spelled).
     pub fn is_token_pruned(&self) -> bool {

@@ -650,6 +650,9 @@ pub(super) struct Lazy {
     sparse_bytes: std::sync::atomic::AtomicUsize,
     /// Masks computed from a free part's ([`Lazy::free_part_mask`]).
     from_free_parts: std::sync::atomic::AtomicUsize,
+    /// Masks shared with a state earlier along a run of copies
+    /// ([`LazyDfa::shifted_back`]).
+    from_shifts: std::sync::atomic::AtomicUsize,
 }
 
 impl Lazy {
@@ -683,6 +686,7 @@ impl Lazy {
             sparse: Default::default(),
             sparse_bytes: Default::default(),
             from_free_parts: Default::default(),
+            from_shifts: Default::default(),
         };
         lazy.publish_info(&mut lazy.core());
         lazy
@@ -806,6 +810,18 @@ impl Lazy {
         tries: &VocabTries,
         vocab: &Vocabulary,
     ) -> Arc<Mask> {
+        // A state one copy (or more) further along a counted repetition
+        // than one whose mask it has: that mask, shared.
+        let horizon = tries.full.max_depth as u32;
+        if let Some(t) = core.dfa.shifted_back(s, horizon) {
+            if let Some(cell) = self.cell(t) {
+                let m = cell
+                    .get_or_init(|| self.compute(core, t, tries, vocab))
+                    .clone();
+                self.from_shifts.fetch_add(1, Ordering::Relaxed);
+                return m;
+            }
+        }
         // The set's fingerprint (the sum of `mix` over its ids) is kept up to
         // date as ids are added, so equal masks are found without hashing
         // 19 KB.
@@ -1168,6 +1184,10 @@ impl super::Backend for Lazy {
 
     fn masks_from_free_parts(&self) -> usize {
         self.from_free_parts.load(Ordering::Relaxed)
+    }
+
+    fn masks_from_shifts(&self) -> usize {
+        self.from_shifts.load(Ordering::Relaxed)
     }
 
     fn limit_error(&self) -> Option<String> {
