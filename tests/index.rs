@@ -545,9 +545,11 @@ fn same_masks_along(eager: &TokenIndex, lazy: &TokenIndex, texts: &[String]) {
 /// A state one copy further along a counted repetition (a long string's
 /// next character, a long array's next item) shares the mask of the state
 /// with its threads moved back, while no token can reach the repetition's
-/// last copies. Along strings and arrays of every length up to the bound
-/// (escapes, multi-byte characters, items that end near the last copy),
-/// every mask is the eager index's.
+/// last copies; the first such state's own mask walks the characters
+/// after it as a loop. Along strings (plain and counted classes) and
+/// arrays of every length up to the bound (escapes, multi-byte
+/// characters, items that end near the last copy), every mask is the
+/// eager index's.
 #[test]
 fn qwen_masks_shared_along_counted_repetitions_match_the_eager_masks() {
     let Some(vocab) = common::qwen_vocab() else {
@@ -557,6 +559,7 @@ fn qwen_masks_shared_along_counted_repetitions_match_the_eager_masks() {
         "type": "object",
         "properties": {
             "s": {"type": "string", "minLength": 2, "maxLength": 150},
+            "p": {"type": "string", "pattern": "^[0-9a-zA-Z_-]{1,160}$"},
             "a": {
                 "type": "array",
                 "maxItems": 28,
@@ -589,6 +592,10 @@ fn qwen_masks_shared_along_counted_repetitions_match_the_eager_masks() {
     let mut texts = Vec::new();
     for n in [2, 3, 40, 100, 118, 119, 120, 148, 149, 150] {
         texts.push(format!(r#"{{"s": {}}}"#, word(n)));
+    }
+    for n in [1, 2, 17, 30, 130, 159, 160] {
+        let v: String = "ab_12-XYZ".chars().cycle().take(n).collect();
+        texts.push(format!(r#"{{"s": "ab", "p": "{v}"}}"#));
     }
     for items in [0, 1, 5, 20, 25, 26, 27, 28] {
         let list: Vec<String> = (0..items).map(|i| format!(r#"{{"k": {i}}}"#)).collect();

@@ -209,6 +209,48 @@ impl Nfa {
         moved.then_some(k)
     }
 
+    /// Whether `next` is `key` (both sorted threads) with the threads of
+    /// one run moved one unit on, all of them still inside it, and `next`
+    /// could move back to `key` for texts of `horizon` bytes (see
+    /// [`Nfa::shift_back`]). Then so is the state one unit on from `next`,
+    /// and so on while the bound holds: a chain of states that texts of
+    /// that length cannot tell from `key`'s.
+    pub fn is_next_unit(&self, key: &[u32], next: &[u32], horizon: u32) -> bool {
+        if key.len() != next.len() || key == next {
+            return false;
+        }
+        let Some(&q) = key.iter().find(|q| next.binary_search(q).is_err()) else {
+            return false;
+        };
+        let mut r = self.run_of(q);
+        while let Some(i) = r {
+            let run = self.runs[i];
+            let mut moved: Vec<u32> = key
+                .iter()
+                .map(|&x| {
+                    if (run.start..run.end()).contains(&x) {
+                        x + run.stride
+                    } else {
+                        x
+                    }
+                })
+                .collect();
+            moved.sort_unstable();
+            let inside = moved
+                .iter()
+                .zip(key)
+                .all(|(&m, &x)| m == x || m < run.end());
+            if inside && moved == next && Self::units_back(next, run, horizon).is_some() {
+                return true;
+            }
+            r = match self.run_parent[i] {
+                u32::MAX => None,
+                p => Some(p as usize),
+            };
+        }
+        false
+    }
+
     /// How many units back `run`'s threads in `key` can move (its lowest
     /// unit's index), when it is some and the move is safe for texts of
     /// `horizon` bytes (see [`Nfa::shift_back`]).

@@ -47,3 +47,22 @@ impl LazyDfa {
         (t != s).then_some(t)
     }
 }
+
+impl LazyDfa {
+    /// Whether `t` (the state every plain character, or every byte of a
+    /// set, leads `s` to) is `s` one unit further along a run of copies,
+    /// far enough from the run's end that no text of `horizon` bytes tells
+    /// the states on from `s` (see
+    /// [`Nfa::is_next_unit`](super::nfa::Nfa::is_next_unit)): the state `j`
+    /// characters on is `s` moved `j` units, and a text of `horizon - j`
+    /// bytes from it ends `horizon` units past `s` at most, the same reach
+    /// as `t`'s bound allows. So for the tokens, `s` behaves as if those
+    /// characters led it back to itself.
+    pub(crate) fn is_next_unit(&self, s: u32, t: u32, horizon: u32) -> bool {
+        if s == 0 || t == 0 || self.det.nfa().runs().is_empty() {
+            return false;
+        }
+        let nfa = self.det.nfa();
+        nfa.is_next_unit(self.det.key(s), self.det.key(t), horizon)
+    }
+}

@@ -83,6 +83,8 @@ const PLAIN_SEARCH: usize = 4096;
 /// The automaton and what is derived from it per state, grown on demand.
 pub(super) struct Core {
     dfa: LazyDfa,
+    /// The vocabulary's longest token, in bytes (set before each mask).
+    horizon: u32,
     /// States whose acceptance and distance are published (`0..this`).
     info_published: usize,
     plain: PlainReps,
@@ -268,6 +270,12 @@ impl Core {
                 chain.resize(len, t);
                 return true;
             }
+            if chain.len() == 1 && t != DEAD && self.dfa.is_next_unit(s, t, self.horizon) {
+                // A long counted string's character: no token tells the
+                // states further on from s (see `dfa/shift.rs`).
+                chain.resize(len, s);
+                return true;
+            }
             chain.push(t);
         }
         true
@@ -320,6 +328,12 @@ impl Core {
             };
             if t == MIXED {
                 return false;
+            }
+            if chain.len() == 1 && t != DEAD && self.dfa.is_next_unit(s, t, self.horizon) {
+                // A long counted class (`[0-9a-z]{1,255}`): as for a plain
+                // chain.
+                chain.resize(trie::BYTE_CHAIN_CAP + 1, s);
+                return true;
             }
             chain.push(t);
         }
@@ -669,6 +683,7 @@ impl Lazy {
             budgets: Slots::new(max_states),
             core: Mutex::new(Core {
                 dfa,
+                horizon: 0,
                 info_published: 0,
                 plain: PlainReps::new(&classes),
                 level: Vec::new(),
@@ -813,6 +828,7 @@ impl Lazy {
         // A state one copy (or more) further along a counted repetition
         // than one whose mask it has: that mask, shared.
         let horizon = tries.full.max_depth as u32;
+        core.horizon = horizon;
         if let Some(t) = core.dfa.shifted_back(s, horizon) {
             if let Some(cell) = self.cell(t) {
                 let m = cell
