@@ -602,6 +602,27 @@ fn qwen_masks_shared_along_counted_repetitions_match_the_eager_masks() {
         texts.push(format!(r#"{{"s": "ab", "a": [{}]}}"#, list.join(", ")));
     }
     same_masks_along(&eager, &lazy, &texts);
+    // Random walks of allowed tokens (seeded), which reach states no
+    // hand-written text does (escapes and multi-byte characters at every
+    // distance from the end, items cut anywhere).
+    let mut rng = StdRng::seed_from_u64(36);
+    for walk in 0..24 {
+        let (mut a, mut b) = (eager.start(), lazy.start());
+        for step in 0..400 {
+            let allowed = eager.allowed(a);
+            assert_eq!(allowed, lazy.allowed(b), "walk {walk}, step {step}");
+            let ids: Vec<TokenId> = allowed
+                .iter()
+                .filter(|t| !vocab.eos().contains(t))
+                .collect();
+            if ids.is_empty() {
+                break;
+            }
+            let t = ids[rng.random_range(0..ids.len())];
+            a = eager.next_state(a, t).expect("allowed");
+            b = lazy.next_state(b, t).expect("as the eager index");
+        }
+    }
     assert!(
         lazy.masks_from_shifts() > 0,
         "the string's later characters and the later items shared masks"
