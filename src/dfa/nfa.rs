@@ -181,11 +181,19 @@ impl Nfa {
     pub fn shift_back(&self, key: &[u32], horizon: u32) -> Option<Vec<u32>> {
         let mut k: Vec<u32> = key.to_vec();
         let mut moved = false;
+        // Runs tried since the last move (a big object's threads are mostly
+        // in the same few runs: each is tried once, not once per thread).
+        let mut tried: Vec<usize> = Vec::new();
         // Each move lowers the key's sum; a few suffice in practice.
         'moves: for _ in 0..16 {
+            tried.clear();
             for qi in 0..k.len() {
                 let mut r = self.run_of(k[qi]);
                 while let Some(i) = r {
+                    if tried.contains(&i) {
+                        break;
+                    }
+                    tried.push(i);
                     let run = self.runs[i];
                     if let Some(d) = Self::units_back(&k, run, horizon) {
                         let back = d * run.stride;
@@ -269,7 +277,7 @@ impl Nfa {
         // Units a text of `horizon` bytes can enter past the furthest one:
         // the next for free, then one per `minlen` bytes read through.
         let ahead = 1 + horizon.div_ceil(run.minlen);
-        (hi as u64 + ahead as u64 + 2 <= run.count as u64 - 1).then_some(lo)
+        (hi as u64 + ahead as u64 + 2 < run.count as u64).then_some(lo)
     }
 
     /// Every state, as `(id, kind, edges)`.

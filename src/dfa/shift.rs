@@ -66,3 +66,84 @@ impl LazyDfa {
         nfa.is_next_unit(self.det.key(s), self.det.key(t), horizon)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::dfa::determinize::Determinizer;
+    use crate::dfa::nfa::Nfa;
+
+    fn nfa_of(pattern: &str) -> Nfa {
+        crate::dfa::direct::parse_nfa(pattern, None, true)
+            .expect("in the direct parser's subset")
+            .expect("small")
+    }
+
+    /// The state after `text` (explored on the way).
+    fn state_after(det: &mut Determinizer, text: &[u8]) -> u32 {
+        let mut s = det.start;
+        for &b in text {
+            det.explore(s as usize).expect("no limit");
+            s = det.trans[s as usize * det.stride + det.classes[b as usize] as usize];
+            assert_ne!(s, 0, "{text:?} is live");
+        }
+        s
+    }
+
+    #[test]
+    fn counted_repetitions_record_their_runs_and_copies_carry_them() {
+        // 2 required digits, 298 optional ones: two runs.
+        let nfa = nfa_of("a[0-9]{2,300}b");
+        let counts: Vec<u32> = nfa.runs().iter().map(|r| r.count).collect();
+        assert_eq!(
+            counts,
+            vec![298],
+            "the 2 required units are too few to record"
+        );
+        // 50 optional items, each with a run of 40 optional digits.
+        let nfa = nfa_of("(?:x[0-9]{0,40}y){0,50}");
+        let outer = nfa.runs().iter().filter(|r| r.count == 50).count();
+        let inner = nfa.runs().iter().filter(|r| r.count == 40).count();
+        assert_eq!(
+            (outer, inner),
+            (1, 50),
+            "one run of items, a digit run per item"
+        );
+    }
+
+    #[test]
+    fn a_state_moves_back_along_its_run_only_far_from_the_end() {
+        let nfa = nfa_of("a[0-9]{0,400}b");
+        let mut det = Determinizer::new(nfa, usize::MAX, usize::MAX);
+        let start = state_after(&mut det, b"a");
+        let key_start = det.key(start).to_vec();
+        let one = state_after(&mut det, b"a1");
+        let key_one = det.key(one).to_vec();
+        let digits = |n: usize| -> Vec<u8> {
+            std::iter::once(b'a')
+                .chain(std::iter::repeat_n(b'7', n))
+                .collect()
+        };
+        // Far from the end: back to the first copy (the state after `a`),
+        // from one digit on or a hundred.
+        for n in [1, 100] {
+            let s = state_after(&mut det, &digits(n));
+            let back = det.nfa().shift_back(det.key(s), 128);
+            assert_eq!(back.as_deref(), Some(&key_start[..]), "after {n} digits");
+        }
+        // A 128-byte text from 300 digits on could reach the last copies.
+        let s = state_after(&mut det, &digits(300));
+        assert_eq!(det.nfa().shift_back(det.key(s), 128), None);
+        // The state after `a` has nothing to move back.
+        let s = state_after(&mut det, b"a");
+        assert_eq!(det.nfa().shift_back(det.key(s), 128), None);
+        // One digit on is the next unit (within the bound), two are not.
+        assert!(det.nfa().is_next_unit(&key_start, &key_one, 128));
+        let two = state_after(&mut det, b"a12");
+        assert!(!det.nfa().is_next_unit(&key_start, det.key(two), 128));
+        // Nor is one digit on near the end.
+        let (near, next) = (digits(300), digits(301));
+        let (a, b) = (state_after(&mut det, &near), state_after(&mut det, &next));
+        let ka = det.key(a).to_vec();
+        assert!(!det.nfa().is_next_unit(&ka, det.key(b), 128));
+    }
+}
