@@ -39,6 +39,14 @@ pub(super) fn parse_nfa(
     parse_nfa_with(pattern, size_limit, ordered, false)
 }
 
+/// A pattern's NFA in the subset with the ordered constructs (tests).
+#[cfg(test)]
+pub(super) fn nfa_of(pattern: &str) -> Nfa {
+    parse_nfa(pattern, None, true)
+        .expect("in the direct parser's subset")
+        .expect("small")
+}
+
 /// [`parse_nfa`]; with `raw_bytes`, a group of byte escapes
 /// `(?-u:\xHH...)` (the pushdown engine's call markers, bytes no UTF-8
 /// text holds) is in the subset too: those bytes, read as they are.

@@ -252,11 +252,7 @@ mod tests {
     use super::*;
     use crate::dfa::determinize::Determinizer;
 
-    fn nfa_of(pattern: &str) -> Nfa {
-        crate::dfa::direct::parse_nfa(pattern, None, true)
-            .expect("in the direct parser's subset")
-            .expect("small")
-    }
+    use crate::dfa::direct::nfa_of;
 
     /// The free threads of the start state of `pattern`, as the bytes they
     /// read first.

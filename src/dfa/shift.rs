@@ -70,13 +70,7 @@ impl LazyDfa {
 #[cfg(test)]
 mod tests {
     use crate::dfa::determinize::Determinizer;
-    use crate::dfa::nfa::Nfa;
-
-    fn nfa_of(pattern: &str) -> Nfa {
-        crate::dfa::direct::parse_nfa(pattern, None, true)
-            .expect("in the direct parser's subset")
-            .expect("small")
-    }
+    use crate::dfa::direct::nfa_of;
 
     /// The state after `text` (explored on the way).
     fn state_after(det: &mut Determinizer, text: &[u8]) -> u32 {
