@@ -246,17 +246,7 @@ fn lazy_rows_match_eager(vocab: &Arc<Vocabulary>, res: &[&str], walks: usize, se
     let mut rng = StdRng::seed_from_u64(seed);
     for re in res {
         let eager = index(re, vocab, true);
-        let dfa_cfg = DfaConfig {
-            lazy_states: Some(1),
-            ..Default::default()
-        };
-        let dfa = ByteDfa::build(re, &dfa_cfg).unwrap();
-        let cfg = IndexConfig {
-            threads: 1,
-            ..Default::default()
-        };
-        let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
-        assert!(lazy.is_lazy(), "{re}");
+        let lazy = lazy_index(re, vocab);
         let (mut row_e, mut row_l) = (vec![0u32; words], vec![u32::MAX; words]);
         for _ in 0..walks {
             let (mut ge, mut gl) = (
@@ -521,7 +511,7 @@ fn lazy_index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
         ..Default::default()
     };
     let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
-    assert!(lazy.is_lazy());
+    assert!(lazy.is_lazy(), "{re}");
     lazy
 }
 
