@@ -548,8 +548,8 @@ impl Emitter<'_> {
         } else {
             (min, 0)
         };
-        // The units of each run of copies: (first state, states), made by
-        // copying the one before.
+        // The required copies, then the optional ones: each a run of
+        // units ([`Units`]).
         let mut units = Units::default();
         for i in 0..required {
             // Copies still required after this one, then the rest.
@@ -648,13 +648,9 @@ impl Emitter<'_> {
     }
 }
 
-/// The copies of one repeated piece: the first compiled, each later one a
-/// copy of the states of the one before (compiled pieces only lead within
-/// their own states, or out through their exit), its distances shifted by
-/// the difference of the two exits' distances.
 /// The units of a run of copies being laid out (see
-/// [`CopyRun`](super::nfa::CopyRun)): each
-/// the states of one copy plus `extra` states added right after it.
+/// [`CopyRun`](super::nfa::CopyRun)): each the states of one copy plus
+/// `extra` states added right after it.
 #[derive(Default)]
 struct Units {
     start: u32,
@@ -693,6 +689,10 @@ impl Units {
     }
 }
 
+/// The copies of one repeated piece: the first compiled, each later one a
+/// copy of the states of the one before (compiled pieces only lead within
+/// their own states, or out through their exit), its distances shifted by
+/// the difference of the two exits' distances.
 struct Copies {
     sub: u32,
     /// The last copy's states, piece and exit distance.
