@@ -276,8 +276,8 @@ impl Nfa {
         }
         // Units a text of `horizon` bytes can enter past the furthest one:
         // the next for free, then one per `minlen` bytes read through.
-        let ahead = 1 + horizon.div_ceil(run.minlen);
-        (hi as u64 + ahead as u64 + 2 < run.count as u64).then_some(lo)
+        let ahead = 1 + (horizon as u64).div_ceil(run.minlen as u64);
+        (hi as u64 + ahead + 2 < run.count as u64).then_some(lo)
     }
 
     /// Every state, as `(id, kind, edges)`.

@@ -85,7 +85,8 @@ const PLAIN_SEARCH: usize = 4096;
 /// The automaton and what is derived from it per state, grown on demand.
 pub(super) struct Core {
     dfa: LazyDfa,
-    /// The vocabulary's longest token, in bytes (set before each mask).
+    /// The vocabulary's longest token, in bytes (set before each mask;
+    /// `u32::MAX` before the first, which no chain's bound meets).
     horizon: u32,
     /// States whose acceptance and distance are published (`0..this`).
     info_published: usize,
@@ -511,7 +512,8 @@ impl Lazy {
             budgets: Slots::new(max_states),
             core: Mutex::new(Core {
                 dfa,
-                horizon: 0,
+                // Until a mask sets it: no run's bound holds.
+                horizon: u32::MAX,
                 info_published: 0,
                 plain: PlainReps::new(&classes),
                 level: Vec::new(),
