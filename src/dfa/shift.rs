@@ -124,6 +124,11 @@ mod tests {
             let back = det.nfa().shift_back(det.key(s), 128);
             assert_eq!(back.as_deref(), Some(&key_start[..]), "after {n} digits");
         }
+        // No bound holds for an unbounded horizon (the chain's before any
+        // mask sets it).
+        let s = state_after(&mut det, &digits(100));
+        assert_eq!(det.nfa().shift_back(det.key(s), u32::MAX), None);
+        assert!(!det.nfa().is_next_unit(&key_start, &key_one, u32::MAX));
         // A 128-byte text from 300 digits on could reach the last copies.
         let s = state_after(&mut det, &digits(300));
         assert_eq!(det.nfa().shift_back(det.key(s), 128), None);
