@@ -62,6 +62,11 @@ impl CopyRun {
     fn end(&self) -> u32 {
         self.start + self.stride * self.count
     }
+
+    /// Whether state `q` is in one of the run's units.
+    fn holds(&self, q: u32) -> bool {
+        (self.start..self.end()).contains(&q)
+    }
 }
 
 /// What a state does.
@@ -153,20 +158,16 @@ impl Nfa {
         &self.runs
     }
 
-    /// The innermost run whose units hold state `q`.
-    fn run_of(&self, q: u32) -> Option<usize> {
-        // The last run starting at or before q, or an enclosing one (runs
-        // nest or are apart).
-        let mut i = self.runs.partition_point(|r| r.start <= q).checked_sub(1)?;
-        loop {
-            if q < self.runs[i].end() {
-                return Some(i);
-            }
-            i = self.run_parent[i] as usize;
-            if i == u32::MAX as usize {
-                return None;
-            }
-        }
+    /// The runs whose units hold state `q`, innermost first.
+    fn runs_holding(&self, q: u32) -> impl Iterator<Item = usize> + '_ {
+        // From the last run starting at or before q, out through the runs
+        // enclosing it (runs nest or are apart).
+        let last = self.runs.partition_point(|r| r.start <= q).checked_sub(1);
+        std::iter::successors(last, |&i| match self.run_parent[i] {
+            u32::MAX => None,
+            p => Some(p as usize),
+        })
+        .filter(move |&i| self.runs[i].holds(q))
     }
 
     /// `key` (sorted threads) with the threads inside some run moved back
@@ -188,28 +189,22 @@ impl Nfa {
         'moves: for _ in 0..16 {
             tried.clear();
             for qi in 0..k.len() {
-                let mut r = self.run_of(k[qi]);
-                while let Some(i) = r {
+                for i in self.runs_holding(k[qi]) {
                     if tried.contains(&i) {
+                        // (And so were the runs around it.)
                         break;
                     }
                     tried.push(i);
                     let run = self.runs[i];
                     if let Some(d) = Self::units_back(&k, run, horizon) {
                         let back = d * run.stride;
-                        for q in k.iter_mut() {
-                            if (run.start..run.end()).contains(q) {
-                                *q -= back;
-                            }
+                        for q in k.iter_mut().filter(|q| run.holds(**q)) {
+                            *q -= back;
                         }
                         k.sort_unstable();
                         moved = true;
                         continue 'moves;
                     }
-                    r = match self.run_parent[i] {
-                        u32::MAX => None,
-                        p => Some(p as usize),
-                    };
                 }
             }
             break;
@@ -230,33 +225,22 @@ impl Nfa {
         let Some(&q) = key.iter().find(|q| next.binary_search(q).is_err()) else {
             return false;
         };
-        let mut r = self.run_of(q);
-        while let Some(i) = r {
+        self.runs_holding(q).any(|i| {
             let run = self.runs[i];
+            // Every thread of the run has a unit after its own.
+            if key
+                .iter()
+                .any(|&x| run.holds(x) && !run.holds(x + run.stride))
+            {
+                return false;
+            }
             let mut moved: Vec<u32> = key
                 .iter()
-                .map(|&x| {
-                    if (run.start..run.end()).contains(&x) {
-                        x + run.stride
-                    } else {
-                        x
-                    }
-                })
+                .map(|&x| if run.holds(x) { x + run.stride } else { x })
                 .collect();
             moved.sort_unstable();
-            let inside = moved
-                .iter()
-                .zip(key)
-                .all(|(&m, &x)| m == x || m < run.end());
-            if inside && moved == next && Self::units_back(next, run, horizon).is_some() {
-                return true;
-            }
-            r = match self.run_parent[i] {
-                u32::MAX => None,
-                p => Some(p as usize),
-            };
-        }
-        false
+            moved == next && Self::units_back(next, run, horizon).is_some()
+        })
     }
 
     /// How many units back `run`'s threads in `key` can move (its lowest
@@ -265,7 +249,7 @@ impl Nfa {
     fn units_back(key: &[u32], run: CopyRun, horizon: u32) -> Option<u32> {
         let (mut lo, mut hi) = (u32::MAX, 0u32);
         for &q in key {
-            if (run.start..run.end()).contains(&q) {
+            if run.holds(q) {
                 let u = (q - run.start) / run.stride;
                 lo = lo.min(u);
                 hi = hi.max(u);
