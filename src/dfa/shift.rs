@@ -46,9 +46,7 @@ impl LazyDfa {
         self.shifted[si] = t;
         (t != s).then_some(t)
     }
-}
 
-impl LazyDfa {
     /// Whether `t` (the state every plain character, or every byte of a
     /// set, leads `s` to) is `s` one unit further along a run of copies,
     /// far enough from the run's end that no text of `horizon` bytes tells
