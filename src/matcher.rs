@@ -191,6 +191,14 @@ impl Matcher {
         self.index.allowed(self.state())
     }
 
+    /// Whether `t` is allowed now: [`Matcher::allowed`]`().contains(t)`,
+    /// without the bitset a small mask of a lazy index is otherwise made
+    /// into (for a caller that tests a token, not one that masks logits).
+    #[inline]
+    pub fn allows(&self, t: TokenId) -> bool {
+        !self.terminated && self.index.allows(self.state(), t)
+    }
+
     /// Writes the allowed tokens into `row` in XGrammar's layout (token `t`
     /// is bit `t % 32` of `row[t / 32]`, 1 = allowed). `row` must have at
     /// least [`bitmask_words`]`(logits width)` words; words past that are

@@ -80,6 +80,10 @@ fn tiny_allowed_sets_by_hand() {
         g.advance(TokenId(9)).unwrap();
         assert!(g.is_finished());
         assert!(g.allowed().is_empty());
+        assert!(
+            (0..12).all(|t| !g.allows(TokenId(t))),
+            "after EOS nothing is allowed"
+        );
         assert_eq!(
             g.advance(TokenId(0)),
             Err(constrain::MatcherError::Finished)
@@ -238,9 +242,10 @@ fn qwen_eager_and_lazy_masks_agree() {
     }
 }
 
-/// The bitmask rows a lazy index writes (small masks straight from their id
-/// lists, before anything asks for their bitsets) equal the eager index's
-/// masks, along random walks; then the bitsets made on demand equal them too.
+/// The answers of `Matcher::allows` and the bitmask rows a lazy index
+/// writes (small masks straight from their id lists, before anything asks
+/// for their bitsets) equal the eager index's masks, along random walks;
+/// then the bitsets made on demand equal them too.
 fn lazy_rows_match_eager(vocab: &Arc<Vocabulary>, res: &[&str], walks: usize, seed: u64) {
     let words = constrain::bitmask_words(vocab.logits_width());
     let mut rng = StdRng::seed_from_u64(seed);
@@ -254,9 +259,29 @@ fn lazy_rows_match_eager(vocab: &Arc<Vocabulary>, res: &[&str], walks: usize, se
                 Matcher::from_index(lazy.clone()),
             );
             for step in 0..40 {
+                let allowed: Vec<TokenId> = ge.allowed().iter().collect();
+                // Token by token first, before anything makes a small lazy
+                // mask a bitset: every allowed token, and every other token
+                // of a small vocabulary or a sample of a large one.
+                let width = vocab.logits_width() as u32;
+                let others: Vec<u32> = if width <= 1024 {
+                    (0..width).collect()
+                } else {
+                    (0..500).map(|_| rng.random_range(0..width)).collect()
+                };
+                for t in allowed
+                    .iter()
+                    .copied()
+                    .chain(others.into_iter().map(TokenId))
+                {
+                    assert_eq!(
+                        gl.allows(t),
+                        ge.allowed().contains(t),
+                        "{re}: step {step}, allows({t:?})"
+                    );
+                }
                 ge.fill_bitmask(&mut row_e).unwrap();
                 gl.fill_bitmask(&mut row_l).unwrap();
-                let allowed: Vec<TokenId> = ge.allowed().iter().collect();
                 // Decoded bit by bit against the eager set.
                 for t in 0..vocab.logits_width() as u32 {
                     let bit = row_l[t as usize / 32] >> (t % 32) & 1 == 1;

@@ -35,6 +35,7 @@
 
 use super::trie::{self, VocabTries};
 use super::{LiveTable, TokenSet, DEAD};
+use crate::vocab::TokenId;
 use crate::vocab::Vocabulary;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
@@ -83,6 +84,12 @@ pub(crate) trait Backend: Send + Sync {
     /// The allowed tokens in `s` (stop tokens included where `s` accepts);
     /// `None` past a size limit of a lazy backend.
     fn allowed(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary) -> Option<&TokenSet>;
+    /// Whether `t` is in [`Backend::allowed`]`(s)`; a backend whose masks
+    /// may be id lists answers without making their bitset.
+    fn allows(&self, s: u32, t: TokenId, tries: &VocabTries, vocab: &Vocabulary) -> bool {
+        self.allowed(s, tries, vocab)
+            .is_some_and(|set| set.contains(t))
+    }
     /// Writes [`Backend::allowed`] into `row` (XGrammar's layout, exactly
     /// `ceil(width / 32)` words; all zero past a size limit).
     fn fill_row(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary, row: &mut [u32]) {

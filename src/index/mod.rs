@@ -247,9 +247,7 @@ pub enum IndexError {
     EmptyLanguage,
     #[error("the automaton has more than {limit} states (raise it with IndexConfig::max_states)")]
     TooManyStates { limit: usize },
-    #[error(
-        "the masks need more than {limit} bytes (raise it with --max-mask-memory / IndexConfig::max_mask_memory)"
-    )]
+    #[error("the masks need more than {limit} bytes (raise it with IndexConfig::max_mask_memory)")]
     TooMuchMemory { limit: usize },
     #[error("incompatible vocabulary: after {prefix:?} the text can continue but no token fits")]
     IncompatibleVocabulary { prefix: String },
@@ -489,6 +487,13 @@ impl TokenIndex {
         self.backend
             .allowed(s.0, &self.tries, &self.vocab)
             .unwrap_or(&self.empty)
+    }
+
+    /// Whether `t` is allowed in `s` (as [`TokenIndex::allowed`]`(s).contains(t)`),
+    /// without making a lazy index's small masks into bitsets.
+    #[inline]
+    pub fn allows(&self, s: StateId, t: TokenId) -> bool {
+        self.backend.allows(s.0, t, &self.tries, &self.vocab)
     }
 
     /// Writes the allowed tokens in `s` (as [`TokenIndex::allowed`]) into

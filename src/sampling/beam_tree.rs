@@ -51,7 +51,7 @@ pub enum TreeError {
     SumAboveOne { pointer: String, sum: f64 },
     #[error("unknown key {key:?} at {pointer:?}: a token has only \"p\" and \"next\"")]
     UnknownKey { pointer: String, key: String },
-    #[error("invalid beam width 0: --beam must be at least 1")]
+    #[error("invalid beam width 0: the beam width must be at least 1")]
     ZeroBeam,
     #[error("invalid length penalty {0}: must be a finite number")]
     BadLengthPenalty(f64),

@@ -12,7 +12,7 @@
 use constrain::matcher::Matcher;
 use constrain::schema::Whitespace;
 use constrain::vocab::{TextTokenizer, Vocabulary};
-use constrain_testkit::maskbench::{compile_case, load_file, python_dumps, RunConfig};
+use constrain_testkit::maskbench::{compile_case, engine_step, load_file, python_dumps, RunConfig};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -43,6 +43,7 @@ fn main() {
     cfg.schema.whitespace = Whitespace::Flexible { max: 2 };
     cfg.index.threads = 1;
     let verbose = std::env::var_os("VERBOSE").is_some();
+    let mut row = vec![0u32; constrain::bitmask_words(vocab.logits_width())];
     let passes: usize = std::env::var("PASSES")
         .ok()
         .and_then(|p| p.parse().ok())
@@ -78,7 +79,7 @@ fn main() {
                     for &t in &toks {
                         let n0 = index.num_states();
                         let t0 = Instant::now();
-                        let ok = g.allowed().contains(t) && g.advance(t).is_ok();
+                        let ok = engine_step(&mut g, &mut row, t);
                         let mut us = t0.elapsed().as_secs_f64() * 1e6;
                         if pass > 1 {
                             if best.len() <= step {

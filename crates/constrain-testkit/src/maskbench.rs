@@ -304,6 +304,18 @@ pub fn compile_source(
     Ok((compiled.index().clone(), phases))
 }
 
+/// One step as a serving engine takes it, and as MaskBench times it: the
+/// state's mask written into a bitmask row in XGrammar's layout
+/// ([`Matcher::fill_bitmask`]), token `t` read from the row, and taken.
+/// `false` when `t` is not allowed.
+pub fn engine_step(g: &mut Matcher, row: &mut [u32], t: constrain::TokenId) -> bool {
+    g.fill_bitmask(row).is_ok()
+        && row
+            .get(t.as_usize() / 32)
+            .is_some_and(|w| w >> (t.0 % 32) & 1 == 1)
+        && g.advance(t).is_ok()
+}
+
 /// Runs one case: compile under the time limit, then every instance.
 pub fn run_case(
     case: &Case,
@@ -339,6 +351,8 @@ pub fn run_case(
             let _ = tx.send((res, t.elapsed()));
         });
     }
+    // One bitmask row, reused across steps as an engine's buffer is.
+    let mut row = vec![0u32; constrain::bitmask_words(vocab.logits_width())];
     let index = match rx.recv_timeout(cfg.timeout) {
         Ok((Ok((index, phases)), t)) => {
             r.ttfm_us = Some(t.as_secs_f64() * 1e6);
@@ -401,14 +415,14 @@ pub fn run_case(
         let mut rejected_at = None;
         for (i, &t) in tokens.iter().enumerate() {
             let t0 = Instant::now();
-            let ok = g.allowed().contains(t) && g.advance(t).is_ok();
+            let ok = engine_step(&mut g, &mut row, t);
             r.tbm_us.push(t0.elapsed().as_secs_f64() * 1e6);
             if !ok {
                 rejected_at = Some(format!("token {i} {}", vocab.describe(t)));
                 break;
             }
         }
-        if rejected_at.is_none() && !g.allowed().contains(eos) {
+        if rejected_at.is_none() && !g.allows(eos) {
             rejected_at = Some("EOS not allowed at the end".into());
         }
         let accepted = rejected_at.is_none();

@@ -612,6 +612,22 @@ impl Lazy {
         )
     }
 
+    /// Whether the mask of `s` holds `t`: an id list is searched, its
+    /// bitset not made.
+    pub fn allows(&self, s: u32, t: TokenId, tries: &VocabTries, vocab: &Vocabulary) -> bool {
+        match self.mask(s, tries, vocab) {
+            Some(Mask::Dense(set, _)) => set.contains(t),
+            Some(Mask::Sparse { level, ids, dense }) => match dense.get() {
+                Some(set) => set.contains(t),
+                None => {
+                    level.is_some_and(|l| tries.plain_level(l as usize).set.contains(t))
+                        || ids.contains(&t.0)
+                }
+            },
+            None => false,
+        }
+    }
+
     /// Writes the mask of `s` into a bitmask row (see
     /// [`super::TokenIndex::fill_row`]): an id list without a bitset.
     pub fn fill_row(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary, row: &mut [u32]) {
@@ -910,6 +926,10 @@ impl super::Backend for Lazy {
 
     fn fill_row(&self, s: u32, tries: &VocabTries, vocab: &Vocabulary, row: &mut [u32]) {
         Lazy::fill_row(self, s, tries, vocab, row)
+    }
+
+    fn allows(&self, s: u32, t: TokenId, tries: &VocabTries, vocab: &Vocabulary) -> bool {
+        Lazy::allows(self, s, t, tries, vocab)
     }
 
     #[inline]
