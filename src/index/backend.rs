@@ -35,8 +35,7 @@
 
 use super::trie::{self, VocabTries};
 use super::{LiveTable, TokenSet, DEAD};
-use crate::vocab::TokenId;
-use crate::vocab::Vocabulary;
+use crate::vocab::{TokenId, Vocabulary};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 

@@ -351,8 +351,6 @@ pub fn run_case(
             let _ = tx.send((res, t.elapsed()));
         });
     }
-    // One bitmask row, reused across steps as an engine's buffer is.
-    let mut row = vec![0u32; constrain::bitmask_words(vocab.logits_width())];
     let index = match rx.recv_timeout(cfg.timeout) {
         Ok((Ok((index, phases)), t)) => {
             r.ttfm_us = Some(t.as_secs_f64() * 1e6);
@@ -378,6 +376,8 @@ pub fn run_case(
         }
     };
     let eos = vocab.eos()[0];
+    // One bitmask row, reused across steps as an engine's buffer is.
+    let mut row = vec![0u32; constrain::bitmask_words(vocab.logits_width())];
     for inst in &case.instances {
         let text = python_dumps(&inst.data);
         let tokens = match tok.encode(&text) {
