@@ -1,9 +1,11 @@
-"""The README's Python example, run as written (issue 19: "pip install .
-then the README's Python example works"): the block is read out of
-README.md, `tokenizer.json` points at the real Qwen tokenizer and
-`model_step()` returns seeded random logits (almost all of their mass on
-tokens the schema forbids). The example must stop on its own, and the text it generated must be JSON that satisfies the schema,
-checked with the `jsonschema` package as the oracle."""
+"""The README's Python example, run as written ("pip install . then the
+README's Python example works"): the block is read out of README.md,
+`$CONSTRAIN_HOME` points at the real Qwen tokenizer's folder, and the
+block's own stand-in `model_step()` is replaced by one that returns seeded
+random logits (almost all of their mass on tokens the schema forbids) and
+counts the steps. The example must stop on its own, and the text it
+generated must be JSON that satisfies the schema, checked with the
+`jsonschema` package as the oracle."""
 
 import json
 import re
@@ -45,14 +47,18 @@ class Recording:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_the_readme_example_runs_and_its_output_validates(seed):
+def test_the_readme_example_runs_and_its_output_validates(seed, monkeypatch):
     if not QWEN_TOKENIZER.exists():
         pytest.skip(f"the Qwen tokenizer is absent ({QWEN_TOKENIZER}; scripts/fetch-assets fetches it)")
     jsonschema = pytest.importorskip("jsonschema", reason="the jsonschema package is the oracle here")
     code = readme_example()
     assert "import constrain, numpy as np" in code and f"vocab_size={WIDTH}" in code
     assert json.dumps(SCHEMA) in code, "the test's schema is the example's"
-    code = code.replace("import constrain, numpy as np", "").replace('"tokenizer.json"', repr(str(QWEN_TOKENIZER)))
+    assert '"tokenizer.json"' in code and "CONSTRAIN_HOME" in code, "the example reads $CONSTRAIN_HOME/tokenizer.json"
+    assert "def model_step():" in code, "the example defines its stand-in model_step()"
+    monkeypatch.setenv("CONSTRAIN_HOME", str(QWEN_TOKENIZER.parent))
+    # The test's model_step() (injected below) replaces the example's stand-in.
+    code = code.replace("import constrain, numpy as np", "").replace("def model_step():", "def _example_model_step():")
     rng = np.random.default_rng(seed)
     steps = []
 
