@@ -68,6 +68,7 @@ use crate::grammar::{Grammar, GrammarError, GrammarFile};
 use crate::index::{IndexConfig, IndexError, TokenIndex};
 use crate::matcher::Matcher;
 use crate::schema::{self, SchemaError, SchemaOptions, SchemaWarning};
+use crate::tags::{StructuralTag, TagError};
 use crate::vocab::Vocabulary;
 use std::collections::HashMap;
 use std::path::Path;
@@ -97,6 +98,14 @@ pub enum Source {
     /// A GBNF grammar (llama.cpp's format), compiled with `options`
     /// ([`Source::gbnf`], or [`Source::grammar_file`] of a `.gbnf` file).
     Gbnf { grammar: Gbnf, options: GbnfOptions },
+    /// An XGrammar structural tag (free text, reasoning and tool calls in
+    /// one language, [`crate::tags`]); its embedded JSON Schemas are
+    /// compiled with `options` ([`Source::structural_tag`]: strict, with
+    /// whitespace bounded per slot).
+    StructuralTag {
+        tag: StructuralTag,
+        options: SchemaOptions,
+    },
 }
 
 impl Source {
@@ -142,13 +151,24 @@ impl Source {
         })
     }
 
+    /// A structural tag's JSON (the envelope, the legacy shape or a bare
+    /// format), its schemas compiled with [`StructuralTag::schema_options`].
+    pub fn structural_tag(tag: &serde_json::Value) -> Result<Source, CompileError> {
+        Ok(Source::StructuralTag {
+            tag: StructuralTag::from_json(tag)?,
+            options: StructuralTag::schema_options(),
+        })
+    }
+
     /// The same source with other schema options (no effect on a regex or a
     /// regex grammar file; a GBNF grammar takes their `max_depth`, which
     /// bounds only its unrolled fallback: its recursion is exact on the
     /// pushdown engine).
     pub fn with_schema_options(mut self, opts: SchemaOptions) -> Source {
         match &mut self {
-            Source::JsonSchema { options, .. } | Source::Tools { options, .. } => *options = opts,
+            Source::JsonSchema { options, .. }
+            | Source::Tools { options, .. }
+            | Source::StructuralTag { options, .. } => *options = opts,
             Source::Gbnf { options, .. } => options.max_depth = opts.max_depth,
             Source::Regex(_) | Source::Grammar(_) => {}
         }
@@ -164,6 +184,7 @@ impl Source {
             Source::Regex(p) => format!("regex\0{p}"),
             Source::Grammar(g) => format!("grammar\0{}", g.pattern),
             Source::Gbnf { grammar, options } => format!("gbnf\0{options:?}\0{}", grammar.text),
+            Source::StructuralTag { tag, options } => format!("tag\0{options:?}\0{}", tag.text()),
         }
     }
 }
@@ -218,6 +239,10 @@ pub enum CompileError {
     /// in a form that cannot be rewritten (the rule), or passes a limit.
     #[error(transparent)]
     Gbnf(#[from] GbnfError),
+    /// A structural tag is malformed or holds a construct that is not
+    /// supported (the JSON Pointer inside the tag).
+    #[error(transparent)]
+    Tag(#[from] TagError),
     /// The regex does not parse, or its automaton passes a size limit.
     #[error(transparent)]
     Dfa(#[from] DfaError),
@@ -375,6 +400,22 @@ impl Compiler {
                     Err(done) => return Ok(done),
                 }
             }
+            Source::StructuralTag { tag, options } => {
+                let every_byte = crate::index::has_every_byte(&self.vocab);
+                let mut low = crate::tags::lower(tag.format(), options, every_byte)?;
+                if low.bodies.len() > 1 {
+                    return self.fragments(
+                        &low.names,
+                        &low.bodies,
+                        low.warnings,
+                        options,
+                        stats,
+                        t,
+                    );
+                }
+                let regex = low.bodies.pop().flatten().unwrap_or_default();
+                (regex, low.warnings, Some(options.max_regex_len))
+            }
             Source::Regex(p) => (p.clone(), Vec::new(), None),
             Source::Grammar(g) => (g.pattern.clone(), Vec::new(), None),
             Source::Gbnf { grammar, options } => {
@@ -522,11 +563,40 @@ impl Compiler {
                     warnings,
                 } => (names, bodies, warnings),
             };
+        let stats = std::mem::take(stats);
+        self.fragments_with(&names, &bodies, warnings, options, dfa, stats, t)
+            .map(Err)
+    }
+
+    /// Schema-text fragments (`names[0]` the document) → the pushdown
+    /// engine's index, under the configured DFA limits.
+    fn fragments(
+        &self,
+        names: &[String],
+        bodies: &[Option<String>],
+        warnings: Vec<SchemaWarning>,
+        options: &SchemaOptions,
+        stats: CompileStats,
+        t: Instant,
+    ) -> Result<Compiled, CompileError> {
+        self.fragments_with(names, bodies, warnings, options, &self.config.dfa, stats, t)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn fragments_with(
+        &self,
+        names: &[String],
+        bodies: &[Option<String>],
+        warnings: Vec<SchemaWarning>,
+        options: &SchemaOptions,
+        dfa: &DfaConfig,
+        mut stats: CompileStats,
+        t: Instant,
+    ) -> Result<Compiled, CompileError> {
         stats.schema_time = t.elapsed();
         stats.regex_len = bodies.iter().flatten().map(String::len).sum();
         let t = Instant::now();
-        let pda = crate::pda::schema::build(&names, &bodies, options, dfa)?;
-        drop(bodies);
+        let pda = crate::pda::schema::build(names, bodies, options, dfa)?;
         stats.dfa_time = t.elapsed();
         stats.dfa_states = pda.states;
         stats.fragments = pda.fragment_count();
@@ -534,11 +604,11 @@ impl Compiler {
         let t = Instant::now();
         let index = TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
         stats.index_time = t.elapsed();
-        Ok(Err(Compiled {
+        Ok(Compiled {
             index: Arc::new(index),
             warnings,
-            stats: std::mem::take(stats),
-        }))
+            stats,
+        })
     }
 
     /// DFA → token index: the common end of every compile (`t`: when the

@@ -32,6 +32,8 @@ pub mod matcher;
 pub mod pda;
 pub mod sampling;
 pub mod schema;
+pub mod tags;
+pub mod tools;
 pub mod vocab;
 
 /// Any error of the library, by stage.
@@ -51,6 +53,8 @@ pub enum Error {
     Grammar(#[from] grammar::GrammarError),
     #[error(transparent)]
     Gbnf(#[from] grammar::gbnf::GbnfError),
+    #[error(transparent)]
+    Tag(#[from] tags::TagError),
 }
 
 pub use compiler::{CompileError, CompileStats, Compiled, Compiler, CompilerConfig, Source};

@@ -181,6 +181,35 @@ impl Compiler {
         self.compile(py, Source::Grammar(g))
     }
 
+    /// An XGrammar structural tag: a `dict`, JSON text, or an XGrammar
+    /// `StructuralTag` / format object (anything with `model_dump_json()`),
+    /// in the envelope `{"type": "structural_tag", "format": ...}`, the
+    /// legacy `{"structures": [...], "triggers": [...]}` shape, or a bare
+    /// format. The JSON inside is compiled strict, with flexible whitespace
+    /// (at most `whitespace_max` bytes per slot, default 8) unless
+    /// `whitespace` says otherwise. A malformed or unsupported tag raises
+    /// `CompileError` naming the JSON Pointer inside the tag.
+    #[pyo3(signature = (tag, *, whitespace="flexible", strict=true, whitespace_max=constrain::tags::TAG_WHITESPACE))]
+    fn compile_structural_tag(
+        &self,
+        py: Python<'_>,
+        tag: &Bound<'_, PyAny>,
+        whitespace: &str,
+        strict: bool,
+        whitespace_max: usize,
+    ) -> PyResult<Compiled> {
+        let value = if tag.hasattr("model_dump_json")? {
+            let text = tag.call_method0("model_dump_json")?;
+            json_value(py, &text, "structural tag")?
+        } else {
+            json_value(py, tag, "structural tag")?
+        };
+        let tag = constrain::tags::StructuralTag::from_json(&value)
+            .map_err(|e| errors::from_compile(py, e.into()))?;
+        let options = schema_options(whitespace, strict, whitespace_max)?;
+        self.compile(py, Source::StructuralTag { tag, options })
+    }
+
     /// Number of compiled objects in the cache.
     fn cache_len(&self) -> usize {
         self.inner.cache_len()

@@ -14,7 +14,7 @@ pyo3::create_exception!(
     "A source that did not compile. `keyword` is the schema keyword at fault \
      (or None), `pointer` its JSON Pointer into the schema (\"\" is the root; \
      None when the error is not about a place in a schema), `kind` the stage: \
-     \"schema\", \"regex\", \"index\" or \"grammar\"."
+     \"schema\", \"regex\", \"index\", \"grammar\" or \"structural_tag\"."
 );
 
 /// The keyword a schema error is about, when it names one.
@@ -68,6 +68,13 @@ pub fn from_compile(py: Python<'_>, e: constrain::CompileError) -> PyErr {
         E::Dfa(_) => compile_error(py, msg, "regex", None, None),
         E::Index(_) => compile_error(py, msg, "index", None, None),
         E::Grammar(_) | E::Gbnf(_) => compile_error(py, msg, "grammar", None, None),
+        E::Tag(t) => compile_error(
+            py,
+            msg,
+            "structural_tag",
+            None,
+            t.pointer().map(|p| p.as_str().to_string()),
+        ),
     }
 }
 

@@ -1,5 +1,5 @@
 //! Shared CLI pieces: error reporting, asset paths, the constraint source
-//! flags (`--regex`, `--grammar`, `--schema`) and index options.
+//! flags (`--regex`, `--grammar`, `--schema`, `--structural-tag`) and index options.
 
 use super::schema_args::SchemaArgs;
 use anyhow::Context;
@@ -49,6 +49,10 @@ pub struct SourceArgs {
     /// A JSON Schema file.
     #[arg(long)]
     pub schema: Option<PathBuf>,
+    /// An XGrammar structural tag (JSON file): free text, reasoning and
+    /// tool calls in one language.
+    #[arg(long, value_name = "FILE")]
+    pub structural_tag: Option<PathBuf>,
 }
 
 /// Tokenizer and index options.
@@ -206,7 +210,25 @@ pub fn source(src: &SourceArgs, schema: &SchemaArgs) -> anyhow::Result<(Source, 
             format!("schema {}", path.display()),
         ));
     }
-    anyhow::bail!("give one of --regex, --grammar, --schema")
+    if let Some(path) = &src.structural_tag {
+        return Ok((
+            structural_tag(path, schema)?,
+            format!("structural tag {}", path.display()),
+        ));
+    }
+    anyhow::bail!("give one of --regex, --grammar, --schema, --structural-tag")
+}
+
+/// Reads a structural tag file; its schemas take the schema flags, with the
+/// tag's default whitespace unless `--whitespace` is given.
+pub fn structural_tag(path: &std::path::Path, schema: &SchemaArgs) -> anyhow::Result<Source> {
+    let value = read_json(path, "structural tag")?;
+    let tag = constrain::tags::StructuralTag::from_json(&value)
+        .with_context(|| format!("invalid structural tag {}", path.display()))?;
+    Ok(Source::StructuralTag {
+        tag,
+        options: schema.tag_options(),
+    })
 }
 
 /// Compiles `source` (labelled `what` in errors) with the index flags'

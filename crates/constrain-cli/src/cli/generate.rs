@@ -28,15 +28,19 @@ pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
     /// JSON Schema file: the output is one JSON document valid for it.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["regex", "grammar", "tools"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["regex", "grammar", "tools", "structural_tag"])]
     schema: Option<PathBuf>,
     /// Regex the whole output must match.
-    #[arg(long, value_name = "RE", conflicts_with_all = ["grammar", "tools"])]
+    #[arg(long, value_name = "RE", conflicts_with_all = ["grammar", "tools", "structural_tag"])]
     regex: Option<String>,
     /// Grammar file: GBNF (`*.gbnf`, llama.cpp's format) or a regex file
     /// (`grammars/*.regex`).
-    #[arg(long, value_name = "FILE", conflicts_with = "tools")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tools", "structural_tag"])]
     grammar: Option<PathBuf>,
+    /// XGrammar structural tag (JSON file): free text, reasoning and tool
+    /// calls in one language (`{"type": "structural_tag", "format": ...}`).
+    #[arg(long, value_name = "FILE", conflicts_with = "tools")]
+    structural_tag: Option<PathBuf>,
     /// OpenAI-style `tools` array (JSON file): the output is
     /// `{"name": ..., "arguments": {...}}` valid for exactly one tool.
     #[arg(long, value_name = "FILE")]
@@ -246,8 +250,15 @@ fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
             },
         });
     }
+    if let Some(p) = &a.structural_tag {
+        return Ok(Constraint {
+            system: prompt::QWEN_DEFAULT_SYSTEM.to_string(),
+            source: super::common::structural_tag(p, &a.schema_opts)?,
+            what: format!("structural tag {}", p.display()),
+        });
+    }
     bail!(
-        "give one of --schema, --regex, --grammar, --tools (and --prompt); see `constrain --help`"
+        "give one of --schema, --regex, --grammar, --tools, --structural-tag (and --prompt); see `constrain --help`"
     )
 }
 
@@ -688,6 +699,8 @@ fn settings_json(a: &GenerateArgs, c: &GenerateConfig) -> serde_json::Value {
         serde_json::json!({"regex": re})
     } else if let Some(p) = &a.grammar {
         serde_json::json!({"grammar": p.display().to_string()})
+    } else if let Some(p) = &a.structural_tag {
+        serde_json::json!({"structural_tag": p.display().to_string()})
     } else {
         serde_json::Value::Null
     };

@@ -26,9 +26,10 @@ pub enum JsonModeArg {
 /// Options for compiling a JSON Schema.
 #[derive(Args, Clone, Debug)]
 pub struct SchemaArgs {
-    /// Whitespace between JSON tokens.
-    #[arg(long, value_enum, default_value = "compact")]
-    pub whitespace: WhitespaceArg,
+    /// Whitespace between JSON tokens (default compact; flexible, at most
+    /// 8 bytes per slot, for the JSON inside a structural tag).
+    #[arg(long, value_enum)]
+    pub whitespace: Option<WhitespaceArg>,
     /// Largest whitespace run per slot with --whitespace flexible.
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub whitespace_max: usize,
@@ -58,9 +59,20 @@ pub struct SchemaArgs {
 }
 
 impl SchemaArgs {
+    /// The options for a structural tag's embedded schemas: as
+    /// [`Self::options`], but whitespace defaults to the tag's own default
+    /// ([`constrain::tags::StructuralTag::schema_options`]).
+    pub fn tag_options(&self) -> SchemaOptions {
+        let mut o = self.options();
+        if self.whitespace.is_none() {
+            o.whitespace = constrain::tags::StructuralTag::schema_options().whitespace;
+        }
+        o
+    }
+
     pub fn options(&self) -> SchemaOptions {
         SchemaOptions {
-            whitespace: match self.whitespace {
+            whitespace: match self.whitespace.unwrap_or(WhitespaceArg::Compact) {
                 WhitespaceArg::Compact => Whitespace::Compact,
                 WhitespaceArg::Python => Whitespace::Python,
                 WhitespaceArg::Flexible => Whitespace::Flexible {
@@ -121,5 +133,12 @@ mod tests {
         assert_eq!(d.whitespace, Whitespace::Compact);
         assert_eq!(d.mode, JsonMode::Strict);
         assert_eq!((d.max_depth, d.max_stack_depth), (3, 1024));
+        // A structural tag's JSON takes flexible whitespace unless told.
+        assert_eq!(
+            T::parse_from(["t"]).s.tag_options().whitespace,
+            Whitespace::Flexible { max: 8 }
+        );
+        let c = T::parse_from(["t", "--whitespace", "compact"]).s;
+        assert_eq!(c.tag_options().whitespace, Whitespace::Compact);
     }
 }

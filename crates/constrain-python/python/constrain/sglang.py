@@ -127,8 +127,12 @@ class ConstrainGrammarBackend(_base.BaseGrammarBackend):
         return self._grammar("ebnf", key_string, lambda: self.compiler.compile_grammar(key_string))
 
     def dispatch_structural_tag(self, key_string):
-        logger.warning("constrain: structural tags are not supported yet")
-        return INVALID
+        # The JSON text of an XGrammar structural tag: the envelope
+        # `{"type": "structural_tag", "format": ...}` or the legacy
+        # `{"structures": [...], "triggers": [...]}` SGLang also sends.
+        return self._grammar(
+            "structural_tag", key_string, lambda: self.compiler.compile_structural_tag(key_string)
+        )
 
 
 def create_backend(server_args, tokenizer, vocab_size, eos_token_ids=None):

@@ -6,6 +6,7 @@ the constraint per request from ``vllm_xargs``::
         --logits-processors constrain.vllm:ConstrainLogitsProcessor
     # per request (OpenAI API): extra_body={"vllm_xargs": {"constrain_json": "<schema>"}}
     #   or {"constrain_regex": "<regex>"}
+    #   or {"constrain_structural_tag": {"type": "structural_tag", "format": {...}}}
 
 It implements vLLM's ``vllm.v1.sample.logits_processor.LogitsProcessor``:
 ``validate_params`` (rejects malformed ``constrain_*`` arguments),
@@ -34,7 +35,7 @@ from ._apply import apply_bitmask
 
 logger = logging.getLogger(__name__)
 
-KEYS = ("constrain_json", "constrain_regex")
+KEYS = ("constrain_json", "constrain_regex", "constrain_structural_tag")
 
 
 def _source(params):
@@ -47,16 +48,17 @@ def _source(params):
         raise ValueError(f"give one of {', '.join(KEYS)}, not {' and '.join(found)}")
     key = found[0]
     value = xargs[key]
-    if key == "constrain_json":
+    if key in ("constrain_json", "constrain_structural_tag"):
+        what = "a JSON Schema" if key == "constrain_json" else "a structural tag"
         if isinstance(value, str):
             try:
                 json.loads(value)
             except json.JSONDecodeError as e:
-                raise ValueError(f"constrain_json is not valid JSON: {e}") from None
+                raise ValueError(f"{key} is not valid JSON: {e}") from None
         elif isinstance(value, (dict, bool)):
             value = json.dumps(value)
         else:
-            raise ValueError(f"constrain_json must be a JSON Schema (text or object), not {type(value).__name__}")
+            raise ValueError(f"{key} must be {what} (text or object), not {type(value).__name__}")
     elif not isinstance(value, str):
         raise ValueError(f"constrain_regex must be a string, not {type(value).__name__}")
     return key, value
@@ -109,6 +111,8 @@ class ConstrainLogitsProcessor(LogitsProcessor):
     def _compile(self, kind, text):
         if kind == "constrain_json":
             return self.compiler.compile_json_schema(text)
+        if kind == "constrain_structural_tag":
+            return self.compiler.compile_structural_tag(text)
         return self.compiler.compile_regex(text)
 
     def update_state(self, batch_update):

@@ -1,0 +1,492 @@
+//! A [`Format`] tree → the schema compiler's text: one regex text, or
+//! fragments that call one another when an embedded JSON Schema is
+//! recursive.
+//!
+//! Every format but an embedded recursive schema is regular, so the whole
+//! tag is one regex text in the schema compiler's syntax (its one-copy
+//! constructs allowed), built bottom up: literals escaped, a `regex`
+//! validated and grouped, a `json_schema` written by the schema compiler,
+//! a `grammar` lowered to a syntax tree and printed. A recursive schema
+//! becomes fragments: its document and definitions are appended after the
+//! tag's own text (fragment 0), their call markers renumbered, and the tag
+//! calls its document by a marker. Free text is written through the exact
+//! boolean algebra ([`super::text`]).
+
+use super::text::Texts;
+use super::{Format, Tag, TagError, TokenRef};
+use crate::grammar::gbnf::{self, Gbnf, GbnfOptions};
+use crate::schema::regex::{compile_fragments_compact, marker, SchemaFragments, ANY_VALUE};
+use crate::schema::{Pointer, SchemaOptions, SchemaWarning};
+
+/// What a structural tag lowers to.
+#[derive(Debug)]
+pub(crate) struct Lowered {
+    /// Fragment names (`[0]`: the tag itself).
+    pub names: Vec<String>,
+    /// Fragment bodies, compact schema text with call markers (`None`: a
+    /// body that admits no text). With one fragment, the body is the
+    /// whole language and holds no marker.
+    pub bodies: Vec<Option<String>>,
+    /// What the embedded schemas' compiler narrowed or downgraded.
+    pub warnings: Vec<SchemaWarning>,
+}
+
+/// Lowers `f` with `opts` for its embedded schemas. `pda`: whether the
+/// vocabulary can run fragments (every single byte is a token); without
+/// it a recursive schema is refused.
+pub(crate) fn lower(f: &Format, opts: &SchemaOptions, pda: bool) -> Result<Lowered, TagError> {
+    let mut l = Lowerer {
+        opts,
+        pda,
+        texts: Texts::new(opts),
+        names: vec!["(structural tag)".into()],
+        bodies: vec![None],
+        any_value: None,
+        warnings: Vec::new(),
+    };
+    let root = l.format(f, &[])?;
+    let Some(root) = root else {
+        return Err(TagError::Empty {
+            pointer: Pointer::root(),
+        });
+    };
+    l.bodies[0] = Some(root);
+    Ok(Lowered {
+        names: l.names,
+        bodies: l.bodies,
+        warnings: l.warnings,
+    })
+}
+
+struct Lowerer<'a> {
+    opts: &'a SchemaOptions,
+    pda: bool,
+    texts: Texts<'a>,
+    names: Vec<String>,
+    bodies: Vec<Option<String>>,
+    /// The fragment of the shared "any JSON value", once appended.
+    any_value: Option<usize>,
+    warnings: Vec<SchemaWarning>,
+}
+
+/// `Some(text)`, or `None` for the empty language.
+type Text = Option<String>;
+
+fn group(s: &str) -> String {
+    format!("(?:{s})")
+}
+
+fn lit(s: &str) -> String {
+    regex_syntax::escape(s)
+}
+
+/// The alternation of the non-empty texts (`None` when all are empty).
+fn alt(items: impl IntoIterator<Item = Text>) -> Text {
+    let items: Vec<String> = items.into_iter().flatten().collect();
+    match items.len() {
+        0 => None,
+        1 => Some(items.into_iter().next().unwrap()),
+        _ => Some(group(&items.join("|"))),
+    }
+}
+
+/// The concatenation (`None` when any part is empty).
+fn cat(items: impl IntoIterator<Item = Text>) -> Text {
+    let mut out = String::new();
+    for i in items {
+        out.push_str(&group(&i?));
+    }
+    Some(out)
+}
+
+/// `x{min,max}` (`max` `None`: unbounded).
+fn repeat(x: Text, min: u32, max: Option<u32>) -> Text {
+    let Some(x) = x else {
+        // Only the empty repetition is left.
+        return (min == 0).then(String::new);
+    };
+    Some(match (min, max) {
+        (0, Some(1)) => format!("(?:{x})?"),
+        (0, None) => format!("(?:{x})*"),
+        (1, None) => format!("(?:{x})+"),
+        (m, None) => format!("(?:{x}){{{m},}}"),
+        (m, Some(n)) => format!("(?:{x}){{{m},{n}}}"),
+    })
+}
+
+impl Lowerer<'_> {
+    /// The text of `f`; `ends`: the end strings of the nearest enclosing
+    /// tag, which free text inside it may not hold (XGrammar's automatic
+    /// end detection).
+    fn format(&mut self, f: &Format, ends: &[String]) -> Result<Text, TagError> {
+        Ok(match f {
+            Format::Const { value, .. } => Some(lit(value)),
+            Format::Regex { at, pattern } => Some(group(&regex(pattern, at)?)),
+            Format::JsonSchema {
+                at,
+                schema,
+                style,
+                any_order,
+            } => self.schema(at, schema, style, *any_order)?,
+            Format::Grammar { at, text } => Some(group(&grammar(text, at)?)),
+            Format::AnyText {
+                at,
+                excludes,
+                max_chars,
+                max_tokens,
+            } => {
+                if max_tokens.is_some() {
+                    return Err(TagError::Unsupported {
+                        pointer: at.push("max_tokens"),
+                        construct: "any_text max_tokens".into(),
+                        reason: "a budget in tokens is not part of the text's language; bound the whole output with max_tokens, or the region with max_chars".into(),
+                    });
+                }
+                let mut stop = excludes.clone();
+                stop.extend(ends.iter().cloned());
+                self.texts.free(&stop, *max_chars, at)?
+            }
+            Format::Sequence { elements, .. } => {
+                let mut parts = Vec::with_capacity(elements.len());
+                for e in elements {
+                    parts.push(self.format(e, ends)?);
+                }
+                cat(parts)
+            }
+            Format::Or { elements, .. } => {
+                let mut parts = Vec::with_capacity(elements.len());
+                for e in elements {
+                    parts.push(self.format(e, ends)?);
+                }
+                alt(parts)
+            }
+            Format::Repeat {
+                content, min, max, ..
+            } => {
+                let x = self.format(content, ends)?;
+                repeat(x, *min, *max)
+            }
+            Format::Tag(t) => self.tag(t)?,
+            Format::TriggeredTags {
+                at,
+                triggers,
+                tags,
+                at_least_one,
+                stop_after_first,
+                excludes,
+            } => {
+                // Each tag belongs to the trigger its begin starts with.
+                let mut by_trigger: Vec<Vec<Text>> = vec![Vec::new(); triggers.len()];
+                let mut whole = Vec::with_capacity(tags.len());
+                for (i, t) in tags.iter().enumerate() {
+                    let TokenRef::Text(begin) = &t.begin;
+                    let owners: Vec<usize> = (0..triggers.len())
+                        .filter(|&k| begin.starts_with(&triggers[k]))
+                        .collect();
+                    let &[k] = owners.as_slice() else {
+                        return Err(TagError::Invalid {
+                            pointer: at.push("tags").push_index(i).push("begin"),
+                            message: if owners.is_empty() {
+                                format!("the begin {begin:?} starts with none of the triggers")
+                            } else {
+                                format!("the begin {begin:?} starts with more than one trigger")
+                            },
+                        });
+                    };
+                    let content = self.format(&t.content, &t.ends)?;
+                    let ends = alt(t.ends.iter().map(|e| Some(lit(e))));
+                    by_trigger[k].push(cat([
+                        Some(lit(&begin[triggers[k].len()..])),
+                        content.clone(),
+                        ends.clone(),
+                    ]));
+                    whole.push(cat([Some(lit(begin)), content, ends]));
+                }
+                let rest: Vec<(String, Text)> = triggers
+                    .iter()
+                    .cloned()
+                    .zip(by_trigger.into_iter().map(alt))
+                    .collect();
+                self.dispatch(
+                    at,
+                    &rest,
+                    alt(whole),
+                    *at_least_one,
+                    !*stop_after_first,
+                    excludes,
+                    ends,
+                )?
+            }
+            Format::TagsWithSeparator {
+                tags,
+                separator,
+                at_least_one,
+                stop_after_first,
+                ..
+            } => {
+                let mut parts = Vec::with_capacity(tags.len());
+                for t in tags {
+                    parts.push(self.tag(t)?);
+                }
+                let one = alt(parts);
+                let many = if *stop_after_first {
+                    one
+                } else {
+                    cat([
+                        one.clone(),
+                        repeat(cat([Some(lit(separator)), one]), 0, None),
+                    ])
+                };
+                if *at_least_one {
+                    many
+                } else {
+                    repeat(many, 0, Some(1))
+                }
+            }
+            Format::Dispatch {
+                at,
+                rules,
+                looped,
+                excludes,
+            } => {
+                let mut rest = Vec::with_capacity(rules.len());
+                for (pattern, f) in rules {
+                    rest.push((pattern.clone(), self.format(f, ends)?));
+                }
+                self.dispatch(at, &rest, None, false, *looped, excludes, ends)?
+            }
+        })
+    }
+
+    /// `begin content end` (any of the ends).
+    fn tag(&mut self, t: &Tag) -> Result<Text, TagError> {
+        let TokenRef::Text(begin) = &t.begin;
+        let content = self.format(&t.content, &t.ends)?;
+        Ok(cat([
+            Some(lit(begin)),
+            content,
+            alt(t.ends.iter().map(|e| Some(lit(e)))),
+        ]))
+    }
+
+    /// Free text that dispatches on the first trigger it completes: each
+    /// `(trigger, rest)` is a trigger and what must follow it. `first`:
+    /// when the output must begin with one of these (`at_least_one`), the
+    /// whole of one of them. `looped`: free text and dispatches go on
+    /// after the first; otherwise at most one dispatch and nothing after.
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch(
+        &mut self,
+        at: &Pointer,
+        rest: &[(String, Text)],
+        first: Text,
+        at_least_one: bool,
+        looped: bool,
+        excludes: &[String],
+        ends: &[String],
+    ) -> Result<Text, TagError> {
+        let triggers: Vec<String> = rest.iter().map(|(t, _)| t.clone()).collect();
+        let mut stop: Vec<String> = excludes.to_vec();
+        stop.extend(ends.iter().cloned());
+        let mut steps = Vec::with_capacity(rest.len());
+        for (t, r) in rest {
+            let upto = self.texts.until(&stop, &triggers, t, at)?;
+            steps.push(cat([upto, r.clone()]));
+        }
+        let step = alt(steps);
+        let mut free_stop = stop.clone();
+        free_stop.extend(triggers.iter().cloned());
+        let free = self.texts.free(&free_stop, None, at)?;
+        Ok(match (at_least_one, looped) {
+            (false, true) => cat([repeat(step, 0, None), free]),
+            (true, true) => cat([first, repeat(step, 0, None), free]),
+            (false, false) => alt([step, free]),
+            (true, false) => first,
+        })
+    }
+
+    /// An embedded JSON Schema: its regex, or its fragments appended and
+    /// called.
+    fn schema(
+        &mut self,
+        at: &Pointer,
+        schema: &serde_json::Value,
+        style: &str,
+        any_order: bool,
+    ) -> Result<Text, TagError> {
+        if style != "json" {
+            return Err(TagError::Unsupported {
+                pointer: at.push("style"),
+                construct: format!("json_schema style {style:?}"),
+                reason: "only the \"json\" style is supported yet".into(),
+            });
+        }
+        if any_order {
+            return Err(TagError::Unsupported {
+                pointer: at.push("any_order"),
+                construct: "json_schema any_order".into(),
+                reason: "properties in any order are not supported inside structural tags yet"
+                    .into(),
+            });
+        }
+        let sp = at.push("json_schema");
+        let wrap = |e: crate::schema::SchemaError| TagError::Schema {
+            pointer: sp.clone(),
+            source: e,
+        };
+        match compile_fragments_compact(schema, self.opts).map_err(wrap)? {
+            SchemaFragments::Regex(c) => {
+                self.warnings.extend(c.warnings);
+                Ok(Some(group(&c.regex)))
+            }
+            SchemaFragments::Fragments {
+                names,
+                bodies,
+                warnings,
+            } => {
+                if !self.pda {
+                    return Err(TagError::Unsupported {
+                        pointer: sp,
+                        construct: "a recursive JSON Schema".into(),
+                        reason: "recursion needs the pushdown engine, which needs every single byte in the vocabulary".into(),
+                    });
+                }
+                self.warnings.extend(warnings);
+                // Fragment i of the schema becomes `ids[i]`: first the
+                // indices, then the bodies renumbered with them. The shared
+                // "any JSON value" (the same language under the same
+                // options, calling only itself) is kept once.
+                let base = self.names.len();
+                let mut ids = Vec::with_capacity(names.len());
+                let mut next = base;
+                for n in &names {
+                    match self.any_value {
+                        Some(i) if n == ANY_VALUE => ids.push(i),
+                        _ => {
+                            ids.push(next);
+                            next += 1;
+                        }
+                    }
+                }
+                for (i, (n, b)) in names.into_iter().zip(bodies).enumerate() {
+                    if ids[i] < base {
+                        continue;
+                    }
+                    let body = b.map(|t| renumber(&t, &ids)).transpose().map_err(|m| {
+                        TagError::Invalid {
+                            pointer: sp.clone(),
+                            message: m,
+                        }
+                    })?;
+                    if n == ANY_VALUE {
+                        self.any_value = Some(ids[i]);
+                        self.names.push(n);
+                    } else {
+                        self.names.push(format!("{sp}{n}"));
+                    }
+                    self.bodies.push(body);
+                }
+                if self.names.len() > u16::MAX as usize {
+                    return Err(TagError::Invalid {
+                        pointer: sp,
+                        message: "the embedded schemas need more than 65,535 fragments".into(),
+                    });
+                }
+                Ok(Some(marker(ids[0] as u16)))
+            }
+        }
+    }
+}
+
+/// `text` with every call marker `(?-u:\xF8\xHH\xLL)` to fragment `i`
+/// rewritten to call `ids[i]`.
+fn renumber(text: &str, ids: &[usize]) -> Result<String, String> {
+    const HEAD: &str = "(?-u:\\xF8\\x";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(HEAD) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + HEAD.len()..];
+        // `HH\xLL)`
+        let (hi, lo) = (tail.get(0..2), tail.get(4..6));
+        let id = match (hi, lo, tail.get(2..4), tail.get(6..7)) {
+            (Some(hi), Some(lo), Some("\\x"), Some(")")) => u8::from_str_radix(hi, 16)
+                .ok()
+                .zip(u8::from_str_radix(lo, 16).ok()),
+            _ => None,
+        };
+        let Some((hi, lo)) = id else {
+            return Err("a call marker in the schema text could not be read".into());
+        };
+        let old = u16::from_be_bytes([hi, lo]) as usize;
+        let Some(&new) = ids.get(old) else {
+            return Err("a call marker names no fragment of the schema".into());
+        };
+        out.push_str(&marker(new as u16));
+        rest = &tail[7..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A `regex` format's pattern, checked on its own (full match; a leading
+/// `^` and a trailing `$` are dropped, as the pattern is anchored anyway).
+fn regex(pattern: &str, at: &Pointer) -> Result<String, TagError> {
+    let mut p = pattern;
+    if let Some(s) = p.strip_prefix('^') {
+        p = s;
+    }
+    if p.ends_with('$') && !p.ends_with("\\$") {
+        p = &p[..p.len() - 1];
+    }
+    regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(p)
+        .map_err(|e| TagError::Regex {
+            pointer: at.push("pattern"),
+            message: e.to_string(),
+        })?;
+    Ok(p.to_string())
+}
+
+/// A `grammar` format (XGrammar's EBNF, read as GBNF): its language as
+/// regex text. A grammar whose recursion needs a stack is refused here.
+fn grammar(text: &str, at: &Pointer) -> Result<String, TagError> {
+    let gp = at.push("grammar");
+    let wrap = |e: gbnf::GbnfError| TagError::Grammar {
+        pointer: gp.clone(),
+        source: e,
+    };
+    let g = Gbnf::parse("grammar", text).map_err(wrap)?;
+    let opts = GbnfOptions::default();
+    if gbnf::lower::fragments(&g, &opts).map_err(wrap)?.is_some() {
+        return Err(TagError::Unsupported {
+            pointer: gp,
+            construct: "a recursive grammar".into(),
+            reason: "grammars whose recursion needs a stack are not supported inside structural tags yet".into(),
+        });
+    }
+    let hir = gbnf::lower(&g, &opts).map_err(wrap)?;
+    Ok(hir.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_renumbered_and_other_text_kept() {
+        let t = format!("a{}b{}c", marker(0), marker(2));
+        let r = renumber(&t, &[5, 6, 300]).unwrap();
+        assert_eq!(r, format!("a{}b{}c", marker(5), marker(300)));
+        assert!(renumber(&marker(3), &[1]).is_err());
+    }
+
+    #[test]
+    fn anchors_at_the_edges_are_dropped() {
+        let at = Pointer::root();
+        assert_eq!(regex("^ab$", &at).unwrap(), "ab");
+        assert_eq!(regex("ab\\$", &at).unwrap(), "ab\\$");
+        assert!(regex("(", &at).is_err());
+    }
+}

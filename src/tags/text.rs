@@ -1,0 +1,168 @@
+//! Free text as regex text: the languages that `any_text`, triggers and
+//! tag ends need, written by the exact boolean algebra
+//! ([`crate::dfa::algebra::combine`]) and memoized per tag.
+//!
+//! * [`Texts::free`]: text holding none of a set of strings (XGrammar's
+//!   `excludes` and the enclosing tag's end), optionally at most `n`
+//!   characters — `.* ∖ .*(s₁|…|sₖ).*`.
+//! * [`Texts::until`]: text up to and including the first completed
+//!   trigger, which is `t` — free text followed by `t`, with no trigger
+//!   completed before the end: `(free · t) ∖ .*(t₁|…|tₖ).+`. This is how a
+//!   dispatch reads its input: the first trigger seen decides
+//!   (XGrammar's `triggered_tags` rejects `aaab…` for the trigger `aa` and
+//!   the tag `aab…`).
+
+use super::TagError;
+use crate::dfa::algebra::{combine, AlgebraError, Op};
+use crate::schema::{Pointer, SchemaOptions};
+use std::collections::HashMap;
+
+/// Memoized free-text languages, under the product limits of the schema
+/// options (`max_product_states`, `max_product_len`).
+pub(crate) struct Texts<'a> {
+    opts: &'a SchemaOptions,
+    free: HashMap<(Vec<String>, Option<u32>), Option<String>>,
+    until: HashMap<(Vec<String>, Vec<String>, String), Option<String>>,
+}
+
+/// Any text (`.` with `s`: newlines too).
+const ANY: &str = "(?s:.*)";
+
+fn alternation(strings: &[String]) -> String {
+    let parts: Vec<String> = strings.iter().map(|s| regex_syntax::escape(s)).collect();
+    format!("(?:{})", parts.join("|"))
+}
+
+fn sorted(strings: &[String]) -> Vec<String> {
+    let mut v = strings.to_vec();
+    v.sort();
+    v.dedup();
+    v
+}
+
+impl<'a> Texts<'a> {
+    pub fn new(opts: &'a SchemaOptions) -> Texts<'a> {
+        Texts {
+            opts,
+            free: HashMap::new(),
+            until: HashMap::new(),
+        }
+    }
+
+    fn combine(&self, a: &str, b: &str, op: Op, at: &Pointer) -> Result<Option<String>, TagError> {
+        combine(
+            a,
+            b,
+            op,
+            self.opts.max_product_states,
+            self.opts.max_product_len,
+        )
+        .map_err(|e| {
+            let limit = match &e {
+                AlgebraError::TooManyStates { .. } => "SchemaOptions::max_product_states",
+                AlgebraError::TooLong { .. } => "SchemaOptions::max_product_len",
+                AlgebraError::Dfa(_) => "the DFA limits",
+            };
+            TagError::TooBig {
+                pointer: at.clone(),
+                what: format!("the free text's automaton ({e})"),
+                limit,
+            }
+        })
+    }
+
+    /// Text holding none of `stop`, of at most `max_chars` characters.
+    pub fn free(
+        &mut self,
+        stop: &[String],
+        max_chars: Option<u32>,
+        at: &Pointer,
+    ) -> Result<Option<String>, TagError> {
+        let key = (sorted(stop), max_chars);
+        if let Some(t) = self.free.get(&key) {
+            return Ok(t.clone());
+        }
+        let bounded = max_chars.map(|n| format!("(?s:.{{0,{n}}})"));
+        let text = match (key.0.is_empty(), &bounded) {
+            (true, None) => Some(ANY.to_string()),
+            (true, Some(b)) => Some(b.clone()),
+            (false, _) => {
+                let holding = format!("(?s:.*{}.*)", alternation(&key.0));
+                let base = bounded.as_deref().unwrap_or(ANY);
+                self.combine(base, &holding, Op::AndNot, at)?
+            }
+        };
+        self.free.insert(key, text.clone());
+        Ok(text)
+    }
+
+    /// Text holding none of `stop`, ending with the first of `triggers`
+    /// it completes, which is `t`.
+    pub fn until(
+        &mut self,
+        stop: &[String],
+        triggers: &[String],
+        t: &str,
+        at: &Pointer,
+    ) -> Result<Option<String>, TagError> {
+        let key = (sorted(stop), sorted(triggers), t.to_string());
+        if let Some(x) = self.until.get(&key) {
+            return Ok(x.clone());
+        }
+        let Some(free) = self.free(stop, None, at)? else {
+            self.until.insert(key, None);
+            return Ok(None);
+        };
+        let ending = format!("(?:{free}){}", regex_syntax::escape(t));
+        let earlier = format!("(?s:.*{}.+)", alternation(&key.1));
+        let text = self.combine(&ending, &earlier, Op::AndNot, at)?;
+        self.until.insert(key, text.clone());
+        Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(re: &str) -> regex::Regex {
+        regex::Regex::new(&format!("^(?:{re})$")).unwrap()
+    }
+
+    #[test]
+    fn free_text_holds_no_stop_string() {
+        let opts = SchemaOptions::default();
+        let mut t = Texts::new(&opts);
+        let at = Pointer::root();
+        let re = full(&t.free(&["ab".into()], None, &at).unwrap().unwrap());
+        for (s, ok) in [
+            ("", true),
+            ("a", true),
+            ("ba", true),
+            ("ab", false),
+            ("xaby", false),
+            ("aa\nb", true),
+        ] {
+            assert_eq!(re.is_match(s), ok, "{s:?}");
+        }
+        let re = full(&t.free(&[], Some(2), &at).unwrap().unwrap());
+        assert!(re.is_match("é\n") && !re.is_match("abc"));
+    }
+
+    #[test]
+    fn until_stops_at_the_first_trigger() {
+        let opts = SchemaOptions::default();
+        let mut t = Texts::new(&opts);
+        let at = Pointer::root();
+        let re = full(&t.until(&[], &["aa".into()], "aa", &at).unwrap().unwrap());
+        assert!(re.is_match("aa") && re.is_match("xaa") && re.is_match("abaa"));
+        // `aaa` completes the trigger at its second byte.
+        assert!(!re.is_match("aaa"));
+        let re = full(
+            &t.until(&["zz".into()], &["<f=".into(), "<g>".into()], "<f=", &at)
+                .unwrap()
+                .unwrap(),
+        );
+        assert!(re.is_match("hi <f=") && !re.is_match("<g> <f=") && !re.is_match("zz<f="));
+    }
+}

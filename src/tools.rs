@@ -1,0 +1,245 @@
+//! # Tool calls in the model's own format, as structural tags
+//!
+//! An OpenAI `tools` array with a `tool_choice`, for a model that writes its
+//! calls its own way, becomes one structural tag ([`structural_tag`]): free
+//! text (and a `<think>` block for a reasoning model) until the model opens
+//! a call with its marker, the call's arguments valid for that tool's
+//! parameters, the closing marker, and more text or calls. The formats are
+//! XGrammar's built-in ones (`get_model_structural_tag`), under its names:
+//!
+//! | [`ToolFormat`] | name | a call |
+//! |---|---|---|
+//! | `Qwen3` | `qwen_3` | `<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>` (Qwen 2.5, Qwen 3, Hermes) |
+//! | `Llama` | `llama` | `{"name": "NAME", "parameters": ARGS}` |
+//! | `Mistral` | `mistral` | `[TOOL_CALLS][{"name": "NAME", "arguments": ARGS}]` |
+//!
+//! `tool_choice` maps as XGrammar maps it: `auto` → `triggered_tags` (text,
+//! calls, text), `required` → `triggered_tags` with `at_least_one` (the
+//! output begins with a call), a named function → that one call alone,
+//! `none` → free text that never opens a call; `parallel_tool_calls: false`
+//! → `stop_after_first`. With reasoning, the output starts with the
+//! thinking, closed by `</think>` and two newlines (the prompt has opened
+//! `<think>`), inside which no constraint applies but the closing marker.
+
+use crate::tags::StructuralTag;
+use serde_json::{json, Value};
+
+/// A model family's tool-call format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolFormat {
+    /// `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>`: Qwen 2.5,
+    /// Qwen 3 and Hermes-style models.
+    Qwen3,
+    /// Llama 3.x JSON calls: `{"name": ..., "parameters": ...}`.
+    Llama,
+    /// Mistral: `[TOOL_CALLS][{"name": ..., "arguments": ...}]`.
+    Mistral,
+}
+
+impl ToolFormat {
+    /// Every format, for listings and errors.
+    pub const ALL: [ToolFormat; 3] = [ToolFormat::Qwen3, ToolFormat::Llama, ToolFormat::Mistral];
+
+    /// XGrammar's name for the format (`get_model_structural_tag`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolFormat::Qwen3 => "qwen_3",
+            ToolFormat::Llama => "llama",
+            ToolFormat::Mistral => "mistral",
+        }
+    }
+
+    /// The format of a name (XGrammar's, or a model family: `qwen`,
+    /// `qwen2.5`, `hermes`, `llama3`).
+    pub fn from_name(name: &str) -> Option<ToolFormat> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "qwen_3" | "qwen3" | "qwen" | "qwen2" | "qwen2.5" | "qwen_2_5" | "hermes" => {
+                ToolFormat::Qwen3
+            }
+            "llama" | "llama3" | "llama_3" | "llama3.1" | "llama3.2" => ToolFormat::Llama,
+            "mistral" => ToolFormat::Mistral,
+            _ => return None,
+        })
+    }
+
+    /// The format a chat template writes calls in, read from its text (a
+    /// GGUF's `tokenizer.chat_template`), or `None` when it shows none.
+    pub fn from_chat_template(template: &str) -> Option<ToolFormat> {
+        if template.contains("<tool_call>") {
+            Some(ToolFormat::Qwen3)
+        } else if template.contains("[TOOL_CALLS]") {
+            Some(ToolFormat::Mistral)
+        } else if template.contains("<|python_tag|>") || template.contains("\"parameters\": ") {
+            Some(ToolFormat::Llama)
+        } else {
+            None
+        }
+    }
+
+    /// How a call opens and closes: (trigger, the begin's text up to the
+    /// name, between the name and the arguments, the end).
+    fn parts(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            ToolFormat::Qwen3 => (
+                "<tool_call>",
+                "<tool_call>\n{\"name\": \"",
+                "\", \"arguments\": ",
+                "}\n</tool_call>",
+            ),
+            ToolFormat::Llama => ("{\"name\": ", "{\"name\": \"", "\", \"parameters\": ", "}"),
+            ToolFormat::Mistral => (
+                "[TOOL_CALLS]",
+                "[TOOL_CALLS][{\"name\": \"",
+                "\", \"arguments\": ",
+                "}]",
+            ),
+        }
+    }
+}
+
+/// OpenAI's `tool_choice`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides: text, calls, or both.
+    Auto,
+    /// At least one call (the output begins with one).
+    Required,
+    /// No call: free text that never opens one.
+    None,
+    /// Exactly this function.
+    Function(String),
+}
+
+impl ToolChoice {
+    /// OpenAI's JSON (`"auto"`, `"required"`, `"none"`, or `{"type":
+    /// "function", "function": {"name": ...}}`), or `None` when it is
+    /// neither.
+    pub fn from_json(v: &Value) -> Option<ToolChoice> {
+        match v {
+            Value::String(s) => Self::from_name(s),
+            Value::Object(o) => o
+                .get("function")
+                .and_then(|f| f.get("name"))
+                .and_then(Value::as_str)
+                .map(|n| ToolChoice::Function(n.to_string())),
+            _ => None,
+        }
+    }
+
+    /// `auto`, `required`, `none`, or a function's name.
+    pub fn from_name(s: &str) -> Option<ToolChoice> {
+        Some(match s {
+            "auto" => ToolChoice::Auto,
+            "required" => ToolChoice::Required,
+            "none" => ToolChoice::None,
+            "" => return None,
+            name => ToolChoice::Function(name.to_string()),
+        })
+    }
+}
+
+/// Whether the output begins with the model's thinking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reasoning {
+    /// No thinking block.
+    Disabled,
+    /// The prompt opened `<think>`: the output starts inside it and must
+    /// close it.
+    Enabled,
+    /// A whole `<think>…</think>` block may come first, or none.
+    Auto,
+}
+
+/// Why a tools array could not become a tag.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsError {
+    /// The array, a tool or the choice is malformed (the JSON Pointer).
+    #[error("tools at {pointer}: {message}")]
+    Invalid { pointer: String, message: String },
+}
+
+fn invalid(pointer: impl Into<String>, message: impl Into<String>) -> ToolsError {
+    ToolsError::Invalid {
+        pointer: pointer.into(),
+        message: message.into(),
+    }
+}
+
+/// The reasoning markers every format here shares, kept out of free text.
+const THINK: [&str; 2] = ["<think>", "</think>"];
+
+/// The structural tag of `tools` under `choice` in `format`; `parallel`:
+/// whether more than one call may be made.
+pub fn structural_tag(
+    format: ToolFormat,
+    tools: &Value,
+    choice: &ToolChoice,
+    parallel: bool,
+    reasoning: Reasoning,
+) -> Result<StructuralTag, ToolsError> {
+    let list = tools
+        .as_array()
+        .ok_or_else(|| invalid("", "the tools must be an array"))?;
+    let mut named = Vec::with_capacity(list.len());
+    for (i, t) in list.iter().enumerate() {
+        let f = t.get("function").unwrap_or(t);
+        let name = f
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| invalid(format!("/{i}/function/name"), "a tool needs a name"))?;
+        let params = f
+            .get("parameters")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+        named.push((name.to_string(), params));
+    }
+    let (trigger, open, mid, end) = format.parts();
+    let tag = |name: &str, params: &Value| {
+        json!({"type": "tag", "begin": format!("{open}{name}{mid}"),
+               "content": {"type": "json_schema", "json_schema": params}, "end": end})
+    };
+    let free = json!({"type": "any_text", "excludes": THINK});
+    let calls = match choice {
+        ToolChoice::None => free,
+        ToolChoice::Function(want) => {
+            let (name, params) = named.iter().find(|(n, _)| n == want).ok_or_else(|| {
+                invalid(
+                    "",
+                    format!("tool_choice names {want:?}, which is not among the tools"),
+                )
+            })?;
+            tag(name, params)
+        }
+        ToolChoice::Auto | ToolChoice::Required if named.is_empty() => {
+            if *choice == ToolChoice::Required {
+                return Err(invalid(
+                    "",
+                    "tool_choice \"required\" needs at least one tool",
+                ));
+            }
+            free
+        }
+        ToolChoice::Auto | ToolChoice::Required => json!({
+            "type": "triggered_tags",
+            "triggers": [trigger],
+            "tags": named.iter().map(|(n, p)| tag(n, p)).collect::<Vec<_>>(),
+            "excludes": THINK,
+            "at_least_one": *choice == ToolChoice::Required,
+            "stop_after_first": !parallel,
+        }),
+    };
+    let think = |begin: &str| {
+        json!({"type": "sequence", "elements": [
+            {"type": "tag", "begin": begin, "content": {"type": "any_text", "excludes": THINK}, "end": "</think>"},
+            {"type": "const_string", "value": "\n\n"}]})
+    };
+    let whole = match reasoning {
+        Reasoning::Disabled => calls,
+        Reasoning::Enabled => json!({"type": "sequence", "elements": [think(""), calls]}),
+        Reasoning::Auto => json!({"type": "sequence", "elements": [
+            {"type": "optional", "content": think("<think>")}, calls]}),
+    };
+    StructuralTag::from_json(&json!({"type": "structural_tag", "format": whole}))
+        .map_err(|e| invalid("", e.to_string()))
+}

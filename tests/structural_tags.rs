@@ -1,0 +1,466 @@
+//! Structural tags: XGrammar's JSON read with pointer-precise refusals, and
+//! the languages it defines compiled exactly. The verdict tables were
+//! recorded from XGrammar 0.2.8 (`xgrammar.testing._is_grammar_accept_string`
+//! on the same tags); `scripts/test-oracles` re-checks them against the
+//! installed package where pip works. Generation under budgets is checked
+//! with adversarial token choices, the calls' arguments by `jsonschema`.
+
+use constrain::tags::{StructuralTag, TagError};
+use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source, TokenId, Vocabulary};
+use constrain_testkit::budget::{adversarial_run, bytes_and};
+use rand::{rngs::StdRng, SeedableRng};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+fn vocab() -> (Arc<Vocabulary>, TokenId) {
+    bytes_and(&[
+        "<f=", "</f>", "{\"", "\":", "<think>", "</think>", "hi", " the",
+    ])
+}
+
+fn compile(v: &Arc<Vocabulary>, fmt: Value) -> Result<Arc<Compiled>, CompileError> {
+    let c = Compiler::new(v.clone(), CompilerConfig::default());
+    c.compile(&Source::structural_tag(
+        &json!({"type": "structural_tag", "format": fmt}),
+    )?)
+}
+
+/// Walks `text` byte by byte; whether it ends accepted.
+fn accepts(c: &Compiled, text: &str) -> bool {
+    let mut m = c.matcher();
+    text.bytes().all(|b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
+}
+
+fn check(fmt: Value, cases: &[(&str, bool)]) {
+    let (v, _) = vocab();
+    let c = compile(&v, fmt.clone()).unwrap_or_else(|e| panic!("{fmt}: {e}"));
+    for &(s, want) in cases {
+        assert_eq!(accepts(&c, s), want, "{fmt}\n{s:?}");
+    }
+}
+
+fn tag_x() -> Value {
+    json!({"type": "tag", "begin": "<f=a>", "content": {"type": "const_string", "value": "X"}, "end": "</f>"})
+}
+
+#[test]
+fn triggered_tags_in_all_four_modes() {
+    let texts = [
+        "",
+        "hi",
+        "<f=a>X</f>",
+        "hi<f=a>X</f>",
+        "<f=a>X</f>bye",
+        "<f=a>X</f><f=a>X</f>",
+        "hi<f=a>X</f>bye<f=a>X</f>",
+        "<f=b",
+        "hi<f=",
+    ];
+    // XGrammar's verdicts, per (at_least_one, stop_after_first).
+    let verdicts = [
+        (
+            (false, false),
+            [true, true, true, true, true, true, true, false, false],
+        ),
+        (
+            (true, false),
+            [false, false, true, false, true, true, false, false, false],
+        ),
+        (
+            (false, true),
+            [true, true, true, true, false, false, false, false, false],
+        ),
+        (
+            (true, true),
+            [false, false, true, false, false, false, false, false, false],
+        ),
+    ];
+    for ((alo, saf), want) in verdicts {
+        let fmt = json!({"type": "triggered_tags", "triggers": ["<f="], "tags": [tag_x()],
+                         "at_least_one": alo, "stop_after_first": saf});
+        let cases: Vec<(&str, bool)> = texts.iter().copied().zip(want).collect();
+        check(fmt, &cases);
+    }
+}
+
+#[test]
+fn a_trigger_dispatches_where_it_first_completes() {
+    let tag = json!({"type": "tag", "begin": "aab", "content": {"type": "const_string", "value": "X"}, "end": "E"});
+    check(
+        json!({"type": "triggered_tags", "triggers": ["aa"], "tags": [tag]}),
+        &[
+            ("aabXE", true),
+            ("aaabXE", false),
+            ("xaabXE", true),
+            ("a", true),
+            ("ab", true),
+            ("aaa", false),
+            ("aabXEaabXE", true),
+            ("aabXEa", true),
+        ],
+    );
+}
+
+#[test]
+fn excludes_hold_inside_each_free_run() {
+    let fmt = json!({"type": "triggered_tags", "triggers": ["<f="], "tags": [tag_x()], "excludes": ["zz"]});
+    check(
+        fmt,
+        &[
+            ("zz", false),
+            ("azz", false),
+            ("<f=a>X</f>zz", false),
+            ("z<f=a>X</f>z", true),
+            ("<f=a>X</f>", true),
+        ],
+    );
+    check(
+        json!({"type": "any_text", "excludes": ["ab"]}),
+        &[
+            ("", true),
+            ("a", true),
+            ("b", true),
+            ("ab", false),
+            ("xaby", false),
+            ("ba", true),
+        ],
+    );
+    // The exclusion is of the free text alone, not of the end after it.
+    check(
+        json!({"type": "tag", "begin": "<t>", "content": {"type": "any_text", "excludes": ["x<"]}, "end": "</t>"}),
+        &[
+            ("<t>ax</t>", true),
+            ("<t>x<</t>", false),
+            ("<t>a</t>", true),
+        ],
+    );
+}
+
+#[test]
+fn free_text_inside_a_tag_stops_at_its_end() {
+    check(
+        json!({"type": "tag", "begin": "<t>", "content": {"type": "any_text"}, "end": "aa"}),
+        &[
+            ("<t>aa", true),
+            ("<t>xaa", true),
+            ("<t>xaaa", true),
+            ("<t>aaa", true),
+            ("<t>xaax", false),
+        ],
+    );
+    // Through a sequence, and through triggered tags.
+    check(
+        json!({"type": "tag", "begin": "<t>", "content": {"type": "sequence", "elements": [
+            {"type": "any_text"}, {"type": "const_string", "value": "Q"}]}, "end": "</t>"}),
+        &[
+            ("<t>Q</t>", true),
+            ("<t>aQ</t>", true),
+            ("<t>a</t>Q</t>", false),
+        ],
+    );
+    let inner = json!({"type": "triggered_tags", "triggers": ["<f="], "tags": [tag_x()]});
+    check(
+        json!({"type": "tag", "begin": "<t>", "content": inner, "end": "</t>"}),
+        &[
+            ("<t></t>", true),
+            ("<t>hi</t>", true),
+            ("<t>hi<f=a>X</f>yo</t>", true),
+            ("<t>h</t>i</t>", false),
+            ("<t><f=a>X</f></t>", true),
+        ],
+    );
+    // Outside any tag, free text followed by more is plain concatenation.
+    check(
+        json!({"type": "sequence", "elements": [{"type": "any_text"}, {"type": "const_string", "value": "END"}]}),
+        &[
+            ("END", true),
+            ("abcEND", true),
+            ("aENDbEND", true),
+            ("abc", false),
+        ],
+    );
+}
+
+#[test]
+fn separators_repeats_and_alternatives() {
+    let a = json!({"type": "tag", "begin": "<a>", "content": {"type": "const_string", "value": "X"}, "end": "</a>"});
+    check(
+        json!({"type": "tags_with_separator", "tags": [a.clone()], "separator": ","}),
+        &[
+            ("", true),
+            ("<a>X</a>", true),
+            ("<a>X</a>,<a>X</a>", true),
+            ("<a>X</a>,", false),
+        ],
+    );
+    check(
+        json!({"type": "tags_with_separator", "tags": [a], "separator": ",", "at_least_one": true, "stop_after_first": true}),
+        &[
+            ("", false),
+            ("<a>X</a>", true),
+            ("<a>X</a>,<a>X</a>", false),
+        ],
+    );
+    let ab = json!({"type": "or", "elements": [{"type": "const_string", "value": "a"}, {"type": "const_string", "value": "b"}]});
+    check(
+        json!({"type": "repeat", "min": 2, "max": 3, "content": ab}),
+        &[("a", false), ("ab", true), ("bba", true), ("abab", false)],
+    );
+    check(
+        json!({"type": "sequence", "elements": [
+            {"type": "optional", "content": {"type": "const_string", "value": "-"}},
+            {"type": "plus", "content": {"type": "regex", "pattern": "^[0-9]$"}},
+            {"type": "star", "content": {"type": "const_string", "value": "!"}}]}),
+        &[("7", true), ("-12!!", true), ("-", false), ("12-", false)],
+    );
+    check(
+        json!({"type": "dispatch", "rules": [["<j>", {"type": "const_string", "value": "J"}]], "loop": false}),
+        &[
+            ("", true),
+            ("x<j>J", true),
+            ("x<j>Jy", false),
+            ("x<j>", false),
+        ],
+    );
+}
+
+#[test]
+fn an_embedded_schema_is_exact_and_a_recursive_one_runs_on_the_stack() {
+    let args =
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let tree = json!({"$defs": {"n": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+        "required": ["v"]}}, "$ref": "#/$defs/n"});
+    let fmt = json!({"type": "triggered_tags", "triggers": ["<f="], "tags": [
+        {"begin": "<f=w>", "content": {"type": "json_schema", "json_schema": args}, "end": "</f>"},
+        {"begin": "<f=t>", "content": {"type": "json_schema", "json_schema": tree}, "end": "</f>"}]});
+    let (v, _) = vocab();
+    let c = compile(&v, fmt.clone()).unwrap();
+    assert!(
+        c.stats().fragments > 1,
+        "the recursive schema needs fragments"
+    );
+    for (s, want) in [
+        (r#"ok <f=w>{"city": "Oslo"}</f> done"#, true),
+        (
+            r#"<f=w>{"city":"Oslo"}</f><f=t>{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}</f>"#,
+            true,
+        ),
+        (r#"<f=w>{"town": "Oslo"}</f>"#, false),
+        (r#"<f=t>{"v":1,"kids":[{"kids":[]}]}</f>"#, false),
+        (r#"<f=t>{"v":1,"kids":[{"v":2}</f>"#, false),
+        (r#"<f=x>{}</f>"#, false),
+    ] {
+        assert_eq!(accepts(&c, s), want, "{s}");
+    }
+}
+
+/// Splits an output of the call format below into its calls' JSON texts.
+fn calls(out: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut rest = out;
+    while let Some(i) = rest.find("<f=") {
+        let after = &rest[i + 3..];
+        let name_end = after.find('>').expect("a call's name is closed");
+        let body = &after[name_end + 1..];
+        let close = body.find("</f>").expect("a call is closed");
+        found.push((after[..name_end].to_string(), body[..close].to_string()));
+        rest = &body[close + 4..];
+    }
+    found
+}
+
+#[test]
+fn budgets_never_cut_a_call_and_arguments_validate() {
+    let args = json!({"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 6}, "days": {"type": "integer", "minimum": 1, "maximum": 9}},
+        "required": ["city", "days"]});
+    let tree = json!({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 2}}, "$ref": "#/$defs/n"});
+    let fmt = json!({"type": "triggered_tags", "triggers": ["<f="], "tags": [
+        {"begin": "<f=w>", "content": {"type": "json_schema", "json_schema": args.clone()}, "end": "</f>"},
+        {"begin": "<f=t>", "content": {"type": "json_schema", "json_schema": tree.clone()}, "end": "</f>"}],
+        "at_least_one": true});
+    let (v, eos) = vocab();
+    let c = compile(&v, fmt).unwrap();
+    let wv = jsonschema::validator_for(&args).unwrap();
+    let tv = jsonschema::validator_for(&tree).unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    for max_tokens in [12, 13, 16, 20, 30, 60] {
+        for _ in 0..30 {
+            let out = adversarial_run(&c, eos, max_tokens, 0.5, &mut rng)
+                .unwrap_or_else(|e| panic!("max_tokens {max_tokens}: {e}"));
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.starts_with("<f="), "at_least_one: {text:?}");
+            let found = calls(&text);
+            assert!(!found.is_empty());
+            for (name, body) in found {
+                let value: Value = serde_json::from_str(&body)
+                    .unwrap_or_else(|e| panic!("{text:?}: {body:?}: {e}"));
+                let ok = match name.as_str() {
+                    "w" => wv.is_valid(&value),
+                    "t" => tv.is_valid(&value),
+                    other => panic!("unknown call {other:?} in {text:?}"),
+                };
+                assert!(ok, "{text:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_legacy_shape_is_one_triggered_tags() {
+    let legacy = json!({"type": "structural_tag",
+        "structures": [{"begin": "<f=a>", "schema": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}, "end": "</f>"}],
+        "triggers": ["<f="]});
+    let (v, _) = vocab();
+    let c = Compiler::new(v.clone(), CompilerConfig::default());
+    let compiled = c
+        .compile(&Source::structural_tag(&legacy).unwrap())
+        .unwrap();
+    assert!(accepts(&compiled, r#"hi <f=a>{"x": 1}</f>"#));
+    assert!(!accepts(&compiled, r#"hi <f=a>{"x": "1"}</f>"#));
+    assert!(accepts(&compiled, "no call at all"));
+}
+
+fn refusal(tag: Value) -> TagError {
+    match StructuralTag::from_json(&tag) {
+        Err(e) => e,
+        Ok(t) => {
+            let (v, _) = vocab();
+            let c = Compiler::new(v, CompilerConfig::default());
+            match c.compile(&Source::StructuralTag {
+                tag: t,
+                options: StructuralTag::schema_options(),
+            }) {
+                Err(CompileError::Tag(e)) => e,
+                Err(e) => panic!("{tag}: refused, but not as a tag error: {e}"),
+                Ok(_) => panic!("{tag}: compiled"),
+            }
+        }
+    }
+}
+
+#[test]
+fn malformed_and_unsupported_tags_are_refused_by_pointer() {
+    let env = |f: Value| json!({"type": "structural_tag", "format": f});
+    let cases = [
+        (
+            env(json!({"type": "nope"})),
+            "/format/type",
+            "unknown format type",
+        ),
+        (
+            env(json!({"type": "sequence", "elements": []})),
+            "/format/elements",
+            "at least one",
+        ),
+        (
+            env(json!({"type": "triggered_tags", "triggers": ["<f="], "tags": []})),
+            "/format/tags",
+            "must not be empty",
+        ),
+        (
+            env(json!({"type": "triggered_tags", "triggers": ["<g="], "tags": [tag_x()]})),
+            "/format/tags/0/begin",
+            "none of the triggers",
+        ),
+        (
+            env(
+                json!({"type": "tag", "begin": "<a>", "content": {"type": "regex", "pattern": "("}, "end": "</a>"}),
+            ),
+            "/format/content/pattern",
+            "bad regex",
+        ),
+        (
+            env(json!({"type": "token", "token": 151657})),
+            "/format",
+            "token-level",
+        ),
+        (
+            env(json!({"type": "any_text", "max_tokens": 10})),
+            "/format/max_tokens",
+            "max_tokens",
+        ),
+        (
+            env(
+                json!({"type": "json_schema", "json_schema": {"type": "object"}, "style": "qwen_xml"}),
+            ),
+            "/format/style",
+            "qwen_xml",
+        ),
+        (
+            env(json!({"type": "json_schema", "json_schema": {"type": "strnig"}})),
+            "/format/json_schema",
+            "",
+        ),
+        (
+            env(json!({"type": "const_string"})),
+            "/format/value",
+            "must be a string",
+        ),
+        (json!([1, 2]), "(root)", "JSON object"),
+    ];
+    for (tag, pointer, words) in cases {
+        let e = refusal(tag.clone());
+        assert_eq!(
+            e.pointer().map(|p| p.to_string()).as_deref(),
+            Some(pointer),
+            "{tag}: {e}"
+        );
+        assert!(e.to_string().contains(words), "{tag}: {e}");
+    }
+    assert!(matches!(
+        StructuralTag::parse("{\"type\": "),
+        Err(TagError::Json { line: 1, .. })
+    ));
+}
+
+#[test]
+fn qwen_vocabulary_free_text_is_nearly_free() {
+    let Some(v) = constrain_testkit::assets::qwen_vocab() else {
+        eprintln!("skipping: the Qwen tokenizer is not fetched (scripts/fetch-assets)");
+        return;
+    };
+    let args =
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let tag = json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<function="], "tags": [
+        {"begin": "<function=get_weather>", "content": {"type": "json_schema", "json_schema": args}, "end": "</function>"}]}});
+    let c = Compiler::new(v.clone(), CompilerConfig::default())
+        .compile(&Source::structural_tag(&tag).unwrap())
+        .unwrap();
+    // At the start, free text allows exactly the tokens that begin UTF-8
+    // text (a complete prefix, or one cut inside its last character) and do
+    // not complete the trigger (nor begin to complete it past their end:
+    // `<function=` must be followed by a tag's rest, which `get_weather>`
+    // starts, so a token holding the whole trigger and more is checked by
+    // the walk below rather than here).
+    let m = c.matcher();
+    let begins_text = |b: &[u8]| match std::str::from_utf8(b) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    };
+    let mut expected = 0;
+    for (t, b) in v.text_tokens() {
+        if !begins_text(b) {
+            assert!(
+                !m.allows(t),
+                "{:?} does not begin UTF-8 text",
+                v.describe(t)
+            );
+            continue;
+        }
+        let holds = b.windows(10).any(|w| w == b"<function=");
+        if !holds {
+            expected += 1;
+            assert!(m.allows(t), "free text refuses {}", v.describe(t));
+        }
+    }
+    assert!(m.allowed().len() >= expected);
+    let tok = constrain_testkit::assets::qwen_tokenizer().unwrap();
+    let mut m = c.matcher();
+    let text = "Let me check.\n<function=get_weather>{\"city\": \"Oslo\"}</function> Done.";
+    for t in tok.encode(text).unwrap() {
+        assert!(m.accept_token(t), "{text}");
+    }
+    assert!(m.is_accepting());
+}
