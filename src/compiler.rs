@@ -402,7 +402,12 @@ impl Compiler {
             }
             Source::StructuralTag { tag, options } => {
                 let every_byte = crate::index::has_every_byte(&self.vocab);
-                let mut low = crate::tags::lower(tag.format(), options, every_byte)?;
+                let symbols: Vec<(String, Vec<u8>)> = self
+                    .vocab
+                    .symbols()
+                    .map(|(_, text, spelled)| (text.to_string(), spelled.to_vec()))
+                    .collect();
+                let mut low = crate::tags::lower(tag.format(), options, every_byte, &symbols)?;
                 if low.bodies.len() > 1 {
                     return self.fragments(
                         &low.names,

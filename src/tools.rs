@@ -201,7 +201,8 @@ pub fn structural_tag(
     };
     let free = json!({"type": "any_text", "excludes": THINK});
     let calls = match choice {
-        ToolChoice::None => free,
+        // Free text that never opens a call.
+        ToolChoice::None => json!({"type": "any_text", "excludes": [THINK[0], THINK[1], trigger]}),
         ToolChoice::Function(want) => {
             let (name, params) = named.iter().find(|(n, _)| n == want).ok_or_else(|| {
                 invalid(

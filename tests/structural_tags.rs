@@ -6,6 +6,7 @@
 //! with adversarial token choices, the calls' arguments by `jsonschema`.
 
 use constrain::tags::{StructuralTag, TagError};
+use constrain::tools::{self, Reasoning, ToolChoice, ToolFormat};
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source, TokenId, Vocabulary};
 use constrain_testkit::budget::{adversarial_run, bytes_and};
 use rand::{rngs::StdRng, SeedableRng};
@@ -463,4 +464,242 @@ fn qwen_vocabulary_free_text_is_nearly_free() {
         assert!(m.accept_token(t), "{text}");
     }
     assert!(m.is_accepting());
+}
+
+fn weather_tools() -> Value {
+    json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+            "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+            "properties": {"zone": {"type": "string"}}, "required": ["zone"]}}}
+    ])
+}
+
+fn tools_tag(
+    format: ToolFormat,
+    choice: ToolChoice,
+    parallel: bool,
+    reasoning: Reasoning,
+) -> Arc<Compiled> {
+    let (v, _) = vocab();
+    let tag =
+        tools::structural_tag(format, &weather_tools(), &choice, parallel, reasoning).unwrap();
+    Compiler::new(v, CompilerConfig::default())
+        .compile(&Source::StructuralTag {
+            tag,
+            options: StructuralTag::schema_options(),
+        })
+        .unwrap()
+}
+
+#[test]
+fn qwen_calls_under_every_tool_choice() {
+    let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+    let time =
+        "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}\n</tool_call>";
+    let text = "Let me look.";
+    let two = format!("{call}\n{time}");
+    let cases: [(ToolChoice, bool, [bool; 5]); 5] = [
+        // (choice, parallel, [text, call, text+call, two calls, bad args])
+        (ToolChoice::Auto, true, [true, true, true, true, false]),
+        (ToolChoice::Auto, false, [true, true, true, false, false]),
+        (
+            ToolChoice::Required,
+            true,
+            [false, true, false, true, false],
+        ),
+        (ToolChoice::None, true, [true, false, false, false, false]),
+        (
+            ToolChoice::Function("get_time".into()),
+            true,
+            [false, false, false, false, false],
+        ),
+    ];
+    let bad = call.replace("city", "town");
+    for (choice, parallel, want) in cases {
+        let c = tools_tag(
+            ToolFormat::Qwen3,
+            choice.clone(),
+            parallel,
+            Reasoning::Disabled,
+        );
+        let got = [
+            accepts(&c, text),
+            accepts(&c, call),
+            accepts(&c, &format!("{text}\n{call}")),
+            accepts(&c, &two),
+            accepts(&c, &bad),
+        ];
+        assert_eq!(got, want, "{choice:?} parallel {parallel}");
+    }
+    let c = tools_tag(
+        ToolFormat::Qwen3,
+        ToolChoice::Function("get_time".into()),
+        true,
+        Reasoning::Disabled,
+    );
+    assert!(accepts(&c, time) && !accepts(&c, call));
+    let (v, _) = vocab();
+    let none = tools::structural_tag(
+        ToolFormat::Qwen3,
+        &weather_tools(),
+        &ToolChoice::Function("nope".into()),
+        true,
+        Reasoning::Disabled,
+    );
+    assert!(none.is_err());
+    drop(v);
+}
+
+#[test]
+fn reasoning_comes_first_and_nothing_binds_inside_it() {
+    let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+    let c = tools_tag(
+        ToolFormat::Qwen3,
+        ToolChoice::Required,
+        true,
+        Reasoning::Enabled,
+    );
+    // The prompt opened <think>: the output is the thinking, its end, then calls.
+    let thought = "The user wants {weather\"; maybe <tool_call> later";
+    assert!(accepts(&c, &format!("{thought}</think>\n\n{call}")));
+    assert!(
+        !accepts(&c, &format!("{thought}</think>\n\nhello")),
+        "required: a call after the thinking"
+    );
+    assert!(!accepts(&c, call), "the thinking must be closed first");
+    assert!(
+        !accepts(&c, &format!("a<think>b</think>\n\n{call}")),
+        "no nested <think>"
+    );
+    // </think> is never blocked inside the thinking.
+    let mut m = c.matcher();
+    for b in "plan".bytes() {
+        assert!(m.accept_token(TokenId(b as u32)));
+    }
+    let (v, _) = vocab();
+    let close = v.text_tokens().find(|(_, b)| *b == b"</think>").unwrap().0;
+    assert!(m.allows(close));
+    let c = tools_tag(ToolFormat::Qwen3, ToolChoice::Auto, true, Reasoning::Auto);
+    assert!(accepts(&c, "plain answer"));
+    assert!(accepts(&c, &format!("<think>hm</think>\n\n{call}")));
+}
+
+#[test]
+fn llama_and_mistral_calls() {
+    let c = tools_tag(
+        ToolFormat::Llama,
+        ToolChoice::Auto,
+        true,
+        Reasoning::Disabled,
+    );
+    assert!(accepts(
+        &c,
+        "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}"
+    ));
+    assert!(!accepts(
+        &c,
+        "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"
+    ));
+    let c = tools_tag(
+        ToolFormat::Mistral,
+        ToolChoice::Required,
+        true,
+        Reasoning::Disabled,
+    );
+    assert!(accepts(
+        &c,
+        "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}]"
+    ));
+    assert!(!accepts(&c, "sure"));
+    assert_eq!(ToolFormat::from_name("qwen_3"), Some(ToolFormat::Qwen3));
+    assert_eq!(
+        ToolFormat::from_chat_template("{% if tools %}<tool_call>{% endif %}"),
+        Some(ToolFormat::Qwen3)
+    );
+    for f in ToolFormat::ALL {
+        assert_eq!(ToolFormat::from_name(f.name()), Some(f));
+    }
+}
+
+/// A byte-level vocabulary with special tokens: the 256 single bytes (ids
+/// 0..=255), then `<|endoftext|>` (EOS), `<tool_call>`, `</tool_call>`,
+/// `<think>` and `</think>` as added tokens.
+fn vocab_with_specials() -> (Arc<Vocabulary>, [TokenId; 5]) {
+    let table = constrain::vocab::bytelevel::byte_to_char();
+    let regular: Vec<(u32, String)> = (0..=255u8)
+        .map(|b| (b as u32, table[b as usize].to_string()))
+        .collect();
+    let names = [
+        "<|endoftext|>",
+        "<tool_call>",
+        "</tool_call>",
+        "<think>",
+        "</think>",
+    ];
+    let added: Vec<(u32, String, bool)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (256 + i as u32, n.to_string(), i == 0))
+        .collect();
+    let v = Vocabulary::from_byte_level(regular, added, None).unwrap();
+    (Arc::new(v), [0, 1, 2, 3, 4].map(|i| TokenId(256 + i)))
+}
+
+#[test]
+fn special_tokens_are_symbols_where_their_text_is_a_marker() {
+    let (v, [eos, call, end_call, think, end_think]) = vocab_with_specials();
+    assert_eq!(v.decode(&[call]), b"<tool_call>");
+    let compiler = Compiler::new(v.clone(), CompilerConfig::default());
+    let tag = tools::structural_tag(
+        ToolFormat::Qwen3,
+        &weather_tools(),
+        &ToolChoice::Auto,
+        true,
+        Reasoning::Enabled,
+    )
+    .unwrap();
+    let c = compiler
+        .compile(&Source::StructuralTag {
+            tag,
+            options: StructuralTag::schema_options(),
+        })
+        .unwrap();
+    let mut m = c.matcher();
+    // Inside the thinking: `</think>` as a token is allowed, `<think>` and
+    // `<tool_call>` are not (free text holds no special token).
+    assert!(m.allows(end_think) && !m.allows(think) && !m.allows(call) && !m.allows(eos));
+    for b in "hm".bytes() {
+        assert!(m.accept_token(TokenId(b as u32)));
+    }
+    assert!(m.accept_token(end_think));
+    for b in "\n\nOK.".bytes() {
+        assert!(m.accept_token(TokenId(b as u32)));
+    }
+    // In the answer: the call opens with the token or with its text.
+    assert!(m.allows(call) && m.allows(TokenId(b'<' as u32)) && !m.allows(end_call));
+    assert!(m.allows(eos), "text alone is a complete answer");
+    assert!(m.accept_token(call));
+    for b in "\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}\n".bytes() {
+        assert!(m.accept_token(TokenId(b as u32)), "{}", b as char);
+    }
+    assert!(m.allows(end_call) && !m.allows(eos));
+    assert!(m.accept_token(end_call) && m.is_accepting());
+    // A JSON Schema never allows a special token, and the single bytes no
+    // UTF-8 text holds are in no mask.
+    let j = compiler
+        .compile(&Source::json_schema(json!({"type": "string"})))
+        .unwrap();
+    let mut m = j.matcher();
+    assert!(m.accept_token(TokenId(b'"' as u32)));
+    for t in [
+        call,
+        end_call,
+        think,
+        end_think,
+        TokenId(0xC0),
+        TokenId(0xC1),
+    ] {
+        assert!(!m.allows(t), "{t:?}");
+    }
 }

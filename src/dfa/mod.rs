@@ -173,7 +173,8 @@ impl ByteDfa {
         Self::determinize(nfa, pattern.len(), lazy_states, config)
     }
 
-    /// [`ByteDfa::build`] of the schema compiler's text, which may hold its
+    /// [`ByteDfa::build`] of the schema compiler's text (or a structural
+    /// tag's, which may spell special tokens as raw byte groups), which may hold its
     /// one-copy constructs `(?&SEP|K1|...|Kn)` and `(?*SEP|ITEM)`
     /// ([`ordered`]): read by the subset parser with one copy of each
     /// member or item; a text outside
@@ -186,7 +187,11 @@ impl ByteDfa {
         max_len: usize,
     ) -> Result<Dfa, DfaError> {
         if !config.minimize {
-            if let Some(nfa) = direct::parse_nfa(pattern, Some(config.nfa_size_limit), true) {
+            // Raw byte groups are read too: a structural tag's special
+            // tokens are written as their spellings (`(?-u:\xC0..)`).
+            if let Some(nfa) =
+                direct::parse_nfa_with(pattern, Some(config.nfa_size_limit), true, true)
+            {
                 let nfa = nfa.map_err(|_| too_big_nfa(config))?;
                 let lazy_states = config.lazy_threshold().unwrap_or(usize::MAX);
                 return Self::determinize(nfa, pattern.len(), lazy_states, config);
@@ -197,6 +202,16 @@ impl ByteDfa {
             limit: max_len,
             knob: "SchemaOptions::max_regex_len",
         })?;
+        if plain.contains("(?-u:") {
+            // Spellings of special tokens: bytes no UTF-8 text holds.
+            let hir = regex_syntax::ParserBuilder::new()
+                .utf8(false)
+                .nest_limit(NEST_LIMIT)
+                .build()
+                .parse(&plain)
+                .map_err(|e| syntax_error(&e))?;
+            return Self::build_hir(&hir, plain.len(), config);
+        }
         Self::build(&plain, config)
     }
 

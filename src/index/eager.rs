@@ -135,7 +135,7 @@ impl Eager {
                     .iter()
                     .filter(|&t| !vocab.is_eos(t))
                     .filter_map(|t| {
-                        let b = vocab.token_bytes(t)?;
+                        let b = vocab.spelling(t)?;
                         let x = self.table.walk(s as u32, b);
                         (x != DEAD).then_some((t, x))
                     })

@@ -526,7 +526,7 @@ impl TokenIndex {
     /// leaves the state unchanged (and is allowed only when `s` accepts).
     #[inline]
     pub fn next_state(&self, s: StateId, t: TokenId) -> Option<StateId> {
-        match self.vocab.token_bytes(t) {
+        match self.vocab.spelling(t) {
             Some(bytes) if !bytes.is_empty() => {
                 let n = self.backend.walk(s.0, bytes);
                 (n != DEAD).then_some(StateId(n))

@@ -210,7 +210,7 @@ pub(crate) fn is_plain(b: &[u8]) -> bool {
 impl VocabTries {
     pub fn new(vocab: &Vocabulary, horizon: usize) -> VocabTries {
         let mut toks: Vec<(&[u8], u32)> = vocab
-            .text_tokens()
+            .spellings()
             .filter(|(_, b)| !b.is_empty())
             .map(|(id, b)| (b, id.0))
             .collect();
@@ -227,8 +227,11 @@ impl VocabTries {
                 (start, bytes.len() as u32, id)
             })
             .collect();
-        let every_byte =
-            (0..=255u8).all(|b| full.child(None, b).is_some_and(|n| full.token[n] != NONE));
+        // Bytes no UTF-8 text holds need no token (0xC0 and 0xC1 are the
+        // spellings' own, see `vocab`).
+        let every_byte = (0..=255u8)
+            .filter(|b| !matches!(b, 0xC0 | 0xC1 | 0xF5..=0xFF))
+            .all(|b| full.child(None, b).is_some_and(|n| full.token[n] != NONE));
         VocabTries {
             every_byte,
             full,

@@ -33,11 +33,29 @@ pub(crate) struct Lowered {
 
 /// Lowers `f` with `opts` for its embedded schemas. `pda`: whether the
 /// vocabulary can run fragments (every single byte is a token); without
-/// it a recursive schema is refused.
-pub(crate) fn lower(f: &Format, opts: &SchemaOptions, pda: bool) -> Result<Lowered, TagError> {
+/// it a recursive schema is refused. `symbols`: the vocabulary's special
+/// tokens as (text, spelling); wherever a begin, an end, a trigger or a
+/// constant holds a symbol's text, the token is allowed there too.
+pub(crate) fn lower(
+    f: &Format,
+    opts: &SchemaOptions,
+    pda: bool,
+    symbols: &[(String, Vec<u8>)],
+) -> Result<Lowered, TagError> {
+    let mut symbols: Vec<(String, String)> = symbols
+        .iter()
+        .filter(|(t, _)| !t.is_empty())
+        .map(|(t, b)| {
+            let hex: String = b.iter().map(|x| format!("\\x{x:02X}")).collect();
+            (t.clone(), format!("(?-u:{hex})"))
+        })
+        .collect();
+    // Longest first: a text that holds another symbol's text is read whole.
+    symbols.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
     let mut l = Lowerer {
         opts,
         pda,
+        symbols,
         texts: Texts::new(opts),
         names: vec!["(structural tag)".into()],
         bodies: vec![None],
@@ -61,6 +79,8 @@ pub(crate) fn lower(f: &Format, opts: &SchemaOptions, pda: bool) -> Result<Lower
 struct Lowerer<'a> {
     opts: &'a SchemaOptions,
     pda: bool,
+    /// Special tokens: (text, regex of the spelling), longest text first.
+    symbols: Vec<(String, String)>,
     texts: Texts<'a>,
     names: Vec<String>,
     bodies: Vec<Option<String>>,
@@ -78,6 +98,44 @@ fn group(s: &str) -> String {
 
 fn lit(s: &str) -> String {
     regex_syntax::escape(s)
+}
+
+impl Lowerer<'_> {
+    /// `s` as a literal, each special token's text in it also spelled as
+    /// the token.
+    fn lit(&self, s: &str) -> String {
+        if self.symbols.is_empty() {
+            return lit(s);
+        }
+        let mut out = String::new();
+        let (mut i, mut plain) = (0, 0);
+        while i < s.len() {
+            match self
+                .symbols
+                .iter()
+                .find(|(t, _)| s[i..].starts_with(t.as_str()))
+            {
+                Some((t, spelled)) => {
+                    out.push_str(&lit(&s[plain..i]));
+                    out.push_str(&format!("(?:{}|{spelled})", lit(t)));
+                    i += t.len();
+                    plain = i;
+                }
+                None => i += s[i..].chars().next().map_or(1, char::len_utf8),
+            }
+        }
+        out.push_str(&lit(&s[plain..]));
+        out
+    }
+
+    /// The spelling of the special token whose text `t` starts with, and
+    /// the rest of `t`.
+    fn leading_symbol<'t>(&self, t: &'t str) -> Option<(String, &'t str)> {
+        self.symbols
+            .iter()
+            .find(|(text, _)| t.starts_with(text.as_str()))
+            .map(|(text, spelled)| (spelled.clone(), &t[text.len()..]))
+    }
 }
 
 /// The alternation of the non-empty texts (`None` when all are empty).
@@ -120,7 +178,7 @@ impl Lowerer<'_> {
     /// end detection).
     fn format(&mut self, f: &Format, ends: &[String]) -> Result<Text, TagError> {
         Ok(match f {
-            Format::Const { value, .. } => Some(lit(value)),
+            Format::Const { value, .. } => Some(self.lit(value)),
             Format::Regex { at, pattern } => Some(group(&regex(pattern, at)?)),
             Format::JsonSchema {
                 at,
@@ -194,13 +252,13 @@ impl Lowerer<'_> {
                         });
                     };
                     let content = self.format(&t.content, &t.ends)?;
-                    let ends = alt(t.ends.iter().map(|e| Some(lit(e))));
+                    let ends = alt(t.ends.iter().map(|e| Some(self.lit(e))));
                     by_trigger[k].push(cat([
-                        Some(lit(&begin[triggers[k].len()..])),
+                        Some(self.lit(&begin[triggers[k].len()..])),
                         content.clone(),
                         ends.clone(),
                     ]));
-                    whole.push(cat([Some(lit(begin)), content, ends]));
+                    whole.push(cat([Some(self.lit(begin)), content, ends]));
                 }
                 let rest: Vec<(String, Text)> = triggers
                     .iter()
@@ -234,7 +292,7 @@ impl Lowerer<'_> {
                 } else {
                     cat([
                         one.clone(),
-                        repeat(cat([Some(lit(separator)), one]), 0, None),
+                        repeat(cat([Some(self.lit(separator)), one]), 0, None),
                     ])
                 };
                 if *at_least_one {
@@ -263,9 +321,9 @@ impl Lowerer<'_> {
         let TokenRef::Text(begin) = &t.begin;
         let content = self.format(&t.content, &t.ends)?;
         Ok(cat([
-            Some(lit(begin)),
+            Some(self.lit(begin)),
             content,
-            alt(t.ends.iter().map(|e| Some(lit(e)))),
+            alt(t.ends.iter().map(|e| Some(self.lit(e)))),
         ]))
     }
 
@@ -289,14 +347,23 @@ impl Lowerer<'_> {
         let mut stop: Vec<String> = excludes.to_vec();
         stop.extend(ends.iter().cloned());
         let mut steps = Vec::with_capacity(rest.len());
-        for (t, r) in rest {
-            let upto = self.texts.until(&stop, &triggers, t, at)?;
-            steps.push(cat([upto, r.clone()]));
-        }
-        let step = alt(steps);
         let mut free_stop = stop.clone();
         free_stop.extend(triggers.iter().cloned());
         let free = self.texts.free(&free_stop, None, at)?;
+        for (t, r) in rest {
+            let mut upto = self.texts.until(&stop, &triggers, t, at)?;
+            // A trigger that opens with a special token's text is also
+            // completed by the token itself, after free text (which never
+            // holds a token).
+            if let Some((spelled, tail)) = self.leading_symbol(t) {
+                upto = alt([
+                    upto,
+                    cat([free.clone(), Some(spelled), Some(self.lit(tail))]),
+                ]);
+            }
+            steps.push(cat([upto, r.clone()]));
+        }
+        let step = alt(steps);
         Ok(match (at_least_one, looped) {
             (false, true) => cat([repeat(step, 0, None), free]),
             (true, true) => cat([first, repeat(step, 0, None), free]),

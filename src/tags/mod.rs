@@ -95,6 +95,24 @@ impl StructuralTag {
         }
     }
 
+    /// The text the tag lowers to, for reading (`--print-regex`): one regex,
+    /// or one `NAME ::= REGEX` line per fragment when an embedded schema is
+    /// recursive (calls are raw marker bytes there). Special tokens are
+    /// matched by their text only here.
+    pub fn lowered_text(&self, options: &SchemaOptions) -> Result<String, TagError> {
+        let low = lower(&self.format, options, true, &[])?;
+        if low.bodies.len() == 1 {
+            return Ok(low.bodies[0].clone().unwrap_or_default());
+        }
+        Ok(low
+            .names
+            .iter()
+            .zip(&low.bodies)
+            .map(|(n, b)| format!("{n} ::= {}", b.as_deref().unwrap_or("(no text)")))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+
     /// The format tree.
     pub fn format(&self) -> &Format {
         &self.format

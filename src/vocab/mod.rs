@@ -23,6 +23,21 @@
 //!   151,669 ids). Ids at or past the tokenizer's size have no bytes and are
 //!   always masked.
 //!
+//! ## Special tokens as grammar symbols
+//!
+//! An added token that is not a stop token (Qwen's `<tool_call>` 151657,
+//! `<think>`, `</think>`) has no text bytes, but it has a **spelling**: three
+//! bytes `0xC0 0x80|hi 0x80|lo` ([`SYMBOL_LEAD`], then its place among the
+//! added tokens in two 6-bit digits), bytes no UTF-8 text holds. The index
+//! walks spellings ([`Vocabulary::spelling`]), so a grammar that writes a
+//! token's spelling allows exactly that token there, and a grammar that
+//! does not (every JSON Schema, regex and GBNF text) never allows it, as
+//! before. Ordinary tokens that hold `0xC0` or `0xC1` (single-byte tokens
+//! no UTF-8 text uses) are left out of the index of a vocabulary with
+//! symbols, so that no other token can write a spelling. Structural tags
+//! write the spelling of a special token wherever its text is a trigger, a
+//! begin or an end ([`crate::tags`]).
+//!
 //! Which tokenizers are read (byte-level BPE and SentencePiece with byte
 //! fallback), the leading-space rule and the stop-token set are described in
 //! [`hf`].
@@ -120,8 +135,13 @@ pub struct Vocabulary {
     /// bytes (EOS, added tokens, holes).
     spans: Vec<(u32, u32)>,
     eos: Vec<TokenId>,
-    /// Added tokens that are not in the index: (id, text, special flag).
+    /// Added tokens without text bytes: (id, text, special flag).
     added: Vec<(TokenId, String, bool)>,
+    /// The added tokens that are grammar symbols (not stop tokens), by id,
+    /// with their place `k` among `added`: they spell [`symbol_spelling`]`(k)`.
+    symbols: Vec<(TokenId, u16)>,
+    /// The spellings, three bytes per entry of `symbols`.
+    spelled: Vec<u8>,
     logits_width: usize,
     max_token_len: usize,
     n_text_tokens: usize,
@@ -132,6 +152,27 @@ pub struct Vocabulary {
 }
 
 const NO_BYTES: u32 = u32::MAX;
+
+/// The first byte of a special token's spelling as a grammar symbol (a byte
+/// no UTF-8 text holds; see the module docs).
+pub const SYMBOL_LEAD: u8 = 0xC0;
+
+/// Most added tokens that can be symbols (two 6-bit digits).
+pub const MAX_SYMBOLS: usize = 1 << 12;
+
+/// The spelling of the `k`-th added token.
+pub fn symbol_spelling(k: u16) -> [u8; 3] {
+    [
+        SYMBOL_LEAD,
+        0x80 | (k >> 6) as u8 & 0x3F,
+        0x80 | (k & 0x3F) as u8,
+    ]
+}
+
+/// Whether a byte string holds a byte that only spellings use.
+fn holds_lead(b: &[u8]) -> bool {
+    b.iter().any(|&x| x == SYMBOL_LEAD || x == 0xC1)
+}
 
 /// Largest number of ids (and logits) accepted: 16,777,216.
 pub const MAX_IDS: usize = 1 << 24;
@@ -160,6 +201,8 @@ impl Vocabulary {
             spans: Vec::new(),
             eos: eos.into_iter().collect(),
             added: Vec::new(),
+            symbols: Vec::new(),
+            spelled: Vec::new(),
             logits_width: 0,
             max_token_len: 0,
             n_text_tokens: 0,
@@ -191,6 +234,8 @@ impl Vocabulary {
             spans: Vec::new(),
             eos: Vec::new(),
             added: Vec::new(),
+            symbols: Vec::new(),
+            spelled: Vec::new(),
             logits_width: 0,
             max_token_len: 0,
             n_text_tokens: 0,
@@ -300,6 +345,8 @@ impl Vocabulary {
             spans: Vec::new(),
             eos: Vec::new(),
             added: Vec::new(),
+            symbols: Vec::new(),
+            spelled: Vec::new(),
             logits_width: 0,
             max_token_len: 0,
             n_text_tokens: 0,
@@ -350,7 +397,66 @@ impl Vocabulary {
         };
         let n = v.spans.len();
         v.set_logits_width(n)?;
+        v.assign_symbols();
         Ok(v)
+    }
+
+    /// Gives every added token that is not a stop token its spelling
+    /// (again, after the stop set changed).
+    fn assign_symbols(&mut self) {
+        let mut symbols: Vec<(TokenId, u16)> = self
+            .added
+            .iter()
+            .enumerate()
+            .take(MAX_SYMBOLS)
+            .filter(|(_, a)| !self.eos.contains(&a.0))
+            .map(|(k, a)| (a.0, k as u16))
+            .collect();
+        symbols.sort_unstable();
+        self.spelled = symbols
+            .iter()
+            .flat_map(|&(_, k)| symbol_spelling(k))
+            .collect();
+        if !symbols.is_empty() {
+            self.max_token_len = self.max_token_len.max(3);
+        }
+        self.symbols = symbols;
+        self.tries = Default::default();
+    }
+
+    /// The bytes the index walks for a token: its text, or its spelling as a
+    /// grammar symbol ([`SYMBOL_LEAD`]); `None` for stop tokens, ids past the
+    /// tokenizer, and (in a vocabulary with symbols) ordinary tokens holding
+    /// a spelling's lead byte.
+    #[inline]
+    pub fn spelling(&self, id: TokenId) -> Option<&[u8]> {
+        match self.token_bytes(id) {
+            Some(b) if self.symbols.is_empty() || !holds_lead(b) => Some(b),
+            Some(_) => None,
+            None => {
+                let i = self.symbols.binary_search_by_key(&id, |s| s.0).ok()?;
+                Some(&self.spelled[3 * i..3 * i + 3])
+            }
+        }
+    }
+
+    /// Every token the index walks, with its [`Vocabulary::spelling`], in id
+    /// order.
+    pub fn spellings(&self) -> impl Iterator<Item = (TokenId, &[u8])> + '_ {
+        let n = self.spans.len();
+        (0..n as u32).filter_map(move |i| self.spelling(TokenId(i)).map(|b| (TokenId(i), b)))
+    }
+
+    /// The added tokens that are grammar symbols, with their text and
+    /// spelling, in id order.
+    pub fn symbols(&self) -> impl Iterator<Item = (TokenId, &str, &[u8])> + '_ {
+        self.symbols.iter().enumerate().map(|(i, &(id, k))| {
+            (
+                id,
+                self.added[k as usize].1.as_str(),
+                &self.spelled[3 * i..3 * i + 3],
+            )
+        })
     }
 
     /// The same vocabulary with a wider logits vector (ids past the tokenizer
@@ -373,7 +479,7 @@ impl Vocabulary {
             }
         }
         self.eos = eos;
-        self.tries = Default::default();
+        self.assign_symbols();
         Ok(self)
     }
 

@@ -160,6 +160,10 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
                     ApiError::field(format_param, format!("the grammar does not compile: {e}"))
                 }),
             Source::Tools { .. } => Err(ApiError::internal("tools as a response format")),
+            Source::StructuralTag { .. } => Err(ApiError::field(
+                format_param,
+                "a structural tag describes the whole output: give it without tools",
+            )),
         }
     };
 

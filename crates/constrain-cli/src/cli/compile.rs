@@ -178,5 +178,6 @@ fn regex_text(src: &Source) -> anyhow::Result<String> {
         Source::Tools { tools, options } => {
             constrain::schema::compile(&constrain::schema::tools_schema(tools)?, options)?.regex
         }
+        Source::StructuralTag { tag, options } => tag.lowered_text(options)?,
     })
 }
