@@ -1,6 +1,7 @@
 //! Free text as regex text: the languages that `any_text`, triggers and
 //! tag ends need, written by the exact boolean algebra
-//! ([`crate::dfa::algebra::combine`]) and memoized per tag.
+//! ([`crate::dfa::algebra::combine`]), memoized per tag, and the products
+//! per process (every tag of a model format needs the same ones).
 //!
 //! * [`Texts::free`]: text holding none of a set of strings (XGrammar's
 //!   `excludes` and the enclosing tag's end), optionally at most `n`
@@ -50,7 +51,25 @@ impl<'a> Texts<'a> {
     }
 
     fn combine(&self, a: &str, b: &str, op: Op, at: &Pointer) -> Result<Option<String>, TagError> {
-        combine(
+        // The same free-text languages recur in every tag of a model format
+        // (the same triggers and ends): built once per process, under the
+        // limits they were built with.
+        type Key = (String, String, bool, usize, usize);
+        static BUILT: std::sync::OnceLock<std::sync::Mutex<HashMap<Key, Option<String>>>> =
+            std::sync::OnceLock::new();
+        const MOST: usize = 4096;
+        let key: Key = (
+            a.to_string(),
+            b.to_string(),
+            op == Op::And,
+            self.opts.max_product_states,
+            self.opts.max_product_len,
+        );
+        let built = BUILT.get_or_init(Default::default);
+        if let Some(hit) = built.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let out = combine(
             a,
             b,
             op,
@@ -68,7 +87,13 @@ impl<'a> Texts<'a> {
                 what: format!("the free text's automaton ({e})"),
                 limit,
             }
-        })
+        })?;
+        let mut map = built.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= MOST {
+            map.clear();
+        }
+        map.insert(key, out.clone());
+        Ok(out)
     }
 
     /// Text holding none of `stop`, of at most `max_chars` characters.
