@@ -16,6 +16,7 @@
 //! [`ByteAutomaton`](crate::index::ByteAutomaton) trait, which `ByteDfa`
 //! implements.
 
+pub(crate) use classes::class_reps;
 #[doc(hidden)]
 pub use nfa::Nfa;
 use regex_automata::dfa::{dense, Automaton, StartKind};
@@ -24,6 +25,7 @@ use regex_automata::util::start;
 use regex_automata::{nfa::thompson, Anchored, MatchKind};
 
 pub mod algebra;
+mod classes;
 mod determinize;
 mod direct;
 mod free;

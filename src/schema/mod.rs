@@ -89,6 +89,7 @@ pub mod formats;
 pub mod ir;
 pub mod numeric;
 pub mod pattern;
+pub(crate) mod pushdown;
 pub mod regex;
 pub mod tools;
 pub mod whitespace;

@@ -28,10 +28,11 @@
 //!   is exact). Any other left recursion is a [`GbnfError::LeftRecursion`]
 //!   naming the rule (llama.cpp rejects every left recursion).
 //! * **Other recursion** (`value ::= "[" value "]" | "x"`) is exact through
-//!   the pushdown engine ([`crate::pda`]): [`lower::fragments`] makes each
+//!   pushdown automata ([`crate::pda`]): [`lower::fragments`] makes each
 //!   rule in a cycle of references (and `root`) a fragment whose references
-//!   to recursive rules are call markers, and the matcher keeps a return
-//!   stack ([`GbnfOptions::max_stack_depth`]).
+//!   to recursive rules are call markers, `pushdown.rs` builds them into a
+//!   [`Pda`](crate::pda::Pda), and the index's pushdown engine keeps a
+//!   return stack ([`GbnfOptions::max_stack_depth`]).
 //! * **Fallback**: over a vocabulary without every single byte (the engine
 //!   needs byte-live = token-live), other recursion is unrolled: a rule may
 //!   be entered at most [`GbnfOptions::max_depth`] `+ 1` times inside
@@ -45,6 +46,7 @@
 pub mod ast;
 pub mod lower;
 pub mod parse;
+pub(crate) mod pushdown;
 
 pub use ast::{Expr, Pos, Rule};
 pub use lower::lower;
