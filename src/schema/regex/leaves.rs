@@ -587,7 +587,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         };
         let mut out: Vec<Value> = Vec::new();
         for v in candidates {
-            if !type_ok(types, &v) || out.iter().any(|w| ir::json_eq(w, &v)) {
+            if !types.admits(&v) || out.iter().any(|w| ir::json_eq(w, &v)) {
                 continue;
             }
             match satisfies(&node, &v) {
