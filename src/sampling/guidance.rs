@@ -21,7 +21,6 @@
 
 use super::stages::probabilities;
 use super::SamplingError;
-use crate::index::TokenSet;
 
 /// Classifier-free guidance: `uncond + scale · (cond − uncond)` per token.
 /// `scale == 1` returns `cond` unchanged. A token removed (`-inf`/NaN) in
@@ -145,7 +144,7 @@ pub fn contrastive(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vocab::TokenId;
+    use crate::vocab::{TokenId, TokenSet};
 
     #[test]
     fn cfg_formula_and_removed_tokens() {

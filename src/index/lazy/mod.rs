@@ -23,9 +23,9 @@
 //! in a [`Core`] behind a mutex, taken only on a state's *first* visit (its
 //! row determinized, its mask computed). What a matcher reads per token is
 //! published out of it into write-once, lock-free storage: masks in
-//! write-once cells, transitions in an append-only arena of atomic rows, a
-//! state's acceptance and distance in atomic slots ([`Published`]), budgets
-//! in the shared memo of `backend.rs`. A transition is published when a
+//! write-once cells, transitions in an append-only arena of atomic rows
+//! (`index/arena.rs`), a state's acceptance and distance in atomic slots
+//! ([`Published`]), budgets in the shared memo of `backend.rs`. A transition is published when a
 //! walk first takes it (under the lock), not when its state is explored:
 //! most states a mask's trie walk explores are never entered by a matcher.
 //! So once any matcher has taken a transition, every matcher on every
