@@ -64,7 +64,7 @@ pub struct DfaConfig {
     /// Largest final DFA transition table (default 512 MiB).
     pub dfa_size_limit: usize,
     /// Minimize the DFA (default false: measured 20–30x slower for a median
-    /// gain of 8 %; see `shared/notes/schema-dfa-sizes.md`).
+    /// gain of 8 % in states over MaskBench schemas; see `docs/design/dfa.md`).
     pub minimize: bool,
     /// [`ByteDfa::build`] determinizes at most this many states up front and
     /// leaves the rest to be determinized on demand ([`LazyDfa`]), and the

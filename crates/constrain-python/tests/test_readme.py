@@ -1,5 +1,5 @@
-"""The README's Python example, run as written (issue 19: "pip install .
-then the README's Python example works"): the block is read out of
+"""The README's Python example, run as written (after "pip install .",
+the README's Python example works): the block is read out of
 README.md, `tokenizer.json` points at the real Qwen tokenizer and
 `model_step()` returns seeded random logits (almost all of their mass on
 tokens the schema forbids). The example must stop on its own, and the text it generated must be JSON that satisfies the schema,

@@ -39,8 +39,8 @@
 //! fragment, recursive or not. A definition copied at a hundred places is
 //! then parsed, compiled to an NFA and determinized once: on MaskBench's
 //! slowest files (Kubernetes schemas of 10 MB of regex text) the time to
-//! first mask falls several-fold (README, "Shared definitions past a
-//! lower text threshold"). A fragment is determinized whole, so the
+//! first mask falls several-fold (`docs/performance.md`, "Shared
+//! definitions past a lower text threshold"). A fragment is determinized whole, so the
 //! compiler goes back to the regular path when a shared build runs past
 //! a DFA limit ([`crate::Compiler`]).
 //!
