@@ -21,6 +21,7 @@
 
 use super::stages::probabilities;
 use super::SamplingError;
+use crate::vocab::TokenSet;
 
 /// Classifier-free guidance: `uncond + scale · (cond − uncond)` per token.
 /// `scale == 1` returns `cond` unchanged. A token removed (`-inf`/NaN) in
@@ -144,7 +145,7 @@ pub fn contrastive(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vocab::{TokenId, TokenSet};
+    use crate::vocab::TokenId;
 
     #[test]
     fn cfg_formula_and_removed_tokens() {
