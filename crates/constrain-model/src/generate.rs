@@ -45,6 +45,16 @@
 //!
 //! Penalties (`repetition_penalty`...) look at the generated tokens only, not
 //! the prompt: the prompt holds the schema, whose keys the output must repeat.
+//!
+//! ## Where the loops live
+//!
+//! This file holds the plain loop ([`generate`]: the `Decoder` every loop
+//! steps). Beside it: `guidance_loop.rs` (classifier-free guidance and
+//! contrastive decoding, a second sequence fed with the first),
+//! `speculative_loop.rs` (a draft model proposes, the model verifies),
+//! `beam_loop.rs` ([`beam_search`]); the values they share are in
+//! `types.rs`, and [`Engine`] (`engine.rs`) runs any of them over a loaded
+//! model.
 
 use crate::trace::{self, TraceStep};
 use crate::LanguageModel;
