@@ -1,5 +1,5 @@
 //! Compile time of recursive JSON Schemas through the pushdown engine
-//! (issue 16, item 3; target ≤ 5 ms each) over the real Qwen vocabulary,
+//! (target ≤ 5 ms each) over the real Qwen vocabulary,
 //! and acceptance of a depth-50 instance:
 //! `cargo run --release --example recursive_schemas [RUNS]`.
 //! Each compile is uncached (schema → fragments → automata → first mask);

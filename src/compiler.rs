@@ -252,6 +252,24 @@ pub enum CompileError {
     Index(#[from] IndexError),
 }
 
+impl From<gbnf::pushdown::PushdownError> for CompileError {
+    fn from(e: gbnf::pushdown::PushdownError) -> Self {
+        match e {
+            gbnf::pushdown::PushdownError::Gbnf(e) => e.into(),
+            gbnf::pushdown::PushdownError::Dfa(e) => e.into(),
+        }
+    }
+}
+
+impl From<schema::pushdown::PushdownError> for CompileError {
+    fn from(e: schema::pushdown::PushdownError) -> Self {
+        match e {
+            schema::pushdown::PushdownError::Schema(e) => e.into(),
+            schema::pushdown::PushdownError::Dfa(e) => e.into(),
+        }
+    }
+}
+
 /// Where a compile spent its time, and what it built.
 #[derive(Clone, Debug, Default)]
 pub struct CompileStats {
@@ -432,7 +450,7 @@ impl Compiler {
                     if let Some(frags) = gbnf::lower::fragments(grammar, options)? {
                         stats.schema_time = t.elapsed();
                         let t = Instant::now();
-                        let pda = crate::pda::Pda::build(
+                        let pda = gbnf::pushdown::build(
                             &frags,
                             options,
                             grammar.text.len(),
@@ -601,7 +619,7 @@ impl Compiler {
         stats.schema_time = t.elapsed();
         stats.regex_len = bodies.iter().flatten().map(String::len).sum();
         let t = Instant::now();
-        let pda = crate::pda::schema::build(names, bodies, options, dfa)?;
+        let pda = schema::pushdown::build(names, bodies, options, dfa)?;
         stats.dfa_time = t.elapsed();
         stats.dfa_states = pda.states;
         stats.fragments = pda.fragment_count();

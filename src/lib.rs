@@ -2,38 +2,68 @@
 //!
 //! Structured-output decoding that always parses. A [`Compiler`] over one
 //! vocabulary ([`vocab::Vocabulary`]) turns a [`Source`] — a JSON Schema, an
-//! OpenAI `tools` array, a regex, a regex grammar file or a GBNF grammar — into a byte-level DFA
-//! ([`dfa::ByteDfa`]) and lifts it to the token level: an immutable,
-//! shareable [`Compiled`] artefact (cached by source and options). Each request
-//! walks it with a cheap [`Matcher`] that says, at every step, which tokens
-//! keep the text inside the language (as a [`index::TokenSet`] or an
+//! OpenAI `tools` array, a regex, a regex grammar file or a GBNF grammar — into
+//! automata and lifts them to the token level: an immutable, shareable
+//! [`Compiled`] artefact (cached by source and options). Each request walks
+//! it with a cheap [`Matcher`] that says, at every step, which tokens keep
+//! the text inside the language (as a [`index::TokenSet`] or an
 //! XGrammar-layout bitmask). The [`sampling`] pipeline ([`sampling::Sampler`])
 //! then turns masked logits into a token.
 //!
 //! ```text
-//! JSON Schema ─ schema:: ─┐
-//! tools array ─ schema:: ─┤
-//! regex / grammar file ───┼─▶ dfa::ByteDfa ─▶ index::TokenIndex ─▶ Arc<Compiled> (cached)
-//! tokenizer.json ─ vocab:: ─▶ Vocabulary ──────────┘                     │
-//!                                                                      Matcher (per request)
-//! model logits ─▶ mask (Matcher) ─▶ sampling::Sampler ─▶ token ─▶ Matcher::accept_token
+//!  front ends            automata                index engines           per request
+//!  JSON Schema ┐
+//!  tools array ┼ schema:: ─┬─▶ dfa::  byte DFAs ──┬─▶ index:: eager ┐
+//!  regex ──────┤           │   (eager or lazy)    │          lazy  ├─▶ TokenIndex ─▶ Matcher
+//!  grammar file┴ grammar:: ┴─▶ pda::  fragments ──┴─▶     pushdown ┘   (compiler::Compiled,
+//!                              that call each other                     Arc, cached)
+//!  tokenizer.json ─ vocab:: ─▶ Vocabulary (token bytes, tries, TokenSet) ─┘
+//!
+//!  model logits ─▶ mask (Matcher) ─▶ sampling::Sampler ─▶ token ─▶ Matcher::accept_token
 //! ```
 //!
+//! The modules, in the order of the pipeline:
+//!
+//! * front ends: [`schema`] (JSON Schema and tools → regex text, or
+//!   fragments for recursion) and [`grammar`] (regex files; GBNF → syntax
+//!   trees, or fragments);
+//! * automata: [`dfa`] (regex / syntax tree → byte DFA, eager or
+//!   determinized on demand) and [`pda`] (fragments that call one another,
+//!   each a byte DFA);
+//! * [`index`]: the three mask engines behind one trait (eager, lazy,
+//!   pushdown) and the [`TokenIndex`] over them;
+//! * [`matcher`]: the per-request state over an index;
+//! * [`compiler`]: the one way in, source → [`Compiled`], every limit, the
+//!   cache;
+//!
+//! and beside them [`vocab`] (token ids and bytes, the vocabulary's tries,
+//! [`TokenSet`]) and [`sampling`] (masked logits → token). A front end
+//! calls the automata it builds; nothing calls back up the pipeline: the
+//! automata know no front end, the index engines no matcher or compiler,
+//! and `vocab` nothing above it.
+//!
 //! The crates beside this one: `constrain-model` (the `LanguageModel` trait,
-//! candle Qwen, the generation loop), `constrain-cli` (the binary),
+//! candle Qwen, the generation loops), `constrain-cli` (the binary),
 //! `constrain-testkit` (oracles, MaskBench runner, fake and tiny models).
 //! The library never prints; the binary does.
 
-pub mod compiler;
-pub mod dfa;
+// Front ends → automata → index engines → matcher → compiler.
 pub mod grammar;
-pub mod index;
-pub mod matcher;
-pub mod pda;
-pub mod sampling;
 pub mod schema;
 pub mod tags;
 pub mod tools;
+
+pub mod dfa;
+pub mod pda;
+
+pub mod index;
+
+pub mod matcher;
+
+pub mod compiler;
+
+// Beside the pipeline: the vocabulary below it, sampling after it.
+pub mod sampling;
 pub mod vocab;
 
 /// Any error of the library, by stage.

@@ -1,4 +1,4 @@
-//! The pushdown engine (issue 16): GBNF recursion is exact. Checked on a
+//! The pushdown engine: GBNF recursion is exact. Checked on a
 //! hand-checkable vocabulary and on the real Qwen vocabulary against the
 //! testkit's Earley recognizer (which knows nothing of fragments, stacks or
 //! automata): deep nesting, agreement on random and sampled texts, no dead

@@ -1,4 +1,4 @@
-//! The pushdown engine's split masks (issue 16 item 1): a configuration's
+//! The pushdown engine's split masks: a configuration's
 //! mask is the union over its stacks of the top frame's context-independent
 //! tokens and its exit tokens resolved against the frames below. Each mask
 //! must equal what the real configuration allows token by token

@@ -1,5 +1,5 @@
-//! Regression tests for MaskBench dev classes that used to be refused
-//! (issue 17): fractional `multipleOf` read as decimals, and
+//! Regression tests for MaskBench dev classes that used to be refused:
+//! fractional `multipleOf` read as decimals, and
 //! `minProperties` / `maxProperties` beside extra keys. Each schema is
 //! reduced from the named dev file.
 //!

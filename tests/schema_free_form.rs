@@ -1,5 +1,4 @@
-//! Free-form values as one shared "any JSON value" fragment (issue 16 item
-//! 3): with `SchemaOptions::free_form_calls` (off by default) and a vocabulary
+//! Free-form values as one shared "any JSON value" fragment: with `SchemaOptions::free_form_calls` (off by default) and a vocabulary
 //! with every single byte, `{}`, `true`, items without a schema and
 //! compliant mode's implicit extra-key values are calls of the shared
 //! fragment, exact at any depth up to the stack limit instead of

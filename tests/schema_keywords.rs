@@ -527,7 +527,7 @@ fn min_max_properties() {
 #[test]
 fn fail_closed_errors_name_keyword_and_pointer() {
     // (An integer `not: {multipleOf: 7}` over an unbounded range is
-    // narrowed with a warning since issue 17; a fractional one still fails.)
+    // narrowed with a warning; a fractional one still fails.)
     let e = err(json!({"properties": {"age": {"type": "integer", "not": {"multipleOf": 0.5}}}}));
     assert!(
         e.to_string()

@@ -412,7 +412,7 @@ fn unique_items_over_finite_item_languages() {
 }
 
 // ------------------------------------------------------------------
-// Regressions from MaskBench dev files (issue 17), each a minimal schema.
+// Regressions from MaskBench dev files, each a minimal schema.
 
 #[test]
 fn overlapping_pattern_properties_meet_every_matching_schema() {

@@ -1,4 +1,4 @@
-//! Regression tests for MaskBench dev files that used to fail (issue 17),
+//! Regression tests for MaskBench dev files that used to fail,
 //! each reduced from the named file and checked against the `jsonschema`
 //! oracle with valid and invalid instances (the harness of
 //! `schema_util::logic`: listed instances confirmed by the oracle, then
@@ -478,7 +478,7 @@ fn not_fractional_multiple_of_is_an_error() {
     );
 }
 
-/// `Handwritten---oneof9` (found by the soak, stop 25): `not {required:
+/// `Handwritten---oneof9` (found by the soak): `not {required:
 /// [k]}` holds only for objects without `k` — a number satisfies `required`
 /// vacuously, so the `not` rejects it. The shortcut for this form used to
 /// forbid the key without leaving out the non-objects, so `21`, `true` and

@@ -1,5 +1,4 @@
-//! Recursive `$ref` in a JSON Schema over the pushdown engine (issue 16,
-//! item 3): a tree, a linked list through `$defs` and a recursive JSON
+//! Recursive `$ref` in a JSON Schema over the pushdown engine: a tree, a linked list through `$defs` and a recursive JSON
 //! value compile to fragments, accept instances 50 levels deep and reject
 //! invalid ones, as the `jsonschema` crate (the oracle) decides; random
 //! token walks over a tiny and the Qwen vocabulary never reach a dead end

@@ -16,6 +16,7 @@
 //! [`ByteAutomaton`](crate::index::ByteAutomaton) trait, which `ByteDfa`
 //! implements.
 
+pub(crate) use classes::class_reps;
 #[doc(hidden)]
 pub use nfa::Nfa;
 use regex_automata::dfa::{dense, Automaton, StartKind};
@@ -24,6 +25,7 @@ use regex_automata::util::start;
 use regex_automata::{nfa::thompson, Anchored, MatchKind};
 
 pub mod algebra;
+mod classes;
 mod determinize;
 mod direct;
 mod free;
@@ -62,7 +64,7 @@ pub struct DfaConfig {
     /// Largest final DFA transition table (default 512 MiB).
     pub dfa_size_limit: usize,
     /// Minimize the DFA (default false: measured 20–30x slower for a median
-    /// gain of 8 %; see `shared/notes/schema-dfa-sizes.md`).
+    /// gain of 8 % in states over MaskBench schemas; see `docs/design/dfa.md`).
     pub minimize: bool,
     /// [`ByteDfa::build`] determinizes at most this many states up front and
     /// leaves the rest to be determinized on demand ([`LazyDfa`]), and the

@@ -3,7 +3,8 @@
 //! A big schema compiles to a regex of several megabytes, and regex-syntax
 //! parses it in two passes (an AST with spans, then its translation to
 //! [`Hir`]) at about 200 ns a byte: over half of such a schema's time to
-//! first mask (`../shared/notes` and `examples/dfa_phases.rs`). The schema
+//! first mask (measured with `examples/dfa_phases.rs`; see
+//! `docs/performance.md`). The schema
 //! compiler only writes a small subset of the syntax: literals and escapes,
 //! non-capturing groups, alternations, greedy repetitions and bracketed
 //! classes of single characters and ranges. This parser reads that subset

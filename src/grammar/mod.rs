@@ -13,10 +13,12 @@
 //! [`load`] dispatches on the file extension: `.gbnf` is GBNF, anything
 //! else is a regex file, exactly as before GBNF existed.
 
+mod error;
 pub mod gbnf;
 mod regex_file;
 
-pub use regex_file::{Grammar, GrammarError};
+pub use error::GrammarError;
+pub use regex_file::Grammar;
 
 /// A grammar file of either format, as read by [`load`].
 #[derive(Clone, Debug)]

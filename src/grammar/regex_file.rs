@@ -5,7 +5,8 @@
 //! is part of the pattern (joined without separators, so long patterns can be
 //! wrapped). A pattern may itself start with `#` as long as no space follows.
 
-use std::path::{Path, PathBuf};
+use super::error::GrammarError;
+use std::path::Path;
 
 /// A grammar read from a file.
 #[derive(Clone, Debug)]
@@ -16,26 +17,6 @@ pub struct Grammar {
     pub description: String,
     /// The regex (full-match semantics).
     pub pattern: String,
-}
-
-/// Why a grammar file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum GrammarError {
-    #[error("cannot read grammar {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("grammar {path} holds no pattern after its comment header")]
-    Empty { path: PathBuf },
-    /// A GBNF file that does not parse (the error names line and column).
-    #[error("grammar {path}: {source}")]
-    Gbnf {
-        path: PathBuf,
-        #[source]
-        source: super::gbnf::GbnfError,
-    },
 }
 
 impl Grammar {

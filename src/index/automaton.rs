@@ -12,9 +12,11 @@
 //! completed" — the invariant that makes every mask free of dead ends. The
 //! table also keeps, per state, the shortest distance in bytes to acceptance
 //! (the canonical shortest completion and forced bytes are derived from it by
-//! the algorithms of `backend.rs`, shared with the lazy engine).
+//! the algorithms of `steps.rs`, shared with the other engines).
 
+use super::steps::{canonical_byte, reverse_reach, Steps};
 use super::IndexError;
+use crate::dfa::class_reps;
 use std::collections::HashMap;
 use std::hash::Hash;
 
@@ -61,21 +63,7 @@ impl ByteAutomaton for crate::dfa::ByteDfa {
     }
 }
 
-/// Per byte class (`classes[b]` is the class of byte `b`): its smallest byte,
-/// and how many bytes it has.
-pub(crate) fn class_reps(classes: &[u8; 256]) -> (Vec<u8>, Vec<u32>) {
-    let stride = classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1;
-    let mut reps = vec![0u8; stride];
-    let mut size = vec![0u32; stride];
-    for b in (0..=255u8).rev() {
-        reps[classes[b as usize] as usize] = b;
-        size[classes[b as usize] as usize] += 1;
-    }
-    (reps, size)
-}
-
-/// Transition target meaning "the text can no longer be completed".
-pub const DEAD: u32 = u32::MAX;
+pub use crate::vocab::trie::DEAD;
 
 /// Dense transition table over the live, reachable states of an automaton.
 #[derive(Clone, Debug)]
@@ -145,7 +133,7 @@ impl LiveTable {
         let seeds: Vec<u32> = (0..n as u32)
             .filter(|&s| accepting_all[s as usize])
             .collect();
-        let dist = super::backend::reverse_reach(n, &seeds, &off, &succ);
+        let dist = reverse_reach(n, &seeds, &off, &succ);
         drop((off, succ));
         if dist[0] == u32::MAX {
             return Err(IndexError::EmptyLanguage);
@@ -233,7 +221,7 @@ impl LiveTable {
                 return out;
             }
             let b = if out.len() >= soft_max {
-                match super::backend::canonical_byte(self, s) {
+                match canonical_byte(self, s) {
                     Some(b) => b,
                     None => return out,
                 }
@@ -248,5 +236,24 @@ impl LiveTable {
             out.push(b);
             s = self.next(s, b);
         }
+    }
+}
+
+impl Steps for LiveTable {
+    #[inline]
+    fn step(&self, s: u32, b: u8) -> u32 {
+        self.next(s, b)
+    }
+    fn accepts(&self, s: u32) -> bool {
+        self.accepting[s as usize]
+    }
+    fn distance(&self, s: u32) -> u32 {
+        self.dist[s as usize]
+    }
+    fn class_reps(&self) -> &[u8] {
+        &self.reps
+    }
+    fn class_sizes(&self) -> &[u32] {
+        &self.class_size
     }
 }

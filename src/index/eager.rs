@@ -10,13 +10,15 @@
 //! single bytes it also prunes token-level dead ends
 //! ([`Eager::enforce_token_liveness`]).
 
-use super::backend::{self, Backend, Classes, Slots};
-use super::trie::{self, TokenTrie, VocabTries};
+use super::arena::Slots;
+use super::backend::{self, Backend, Classes};
+use super::steps::reverse_reach;
 use super::{
-    mix, plain_successors, ByteAutomaton, FastMap, IndexConfig, IndexError, IndexStats, LiveTable,
-    PlainReps, TokenSet, DEAD, NO_LEVEL,
+    plain_successors, ByteAutomaton, FastMap, IndexConfig, IndexError, IndexStats, LiveTable,
+    PlainReps, NO_LEVEL,
 };
-use crate::vocab::{TokenId, Vocabulary};
+use crate::vocab::trie::{self, TokenTrie, VocabTries, DEAD};
+use crate::vocab::{mix, TokenId, TokenSet, Vocabulary};
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -660,7 +662,7 @@ fn plain_reach(t: &LiveTable) -> Vec<u32> {
     // r = 0 where some plain character dies; otherwise 1 + the least r of
     // the plain successors: a search backwards from the r = 0 states.
     let seeds: Vec<u32> = (0..n as u32).filter(|&s| !ok[s as usize]).collect();
-    backend::reverse_reach(n, &seeds, &succ_start, &succ)
+    reverse_reach(n, &seeds, &succ_start, &succ)
 }
 
 #[cfg(test)]

@@ -21,9 +21,11 @@
 //!
 //! ## How it is built (eager mode)
 //!
-//! Measured in `shared/notes/index-build-measurements.md`: walking every token
-//! from every state costs seconds; the walk over a depth-first token trie skips
-//! a whole subtree at the first dead byte. On top of that, states are grouped
+//! Walking every token from every state costs seconds (2.5 s for a
+//! 2,549-state record regex over the Qwen vocabulary, against 0.65 s for the
+//! trie walk alone; see `docs/performance.md`): the walk over a depth-first
+//! token trie (`vocab/trie.rs`) skips a whole subtree at the first dead
+//! byte. On top of that, states are grouped
 //! by **bounded-horizon equivalence**: two states whose futures agree (live vs
 //! dead) on every string of at most `horizon` bytes allow the same tokens of
 //! at most `horizon` bytes. A Moore-style partition refinement run for
@@ -38,12 +40,20 @@
 //! determinize up front, see [`TokenIndex::build_dfa`]) is lazy in both: the
 //! automaton and the masks grow as guides visit states (`lazy/`).
 //!
-//! ## Two backends, one set of algorithms
+//! An index over a pushdown automaton ([`crate::pda`]: grammar fragments
+//! that call one another) is lazy too: sets of stacks are interned as the
+//! states of a DFA built on demand (`pushdown.rs`, see
+//! `TokenIndex::build_pda`).
 //!
-//! The eager and the lazy engine implement one small trait (`backend.rs`:
-//! start, step, acceptance, distance, byte classes, mask); the budget, the
-//! canonical completion, forced bytes and the backward searches are written
-//! once over it. Neither takes a lock on the mask / advance hot path.
+//! ## Three engines, one set of algorithms
+//!
+//! The eager, the lazy and the pushdown engine implement one small trait
+//! (`backend.rs`: start, step, acceptance, distance, byte classes, mask);
+//! the budget (`backend.rs`), the canonical completion, forced bytes and the
+//! backward searches (`steps.rs`) are written once over it. None takes a
+//! lock on the mask / advance hot path: the engines built on demand publish
+//! into the lock-free arrays of `arena.rs`. The tries they walk belong to
+//! the vocabulary (`vocab/trie.rs`), and so does [`TokenSet`].
 //!
 //! ## Budget
 //!
@@ -53,152 +63,26 @@
 //! first token lowers the bound by exactly one), which is what a `max_tokens`
 //! guard needs to never cut a structure in half.
 
+mod arena;
 pub mod automaton;
 mod backend;
 mod eager;
 mod lazy;
-pub(crate) mod trie;
+mod pushdown;
+mod steps;
 
+pub use crate::vocab::TokenSet;
 pub use automaton::{ByteAutomaton, LiveTable, DEAD};
-pub(crate) use backend::{Arena, Backend, Classes, Slots};
 
+use crate::vocab::trie::VocabTries;
 use crate::vocab::{TokenId, Vocabulary};
+use backend::Backend;
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Hash map with a fast, non-cryptographic hasher (keys here are our own).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use trie::VocabTries;
-
-/// A set of token ids as a bitset over the logits width.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct TokenSet {
-    words: Box<[u64]>,
-    width: usize,
-}
-
-impl TokenSet {
-    /// An empty set over `width` ids.
-    pub fn new(width: usize) -> Self {
-        TokenSet {
-            words: vec![0u64; width.div_ceil(64)].into_boxed_slice(),
-            width,
-        }
-    }
-    /// Number of ids the set ranges over (the logits width).
-    pub fn width(&self) -> usize {
-        self.width
-    }
-    /// Whether `t` is in the set.
-    #[inline]
-    pub fn contains(&self, t: TokenId) -> bool {
-        let i = t.as_usize();
-        i < self.width && (self.words[i >> 6] >> (i & 63)) & 1 == 1
-    }
-    /// Adds `t` (ignored past the width).
-    #[inline]
-    pub fn insert(&mut self, t: TokenId) {
-        let i = t.as_usize();
-        if i < self.width {
-            self.words[i >> 6] |= 1 << (i & 63);
-        }
-    }
-    /// Adds `t`; whether it was not there before (false past the width).
-    #[inline]
-    pub fn insert_new(&mut self, t: TokenId) -> bool {
-        let i = t.as_usize();
-        if i >= self.width {
-            return false;
-        }
-        let w = &mut self.words[i >> 6];
-        let bit = 1u64 << (i & 63);
-        let new = *w & bit == 0;
-        *w |= bit;
-        new
-    }
-    /// Removes `t`.
-    #[inline]
-    pub fn remove(&mut self, t: TokenId) {
-        let i = t.as_usize();
-        if i < self.width {
-            self.words[i >> 6] &= !(1 << (i & 63));
-        }
-    }
-    /// The bitset words (bit `i % 64` of word `i / 64` is id `i`).
-    pub fn words(&self) -> &[u64] {
-        &self.words
-    }
-    /// Number of ids in the set.
-    pub fn len(&self) -> usize {
-        self.words.iter().map(|w| w.count_ones() as usize).sum()
-    }
-    /// Whether the set is empty.
-    pub fn is_empty(&self) -> bool {
-        self.words.iter().all(|&w| w == 0)
-    }
-    /// The ids in increasing order.
-    pub fn iter(&self) -> impl Iterator<Item = TokenId> + '_ {
-        self.words.iter().enumerate().flat_map(|(wi, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let b = w.trailing_zeros();
-                w &= w - 1;
-                Some(TokenId((wi * 64) as u32 + b))
-            })
-        })
-    }
-    /// Adds every id of `other`.
-    pub fn union_with(&mut self, other: &TokenSet) {
-        for (a, b) in self.words.iter_mut().zip(other.words.iter()) {
-            *a |= *b;
-        }
-    }
-    /// Heap memory in bytes.
-    pub fn memory_usage(&self) -> usize {
-        self.words.len() * 8
-    }
-    /// Writes the set into `row` in XGrammar's layout (id `t` is bit
-    /// `t % 32` of `row[t / 32]`); `row` has `ceil(width / 32)` words.
-    pub(crate) fn write_u32_words(&self, row: &mut [u32]) {
-        // Whole pairs first (a straight copy the compiler vectorizes), then
-        // an odd last word.
-        let half = row.len() / 2;
-        let mut pairs = row.chunks_exact_mut(2);
-        for (pair, &w) in (&mut pairs).zip(self.words.iter()) {
-            pair[0] = w as u32;
-            pair[1] = (w >> 32) as u32;
-        }
-        if let [last] = pairs.into_remainder() {
-            *last = self.words.get(half).map_or(0, |&w| w as u32);
-        }
-    }
-}
-
-/// A fast multiply-add hash of the words: masks are ~19 KB, and SipHash over
-/// them was a sixth of a small schema's index build.
-impl std::hash::Hash for TokenSet {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // Independent lanes (no serial multiply chain), folded at the end.
-        let mut lanes = [0u64; 4];
-        for (i, chunk) in self.words.chunks(4).enumerate() {
-            for (l, &w) in chunk.iter().enumerate() {
-                lanes[l] = lanes[l].wrapping_add(
-                    (w ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-                        .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95),
-                );
-            }
-        }
-        let mut h = self.width as u64;
-        for l in lanes {
-            h = (h.rotate_left(23) ^ l).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-        state.write_u64(h);
-    }
-}
 
 /// How to build an index. Defaults are documented per field.
 #[derive(Clone, Debug)]
@@ -221,7 +105,7 @@ pub struct IndexConfig {
     /// Pushdown sources: build each configuration's mask from its top
     /// frames' shared context-independent masks and the exit tokens
     /// resolved against the stack (default `true`, XGrammar's split; see
-    /// `pda`); `false` walks the vocabulary trie once per configuration
+    /// `index/pushdown.rs`); `false` walks the vocabulary trie once per configuration
     /// (for comparisons).
     pub pda_split: bool,
 }
@@ -392,7 +276,7 @@ impl TokenIndex {
         let t0 = Instant::now();
         let tries = shared_tries(&vocab);
         let states = pda.states;
-        let engine = crate::pda::Engine::new(pda, config.max_states, config.pda_split)
+        let engine = pushdown::Engine::new(pda, config.max_states, config.pda_split)
             .ok_or(IndexError::EmptyLanguage)?;
         // The first mask is part of what a caller waits for anyway.
         engine.allowed(engine.start(), &tries, &vocab);
@@ -508,7 +392,7 @@ impl TokenIndex {
 
     /// Whether some byte can follow the text that led to `s`.
     pub fn has_text_continuation(&self, s: StateId) -> bool {
-        backend::has_continuation(self.backend.as_ref(), s.0)
+        steps::has_continuation(self.backend.as_ref(), s.0)
     }
 
     /// The state after byte `b` in `s`; `None` when `b` cannot follow.
@@ -561,7 +445,7 @@ impl TokenIndex {
     /// and `s` does not accept.
     #[inline]
     pub fn forced_byte(&self, s: StateId) -> Option<u8> {
-        backend::forced_byte(self.backend.as_ref(), s.0)
+        steps::forced_byte(self.backend.as_ref(), s.0)
     }
 }
 
@@ -582,13 +466,6 @@ fn shared_tries(vocab: &Vocabulary) -> Arc<VocabTries> {
 /// times per compile.
 pub(crate) fn has_every_byte(vocab: &Vocabulary) -> bool {
     shared_tries(vocab).every_byte
-}
-
-/// A token id's share of a set fingerprint (the sum over the set's ids:
-/// order-independent, and updatable as ids are added).
-#[inline]
-pub(crate) fn mix(t: u32) -> u64 {
-    (t as u64 ^ 0x9E37_79B9_7F4A_7C15).wrapping_mul(0xD6E8_FEB8_6659_FD93)
 }
 
 /// UTF-8 sequences of characters at or above U+0080 (RFC 3629 table), as
@@ -654,7 +531,7 @@ pub(crate) fn plain_successors(
 /// characters from `s` stays live (`u32::MAX`: any length, a greatest
 /// fixpoint). So in `s` every plain token of at most `r(s)` characters is
 /// allowed, and the mask is a precomputed plain set plus a walk over the
-/// other tokens ([`trie::PlainLevel`]). These are the interiors of JSON
+/// other tokens (`vocab::trie::PlainLevel`). These are the interiors of JSON
 /// strings — unbounded (`r = ∞`), counted by `maxLength` (`r` = what is
 /// left), and property names — the most expensive states to walk otherwise.
 /// Exact: liveness is all a mask needs.

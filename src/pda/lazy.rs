@@ -59,9 +59,8 @@
 //! fragment is always built whole: its frames' masks are shared between
 //! compiles by state number.
 
-use super::{BuildError, FragDfa, Fragment, OwnedBody, Pda, INF};
+use super::{BuildError, FragDfa, Fragment, OwnedBody, Pda, CALL_MARKER, INF};
 use crate::dfa::{ByteDfa, DfaConfig, LazyDfa};
-use crate::grammar::gbnf::lower::CALL_MARKER;
 
 /// The first one-byte call marker.
 pub(crate) const LAZY_MARKER: u8 = 0xF5;
@@ -369,8 +368,9 @@ impl Pda {
             };
         }
         let dfa = match body.body {
-            OwnedBody::Hir(h) => ByteDfa::lazy_weighted(&h, size, config, &weights)
-                .map_err(|e| BuildError::Compile(e.into()))?,
+            OwnedBody::Hir(h) => {
+                ByteDfa::lazy_weighted(&h, size, config, &weights).map_err(BuildError::Dfa)?
+            }
             OwnedBody::Nfa(n) => ByteDfa::lazy_weighted_nfa(n, size, config, &weights),
         };
         let Some(dfa) = dfa else {

@@ -1,65 +1,27 @@
-//! # The pushdown engine: grammar fragments that call one another
+//! # Pushdown automata: grammar fragments that call one another
 //!
 //! A grammar whose recursion is more than immediate left or right recursion
 //! (`value ::= "[" value "]" | "x"`) is not regular, and no byte DFA holds
 //! it. Here it becomes a set of **fragments**, one per rule that lies in a
 //! cycle of references (plus `root`): each fragment is that rule's body with
 //! every non-recursive rule inlined and every reference to a recursive rule
-//! replaced by a *call marker* (`0xF8 hi lo`, bytes no UTF-8 text holds),
-//! determinized by the ordinary [`ByteDfa`] machinery. The marker edges are
-//! then read back out of each DFA as **call edges** (`calls[state] =
-//! [(callee, return state)]`) and hidden from the text transitions
-//! ([`Fragment`]). A schema's document and its long called fragments are
-//! determinized on demand instead, their per-state data filled as states
-//! are met ([`lazy`]).
+//! replaced by a *call marker* ([`CALL_MARKER`] `hi lo`, bytes no UTF-8
+//! text holds), determinized by the ordinary [`ByteDfa`] machinery. The
+//! marker edges are then read back out of each DFA as **call edges**
+//! (`calls[state] = [(callee, return state)]`) and hidden from the text
+//! transitions ([`Fragment`]). A schema's document and its long called
+//! fragments are determinized on demand instead, their per-state data
+//! filled as states are met ([`lazy`]).
 //!
-//! ## Run time: a DFA over sets of stacks, built on demand
-//!
-//! A configuration of the pushdown automaton is a *stack of frames* (fragment,
-//! DFA state); the top frame is where text is read, the frames below hold the
-//! return states. Because calls and returns read no bytes, and a grammar may
-//! be ambiguous, the matcher is in a small **set** of stacks at once. The
-//! engine ([`engine`]) interns stacks as persistent linked lists (a frame and
-//! a parent pointer: pushing is one node, popping is following the pointer,
-//! and equal stacks share their nodes) and interns each *closed* set of
-//! stacks (calls expanded, finished fragments returned) as one state of a
-//! lazily built DFA. That DFA is what the [`TokenIndex`](crate::TokenIndex)
-//! walks: per state a transition row filled on first use and a mask computed
-//! on first visit and then shared by every matcher of the compiled grammar.
-//! So the [`Matcher`](crate::Matcher) keeps its one-state-per-token history
-//! and `rollback` restores the stack with a pop, exactly as for a regular
-//! source.
-//!
-//! ## Masks: XGrammar's split
-//!
-//! Distinct stacks are distinct configurations, so first visits are many;
-//! a whole walk of the vocabulary trie per configuration made them the
-//! cost of a step (milliseconds). A configuration's mask is instead the
-//! union over its stacks of two halves ([`engine`]):
-//!
-//! * the **context-independent** tokens of the top frame (fragment,
-//!   state): one trie walk from that frame cut from the stack below (its
-//!   frames sit over an opaque bottom), computed once and shared by every
-//!   configuration, at any depth, whose stack has that top frame. A token
-//!   counts when some walk reads all its bytes without returning into the
-//!   frames below, or returns exactly at its last byte (every frame below
-//!   can finish, so any context takes it). The frames of a fragment that
-//!   calls only itself (the schema front end's "any JSON value") are shared
-//!   further: by every engine over the vocabulary.
-//! * the **exit tokens**: the walk records the trie nodes at which some
-//!   stack returned into the frames below with bytes left; the longer
-//!   tokens through them are walked on from the closure of the real frame
-//!   below, memoized per (top frame, frame below). Those walks cover only
-//!   the exits' subtrees (a `,`, `]` or `}` and what may follow), not the
-//!   vocabulary.
-//!
-//! The frame's walk assumed room above it for the frames it opened (it
-//! records the most, `reach`); a stack so near the depth limit that it has
-//! less, or an engine that has hit a limit (stacks pruned, configurations
-//! refused), gets the whole walk of its real configuration instead, so the
-//! split never decides a mask the real configuration would not.
-//! `IndexConfig::pda_split = false` walks every configuration whole (the
-//! tests compare the two mask for mask).
+//! This module is the fragment builder alone, over [`crate::dfa`]: the front
+//! ends hand it their fragments (GBNF: [`Fragments`], through
+//! `grammar::gbnf::pushdown`; JSON Schema: `schema::pushdown`) and word its
+//! refusals ([`BuildError`]) themselves, and the index's pushdown engine
+//! (`index/pushdown.rs`) runs the result: sets of stacks of frames
+//! (fragment, state) interned as the states of a DFA built on demand, each
+//! mask the union of its top frames' context-independent tokens and the
+//! exit tokens resolved against the stack (XGrammar's split). See
+//! `docs/design/pushdown.md`.
 //!
 //! ## Invariants
 //!
@@ -80,23 +42,35 @@
 //!   completion greedily, as for a DFA: the budget is always known and
 //!   `max_tokens` never cuts a recursive structure in half, at the stack
 //!   limit too.
-//! * **Limits.** [`GbnfOptions::max_stack_depth`](crate::grammar::gbnf::GbnfOptions::max_stack_depth)
-//!   bounds the frames, `max_stacks` the stacks of one configuration,
+//! * **Limits.** `max_stack_depth` (the front end's option, named in
+//!   [`Limits::depth_knob`]) bounds the frames, `max_stacks` the stacks of one configuration,
 //!   [`IndexConfig::max_states`](crate::IndexConfig::max_states) the interned
 //!   configurations; each hit is reported by
 //!   [`TokenIndex::lazy_limit_error`](crate::TokenIndex::lazy_limit_error)
 //!   naming its knob.
 //!
-mod engine;
-mod lazy;
-pub(crate) mod schema;
+pub(crate) mod lazy;
 
-pub(crate) use engine::Engine;
-
-use crate::dfa::{ByteDfa, DfaConfig};
-use crate::grammar::gbnf::lower::{Fragments, CALL_MARKER};
-use crate::grammar::gbnf::{GbnfError, GbnfOptions};
+use crate::dfa::{class_reps, ByteDfa, DfaConfig, DfaError};
 use regex_automata::util::primitives::StateID;
+use regex_syntax::hir::Hir;
+
+/// First byte of a call marker in a fragment's syntax tree: `0xF8 hi lo`
+/// calls fragment `hi * 256 + lo`. No UTF-8 text holds a byte at or above
+/// 0xF5, so a marker never meets a character of the grammar.
+pub const CALL_MARKER: u8 = 0xF8;
+
+/// A grammar split into fragments (what GBNF's
+/// [`fragments`](crate::grammar::gbnf::lower::fragments) hands over).
+#[derive(Clone, Debug)]
+pub struct Fragments {
+    /// Rule name of each fragment; fragment 0 is `root`.
+    pub names: Vec<String>,
+    /// Each fragment's body: its rule lowered with every other rule inlined
+    /// except the recursive ones, which are call markers
+    /// ([`CALL_MARKER`]). `None`: the body's language is empty.
+    pub bodies: Vec<Option<Hir>>,
+}
 
 /// Not reachable / unknown.
 pub(crate) const INF: u32 = u32::MAX;
@@ -156,7 +130,7 @@ impl Fragment {
     /// [`Fragment::next`] of a fragment built whole (0 for a lazy one: the
     /// build-time analyses never see one).
     #[inline]
-    fn next_eager(&self, s: u32, b: u8) -> u32 {
+    pub(crate) fn next_eager(&self, s: u32, b: u8) -> u32 {
         match &self.dfa {
             FragDfa::Eager(d) if b < 0xF5 => {
                 d.next(StateID::new_unchecked(s as usize), b).as_usize() as u32
@@ -170,7 +144,8 @@ impl Fragment {
         matches!(self.dfa, FragDfa::Lazy(_))
     }
 
-    fn states(&self) -> usize {
+    /// Number of states (determinized so far, for a lazy fragment).
+    pub(crate) fn states(&self) -> usize {
         self.accepting.len()
     }
 
@@ -316,7 +291,7 @@ impl std::fmt::Debug for OwnedBody {
 
 impl Body<'_> {
     /// The fragment's whole DFA.
-    fn dfa(&self, size: usize, config: &DfaConfig) -> Result<ByteDfa, crate::dfa::DfaError> {
+    fn dfa(&self, size: usize, config: &DfaConfig) -> Result<ByteDfa, DfaError> {
         match self {
             Body::Hir(h) => ByteDfa::from_hir(h, size, config),
             Body::Nfa(n) => ByteDfa::from_nfa_whole((*n).clone(), size, config),
@@ -333,7 +308,8 @@ pub(crate) struct Limits {
     pub depth_knob: String,
 }
 
-/// Why [`Pda::build_with`] refused the fragments.
+/// Why [`Pda::build`] refused the fragments (each front end words these
+/// in its own error type).
 #[derive(Debug)]
 pub(crate) enum BuildError {
     /// No text of the root fragment can finish.
@@ -341,7 +317,7 @@ pub(crate) enum BuildError {
     /// Every text nests `need` frames, past the depth limit.
     Depth { need: usize },
     /// A fragment's automaton could not be built.
-    Compile(crate::CompileError),
+    Dfa(DfaError),
     /// The lazy document was unfit for the lazy build and the document's
     /// own body was left unparsed (its text is long, and the lazy document
     /// is a copy of it): the caller parses it and builds again without a
@@ -373,49 +349,12 @@ pub struct Pda {
 }
 
 impl Pda {
-    /// Determinizes each fragment and reads its call edges back out.
-    pub fn build(
-        fragments: &Fragments,
-        opts: &GbnfOptions,
-        size: usize,
-        config: &DfaConfig,
-    ) -> Result<Pda, crate::CompileError> {
-        let limits = Limits {
-            max_stack_depth: opts.max_stack_depth,
-            max_stacks: opts.max_stacks,
-            depth_knob: format!("GbnfOptions::max_stack_depth ({})", opts.max_stack_depth),
-        };
-        let bodies: Vec<Option<Body>> = fragments
-            .bodies
-            .iter()
-            .map(|b| b.as_ref().map(Body::Hir))
-            .collect();
-        Self::build_with(&fragments.names, &bodies, &limits, size, config, None, &[]).map_err(|e| {
-            match e {
-                BuildError::Empty => GbnfError::EmptyLanguage {
-                    max_depth: opts.max_stack_depth,
-                }
-                .into(),
-                BuildError::Depth { need } => GbnfError::StackDepth {
-                    limit: opts.max_stack_depth,
-                    need,
-                }
-                .into(),
-                BuildError::Compile(e) => e,
-                // (Never: a grammar builds no lazy document.)
-                BuildError::NotLazy => GbnfError::EmptyLanguage {
-                    max_depth: opts.max_stack_depth,
-                }
-                .into(),
-            }
-        })
-    }
-
-    /// [`Pda::build`] for any front end: the limits are given with the
-    /// name of the option that set them, and the two refusals that a front
-    /// end words itself (an empty language, a shortest text deeper than the
-    /// stack) come back as [`BuildError`].
-    pub(crate) fn build_with(
+    /// Determinizes each fragment and reads its call edges back out, for
+    /// any front end: the limits are given with the name of the option that
+    /// set them, and the two refusals that a front end words itself (an
+    /// empty language, a shortest text deeper than the stack) come back as
+    /// [`BuildError`], as does an automaton that could not be built.
+    pub(crate) fn build(
         names: &[String],
         bodies: &[Option<Body<'_>>],
         limits: &Limits,
@@ -442,9 +381,7 @@ impl Pda {
                 Some(b) if i > 0 || lazy_doc.is_none() => b,
                 _ => &Body::Hir(&fail),
             };
-            let dfa = body
-                .dfa(size, config)
-                .map_err(|e| BuildError::Compile(e.into()))?;
+            let dfa = body.dfa(size, config).map_err(BuildError::Dfa)?;
             frags.push(Self::fragment(name, dfa, n));
         }
         let mut pda = Pda {
@@ -466,7 +403,7 @@ impl Pda {
                 if bodies.first().is_some_and(Option::is_none) {
                     return Err(BuildError::NotLazy);
                 }
-                return Self::build_with(names, bodies, limits, size, config, None, lazy_callees);
+                return Self::build(names, bodies, limits, size, config, None, lazy_callees);
             }
             pda.join_classes();
         }
@@ -546,7 +483,7 @@ impl Pda {
             let next = ids.len() as u8;
             self.classes[b as usize] = *ids.entry(key).or_insert(next);
         }
-        (self.reps, self.class_size) = crate::index::automaton::class_reps(&self.classes);
+        (self.reps, self.class_size) = class_reps(&self.classes);
     }
 
     /// The fewest bytes to finish each fragment state **with `k` frames of
@@ -821,105 +758,91 @@ impl Pda {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::grammar::gbnf::{lower, Gbnf};
-
-    /// The fewest bytes to finish each state of each fragment with `room`
-    /// frames above it, for every room up to the limit, by plain fixpoint
-    /// iteration (Bellman-Ford) over every text and call edge, level by
-    /// level: the reference [`Pda::distances`] is checked against.
-    fn naive_levels(pda: &Pda) -> Vec<Vec<Vec<u32>>> {
-        let mut levels: Vec<Vec<Vec<u32>>> = Vec::new();
-        for level in 0..=pda.max_stack_depth {
-            let mut d: Vec<Vec<u32>> = pda
-                .frags
-                .iter()
-                .map(|f| {
-                    (0..f.states())
-                        .map(|s| if s > 0 && f.accepting[s] { 0 } else { INF })
-                        .collect()
-                })
-                .collect();
-            loop {
-                let mut changed = false;
-                for (fi, f) in pda.frags.iter().enumerate() {
-                    for s in 1..f.states() as u32 {
-                        let mut best = d[fi][s as usize];
-                        for b in 0..0xF5u8 {
-                            let t = f.next_eager(s, b);
-                            if t != 0 && d[fi][t as usize] != INF {
-                                best = best.min(d[fi][t as usize] + 1);
-                            }
+impl Pda {
+    /// The fragments a lazy callee may call before reading a byte: its
+    /// NFA searched from the start through epsilon edges and the calls of
+    /// fragments whose shortest text is empty.
+    fn lazy_first_calls(&self, l: &lazy::LazyFrag) -> Vec<usize> {
+        use crate::dfa::nfa::Kind;
+        let nfa = l.dfa.nfa();
+        let mut out = Vec::new();
+        let mut seen = vec![false; nfa.len()];
+        let mut todo = vec![nfa.start()];
+        while let Some(q) = todo.pop() {
+            if std::mem::replace(&mut seen[q as usize], true) {
+                continue;
+            }
+            match nfa.kind(q) {
+                Kind::Eps => todo.extend(nfa.edges(q).iter().map(|e| e.next)),
+                Kind::Bytes => {
+                    for e in nfa.edges(q) {
+                        if !(e.lo..=e.hi).contains(&CALL_MARKER) {
+                            continue;
                         }
-                        if level > 0 {
-                            for &(g, r) in &f.calls[s as usize] {
-                                let c = &pda.frags[g as usize];
-                                let cost = levels[level as usize - 1][g as usize][c.start as usize];
-                                if cost != INF && d[fi][r as usize] != INF {
-                                    best = best.min(cost + d[fi][r as usize]);
-                                }
+                        for (g, r) in lazy::marker_calls(nfa, e.next) {
+                            let Some(c) = self.frags.get(g as usize) else {
+                                continue;
+                            };
+                            out.push(g as usize);
+                            if c.dist[c.start as usize] == 0 {
+                                todo.push(r);
                             }
-                        }
-                        if best < d[fi][s as usize] {
-                            d[fi][s as usize] = best;
-                            changed = true;
                         }
                     }
                 }
-                if !changed {
-                    break;
-                }
+                Kind::Match => {}
             }
-            levels.push(d);
         }
-        levels
+        out
     }
 
-    #[test]
-    fn room_distances_agree_with_a_naive_fixpoint() {
-        let grammars = [
-            // The shortest way out of `a` needs a frame more than the long one.
-            "root ::= a\na ::= \"(\" a \")\" | \"<\" c \">\" | \"longlonglongx\"\nc ::= \"{\" c \"}\" | \"y\"\n",
-            "root ::= p\np ::= \"(\" p \")\" p | \"\"\n",
-            // Mutual recursion, several calls in one body.
-            "root ::= x\nx ::= \"a\" y y | \"b\"\ny ::= \"[\" x (\",\" x)* \"]\" | \"cc\" x\n",
-            // A JSON-like value.
-            "root ::= v\nv ::= \"{\" (s \":\" v (\",\" s \":\" v)*)? \"}\" | \"[\" (v (\",\" v)*)? \"]\" | s | [0-9]+\ns ::= \"\\\"\" [a-z]* \"\\\"\"\n",
-            // A base case only through a deep call chain.
-            "root ::= a\na ::= \"1\" b | \"1\" a \"1\"\nb ::= \"2\" c | \"2\" b\nc ::= \"3\" | \"3\" c\n",
-        ];
-        for text in grammars {
-            let g = Gbnf::parse("t", text).unwrap();
-            for depth in [1usize, 2, 3, 4, 6, 9] {
-                let opts = GbnfOptions {
-                    max_stack_depth: depth,
-                    ..Default::default()
-                };
-                let Some(frags) = lower::fragments(&g, &opts).unwrap() else {
-                    panic!("{text:?} has recursion");
-                };
-                let pda = match Pda::build(&frags, &opts, text.len(), &DfaConfig::default()) {
-                    Ok(p) => p,
-                    // Too shallow for any text: refused, nothing to compare.
-                    Err(_) => continue,
-                };
-                let levels = naive_levels(&pda);
-                for (fi, f) in pda.frags.iter().enumerate() {
-                    for s in 1..f.states() as u32 {
-                        for room in 0..=pda.max_stack_depth {
-                            assert_eq!(
-                                f.dist_within(s, room),
-                                levels[room as usize][fi][s as usize],
-                                "{text:?} depth {depth}: fragment {fi} state {s} room {room}"
-                            );
+    /// A fragment that can call into its own cycle before any byte is read
+    /// (calls at states reached from its start through nullable callees
+    /// only), when there is one.
+    pub(crate) fn left_recursive(&self) -> Option<usize> {
+        let n = self.frags.len();
+        // first[f]: the fragments f may call before reading a byte.
+        let first: Vec<Vec<usize>> = (0..n)
+            .map(|f| {
+                let fr = &self.frags[f];
+                let mut out = Vec::new();
+                if let FragDfa::Lazy(l) = &fr.dfa {
+                    if l.room.is_some() {
+                        out = self.lazy_first_calls(l);
+                    }
+                    // (The lazy document is never called: in no cycle.)
+                    return out;
+                }
+                let mut seen = vec![false; fr.accepting.len()];
+                let mut todo = vec![fr.start as usize];
+                while let Some(s) = todo.pop() {
+                    if std::mem::replace(&mut seen[s], true) {
+                        continue;
+                    }
+                    for &(g, r) in &fr.calls[s] {
+                        out.push(g as usize);
+                        let c = &self.frags[g as usize];
+                        if c.dist[c.start as usize] == 0 {
+                            todo.push(r as usize);
                         }
-                        let last = &levels[pda.max_stack_depth as usize][fi];
-                        assert_eq!(f.dist[s as usize], last[s as usize]);
                     }
                 }
+                out
+            })
+            .collect();
+        // A cycle in `first` through f.
+        (0..n).find(|&f| {
+            let mut seen = vec![false; n];
+            let mut todo = first[f].clone();
+            while let Some(g) = todo.pop() {
+                if g == f {
+                    return true;
+                }
+                if !std::mem::replace(&mut seen[g], true) {
+                    todo.extend(&first[g]);
+                }
             }
-        }
+            false
+        })
     }
 }

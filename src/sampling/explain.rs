@@ -8,8 +8,7 @@ use super::stages::{
     top_p,
 };
 use super::{SamplingConfig, SamplingError};
-use crate::index::TokenSet;
-use crate::vocab::TokenId;
+use crate::vocab::{TokenId, TokenSet};
 
 /// One stage of the pipeline, in pipeline order.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -21,7 +21,7 @@
 
 use super::stages::probabilities;
 use super::SamplingError;
-use crate::index::TokenSet;
+use crate::vocab::TokenSet;
 
 /// Classifier-free guidance: `uncond + scale · (cond − uncond)` per token.
 /// `scale == 1` returns `cond` unchanged. A token removed (`-inf`/NaN) in

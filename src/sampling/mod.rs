@@ -87,8 +87,7 @@ pub use stages::{
     penalise, probabilities, top_k, top_p,
 };
 
-use crate::index::TokenSet;
-use crate::vocab::TokenId;
+use crate::vocab::{TokenId, TokenSet};
 use candidates::Candidates;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -6,8 +6,7 @@
 use super::candidates::Candidates;
 use super::config::Penalties;
 use super::SamplingError;
-use crate::index::TokenSet;
-use crate::vocab::TokenId;
+use crate::vocab::{TokenId, TokenSet};
 use rand::Rng;
 
 /// Stage 1, the constraint mask: every id not in `mask` becomes `-inf`

@@ -36,7 +36,6 @@
 
 use super::ir::{json_eq, pattern_matches, Document, Node, Schema, Types};
 use super::numeric::Dec;
-use super::regex::{minus_not, type_ok};
 use serde_json::Value;
 
 /// How deep `$ref`s (and sub-schemas) are followed.
@@ -142,10 +141,10 @@ impl<'d, 'a> Eval<'d, 'a> {
 
     /// Whether `v` validates against the node `n`.
     pub(crate) fn node(&mut self, n: &Node, v: &Value, pol: Polarity) -> Option<bool> {
-        if n.never || !type_ok(minus_not(Types::ALL, n.not_types), v) {
+        if n.never || !Types::ALL.minus_not(n.not_types).admits(v) {
             return Some(false);
         }
-        if n.types.is_some_and(|t| !type_ok(t, v)) {
+        if n.types.is_some_and(|t| !t.admits(v)) {
             return Some(false);
         }
         if let Some(e) = &n.enumeration {

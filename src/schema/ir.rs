@@ -86,6 +86,31 @@ impl Types {
     pub fn has_numeric(self) -> bool {
         self.has(Types::INTEGER) || self.has(Types::NUMBER)
     }
+    /// `self` without the types a `not: {type}` excludes. Excluding
+    /// `integer` removes all numbers (the non-integers alone cannot be
+    /// described: a sound narrowing).
+    pub(crate) fn minus_not(self, not: Types) -> Types {
+        let mut bits = self.0 & !not.0;
+        if not.has_numeric() {
+            bits &= !(Types::INTEGER.0 | Types::NUMBER.0);
+        }
+        Types(bits)
+    }
+    /// Whether `v` has one of these types (a number with no fraction is an
+    /// integer, and every number a number).
+    pub(crate) fn admits(self, v: &Value) -> bool {
+        match v {
+            Value::Null => self.has(Types::NULL),
+            Value::Bool(_) => self.has(Types::BOOLEAN),
+            Value::Number(_) => {
+                self.has(Types::NUMBER)
+                    || (self.has(Types::INTEGER) && Types::of(v) == Types::INTEGER)
+            }
+            Value::String(_) => self.has(Types::STRING),
+            Value::Array(_) => self.has(Types::ARRAY),
+            Value::Object(_) => self.has(Types::OBJECT),
+        }
+    }
     fn from_name(s: &str) -> Option<Types> {
         Some(match s {
             "null" => Types::NULL,

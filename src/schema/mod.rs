@@ -89,6 +89,7 @@ pub mod formats;
 pub mod ir;
 pub mod numeric;
 pub mod pattern;
+pub(crate) mod pushdown;
 pub mod regex;
 pub mod tools;
 pub mod whitespace;
@@ -170,7 +171,8 @@ pub struct SchemaOptions {
     /// [`Self::max_regex_len`]. On a MaskBench dev sample, `true` passes 33
     /// more of 233 schemas (0 invalid accepted) but first visits of the
     /// schemas moved to the pushdown engine raise TBM p99 from ~0.1 ms to
-    /// ~11 ms (README, "Free-form values as one shared fragment").
+    /// ~11 ms (`docs/json-schema.md`, "Free-form values as one shared
+    /// fragment").
     pub free_form_calls: bool,
     /// In [`JsonMode::Compliant`], objects with at most this many declared
     /// properties accept them in any order (default 3; the regex grows like
@@ -200,8 +202,8 @@ pub struct SchemaOptions {
     /// before this knob). Default 16 MiB, the same as `max_regex_len`
     /// (off): 64 KiB cut TTFM p90 / p99 on a random MaskBench dev sample
     /// from 147 / 796 ms to 91 / 347 ms but raised TBM p99 from 78 µs to
-    /// 6.6 ms (the pushdown engine's first visits; README, "Shared
-    /// definitions past a lower text threshold").
+    /// 6.6 ms (the pushdown engine's first visits; `docs/performance.md`,
+    /// "Shared definitions past a lower text threshold").
     pub shared_refs_len: usize,
     /// Largest number of `anyOf`/`oneOf` branch combinations expanded for one
     /// node (default 256).

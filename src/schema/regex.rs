@@ -176,17 +176,6 @@ fn repeat(n: u64, m: Option<u64>) -> String {
     }
 }
 
-/// `t` without the types a `not: {type}` excludes. Excluding `integer`
-/// removes all numbers (the non-integers alone cannot be described: a
-/// sound narrowing).
-pub(crate) fn minus_not(t: Types, not: Types) -> Types {
-    let mut bits = t.0 & !not.0;
-    if not.has_numeric() {
-        bits &= !(Types::INTEGER.0 | Types::NUMBER.0);
-    }
-    Types(bits)
-}
-
 /// Python's `repr(float)` (what `json.dumps` writes for a float).
 pub fn py_float(f: f64) -> String {
     if f.is_nan() || f.is_infinite() {
@@ -745,11 +734,11 @@ impl<'d, 'a> Gen<'d, 'a> {
                 JsonMode::Compliant => Types::ALL,
             },
         };
-        let t = minus_not(t, n.not_types);
+        let t = t.minus_not(n.not_types);
         match &n.enumeration {
             Some(vals) => vals
                 .iter()
-                .filter(|v| type_ok(t, v))
+                .filter(|v| t.admits(v))
                 .fold(Types::NONE, |e, v| e.union(Types::of(v))),
             None => t,
         }
@@ -820,11 +809,11 @@ impl<'d, 'a> Gen<'d, 'a> {
                 JsonMode::Compliant => Types::ALL,
             },
         };
-        let types = minus_not(types, n.not_types);
+        let types = types.minus_not(n.not_types);
         if let Some(vals) = &n.enumeration {
             let mut parts = Vec::new();
             for v in vals {
-                if !type_ok(types, v) {
+                if !types.admits(v) {
                     continue;
                 }
                 // A listed object never writes a key this branch must not.
@@ -912,27 +901,14 @@ fn collect_refs(s: &Schema, out: &mut Vec<String>) {
     }
 }
 
-pub(crate) fn type_ok(t: Types, v: &Value) -> bool {
-    match v {
-        Value::Null => t.has(Types::NULL),
-        Value::Bool(_) => t.has(Types::BOOLEAN),
-        Value::Number(_) => {
-            t.has(Types::NUMBER) || (t.has(Types::INTEGER) && Types::of(v) == Types::INTEGER)
-        }
-        Value::String(_) => t.has(Types::STRING),
-        Value::Array(_) => t.has(Types::ARRAY),
-        Value::Object(_) => t.has(Types::OBJECT),
-    }
-}
-
 /// Whether `v` validates against the node's own keywords. `None`: cannot
 /// tell (applicators, or array/object keywords on a container value).
 pub(crate) fn satisfies(n: &Node, v: &Value) -> Option<bool> {
-    if n.never || !type_ok(minus_not(Types::ALL, n.not_types), v) {
+    if n.never || !Types::ALL.minus_not(n.not_types).admits(v) {
         return Some(false);
     }
     if let Some(t) = n.types {
-        if !type_ok(t, v) {
+        if !t.admits(v) {
             return Some(false);
         }
     }

@@ -47,10 +47,14 @@
 
 pub mod bytelevel;
 pub mod hf;
+mod token_set;
 #[cfg(feature = "tokenizers")]
 mod tokenizer;
+pub(crate) mod trie;
 
 pub use hf::{StopConfig, TokenEncoding};
+pub(crate) use token_set::mix;
+pub use token_set::TokenSet;
 
 #[cfg(feature = "tokenizers")]
 pub use tokenizer::TextTokenizer;
@@ -148,7 +152,7 @@ pub struct Vocabulary {
     /// The tokenizer prepends a space to a text it encodes alone (see [`hf`]).
     prefix_space: bool,
     /// Token tries for the index, built on first use and shared.
-    pub(crate) tries: std::sync::OnceLock<std::sync::Arc<crate::index::trie::VocabTries>>,
+    pub(crate) tries: std::sync::OnceLock<std::sync::Arc<trie::VocabTries>>,
 }
 
 const NO_BYTES: u32 = u32::MAX;

@@ -13,7 +13,7 @@
 //! absent (`$CONSTRAIN_HOME`, default `~/.cache/constrain`).
 
 use constrain::{Compiler, CompilerConfig, Matcher, Source};
-use constrain_model::beam::{beam_search, BeamConfig, OneByOne};
+use constrain_model::generate::{beam_search, BeamConfig, OneByOne};
 use constrain_model::generate::{generate, GenerateConfig};
 use constrain_model::prompt::{chatml, schema_system_message, Message};
 

@@ -66,7 +66,6 @@
 //! assistant turns) and the default system message that shows the model the
 //! schema it must follow.
 
-pub mod beam;
 pub mod generate;
 pub mod gguf;
 mod gguf_tokenizer;

@@ -32,7 +32,8 @@
 //! The cost is two passes over the logits per step (the max, then the
 //! masked and unmasked sums of `exp` in f32, together) and a top-16
 //! selection, plus a copy of them: `cargo bench -p constrain-model --bench
-//! trace` measures it against a decode step (README, "Step trace").
+//! trace` measures it against a decode step (`docs/decoding.md`, "Step
+//! trace").
 
 use constrain::index::TokenSet;
 use constrain::vocab::{TokenId, Vocabulary};

@@ -5,7 +5,7 @@
 
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
-use constrain_model::beam::{beam_search, BeamConfig};
+use constrain_model::generate::{beam_search, BeamConfig};
 use constrain_model::generate::{generate, GenerateConfig, GenerateError};
 use constrain_testkit::{tiny, FakeModel};
 use std::sync::Arc;

@@ -12,7 +12,7 @@
 
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
-use constrain_model::beam::{beam_search, BeamConfig, BeamGeneration, OneByOne};
+use constrain_model::generate::{beam_search, BeamConfig, BeamGeneration, OneByOne};
 use constrain_model::{LanguageModel, ModelError, SequenceBatch};
 use constrain_testkit::{tiny, FakeModel};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,5 +1,5 @@
 //! Generation under a recursive JSON Schema compiled through the pushdown
-//! engine (issue 16, item 3): a scripted model that always prefers opening
+//! engine: a scripted model that always prefers opening
 //! another level (`[` / `{`) runs into every `max_tokens` budget, and each
 //! output is still a complete document that the `jsonschema` crate
 //! validates — `max_tokens` never cuts a recursive structure in half.

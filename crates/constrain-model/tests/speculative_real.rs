@@ -8,7 +8,8 @@
 //!   different output can only come from the batched pass's rounding (runs
 //!   in the default test run: `net/qmm.rs` makes a pass's rows bitwise
 //!   those of single steps);
-//! * the 1.5B target with the 0.5B draft (the README's command), slower
+//! * the 1.5B target with the 0.5B draft (the command in
+//!   `docs/decoding.md`), slower
 //!   (loads 1.1 GB): `#[ignore]`d, run with `cargo test --release -p
 //!   constrain-model --test speculative_real -- --ignored`.
 //!

@@ -1,7 +1,7 @@
 """Batch fill against single fills: ``fill_next_token_bitmask_batch`` of
 ``--rows`` matchers (default 64) into one bitmask, against the same rows
 filled one ``fill_next_token_bitmask`` call at a time (Qwen vocabulary,
-logits width 151,936). The target (issue 19): batch <= rows x single / cores.
+logits width 151,936). The target: batch <= rows x single / cores.
 
     python bench/batch_fill.py [--rows 64] [--reps 400] [--gap-us N] [--tokenizer PATH] [--corpus DIR]
 

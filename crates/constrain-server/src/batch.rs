@@ -191,7 +191,7 @@ pub struct BatchConfig {
 }
 
 /// Default per-pass prefill budget (tokens), chosen by measurement on the
-/// 0.5B model (see the README's server section).
+/// 0.5B model (see `docs/server.md`).
 pub const DEFAULT_PREFILL_CHUNK: usize = 64;
 /// Default prompt-prefix cache size: 256 MiB (about 10,000 positions of the
 /// 0.5B model, whose KV cache takes 24 KiB a position).

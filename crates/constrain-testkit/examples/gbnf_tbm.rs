@@ -1,4 +1,4 @@
-//! TBM and compile time of the pushdown engine (issue 16):
+//! TBM and compile time of the pushdown engine:
 //! `cargo run --release -p constrain-testkit --example gbnf_tbm -- [N]`
 //! compiles `grammars/json.gbnf` over the Qwen vocabulary, walks the valid
 //! instances of the first `N` (default 50) MaskBench dev files (as Python's

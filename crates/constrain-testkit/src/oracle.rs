@@ -7,7 +7,7 @@
 //! and with that definition (Python's `jsonschema` rejects 0.07 for 0.01,
 //! the `jsonschema` crate 0.33 accepts 0.07 but rejects 2.01 and every
 //! negative multiple). constrain compiles a fractional `multipleOf` exactly
-//! over the decimal text (README, "decimal multipleOf"), and MaskBench's
+//! over the decimal text (`docs/json-schema.md`, "decimal multipleOf"), and MaskBench's
 //! labels read it so too; this oracle does the same, in exact integer
 //! arithmetic over the shortest decimal text of each number (what Rust's
 //! `Display` for `f64` prints, which round-trips the parsed value).

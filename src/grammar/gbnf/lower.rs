@@ -20,6 +20,7 @@
 
 use super::ast::{Expr, Rule};
 use super::{Gbnf, GbnfError, GbnfOptions};
+use crate::pda::{Fragments, CALL_MARKER};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Repetition};
 use std::collections::HashMap;
 
@@ -459,22 +460,6 @@ impl Lowerer<'_> {
 /// Every Unicode scalar value.
 fn any_char() -> ClassUnicode {
     ClassUnicode::new([ClassUnicodeRange::new('\0', char::MAX)])
-}
-
-/// First byte of a call marker in a fragment's syntax tree: `0xF8 hi lo`
-/// calls fragment `hi * 256 + lo`. No UTF-8 text holds a byte at or above
-/// 0xF5, so a marker never meets a character of the grammar.
-pub const CALL_MARKER: u8 = 0xF8;
-
-/// A grammar split into fragments for the pushdown engine ([`crate::pda`]).
-#[derive(Clone, Debug)]
-pub struct Fragments {
-    /// Rule name of each fragment; fragment 0 is `root`.
-    pub names: Vec<String>,
-    /// Each fragment's body: its rule lowered with every other rule inlined
-    /// except the recursive ones, which are call markers
-    /// ([`CALL_MARKER`]). `None`: the body's language is empty.
-    pub bodies: Vec<Option<Hir>>,
 }
 
 /// Splits `g` into fragments when recursion remains after the rewrite of

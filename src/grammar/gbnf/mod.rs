@@ -28,10 +28,11 @@
 //!   is exact). Any other left recursion is a [`GbnfError::LeftRecursion`]
 //!   naming the rule (llama.cpp rejects every left recursion).
 //! * **Other recursion** (`value ::= "[" value "]" | "x"`) is exact through
-//!   the pushdown engine ([`crate::pda`]): [`lower::fragments`] makes each
+//!   pushdown automata ([`crate::pda`]): [`lower::fragments`] makes each
 //!   rule in a cycle of references (and `root`) a fragment whose references
-//!   to recursive rules are call markers, and the matcher keeps a return
-//!   stack ([`GbnfOptions::max_stack_depth`]).
+//!   to recursive rules are call markers, `pushdown.rs` builds them into a
+//!   [`Pda`](crate::pda::Pda), and the index's pushdown engine keeps a
+//!   return stack ([`GbnfOptions::max_stack_depth`]).
 //! * **Fallback**: over a vocabulary without every single byte (the engine
 //!   needs byte-live = token-live), other recursion is unrolled: a rule may
 //!   be entered at most [`GbnfOptions::max_depth`] `+ 1` times inside
@@ -43,12 +44,16 @@
 //! size of the unrolled grammar ([`GbnfOptions::max_nodes`]).
 
 pub mod ast;
+mod error;
 pub mod lower;
 pub mod parse;
+pub(crate) mod pushdown;
 
 pub use ast::{Expr, Pos, Rule};
+pub use error::GbnfError;
 pub use lower::lower;
 
+use super::error::GrammarError;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -97,71 +102,6 @@ impl Default for GbnfOptions {
     }
 }
 
-/// Why a GBNF grammar was refused. Each variant says where.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GbnfError {
-    /// The text does not parse.
-    #[error("line {line}, column {column}: {message}")]
-    Syntax {
-        line: usize,
-        column: usize,
-        message: String,
-    },
-    /// A rule refers to a rule that is not defined.
-    #[error("line {line}, column {column}: undefined rule `{name}`")]
-    UndefinedRule {
-        name: String,
-        line: usize,
-        column: usize,
-    },
-    /// A rule is defined twice.
-    #[error(
-        "line {line}, column {column}: rule `{name}` is defined twice (first at line {first_line})"
-    )]
-    DuplicateRule {
-        name: String,
-        line: usize,
-        column: usize,
-        first_line: usize,
-    },
-    /// No rule is named `root`.
-    #[error("line 1, column 1: the grammar has no `root` rule")]
-    NoRoot,
-    /// Left recursion other than the immediate form `a ::= a x | y`.
-    #[error(
-        "line {line}, column {column}: rule `{rule}` is left-recursive in a form that cannot be \
-         rewritten (only the immediate form `a ::= a x | y`, rewritten to `y x*`, is supported)"
-    )]
-    LeftRecursion {
-        rule: String,
-        line: usize,
-        column: usize,
-    },
-    /// The unrolled grammar passes [`GbnfOptions::max_nodes`].
-    #[error(
-        "grammar too big: unrolled to more than {limit} nodes (the limit GbnfOptions::max_nodes; \
-         a lower max_depth also shrinks it)"
-    )]
-    TooBig { limit: usize },
-    /// The inlined grammar nests deeper than the automaton builders allow.
-    #[error(
-        "grammar too deep: rules inlined more than {limit} levels deep (lower max_depth, \
-         or split long chains of rules)"
-    )]
-    TooDeep { limit: usize },
-    /// The shortest text of the grammar nests deeper than
-    /// [`GbnfOptions::max_stack_depth`].
-    #[error(
-        "every text of the grammar nests {need} rules deep, past the limit \
-         GbnfOptions::max_stack_depth ({limit})"
-    )]
-    StackDepth { limit: usize, need: usize },
-    /// The language is empty (no rule derives a finite text within
-    /// `max_depth`).
-    #[error("the grammar's language is empty (within a recursion depth of {max_depth})")]
-    EmptyLanguage { max_depth: usize },
-}
-
 impl Gbnf {
     /// Parses GBNF text and checks its rules (see the module docs).
     pub fn parse(name: &str, text: &str) -> Result<Gbnf, GbnfError> {
@@ -204,9 +144,9 @@ impl Gbnf {
     }
 
     /// Reads and parses a GBNF file (errors name the file).
-    pub fn load(path: impl AsRef<Path>) -> Result<Gbnf, super::GrammarError> {
+    pub fn load(path: impl AsRef<Path>) -> Result<Gbnf, GrammarError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| super::GrammarError::Io {
+        let text = std::fs::read_to_string(path).map_err(|source| GrammarError::Io {
             path: path.to_path_buf(),
             source,
         })?;
@@ -214,7 +154,7 @@ impl Gbnf {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Gbnf::parse(&name, &text).map_err(|source| super::GrammarError::Gbnf {
+        Gbnf::parse(&name, &text).map_err(|source| GrammarError::Gbnf {
             path: PathBuf::from(path),
             source,
         })

@@ -1,7 +1,7 @@
 //! A state's mask built on its free part's: see [`Lazy::free_part_mask`].
 
 use super::{Building, Core, Lazy, Mask, DEAD, LEVEL_LOOP, LEVEL_UNLIMITED};
-use crate::index::trie::{self, VocabTries, PLAIN_LEVELS};
+use crate::vocab::trie::{self, VocabTries, PLAIN_LEVELS};
 use crate::vocab::Vocabulary;
 use std::sync::atomic::Ordering;
 

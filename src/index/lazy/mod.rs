@@ -23,9 +23,9 @@
 //! in a [`Core`] behind a mutex, taken only on a state's *first* visit (its
 //! row determinized, its mask computed). What a matcher reads per token is
 //! published out of it into write-once, lock-free storage: masks in
-//! write-once cells, transitions in an append-only arena of atomic rows, a
-//! state's acceptance and distance in atomic slots ([`Published`]), budgets
-//! in the shared memo of `backend.rs`. A transition is published when a
+//! write-once cells, transitions in an append-only arena of atomic rows
+//! (`index/arena.rs`), a state's acceptance and distance in atomic slots
+//! ([`Published`]), budgets in the shared memo of `backend.rs`. A transition is published when a
 //! walk first takes it (under the lock), not when its state is explored:
 //! most states a mask's trie walk explores are never entered by a matcher.
 //! So once any matcher has taken a transition, every matcher on every
@@ -51,11 +51,13 @@
 //! The lazy index needs every single byte in the vocabulary (then byte-live
 //! is token-live); the caller falls back to the eager build otherwise.
 
-use super::backend::{Arena, Classes, Slots};
-use super::trie::{self, VocabTries, CHAIN_LEVEL, PLAIN_LEVELS};
-use super::{plain_successors, PlainReps, TokenSet, DEAD, NO_LEVEL};
+use super::arena::{Arena, Slots};
+use super::backend::Classes;
+use super::steps::reverse_reach;
+use super::{plain_successors, PlainReps, NO_LEVEL};
 use crate::dfa::LazyDfa;
-use crate::vocab::{TokenId, Vocabulary};
+use crate::vocab::trie::{self, VocabTries, CHAIN_LEVEL, DEAD, PLAIN_LEVELS};
+use crate::vocab::{mix, TokenId, TokenSet, Vocabulary};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -314,7 +316,7 @@ impl Core {
         // from the states where some plain character dies.
         let n = states.len();
         let seeds: Vec<u32> = (0..n as u32).filter(|&i| !ok[i as usize]).collect();
-        let reach = super::backend::reverse_reach(n, &seeds, &off, &edges);
+        let reach = reverse_reach(n, &seeds, &off, &edges);
         let mut known = known.into_iter().peekable();
         for i in 0..n {
             if known.next_if_eq(&i).is_some() {
@@ -390,7 +392,7 @@ impl Mask {
                 };
                 for &t in ids.iter() {
                     set.insert(TokenId(t));
-                    fp = fp.wrapping_add(super::mix(t));
+                    fp = fp.wrapping_add(mix(t));
                 }
                 lazy.intern(set, fp)
             }),
@@ -449,7 +451,7 @@ impl Building {
     #[inline]
     fn insert(&mut self, t: u32) {
         if self.set.insert_new(TokenId(t)) {
-            self.fp = self.fp.wrapping_add(super::mix(t));
+            self.fp = self.fp.wrapping_add(mix(t));
             if let Some(ids) = &mut self.ids {
                 ids.push(t);
             }

@@ -1,7 +1,7 @@
 //! What a lazy index's readers see without the lock: see [`Published`].
 
-use super::super::backend::{Arena, Slots};
 use super::DEAD;
+use crate::index::arena::{Arena, Slots};
 use std::sync::atomic::Ordering;
 
 /// States in the first segment of [`Published::rows`] (doubling from there;

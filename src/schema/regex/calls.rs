@@ -10,10 +10,10 @@
 //! uses ([`CALL_MARKER`]), which no UTF-8 text holds — and its target gets a
 //! fragment of its own: its language generated once, with the same rule
 //! inside it. Fragment 0 is the document; fragments `1..` are the recursive
-//! targets in the order they were first called. The compiler parses each
-//! text into a syntax tree (`utf8(false)`, so the marker bytes are allowed)
-//! and hands the set to [`Pda::build_with`](crate::pda::Pda), the build the
-//! GBNF fragments go through. The recursion is then exact at any depth; the
+//! targets in the order they were first called. `schema/pushdown.rs` parses
+//! each text into an NFA or a syntax tree (`utf8(false)`, so the marker
+//! bytes are allowed) and hands the set to [`Pda`](crate::pda::Pda)'s
+//! build, the one the GBNF fragments go through. The recursion is then exact at any depth; the
 //! return stack holds at most `max_depth + 1` frames (the document and
 //! `max_depth` nested recursive references), and the engine names
 //! `SchemaOptions::max_depth` when that limit is what stopped it.
@@ -39,8 +39,8 @@
 //! fragment, recursive or not. A definition copied at a hundred places is
 //! then parsed, compiled to an NFA and determinized once: on MaskBench's
 //! slowest files (Kubernetes schemas of 10 MB of regex text) the time to
-//! first mask falls several-fold (README, "Shared definitions past a
-//! lower text threshold"). A fragment is determinized whole, so the
+//! first mask falls several-fold (`docs/performance.md`, "Shared
+//! definitions past a lower text threshold"). A fragment is determinized whole, so the
 //! compiler goes back to the regular path when a shared build runs past
 //! a DFA limit ([`crate::Compiler`]).
 //!
@@ -54,7 +54,7 @@
 use super::super::{CompiledSchema, Pointer, SchemaError, SchemaOptions, SchemaWarning};
 use super::ir::{Document, Node, Schema};
 use super::{Gen, Layout};
-use crate::grammar::gbnf::lower::CALL_MARKER;
+use crate::pda::CALL_MARKER;
 use serde_json::Value;
 use std::collections::HashMap;
 

@@ -587,7 +587,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         };
         let mut out: Vec<Value> = Vec::new();
         for v in candidates {
-            if !type_ok(types, &v) || out.iter().any(|w| ir::json_eq(w, &v)) {
+            if !types.admits(&v) || out.iter().any(|w| ir::json_eq(w, &v)) {
                 continue;
             }
             match satisfies(&node, &v) {
@@ -622,7 +622,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         let max = n.max_items.unwrap_or(u64::MAX);
         let Some(values) = self.finite_values(&item)? else {
             // Neither exact (no small finite item language) nor checked at
-            // run time: an error naming the keyword (issue 17), or ignored
+            // run time: an error naming the keyword, or ignored
             // with a warning when lenient. (Narrowing to at most one item
             // was tried: sound, and 18 more MaskBench files pass, but a
             // list of unique strings would never hold two; not taken.)

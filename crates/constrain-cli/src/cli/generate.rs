@@ -655,7 +655,7 @@ fn run_beam<M: model::LanguageModel>(
     a: &GenerateArgs,
     config: &GenerateConfig,
 ) -> anyhow::Result<ExitCode> {
-    let bc = model::beam::BeamConfig {
+    let bc = model::generate::BeamConfig {
         beams,
         length_penalty: a.length_penalty.unwrap_or(1.0),
         max_tokens: config.max_tokens,

@@ -26,7 +26,8 @@
 //! fed the same batches (prompt aside), jump-forward and the budget rule
 //! apply to the guided logits unchanged.
 
-use super::{check_request, drive, Decoder, GenerateConfig, GenerateError, Generation};
+use super::types::{GenerateConfig, GenerateError, Generation};
+use super::{check_request, drive, Decoder};
 use crate::trace::TraceStep;
 use crate::LanguageModel;
 use constrain::index::TokenSet;

@@ -102,7 +102,8 @@
 //! acceptance tests), printed by the CLI's summary and by `cargo bench
 //! --bench speculative`.
 
-use super::{check_request, Decoder, GenerateConfig, GenerateError, Generation};
+use super::types::{GenerateConfig, GenerateError, Generation, SpeculativeStats};
+use super::{check_request, Decoder};
 use crate::trace::{self, TraceStep};
 use crate::LanguageModel;
 use constrain::index::TokenSet;
@@ -112,7 +113,7 @@ use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// How to draft.
 #[derive(Clone, Debug)]
@@ -151,61 +152,6 @@ impl SpeculativeConfig {
             draft_tokens: k,
             adaptive: true,
         }
-    }
-}
-
-/// Counters of speculative decoding.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SpeculativeStats {
-    /// Verification rounds (one target pass each, at most) that verified at
-    /// least one draft token.
-    pub rounds: usize,
-    /// Rounds where the adaptive schedule drafted nothing: one plain target
-    /// step each.
-    pub plain_steps: usize,
-    /// Tokens the draft proposed.
-    pub drafted: usize,
-    /// Proposals the target kept.
-    pub accepted: usize,
-    /// Forward passes of the draft model (its prompt prefill not counted).
-    pub draft_calls: usize,
-    /// Positions the target scored in its verification passes (the tokens
-    /// it had not read yet plus the proposals).
-    pub target_positions: usize,
-    /// Time of the draft's prompt prefill (part of the generation's
-    /// `prefill_time`).
-    pub draft_prefill_time: Duration,
-    /// Time spent drafting (the draft's passes, masks, sampling).
-    pub draft_time: Duration,
-    /// Of `draft_time`, inside the draft model's forward passes.
-    pub draft_model_time: Duration,
-    /// Time spent verifying (the target's passes and the acceptance tests).
-    pub verify_time: Duration,
-    /// Of `verify_time`, inside the target model's forward passes.
-    pub target_model_time: Duration,
-}
-
-impl SpeculativeStats {
-    /// `accepted / drafted` (0 when nothing was drafted).
-    pub fn acceptance_rate(&self) -> f64 {
-        self.accepted as f64 / (self.drafted.max(1)) as f64
-    }
-
-    /// Draft tokens kept per verification round, `accepted / rounds`.
-    pub fn mean_accepted_length(&self) -> f64 {
-        self.accepted as f64 / (self.rounds.max(1)) as f64
-    }
-
-    /// Mean time of one draft forward pass.
-    pub fn draft_pass_time(&self) -> Duration {
-        self.draft_model_time / (self.draft_calls.max(1) as u32)
-    }
-
-    /// Time outside the models' passes: masks, matcher, sampling,
-    /// acceptance tests, bookkeeping.
-    pub fn overhead_time(&self) -> Duration {
-        (self.draft_time + self.verify_time)
-            .saturating_sub(self.draft_model_time + self.target_model_time)
     }
 }
 

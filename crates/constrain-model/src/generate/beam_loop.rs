@@ -48,7 +48,7 @@
 //! is rearranged (`reorder`, Hugging Face's `_reorder_cache`: a parent with
 //! several children is copied, one with a single child moved, one with none
 //! dropped) before the chosen tokens go in together. On the 0.5B a step over
-//! 4 sequences costs well under 4 single steps (see README, "Beam search").
+//! 4 sequences costs well under 4 single steps (measured in `docs/performance.md`).
 //!
 //! A model without a batched pass (the default, the scripted test models)
 //! steps hypotheses one by one: it rewinds to the longest prefix shared with
@@ -57,7 +57,8 @@
 //! path on any model; both paths give the same output (tested on scripted
 //! models and on the real 0.5B).
 
-use crate::generate::{generate, GenerateConfig, GenerateError, GenerationStats};
+use super::generate;
+use super::types::{BeamError, GenerateConfig, GenerateError, GenerationStats};
 use crate::{LanguageModel, ModelError, SequenceBatch};
 use constrain::matcher::Matcher;
 use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
@@ -128,15 +129,6 @@ impl BeamGeneration {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.bytes).into_owned()
     }
-}
-
-/// Why beam search was refused, beyond [`GenerateError`].
-#[derive(Debug, thiserror::Error)]
-pub enum BeamError {
-    #[error("invalid beam width 0: the beam width must be at least 1")]
-    ZeroBeams,
-    #[error("invalid length penalty {0}: must be a finite number")]
-    LengthPenalty(f32),
 }
 
 /// Feeds sequences to a model, reusing its KV cache where the new sequence

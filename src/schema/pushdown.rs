@@ -7,7 +7,7 @@
 //! bytes, the one-copy constructs for optional members and array items), or,
 //! outside the subset, is written out and parsed by regex-syntax with
 //! `utf8(false)` (the marker bytes are no UTF-8) into a syntax tree; the
-//! set goes through [`Pda::build_with`], the same build as a GBNF grammar's
+//! set goes through [`Pda::build`], the same build as a GBNF grammar's
 //! fragments. The
 //! limits and refusals are worded in the schema's terms: the return stack
 //! holds at most `SchemaOptions::max_stack_depth + 1` frames (the document and
@@ -16,13 +16,33 @@
 //! before reading a byte (left recursion, `{"anyOf": [{"$ref": "#"}, ...]}`)
 //! is refused by name rather than left to grow stacks.
 
-use super::lazy::{LazyBody, LAZY_MARKER};
-use super::{Body, BuildError, Limits, OwnedBody, Pda};
+use super::regex::ANY_VALUE;
+use super::{Pointer, SchemaError, SchemaOptions};
 use crate::dfa::{ByteDfa, DfaConfig, DfaError, NEST_LIMIT};
-use crate::grammar::gbnf::lower::CALL_MARKER;
-use crate::schema::regex::ANY_VALUE;
-use crate::schema::{Pointer, SchemaError, SchemaOptions};
-use crate::CompileError;
+use crate::pda::lazy::{LazyBody, LAZY_MARKER};
+use crate::pda::{Body, BuildError, Limits, OwnedBody, Pda};
+
+/// Why a schema's fragments became no pushdown automaton.
+#[derive(Debug)]
+pub(crate) enum PushdownError {
+    /// Refused in the schema's terms (an empty language, a recursion too
+    /// deep, left recursion, a fragment text too long).
+    Schema(SchemaError),
+    /// A fragment's text does not parse, or its automaton passes a limit.
+    Dfa(DfaError),
+}
+
+impl From<SchemaError> for PushdownError {
+    fn from(e: SchemaError) -> Self {
+        PushdownError::Schema(e)
+    }
+}
+
+impl From<DfaError> for PushdownError {
+    fn from(e: DfaError) -> Self {
+        PushdownError::Dfa(e)
+    }
+}
 
 /// Stacks one configuration holds at most (as GBNF's default).
 const MAX_STACKS: usize = 256;
@@ -39,7 +59,7 @@ pub(crate) fn build(
     bodies: &[Option<String>],
     opts: &SchemaOptions,
     config: &DfaConfig,
-) -> Result<Pda, CompileError> {
+) -> Result<Pda, PushdownError> {
     // With a lazy document (a copy of the document's text with short call
     // markers, parsed on its own) the document's own body is parsed only if
     // the lazy build refuses it.
@@ -49,7 +69,7 @@ pub(crate) fn build(
     };
     // Large called fragments (a Kubernetes schema's `PodSpec`: thousands
     // of states built whole, most never visited) are determinized on
-    // demand too ([`super::lazy`]); the shared "any JSON value" fragment is
+    // demand too ([`crate::pda::lazy`]); the shared "any JSON value" fragment is
     // built whole (its frames' masks are shared by state number). With a
     // size limit below its default, called fragments are built whole,
     // so that one past the limit is refused at compile time (as
@@ -92,7 +112,7 @@ pub(crate) fn build(
             opts.max_stack_depth, opts.max_stack_depth
         ),
     };
-    let mut built = Pda::build_with(
+    let mut built = Pda::build(
         names,
         &refs(&parsed),
         &limits,
@@ -103,7 +123,7 @@ pub(crate) fn build(
     );
     if let (Err(BuildError::NotLazy), Some(Some(text))) = (&built, bodies.first()) {
         parsed[0] = Some(parse_fragment(text, opts, config)?);
-        built = Pda::build_with(
+        built = Pda::build(
             names,
             &refs(&parsed),
             &limits,
@@ -130,7 +150,7 @@ pub(crate) fn build(
             knob: "max_stack_depth",
         }
         .into(),
-        BuildError::Compile(e) => e,
+        BuildError::Dfa(e) => e.into(),
         BuildError::NotLazy => unreachable_not_lazy(),
     })?;
     // The shared "any JSON value" fragment calls only itself: its frames'
@@ -170,21 +190,21 @@ pub(crate) fn build(
 }
 
 /// The document's text with one-byte call markers (`0xF5 + k` for its
-/// `k`-th distinct callee) for the lazy build ([`super::lazy`]); `None`
+/// `k`-th distinct callee) for the lazy build ([`crate::pda::lazy`]); `None`
 /// when it calls more callees than there are such bytes.
 fn lazy_body(
     text: &str,
     frags: usize,
     opts: &SchemaOptions,
     config: &DfaConfig,
-) -> Result<Option<LazyBody>, CompileError> {
+) -> Result<Option<LazyBody>, PushdownError> {
     let mut out = text.to_string();
     let mut markers = Vec::new();
     for id in 1..frags {
         let Ok(id) = u16::try_from(id) else {
             return Ok(None);
         };
-        let long = crate::schema::regex::marker(id);
+        let long = super::regex::marker(id);
         if !out.contains(&long) {
             continue;
         }
@@ -198,7 +218,7 @@ fn lazy_body(
     Ok(Some(LazyBody { body, markers }))
 }
 
-/// What [`Pda::build_with`] reads: the parsed texts, borrowed.
+/// What [`Pda::build`] reads: the parsed texts, borrowed.
 fn refs(parsed: &[Option<OwnedBody>]) -> Vec<Option<Body<'_>>> {
     parsed
         .iter()
@@ -213,24 +233,24 @@ fn parse_fragment(
     text: &str,
     opts: &SchemaOptions,
     config: &DfaConfig,
-) -> Result<OwnedBody, CompileError> {
+) -> Result<OwnedBody, PushdownError> {
     if let Some(nfa) = ByteDfa::fragment_nfa(text, config) {
         return Ok(OwnedBody::Nfa(nfa?));
     }
     let plain = crate::dfa::ordered::expand(text, opts.max_regex_len)
-        .map_err(|_| crate::schema::regex::plain_too_long(opts))?;
+        .map_err(|_| super::regex::plain_too_long(opts))?;
     Ok(OwnedBody::Hir(parse_body(&plain)?))
 }
 
 /// A fragment body's syntax tree (bytes, not only UTF-8: call markers).
-fn parse_body(text: &str) -> Result<regex_syntax::hir::Hir, CompileError> {
+fn parse_body(text: &str) -> Result<regex_syntax::hir::Hir, PushdownError> {
     regex_syntax::ParserBuilder::new()
         .utf8(false)
         .nest_limit(NEST_LIMIT)
         .build()
         .parse(text)
         .map_err(|e| {
-            CompileError::from(DfaError::Syntax {
+            PushdownError::from(DfaError::Syntax {
                 offset: e_offset(&e),
                 message: e.to_string(),
             })
@@ -239,8 +259,8 @@ fn parse_body(text: &str) -> Result<regex_syntax::hir::Hir, CompileError> {
 
 /// The error for [`BuildError::NotLazy`] after a build without a lazy
 /// document, which never returns it.
-fn unreachable_not_lazy() -> CompileError {
-    CompileError::from(DfaError::Build(
+fn unreachable_not_lazy() -> PushdownError {
+    PushdownError::from(DfaError::Build(
         "the document was refused by the lazy build twice".into(),
     ))
 }
@@ -250,95 +270,6 @@ fn e_offset(e: &regex_syntax::Error) -> usize {
         regex_syntax::Error::Parse(p) => p.span().start.offset,
         regex_syntax::Error::Translate(t) => t.span().start.offset,
         _ => 0,
-    }
-}
-
-impl Pda {
-    /// The fragments a lazy callee may call before reading a byte: its
-    /// NFA searched from the start through epsilon edges and the calls of
-    /// fragments whose shortest text is empty.
-    fn lazy_first_calls(&self, l: &super::lazy::LazyFrag) -> Vec<usize> {
-        use crate::dfa::nfa::Kind;
-        let nfa = l.dfa.nfa();
-        let mut out = Vec::new();
-        let mut seen = vec![false; nfa.len()];
-        let mut todo = vec![nfa.start()];
-        while let Some(q) = todo.pop() {
-            if std::mem::replace(&mut seen[q as usize], true) {
-                continue;
-            }
-            match nfa.kind(q) {
-                Kind::Eps => todo.extend(nfa.edges(q).iter().map(|e| e.next)),
-                Kind::Bytes => {
-                    for e in nfa.edges(q) {
-                        if !(e.lo..=e.hi).contains(&CALL_MARKER) {
-                            continue;
-                        }
-                        for (g, r) in super::lazy::marker_calls(nfa, e.next) {
-                            let Some(c) = self.frags.get(g as usize) else {
-                                continue;
-                            };
-                            out.push(g as usize);
-                            if c.dist[c.start as usize] == 0 {
-                                todo.push(r);
-                            }
-                        }
-                    }
-                }
-                Kind::Match => {}
-            }
-        }
-        out
-    }
-
-    /// A fragment that can call into its own cycle before any byte is read
-    /// (calls at states reached from its start through nullable callees
-    /// only), when there is one.
-    pub(crate) fn left_recursive(&self) -> Option<usize> {
-        let n = self.frags.len();
-        // first[f]: the fragments f may call before reading a byte.
-        let first: Vec<Vec<usize>> = (0..n)
-            .map(|f| {
-                let fr = &self.frags[f];
-                let mut out = Vec::new();
-                if let super::FragDfa::Lazy(l) = &fr.dfa {
-                    if l.room.is_some() {
-                        out = self.lazy_first_calls(l);
-                    }
-                    // (The lazy document is never called: in no cycle.)
-                    return out;
-                }
-                let mut seen = vec![false; fr.accepting.len()];
-                let mut todo = vec![fr.start as usize];
-                while let Some(s) = todo.pop() {
-                    if std::mem::replace(&mut seen[s], true) {
-                        continue;
-                    }
-                    for &(g, r) in &fr.calls[s] {
-                        out.push(g as usize);
-                        let c = &self.frags[g as usize];
-                        if c.dist[c.start as usize] == 0 {
-                            todo.push(r as usize);
-                        }
-                    }
-                }
-                out
-            })
-            .collect();
-        // A cycle in `first` through f.
-        (0..n).find(|&f| {
-            let mut seen = vec![false; n];
-            let mut todo = first[f].clone();
-            while let Some(g) = todo.pop() {
-                if g == f {
-                    return true;
-                }
-                if !std::mem::replace(&mut seen[g], true) {
-                    todo.extend(&first[g]);
-                }
-            }
-            false
-        })
     }
 }
 

@@ -1,4 +1,12 @@
-//! A token trie stored as flat arrays in depth-first order, so a walk is a
+//! # Token tries: the vocabulary as the index engines walk it
+//!
+//! A vocabulary owns its tries ([`VocabTries`]: built on first use, cached
+//! in the [`Vocabulary`] and shared by every index over it), as a tokenizer
+//! owns its trie in llguidance's `toktrie`. The index engines (eager, lazy,
+//! pushdown) walk them from their states with a step function that returns
+//! [`DEAD`] for a dead transition.
+//!
+//! A token trie is stored as flat arrays in depth-first order, so a walk is a
 //! forward scan and skipping a subtree is one jump (`end[i]`).
 //!
 //! Node `i` holds the byte on the edge into it, its depth (1 for a child of
@@ -6,11 +14,16 @@
 //! is the token whose bytes end at the node (`NONE` if none); tokens with the
 //! same bytes as an earlier one are listed in `dups`.
 
-use crate::vocab::{TokenId, Vocabulary};
+use super::{mix, TokenId, TokenSet, Vocabulary};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 pub(crate) const NONE: u32 = u32::MAX;
+
+/// What a walk's step function returns for a dead transition (the text can
+/// no longer be completed). The index's automata use the same value for "no
+/// state" (`index::DEAD` is this constant).
+pub const DEAD: u32 = u32::MAX;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TokenTrie {
@@ -101,7 +114,7 @@ pub(crate) const BYTE_CHAINS_CACHED: usize = 16;
 pub(crate) struct ByteChainTokens {
     /// `sets[j]`: the tokens made of 1 to `j` bytes, all in `A`, with the
     /// set's fingerprint.
-    pub sets: Vec<(super::TokenSet, u64)>,
+    pub sets: Vec<(TokenSet, u64)>,
     /// Every other token, keyed by one byte holding how many bytes in `A` it
     /// starts with (at most [`BYTE_CHAIN_CAP`]), then the bytes after them.
     pub trie: TokenTrie,
@@ -123,11 +136,11 @@ pub(crate) struct BodyTries {
     /// (each can be completed to a plain character), and every other suffix
     /// starting at or above 0x80 is dead (patterns match valid UTF-8 only),
     /// so they need no walk through each state's own mid-character states.
-    pub body_partial: (super::TokenSet, u64),
+    pub body_partial: (TokenSet, u64),
     /// The tokens of `body_partial` whose plain prefix is shorter than
     /// `PLAIN_LEVELS[CHAIN_LEVEL]` characters: live from a chain state live
     /// that far (they are not in `chain_suffixes`).
-    pub chain_partial: (super::TokenSet, u64),
+    pub chain_partial: (TokenSet, u64),
     /// Every token that is not plain (but those of `chain_partial`), or is
     /// plain with more than `PLAIN_LEVELS[CHAIN_LEVEL]` characters, keyed by one byte holding the
     /// number `k` of whole plain characters it starts with (at most that
@@ -170,8 +183,8 @@ pub(crate) fn plain_prefix_len(b: &[u8]) -> usize {
 /// the mask is `set` plus a walk of `rest`.
 #[derive(Debug)]
 pub(crate) struct PlainLevel {
-    pub set: super::TokenSet,
-    /// `set`'s fingerprint (the sum of [`super::mix`] over its ids).
+    pub set: TokenSet,
+    /// `set`'s fingerprint (the sum of [`mix`] over its ids).
     pub fingerprint: u64,
     pub rest: TokenTrie,
     /// The tokens of `rest` of at most `horizon` bytes (walked once per
@@ -303,13 +316,13 @@ impl VocabTries {
         }
         keys.sort_unstable();
         let trie = TokenTrie::from_sorted(keys.iter().map(|(k, id)| (k.as_slice(), *id)));
-        let mut cur = super::TokenSet::new(self.width);
+        let mut cur = TokenSet::new(self.width);
         let mut fp = 0u64;
         let mut sets = Vec::with_capacity(BYTE_CHAIN_CAP + 1);
         for ids in &by_len {
             for &t in ids {
                 if cur.insert_new(TokenId(t)) {
-                    fp = fp.wrapping_add(super::mix(t));
+                    fp = fp.wrapping_add(mix(t));
                 }
             }
             sets.push((cur.clone(), fp));
@@ -330,7 +343,7 @@ impl VocabTries {
             let max_chars = PLAIN_LEVELS[l];
             let horizon = self.horizon;
             let fits = |b: &[u8]| plain_chars(b).is_some_and(|c| c <= max_chars);
-            let mut set = super::TokenSet::new(self.width);
+            let mut set = TokenSet::new(self.width);
             for (b, id) in self.toks() {
                 if fits(b) {
                     set.insert(TokenId(id));
@@ -338,9 +351,7 @@ impl VocabTries {
             }
             let rest_toks = || self.toks().filter(|t| !fits(t.0));
             PlainLevel {
-                fingerprint: set
-                    .iter()
-                    .fold(0u64, |f, t| f.wrapping_add(super::mix(t.0))),
+                fingerprint: set.iter().fold(0u64, |f, t| f.wrapping_add(mix(t.0))),
                 set,
                 rest: TokenTrie::from_sorted(rest_toks()),
                 rest_short: TokenTrie::from_sorted(rest_toks().filter(|t| t.0.len() <= horizon)),
@@ -357,7 +368,7 @@ impl VocabTries {
     fn build_body(&self) -> BodyTries {
         let toks: Vec<(&[u8], u32)> = self.toks().collect();
         let mut suffixes: Vec<(&[u8], u32)> = Vec::new();
-        let mut partial = super::TokenSet::new(self.width);
+        let mut partial = TokenSet::new(self.width);
         let mut partial_fp = 0u64;
         for &(b, id) in toks.iter().filter(|t| !is_plain(t.0)) {
             let suffix = &b[plain_prefix_len(b)..];
@@ -367,7 +378,7 @@ impl VocabTries {
                 // (The plain prefix took every whole character: the suffix
                 // is one character's first bytes.)
                 if partial.insert_new(TokenId(id)) {
-                    partial_fp = partial_fp.wrapping_add(super::mix(id));
+                    partial_fp = partial_fp.wrapping_add(mix(id));
                 }
             }
         }
@@ -375,7 +386,7 @@ impl VocabTries {
         // Keys of `chain_suffixes`: a prefix longer than the chain level is cut
         // there (its other plain characters are walked as bytes).
         let cap = PLAIN_LEVELS[CHAIN_LEVEL] as usize;
-        let mut chain_partial = (super::TokenSet::new(self.width), 0u64);
+        let mut chain_partial = (TokenSet::new(self.width), 0u64);
         let chain_keys: Vec<(Vec<u8>, u32)> = toks
             .iter()
             .filter_map(|&(b, id)| {
@@ -386,7 +397,7 @@ impl VocabTries {
                     // Ends inside a character (see `body_partial`), after
                     // fewer plain characters than the chain is known live for.
                     if partial.contains(TokenId(id)) && chain_partial.0.insert_new(TokenId(id)) {
-                        chain_partial.1 = chain_partial.1.wrapping_add(super::mix(id));
+                        chain_partial.1 = chain_partial.1.wrapping_add(mix(id));
                     }
                     return None;
                 }
@@ -556,7 +567,7 @@ impl TokenTrie {
                 continue;
             }
             let s = dfa.next(start, b);
-            if s == super::automaton::DEAD {
+            if s == DEAD {
                 continue;
             }
             let r = r as usize;
@@ -574,7 +585,7 @@ impl TokenTrie {
                     continue;
                 }
                 let s2 = dfa.next(s, b2);
-                if s2 == super::automaton::DEAD {
+                if s2 == DEAD {
                     continue;
                 }
                 let c = c as usize;
@@ -619,7 +630,7 @@ impl TokenTrie {
             let d = self.depth[i] as usize;
             let s = next(stack[d - 1], self.byte[i]);
             visited += 1;
-            if s == super::automaton::DEAD {
+            if s == DEAD {
                 i = self.end[i] as usize;
                 continue;
             }
@@ -660,7 +671,7 @@ impl TokenTrie {
         while i < n {
             let d = self.depth[i] as usize;
             let s = next(stack[d - 1], self.byte[i]);
-            if s == super::automaton::DEAD {
+            if s == DEAD {
                 i = self.end[i] as usize;
                 continue;
             }

@@ -1,5 +1,60 @@
-//! The run-time half of the pushdown engine: sets of stacks interned as the
-//! states of a DFA built on demand, behind the index's [`Backend`] trait.
+//! # The pushdown engine: sets of stacks of fragments, as a DFA built on demand
+//!
+//! The third index engine, beside `eager.rs` and `lazy/`: it runs a
+//! [`Pda`] (the grammar fragments that call one another, built by
+//! [`crate::pda`] from a GBNF grammar or a recursive JSON Schema) behind
+//! the index's [`Backend`] trait, so the matcher walks it like any other
+//! index.
+//!
+//! ## A DFA over sets of stacks
+//!
+//! A configuration of the pushdown automaton is a *stack of frames* (fragment,
+//! DFA state); the top frame is where text is read, the frames below hold the
+//! return states. Because calls and returns read no bytes, and a grammar may
+//! be ambiguous, the matcher is in a small **set** of stacks at once. The
+//! engine interns stacks as persistent linked lists (a frame and
+//! a parent pointer: pushing is one node, popping is following the pointer,
+//! and equal stacks share their nodes) and interns each *closed* set of
+//! stacks (calls expanded, finished fragments returned) as one state of a
+//! lazily built DFA. That DFA is what the [`TokenIndex`](crate::TokenIndex)
+//! walks: per state a transition row filled on first use and a mask computed
+//! on first visit and then shared by every matcher of the compiled grammar.
+//! So the [`Matcher`](crate::Matcher) keeps its one-state-per-token history
+//! and `rollback` restores the stack with a pop, exactly as for a regular
+//! source.
+//!
+//! ## Masks: XGrammar's split
+//!
+//! Distinct stacks are distinct configurations, so first visits are many;
+//! a whole walk of the vocabulary trie per configuration made them the
+//! cost of a step (milliseconds). A configuration's mask is instead the
+//! union over its stacks of two halves:
+//!
+//! * the **context-independent** tokens of the top frame (fragment,
+//!   state): one trie walk from that frame cut from the stack below (its
+//!   frames sit over an opaque bottom), computed once and shared by every
+//!   configuration, at any depth, whose stack has that top frame. A token
+//!   counts when some walk reads all its bytes without returning into the
+//!   frames below, or returns exactly at its last byte (every frame below
+//!   can finish, so any context takes it). The frames of a fragment that
+//!   calls only itself (the schema front end's "any JSON value") are shared
+//!   further: by every engine over the vocabulary.
+//! * the **exit tokens**: the walk records the trie nodes at which some
+//!   stack returned into the frames below with bytes left; the longer
+//!   tokens through them are walked on from the closure of the real frame
+//!   below, memoized per (top frame, frame below). Those walks cover only
+//!   the exits' subtrees (a `,`, `]` or `}` and what may follow), not the
+//!   vocabulary.
+//!
+//! The frame's walk assumed room above it for the frames it opened (it
+//! records the most, `reach`); a stack so near the depth limit that it has
+//! less, or an engine that has hit a limit (stacks pruned, configurations
+//! refused), gets the whole walk of its real configuration instead, so the
+//! split never decides a mask the real configuration would not.
+//! `IndexConfig::pda_split = false` walks every configuration whole (the
+//! tests compare the two mask for mask).
+//!
+//! ## Data structures
 //!
 //! * A **node** is one frame (fragment, state) with a pointer to the node
 //!   below it ([`BOTTOM`]: nothing below) — a persistent stack. Nodes are
@@ -12,17 +67,20 @@
 //!   the states the index sees, with a transition row per set over the byte
 //!   classes, filled on first use.
 //! * Masks are computed on a set's first visit and kept in write-once
-//!   cells, so a mask once computed is read without a lock; the automaton
-//!   itself sits behind a mutex, as in the lazy index. A mask is the union
-//!   over the set's stacks of the top frame's [`FrameMask`] (one trie walk
-//!   per top frame, shared by every configuration with it; per vocabulary
-//!   for a shared fragment) and its exit tokens resolved against the node
-//!   below (memoized per pair); see the module essay of [`crate::pda`].
+//!   cells (`arena.rs`), so a mask once computed is read without a lock;
+//!   the automaton itself sits behind a mutex, as in the lazy index. A mask
+//!   is the union over the set's stacks of the top frame's [`FrameMask`]
+//!   (one trie walk per top frame, shared by every configuration with it;
+//!   per vocabulary for a shared fragment) and its exit tokens resolved
+//!   against the node below (memoized per pair). See
+//!   `docs/design/pushdown.md`.
 
-use super::{Pda, INF};
-use crate::index::trie::VocabTries;
-use crate::index::{Arena, Backend, Classes, Slots, TokenSet, DEAD};
-use crate::vocab::Vocabulary;
+use super::arena::{Arena, Slots};
+use super::backend::{Backend, Classes};
+use super::{plain_successors, PlainReps};
+use crate::pda::{Pda, INF};
+use crate::vocab::trie::{self, VocabTries, DEAD};
+use crate::vocab::{TokenId, TokenSet, Vocabulary};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -388,7 +446,7 @@ pub(crate) struct Engine {
     /// it, by (frame key, parent node).
     resolved: Mutex<FastMap<(u32, u32), Arc<[u32]>>>,
     /// The plain characters' byte representatives (string-body frames).
-    plain: crate::index::PlainReps,
+    plain: PlainReps,
     /// Whether masks are split per top frame (else each configuration is
     /// one walk of the trie; kept for the tests that compare the two).
     split: bool,
@@ -446,7 +504,7 @@ impl Engine {
             return None;
         }
         let classes = Classes::new(&core.pda.classes);
-        let plain = crate::index::PlainReps::new(&core.pda.classes);
+        let plain = PlainReps::new(&core.pda.classes);
         Some(Engine {
             plain,
             budgets: Slots::new(max_sets),
@@ -522,13 +580,13 @@ impl Engine {
             out.union_with(&fm.inside);
             if node.parent != BOTTOM && !fm.exits.is_empty() {
                 for &t in self.resolve(key, node.parent, &fm, tries)?.iter() {
-                    out.insert(crate::TokenId(t));
+                    out.insert(TokenId(t));
                 }
             }
         }
         for &(first, dup) in &tries.full.dups {
-            if out.contains(crate::TokenId(first)) {
-                out.insert(crate::TokenId(dup));
+            if out.contains(TokenId(first)) {
+                out.insert(TokenId(dup));
             }
         }
         if accepting {
@@ -587,7 +645,7 @@ impl Engine {
         // suffixes are walked, not the vocabulary.
         let body = Self::is_body(&self.plain, &mut core, key);
         let trie = if body {
-            let last = crate::index::trie::PLAIN_LEVELS.len() - 1;
+            let last = trie::PLAIN_LEVELS.len() - 1;
             inside.union_with(&tries.plain_level(last).set);
             inside.union_with(&tries.body().body_partial.0);
             &tries.body().body_suffixes
@@ -619,8 +677,8 @@ impl Engine {
             }
             stack[d] = t;
             let tok = trie.token[i];
-            if tok != crate::index::trie::NONE {
-                inside.insert(crate::TokenId(tok));
+            if tok != trie::NONE {
+                inside.insert(TokenId(tok));
             }
             i += 1;
         }
@@ -629,8 +687,8 @@ impl Engine {
         }
         drop(core);
         for &(first, dup) in &trie.dups {
-            if inside.contains(crate::TokenId(first)) {
-                inside.insert(crate::TokenId(dup));
+            if inside.contains(TokenId(first)) {
+                inside.insert(TokenId(dup));
             }
         }
         let fm = Arc::new(FrameMask {
@@ -656,7 +714,7 @@ impl Engine {
     /// nor returns, and every plain character leads it back to itself
     /// through text transitions (so a plain prefix leaves the frame, and
     /// the whole closure, as it was).
-    fn is_body(plain: &crate::index::PlainReps, core: &mut Core, key: u32) -> bool {
+    fn is_body(plain: &PlainReps, core: &mut Core, key: u32) -> bool {
         let x = core.nodes[key as usize];
         let f = &mut core.pda.frags[x.frag as usize];
         let s = x.state;
@@ -668,7 +726,7 @@ impl Engine {
             0 => DEAD,
             t => t,
         };
-        crate::index::plain_successors(step, s, plain, &mut cur, &mut next, &mut out)
+        plain_successors(step, s, plain, &mut cur, &mut next, &mut out)
             && out.iter().all(|&t| t == s)
     }
 
@@ -715,7 +773,7 @@ impl Engine {
                     }
                     stack[d] = t;
                     let tok = trie.token[i];
-                    if tok != crate::index::trie::NONE {
+                    if tok != trie::NONE {
                         toks.push(tok);
                     }
                     i += 1;
@@ -753,10 +811,10 @@ impl Engine {
         {
             let mut core = self.core();
             let trie = &tries.full;
-            trie.walk(s, |x, b| core.next(x, b), |t| set.insert(crate::TokenId(t)));
+            trie.walk(s, |x, b| core.next(x, b), |t| set.insert(TokenId(t)));
             for &(first, dup) in &trie.dups {
-                if set.contains(crate::TokenId(first)) {
-                    set.insert(crate::TokenId(dup));
+                if set.contains(TokenId(first)) {
+                    set.insert(TokenId(dup));
                 }
             }
             if core.sets[s as usize].accepting {
