@@ -17,7 +17,8 @@
 //! |---|---|
 //! | `response_format` `text`, no tools | none (free text) |
 //! | `json_schema` / `json_object` | the schema / any JSON object |
-//! | `structured_outputs` `json` / `regex` / `grammar` / `choice` | that |
+//! | `structured_outputs` `json` / `regex` / `grammar` / `choice` / `structural_tag` | that |
+//! | `response_format` `structural_tag` | the tag (free text, reasoning, calls) |
 //! | tools, `tool_choice: "none"` | text that never contains `<tool_call>` |
 //! | tools, `"required"` | `C` (or `C(\nC)*` with `parallel_tool_calls`) |
 //! | tools, `{"type":"function",..}` | one `C` over that tool alone |
@@ -309,7 +310,7 @@ fn response_format(
         let obj = so.as_object().filter(|o| o.len() == 1).ok_or_else(|| {
             ApiError::field(
                 "structured_outputs",
-                "structured_outputs takes exactly one of json, regex, grammar, choice",
+                "structured_outputs takes exactly one of json, regex, grammar, choice, structural_tag",
             )
         })?;
         let (k, v) = obj
@@ -339,6 +340,17 @@ fn response_format(
                 })?;
                 (Some(Source::Grammar(g)), param, None)
             }
+            // vLLM's `structured_outputs.structural_tag`: the tag's JSON text
+            // (or the object itself).
+            ("structural_tag", tag) => {
+                let value = match tag {
+                    Value::String(t) => serde_json::from_str(t).map_err(|e| {
+                        ApiError::field("structured_outputs.structural_tag", format!("not JSON: {e}"))
+                    })?,
+                    other => other.clone(),
+                };
+                (Some(structural_tag(&value, "structured_outputs.structural_tag")?), param, None)
+            }
             ("choice", Value::Array(cs)) if !cs.is_empty() => {
                 let alts: Option<Vec<String>> = cs.iter().map(|c| c.as_str().map(regex_escape)).collect();
                 let alts = alts.ok_or_else(|| ApiError::field("structured_outputs.choice", "choice must be an array of strings"))?;
@@ -347,7 +359,7 @@ fn response_format(
             _ => {
                 return Err(ApiError::field(
                     "structured_outputs",
-                    format!("structured_outputs.{k}: expected json (schema), regex (string), grammar (string) or choice (non-empty array of strings)"),
+                    format!("structured_outputs.{k}: expected json (schema), regex (string), grammar (string), choice (non-empty array of strings) or structural_tag"),
                 ))
             }
         });
@@ -375,11 +387,26 @@ fn response_format(
             }
             Ok((Some(Source::json_schema(schema.clone())), param, Some(schema)))
         }
+        // XGrammar's structural tag, as vLLM and SGLang take it: the whole
+        // object is the tag (`format`, or the legacy `structures` and
+        // `triggers`).
+        Some("structural_tag") => Ok((
+            Some(structural_tag(rf, "response_format")?),
+            "response_format",
+            None,
+        )),
         other => Err(ApiError::field(
             "response_format.type",
-            format!("unknown response_format type {other:?}; expected \"text\", \"json_object\" or \"json_schema\""),
+            format!("unknown response_format type {other:?}; expected \"text\", \"json_object\", \"json_schema\" or \"structural_tag\""),
         )),
     }
+}
+
+/// A structural tag's source, or a 400 naming the field and the JSON
+/// Pointer inside the tag.
+fn structural_tag(tag: &Value, field: &'static str) -> Result<Source, ApiError> {
+    Source::structural_tag(tag)
+        .map_err(|e| ApiError::field(field, format!("the structural tag is refused: {e}")))
 }
 
 /// Renders the conversation with Qwen2.5's chat template.

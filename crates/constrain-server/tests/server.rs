@@ -880,3 +880,47 @@ fn logprobs_report_the_models_distribution_and_what_the_mask_allowed() {
     assert_eq!(r.status, 400);
     assert_eq!(r.json()["error"]["param"], "top_logprobs");
 }
+
+#[test]
+fn structural_tags_through_response_format_and_structured_outputs() {
+    let addr = start(ServerConfig::default(), Fake::default());
+    let args = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let format = json!({"type": "triggered_tags", "triggers": ["<f="], "at_least_one": true,
+        "stop_after_first": true,
+        "tags": [{"begin": "<f=a>", "content": {"type": "json_schema", "json_schema": args}, "end": "</f>"}]});
+    let validator = jsonschema::validator_for(&args).unwrap();
+    let tag = json!({"type": "structural_tag", "format": format});
+    for (seed, body) in [
+        json!({"response_format": tag.clone()}),
+        json!({"structured_outputs": {"structural_tag": tag.to_string()}}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut req = body.as_object().unwrap().clone();
+        req.insert("messages".into(), user("x"));
+        req.insert("max_tokens".into(), json!(40));
+        req.insert("seed".into(), json!(seed));
+        let r = post(addr, &Value::Object(req));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let c = r.json()["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // at_least_one and stop_after_first: exactly one call, nothing around it.
+        let inner = c
+            .strip_prefix("<f=a>")
+            .and_then(|s| s.strip_suffix("</f>"))
+            .unwrap_or_else(|| panic!("{c:?}"));
+        let v: Value = serde_json::from_str(inner).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        assert!(validator.is_valid(&v), "{c:?}");
+    }
+    // A malformed tag is a 400 naming the field and the pointer inside it.
+    let bad = json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f="],
+        "tags": [{"begin": "<g>", "content": {"type": "const_string", "value": "x"}, "end": "</g>"}]}});
+    let r = post(addr, &json!({"messages": user("x"), "response_format": bad}));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["param"], "response_format");
+    let m = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(m.contains("/format/tags/0/begin"), "{m}");
+}
