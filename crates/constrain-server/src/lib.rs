@@ -53,6 +53,7 @@
 pub mod api;
 pub mod batch;
 pub mod chat;
+pub mod conn;
 pub mod error;
 pub mod prefix;
 pub mod run;
@@ -67,6 +68,11 @@ use constrain::vocab::{TextTokenizer, Vocabulary};
 use constrain::{Compiler, CompilerConfig};
 use constrain_model::ModelError;
 use std::sync::Arc;
+
+/// Default of [`ServerConfig::read_timeout`] (`--read-timeout-s`).
+pub const DEFAULT_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Default of [`ServerConfig::max_connections`] (`--max-connections`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// Server settings (the CLI flags and limits).
 #[derive(Clone, Debug)]
@@ -84,6 +90,12 @@ pub struct ServerConfig {
     pub default_max_tokens: usize,
     /// Largest `n` (default 8).
     pub max_n: usize,
+    /// Time a request's head may take to arrive, and (counted from its
+    /// end) its body (`--read-timeout-s`, default 30 s); past it, 408.
+    pub read_timeout: std::time::Duration,
+    /// Connections open at once (`--max-connections`, default 256); past
+    /// it, a new connection is answered 503 with `Retry-After`.
+    pub max_connections: usize,
     /// Compile limits and cache size.
     pub compiler: CompilerConfig,
 }
@@ -97,6 +109,8 @@ impl Default for ServerConfig {
             max_body_bytes: 8 << 20,
             default_max_tokens: 1024,
             max_n: 8,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             compiler: CompilerConfig::default(),
         }
     }
@@ -186,7 +200,11 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<ServerState>,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).await
+    let limits = conn::Limits {
+        max_connections: state.config.max_connections,
+        read_timeout: state.config.read_timeout,
+    };
+    conn::serve(listener, router(state), limits).await
 }
 
 /// Starts a server on a background thread with its own tokio runtime, on

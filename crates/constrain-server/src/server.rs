@@ -74,9 +74,49 @@ fn check_auth(state: &ServerState, headers: &HeaderMap) -> Result<(), ApiError> 
         None => Err(ApiError::unauthorized(
             "missing API key: send the header Authorization: Bearer <key>",
         )),
-        Some(k) if k.trim() == key => Ok(()),
+        Some(k) if same_key(k.as_bytes(), key.as_bytes()) => Ok(()),
         Some(_) => Err(ApiError::unauthorized("incorrect API key")),
     }
+}
+
+/// Whether `got` is `key`, byte for byte (no trimming), in a time that
+/// depends on the lengths only: every byte of the longer is compared, and
+/// nothing returns at the first difference.
+fn same_key(got: &[u8], key: &[u8]) -> bool {
+    let n = got.len().max(key.len());
+    let mut diff = got.len() ^ key.len();
+    for i in 0..n {
+        let a = got.get(i).copied().unwrap_or(0);
+        let b = key.get(i).copied().unwrap_or(0);
+        diff |= std::hint::black_box(usize::from(a ^ b));
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// Reads a request body: 413 past `limit` bytes, 400 when HTTP's framing of
+/// it breaks (a bad chunk size, a body shorter than its `Content-Length`),
+/// 408 when it has not arrived in full within `timeout`.
+async fn read_body(
+    body: axum::body::Body,
+    limit: usize,
+    timeout: std::time::Duration,
+) -> Result<axum::body::Bytes, ApiError> {
+    use futures_util::StreamExt;
+    let read = async {
+        let mut stream = body.into_data_stream();
+        let mut out = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(ApiError::malformed_body)?;
+            if out.len() + chunk.len() > limit {
+                return Err(ApiError::too_large(limit));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(axum::body::Bytes::from(out))
+    };
+    tokio::time::timeout(timeout, read)
+        .await
+        .map_err(|_| ApiError::body_timeout(timeout))?
 }
 
 async fn health(State(state): State<Arc<ServerState>>) -> Json<Value> {
@@ -147,9 +187,7 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
     if declared.is_some_and(|n| n > limit) {
         return Err(ApiError::too_large(limit));
     }
-    let body = axum::body::to_bytes(req.into_body(), limit)
-        .await
-        .map_err(|_| ApiError::too_large(limit))?;
+    let body = read_body(req.into_body(), limit, state.config.read_timeout).await?;
     let request = parse_request(&body)?;
     let cancel = Arc::new(AtomicBool::new(false));
     let guard = CancelOnDrop(cancel.clone());

@@ -41,9 +41,18 @@ pub struct ServeArgs {
     /// first (0: off).
     #[arg(long, value_name = "MIB", default_value_t = constrain_server::batch::DEFAULT_PREFIX_CACHE_BYTES >> 20)]
     prefix_cache_mb: usize,
-    /// Require `Authorization: Bearer KEY` on /v1/* requests.
+    /// Require `Authorization: Bearer KEY` on /v1/* requests (compared
+    /// byte for byte, in constant time).
     #[arg(long, value_name = "KEY")]
     api_key: Option<String>,
+    /// Seconds a request's head may take to arrive, and then its body;
+    /// past it, 408 and the connection is closed.
+    #[arg(long, value_name = "S", default_value_t = constrain_server::DEFAULT_READ_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    read_timeout_s: u64,
+    /// Connections open at once; past it, a new one is answered 503 with
+    /// Retry-After.
+    #[arg(long, value_name = "N", default_value_t = constrain_server::DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_connections: usize,
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -74,6 +83,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = ServerConfig {
         parallel: a.parallel as usize,
         api_key: a.api_key.clone(),
+        read_timeout: std::time::Duration::from_secs(a.read_timeout_s),
+        max_connections: a.max_connections,
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, name, tokenizer, vocab, factory)?;
