@@ -120,12 +120,17 @@ async fn read_body(
 }
 
 async fn health(State(state): State<Arc<ServerState>>) -> Json<Value> {
+    let cached = state.compiles.cached();
     Json(json!({
         "status": "ok",
         "model": state.model_name,
         "slots": state.scheduler.parallel(),
         "active": state.scheduler.active(),
         "waiting": state.scheduler.waiting(),
+        "compiling": state.compiles.running(),
+        "compiles_waiting": state.compiles.waiting(),
+        "compiles_total": state.compiles.started(),
+        "compile_cache": {"entries": cached.0, "bytes": cached.1},
     }))
 }
 
@@ -164,6 +169,8 @@ fn random_id(prefix: &str) -> String {
 /// A checked request, ready to run.
 struct Prepared {
     job: Job,
+    /// Its compiled constraints, kept in the cache once they have served.
+    keep: Vec<(crate::compile::Key, Arc<constrain::Compiled>)>,
     stream: bool,
     include_usage: bool,
     prompt_tokens: usize,
@@ -191,12 +198,25 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
     let request = parse_request(&body)?;
     let cancel = Arc::new(AtomicBool::new(false));
     let guard = CancelOnDrop(cancel.clone());
-    // Compile and tokenize off the async threads (and off any decode).
+    // The cheap checks first (render and count the prompt off the async
+    // threads), then the compile in the pool, then the checks that need it.
     let st = state.clone();
     let c = cancel.clone();
-    let prepared = tokio::task::spawn_blocking(move || prepare(&st, &request, c))
+    let mut checked = tokio::task::spawn_blocking(move || check(&st, request, c))
         .await
         .map_err(|e| ApiError::internal(format!("request preparation failed: {e}")))??;
+    let param = checked.plan.source_param;
+    let source = checked.plan.source.take();
+    let trigger = checked.plan.trigger.take();
+    let compiled = compile(&state, source, param).await?;
+    let trigger = compile(&state, trigger, param).await?;
+    let mut prepared = finish(
+        &state,
+        checked,
+        compiled.as_ref().map(|(_, c)| c.clone()),
+        trigger.as_ref().map(|(_, c)| c.clone()),
+    )?;
+    prepared.keep = compiled.into_iter().chain(trigger).collect();
     let slot = state.scheduler.acquire().await?;
     if prepared.stream {
         Ok(stream_response(state, prepared, slot, guard))
@@ -209,6 +229,7 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
         .await
         .map_err(|e| ApiError::internal(format!("the generation worker failed: {e}")))??;
         drop(guard);
+        keep(&state, &prepared.keep);
         let mut body = completion_body(&state, &choices, prepared.prompt_tokens);
         for (i, c) in choices.iter().enumerate() {
             if let Some(t) = trace_json(&state, &job, c) {
@@ -219,11 +240,28 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
     }
 }
 
-fn prepare(
-    state: &ServerState,
-    req: &ChatRequest,
+/// A request whose cheap checks have passed: every parameter valid, the
+/// prompt rendered, tokenized and within the context. Its constraint is
+/// not compiled yet.
+struct Checked {
+    req: ChatRequest,
+    n: usize,
+    sampling: SamplingConfig,
+    logprobs: Option<usize>,
+    plan: Plan,
+    prompt: Vec<TokenId>,
     cancel: Arc<AtomicBool>,
-) -> Result<Prepared, ApiError> {
+}
+
+/// The cheap checks, in order: every parameter, then the prompt rendered
+/// and its tokens counted (and `max_tokens` against the context left).
+/// Nothing here compiles a constraint, so a request that fails them costs
+/// no compile.
+fn check(
+    state: &ServerState,
+    req: ChatRequest,
+    cancel: Arc<AtomicBool>,
+) -> Result<Checked, ApiError> {
     let n = req.n.unwrap_or(1);
     if n < 1 || n as usize > state.config.max_n {
         return Err(ApiError::field(
@@ -301,30 +339,18 @@ fn prepare(
     sampling
         .validate()
         .map_err(|e| ApiError::bad(None, format!("invalid sampling parameters: {e}")))?;
+    let (param, asked) = budget_param(&req);
+    if asked.is_some_and(|m| m < 1) {
+        return Err(ApiError::field(
+            param,
+            format!("{param} must be at least 1"),
+        ));
+    }
 
-    let Plan {
-        prompt: prompt_text,
-        source,
-        source_param,
-        tools_active,
-        structured,
-        stop,
-        prefix,
-        trigger,
-    } = plan(req)?;
-    let compile = |s: &constrain::Source| {
-        state.compiler.compile(s).map_err(|e| {
-            ApiError::field(
-                source_param,
-                format!("the constraint does not compile: {e}"),
-            )
-        })
-    };
-    let compiled = source.as_ref().map(compile).transpose()?;
-    let trigger = trigger.as_ref().map(compile).transpose()?;
+    let plan = plan(&req)?;
     let prompt = state
         .tokenizer
-        .encode(&prompt_text)
+        .encode(&plan.prompt)
         .map_err(|e| ApiError::internal(format!("tokenizing the prompt failed: {e}")))?;
     let context = state.context_length;
     if prompt.len() >= context {
@@ -338,21 +364,117 @@ fn prepare(
         .with_code("context_length_exceeded"));
     }
     let room = context - prompt.len();
+    if let Some(m) = asked.map(|m| m as usize).filter(|&m| m > room) {
+        return Err(too_long(param, prompt.len(), m, context, room));
+    }
+    Ok(Checked {
+        req,
+        n: n as usize,
+        sampling,
+        logprobs,
+        plan,
+        prompt,
+        cancel,
+    })
+}
+
+/// The budget's field (`max_completion_tokens` over `max_tokens`) and value.
+fn budget_param(req: &ChatRequest) -> (&'static str, Option<i64>) {
+    match (req.max_completion_tokens, req.max_tokens) {
+        (Some(m), _) => ("max_completion_tokens", Some(m)),
+        (None, m) => ("max_tokens", m),
+    }
+}
+
+fn too_long(
+    param: &str,
+    prompt: usize,
+    max_tokens: usize,
+    context: usize,
+    room: usize,
+) -> ApiError {
+    ApiError::field(
+        param,
+        format!(
+            "the prompt ({prompt} tokens) + {param} ({max_tokens}) exceeds the model's context of {context} tokens; lower {param} to at most {room}"
+        ),
+    )
+    .with_code("context_length_exceeded")
+}
+
+/// Compiles a checked request's constraint (and its trigger) in the pool.
+/// Dropped with the request (its client gone), it leaves the compile,
+/// which is abandoned when no other request waits for it.
+async fn compile(
+    state: &ServerState,
+    source: Option<constrain::Source>,
+    param: &'static str,
+) -> Result<Option<(crate::compile::Key, Arc<constrain::Compiled>)>, ApiError> {
+    use crate::compile::CompileFailure;
+    let Some(source) = source else {
+        return Ok(None);
+    };
+    let (key, outcome) = state.compiles.compile(source).await;
+    let limits = state.compiles.limits();
+    match outcome {
+        Ok(c) => Ok(Some((key, c))),
+        Err(CompileFailure::Error(e)) => Err(ApiError::field(
+            param,
+            format!("the constraint does not compile: {e}"),
+        )),
+        Err(CompileFailure::Memory(e)) => Err(ApiError::field(
+            param,
+            format!(
+                "the constraint does not compile within the server's compile memory budget of {} MiB (--compile-memory-mb): {e}",
+                limits.memory_bytes >> 20
+            ),
+        )
+        .with_code("compile_memory_exceeded")),
+        Err(CompileFailure::Timeout(t)) => Err(ApiError::field(
+            param,
+            format!(
+                "the constraint did not compile within the server's compile time budget of {} ms (--compile-timeout-ms)",
+                t.as_millis()
+            ),
+        )
+        .with_code("compile_timeout")),
+        Err(CompileFailure::Internal(e)) => Err(ApiError::internal(e)),
+    }
+}
+
+/// The checks that need the compiled constraint (the budget it needs), and
+/// the job.
+fn finish(
+    state: &ServerState,
+    checked: Checked,
+    compiled: Option<Arc<constrain::Compiled>>,
+    trigger: Option<Arc<constrain::Compiled>>,
+) -> Result<Prepared, ApiError> {
+    let Checked {
+        req,
+        n,
+        sampling,
+        logprobs,
+        plan,
+        prompt,
+        cancel,
+    } = checked;
+    let Plan {
+        prompt: prompt_text,
+        tools_active,
+        structured,
+        stop,
+        prefix,
+        ..
+    } = plan;
+    let context = state.context_length;
+    let room = context - prompt.len();
     let needed = compiled
         .as_ref()
         .and_then(|c| c.matcher().tokens_to_accept())
         .unwrap_or(0) as usize;
-    let (param, asked) = match (req.max_completion_tokens, req.max_tokens) {
-        (Some(m), _) => ("max_completion_tokens", Some(m)),
-        (None, m) => ("max_tokens", m),
-    };
+    let (param, asked) = budget_param(&req);
     let max_tokens = match asked {
-        Some(m) if m < 1 => {
-            return Err(ApiError::field(
-                param,
-                format!("{param} must be at least 1"),
-            ))
-        }
         Some(m) => m as usize,
         None => state
             .config
@@ -361,14 +483,7 @@ fn prepare(
             .max(needed.min(room)),
     };
     if max_tokens > room {
-        return Err(ApiError::field(
-            param,
-            format!(
-                "the prompt ({} tokens) + {param} ({max_tokens}) exceeds the model's context of {context} tokens; lower {param} to at most {room}",
-                prompt.len()
-            ),
-        )
-        .with_code("context_length_exceeded"));
+        return Err(too_long(param, prompt.len(), max_tokens, context, room));
     }
     if needed > max_tokens {
         let mut e = map_generate_error(constrain_model::generate::GenerateError::BudgetTooSmall {
@@ -400,6 +515,7 @@ fn prepare(
             .and_then(|o| o.include_usage)
             .unwrap_or(false),
         prompt_tokens: prompt.len(),
+        keep: Vec::new(),
         job: Job {
             prompt_text,
             prompt,
@@ -407,7 +523,7 @@ fn prepare(
             trigger,
             prefix,
             config,
-            n: n as usize,
+            n,
             stop,
             tools_active,
             structured,
@@ -416,6 +532,13 @@ fn prepare(
             trace: req.constrain_trace.unwrap_or(false),
         },
     })
+}
+
+/// Artefacts that served a request go into the compile cache.
+fn keep(state: &ServerState, artefacts: &[(crate::compile::Key, Arc<constrain::Compiled>)]) {
+    for (key, c) in artefacts {
+        state.compiles.keep(*key, c);
+    }
 }
 
 fn tool_calls_json(c: &ChoiceOut) -> Vec<Value> {
@@ -617,10 +740,12 @@ fn stream_response(
     };
     let prompt_tokens = prepared.prompt_tokens;
     let job = prepared.job;
+    let kept = prepared.keep;
     let st = state.clone();
     tokio::task::spawn_blocking(move || {
         match run_job(slot, &job, &st.vocab, &st.tokenizer, &mut writer) {
             Ok(choices) => {
+                keep(&st, &kept);
                 let traces: Vec<Option<Value>> =
                     choices.iter().map(|c| trace_json(&st, &job, c)).collect();
                 writer.finish(&choices, &traces, prompt_tokens)
