@@ -166,6 +166,10 @@ fn random_id(prefix: &str) -> String {
     )
 }
 
+/// A body at least this big returns the memory its parse and prompt
+/// tokenization freed to the system once checked.
+const BIG_BODY: usize = 256 << 10;
+
 /// A checked request, ready to run.
 struct Prepared {
     job: Job,
@@ -195,16 +199,26 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
         return Err(ApiError::too_large(limit));
     }
     let body = read_body(req.into_body(), limit, state.config.read_timeout).await?;
-    let request = parse_request(&body)?;
     let cancel = Arc::new(AtomicBool::new(false));
     let guard = CancelOnDrop(cancel.clone());
-    // The cheap checks first (render and count the prompt off the async
-    // threads), then the compile in the pool, then the checks that need it.
+    // The cheap checks first (parse, render and count the prompt off the
+    // async threads), then the compile in the pool, then the checks that
+    // need it.
     let st = state.clone();
     let c = cancel.clone();
-    let mut checked = tokio::task::spawn_blocking(move || check(&st, request, c))
-        .await
-        .map_err(|e| ApiError::internal(format!("request preparation failed: {e}")))??;
+    let mut checked = tokio::task::spawn_blocking(move || {
+        let big = body.len() >= BIG_BODY;
+        let checked = parse_request(&body).and_then(|r| check(&st, r, c));
+        drop(body);
+        if big {
+            // Parsing and tokenizing a big body leaves its scratch free
+            // on this thread: give it back to the system.
+            (st.config.release_memory)();
+        }
+        checked
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("request preparation failed: {e}")))??;
     let param = checked.plan.source_param;
     let source = checked.plan.source.take();
     let trigger = checked.plan.trigger.take();
