@@ -33,7 +33,7 @@
 //!   memory as built, [`constrain::index::IndexStats`]`::memory_bytes`).
 //!   An artefact bigger than the whole budget is not kept.
 //! * **Scratch memory back to the system.** After a compile that ran long
-//!   (a big one), its thread asks the allocator to return freed pages
+//!   (a big one) or failed, its thread asks the allocator to return freed pages
 //!   ([`crate::ServerConfig::release_memory`]: glibc's `malloc_trim` by
 //!   default, mimalloc's `mi_collect` in `constrain serve`), so the heap of
 //!   a refused schema does not stay in the process's resident set.
@@ -58,8 +58,8 @@ pub const DEFAULT_CACHE_BYTES: usize = 512 << 20;
 /// Default of [`CompileLimits::threads`] (`--compile-threads`).
 pub const DEFAULT_COMPILE_THREADS: usize = 2;
 
-/// A compile that ran at least this long releases freed memory to the
-/// system when it ends ([`release_memory`]).
+/// A compile that ran at least this long (or failed) releases freed
+/// memory to the system when it ends ([`release_memory`]).
 const BIG_COMPILE: Duration = Duration::from_millis(200);
 
 /// The compile limits (CLI flags).
@@ -304,9 +304,11 @@ impl CompilePool {
             running.fetch_sub(1, Ordering::SeqCst);
             drop(turn);
             let r = r.map(Arc::new).map_err(|e| failure(e, memory, timeout));
-            if t.elapsed() >= BIG_COMPILE {
+            if r.is_err() || t.elapsed() >= BIG_COMPILE {
                 // On the compile's own thread: a thread-caching allocator
-                // (mimalloc) returns this thread's free pages.
+                // (mimalloc) returns this thread's free pages. A failed
+                // compile may have built much (an NFA up to its limit)
+                // in little time.
                 release();
             }
             r

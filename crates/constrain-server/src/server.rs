@@ -362,10 +362,7 @@ fn check(
     }
 
     let plan = plan(&req)?;
-    let prompt = state
-        .tokenizer
-        .encode(&plan.prompt)
-        .map_err(|e| ApiError::internal(format!("tokenizing the prompt failed: {e}")))?;
+    let prompt = encode_prompt(state, &plan.prompt)?;
     let context = state.context_length;
     if prompt.len() >= context {
         return Err(ApiError::field(
@@ -390,6 +387,57 @@ fn check(
         prompt,
         cancel,
     })
+}
+
+/// A prompt this many times the context (in bytes) or longer is first
+/// counted on its head of that many bytes ([`encode_prompt`]).
+const HEAD_BYTES_PER_TOKEN: usize = 8;
+/// Tokens the head's cut can add to its count: the head's last word may
+/// tokenize differently than in the whole text, and the cut is made with a
+/// word boundary at most this many bytes before it.
+const CUT_SLACK: usize = 256;
+
+/// Tokenizes the prompt, or refuses it (`context_length_exceeded`) from
+/// its head alone: a prompt far longer than the context is first counted
+/// on its first `HEAD_BYTES_PER_TOKEN` × context bytes, and when those
+/// alone are over the context (by more than the cut can add), the rest is
+/// never tokenized, so a multi-megabyte prompt is refused in milliseconds
+/// and without the memory of its tokenization. The cut is made after a
+/// word boundary (ASCII space or punctuation: byte-level BPE pre-tokenizers
+/// split there), so only the head's last word can count differently.
+fn encode_prompt(state: &ServerState, text: &str) -> Result<Vec<TokenId>, ApiError> {
+    let context = state.context_length;
+    let encode = |t: &str| {
+        state
+            .tokenizer
+            .encode(t)
+            .map_err(|e| ApiError::internal(format!("tokenizing the prompt failed: {e}")))
+    };
+    let head = context.saturating_mul(HEAD_BYTES_PER_TOKEN);
+    if text.len() > head {
+        let bytes = text.as_bytes();
+        let cut = (head.saturating_sub(CUT_SLACK).max(1)..=head)
+            .rev()
+            .find(|&i| {
+                text.is_char_boundary(i)
+                    && (bytes[i - 1].is_ascii_whitespace() || bytes[i - 1].is_ascii_punctuation())
+            });
+        if let Some(cut) = cut {
+            let n = encode(&text[..cut])?.len();
+            if n >= context + CUT_SLACK {
+                return Err(ApiError::field(
+                    "messages",
+                    format!(
+                        "the prompt has more than {} tokens (its first {cut} of {} bytes alone are {n} tokens) but the model's context is {context} tokens",
+                        n - CUT_SLACK,
+                        text.len()
+                    ),
+                )
+                .with_code("context_length_exceeded"));
+            }
+        }
+    }
+    encode(text)
 }
 
 /// The budget's field (`max_completion_tokens` over `max_tokens`) and value.

@@ -45,6 +45,9 @@ fn rejected_big_schemas_give_their_memory_back() {
         );
         assert_eq!(r.status, 400, "{}", r.body);
         assert_eq!(r.json()["error"]["code"], "context_length_exceeded");
+        // Counted on its head alone.
+        let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(msg.contains("more than") && msg.contains("first"), "{msg}");
     }
     assert_eq!(
         post(addr, &json!({"messages": user("x"), "max_tokens": 3})).status,
