@@ -44,6 +44,15 @@
 //! request finished, failed, or its client went away), so the loop never
 //! waits for a sequence that is gone.
 //!
+//! ## Cancellation
+//!
+//! A request carries its client's cancel flag (the thread's
+//! [`crate::scheduler::current_cancel`] when it was sent). Before every
+//! pass the loop answers each request whose flag is set with
+//! [`ModelError::Interrupted`], so a client that goes away in the middle of
+//! a long prompt or jump-forward stretch frees its slot after the pass in
+//! flight, not after the whole prompt.
+//!
 //! A model without a batched pass (the fake model of the tests) fits too:
 //! [`BatchModel::step_batch`]'s default runs the steps one by one.
 
@@ -51,7 +60,7 @@ use crate::prefix::{PrefixCache, PrefixStats};
 use constrain::TokenId;
 use constrain_model::net::QwenWeights;
 use constrain_model::{LanguageModel, ModelError, QwenModel};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -173,6 +182,17 @@ struct Request<S> {
     tokens: Vec<TokenId>,
     pos: usize,
     reply: Sender<(S, Result<Vec<f32>, ModelError>)>,
+    /// Set when the request's client has gone away: the loop answers
+    /// [`ModelError::Interrupted`] before the next chunk.
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+impl<S> Request<S> {
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::SeqCst))
+    }
 }
 
 /// The decode loop's settings (`constrain serve --prefill-chunk`,
@@ -390,6 +410,22 @@ fn decode_loop<B: BatchModel>(
         }
         let mut work = std::mem::take(&mut carry);
         work.extend(arrived.into_iter().map(|r| admit(model, &mut cache, r)));
+        // A request whose client went away leaves now, between chunks: its
+        // caller hears `Interrupted` and frees the slot.
+        let (gone, kept): (Vec<_>, Vec<_>) = work.into_iter().partition(|w| w.req.cancelled());
+        let work = kept;
+        for mut w in gone {
+            if w.fed > 0 {
+                let _ = w.req.seq.truncate(w.req.pos);
+            }
+            let _ = w.req.reply.send((
+                w.req.seq,
+                Err(ModelError::Interrupted("the client went away".into())),
+            ));
+        }
+        if work.is_empty() {
+            continue;
+        }
         // Everything that arrived goes into one pass (single-token steps,
         // jump-forward stretches and prompts alike), long ones in chunks.
         let lefts: Vec<usize> = work.iter().map(Work::left).collect();
@@ -514,6 +550,7 @@ impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
             tokens: tokens.to_vec(),
             pos,
             reply,
+            cancel: crate::scheduler::current_cancel(),
         };
         if self.tx.send(req).is_err() {
             self.deregister();

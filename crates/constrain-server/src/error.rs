@@ -21,6 +21,9 @@ pub struct ApiError {
     pub code: Option<&'static str>,
     /// Seconds for a `Retry-After` header (queue full).
     pub retry_after: Option<u64>,
+    /// Answer with `Connection: close` (the request's body was not read to
+    /// its end, so the connection cannot carry another request).
+    pub close: bool,
 }
 
 impl ApiError {
@@ -33,6 +36,7 @@ impl ApiError {
             param: param.into(),
             code: None,
             retry_after: None,
+            close: false,
         }
     }
 
@@ -55,6 +59,7 @@ impl ApiError {
             param: None,
             code: Some("invalid_api_key"),
             retry_after: None,
+            close: false,
         }
     }
 
@@ -67,6 +72,37 @@ impl ApiError {
             param: None,
             code: Some("request_too_large"),
             retry_after: None,
+            close: true,
+        }
+    }
+
+    /// 400: the body could not be read as HTTP framed it (a bad chunk
+    /// size, fewer bytes than `Content-Length` said, a connection error).
+    pub fn malformed_body(why: impl std::fmt::Display) -> Self {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: format!("the request body is malformed or incomplete: {why}"),
+            kind: "invalid_request_error",
+            param: None,
+            code: Some("malformed_body"),
+            retry_after: None,
+            close: true,
+        }
+    }
+
+    /// 408: the body did not arrive within the read timeout.
+    pub fn body_timeout(timeout: std::time::Duration) -> Self {
+        ApiError {
+            status: StatusCode::REQUEST_TIMEOUT,
+            message: format!(
+                "the request body did not arrive within the server's read timeout of {} s (--read-timeout-s)",
+                timeout.as_secs_f64()
+            ),
+            kind: "invalid_request_error",
+            param: None,
+            code: Some("request_timeout"),
+            retry_after: None,
+            close: true,
         }
     }
 
@@ -81,6 +117,23 @@ impl ApiError {
             param: None,
             code: Some("server_overloaded"),
             retry_after: Some(retry_after),
+            close: false,
+        }
+    }
+
+    /// 503 with `Retry-After`: the server holds `max` connections already
+    /// (`--max-connections`).
+    pub fn too_many_connections(max: usize) -> Self {
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: format!(
+                "the server is busy: it holds its limit of {max} open connections (--max-connections); retry later"
+            ),
+            kind: "server_error",
+            param: None,
+            code: Some("too_many_connections"),
+            retry_after: Some(1),
+            close: true,
         }
     }
 
@@ -93,6 +146,7 @@ impl ApiError {
             param: None,
             code: Some("not_found"),
             retry_after: None,
+            close: false,
         }
     }
 
@@ -105,6 +159,7 @@ impl ApiError {
             param: None,
             code: None,
             retry_after: None,
+            close: false,
         }
     }
 
@@ -126,6 +181,10 @@ impl IntoResponse for ApiError {
             if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
                 r.headers_mut().insert(header::RETRY_AFTER, v);
             }
+        }
+        if self.close {
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         r
     }

@@ -23,13 +23,17 @@
 //! 2. **Plan** ([`chat`]): render the conversation with Qwen's chat template
 //!    and choose the constraint (a JSON Schema, any object, tool calls,
 //!    text that is not a tool call...).
-//! 3. **Compile** through the one shared [`constrain::Compiler`] (its LRU
-//!    cache makes a repeated schema free) on tokio's blocking pool, never on
-//!    a decode thread; a schema that does not compile is a 400 whose
-//!    message names the keyword and JSON Pointer. The budget is checked
-//!    here too: `max_tokens` below what the constraint needs to finish is a
-//!    400 that says the minimum (budget-safe completion, see
-//!    `constrain_model::generate`).
+//!    The prompt is tokenized and counted here, before any compile: a
+//!    prompt over the context (or `max_tokens` past the context left) is a
+//!    400 that costs no compile.
+//! 3. **Compile** in the bounded compile pool ([`compile`]): one flight per
+//!    source, under a time and a memory budget, abandoned when its clients
+//!    leave, never on a decode thread; only artefacts that served a request
+//!    are cached. A schema that does not compile is a 400 whose message
+//!    names the keyword and JSON Pointer (or the budget it passed). The
+//!    budget is checked here too: `max_tokens` below what the constraint
+//!    needs to finish is a 400 that says the minimum (budget-safe
+//!    completion, see `constrain_model::generate`).
 //! 4. **Admit** ([`scheduler`]): wait for one of `--parallel` slots in a
 //!    bounded queue (503 + `Retry-After` past it).
 //! 5. **Decode** ([`run`]): the generation loop of `constrain-model`, over
@@ -53,6 +57,8 @@
 pub mod api;
 pub mod batch;
 pub mod chat;
+pub mod compile;
+pub mod conn;
 pub mod error;
 pub mod prefix;
 pub mod run;
@@ -63,10 +69,16 @@ pub use error::ApiError;
 pub use scheduler::{ModelFactory, Scheduler, SeqModel};
 pub use server::router;
 
+use compile::{CompileLimits, CompilePool};
 use constrain::vocab::{TextTokenizer, Vocabulary};
-use constrain::{Compiler, CompilerConfig};
+use constrain::CompilerConfig;
 use constrain_model::ModelError;
 use std::sync::Arc;
+
+/// Default of [`ServerConfig::read_timeout`] (`--read-timeout-s`).
+pub const DEFAULT_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Default of [`ServerConfig::max_connections`] (`--max-connections`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// Server settings (the CLI flags and limits).
 #[derive(Clone, Debug)]
@@ -84,8 +96,24 @@ pub struct ServerConfig {
     pub default_max_tokens: usize,
     /// Largest `n` (default 8).
     pub max_n: usize,
-    /// Compile limits and cache size.
+    /// Time a request's head may take to arrive, and (counted from its
+    /// end) its body (`--read-timeout-s`, default 30 s); past it, 408.
+    pub read_timeout: std::time::Duration,
+    /// Connections open at once (`--max-connections`, default 256); past
+    /// it, a new connection is answered 503 with `Retry-After`.
+    pub max_connections: usize,
+    /// The core compiler's settings (its memory limits capped by
+    /// `compile.memory_bytes`; its own cache unused).
     pub compiler: CompilerConfig,
+    /// The compile pool's limits: threads, time and memory budgets, cache
+    /// bytes (`--compile-threads`, `--compile-timeout-ms`,
+    /// `--compile-memory-mb`, `--cache-mb`).
+    pub compile: CompileLimits,
+    /// Returns freed heap memory to the system, called on a compile's
+    /// thread after a big compile (default: glibc's `malloc_trim`,
+    /// [`compile::release_memory`]; a binary with another global allocator
+    /// passes that allocator's purge).
+    pub release_memory: fn(),
 }
 
 impl Default for ServerConfig {
@@ -97,7 +125,11 @@ impl Default for ServerConfig {
             max_body_bytes: 8 << 20,
             default_max_tokens: 1024,
             max_n: 8,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             compiler: CompilerConfig::default(),
+            compile: CompileLimits::default(),
+            release_memory: compile::release_memory,
         }
     }
 }
@@ -109,7 +141,8 @@ pub struct ServerState {
     pub model_name: String,
     pub tokenizer: TextTokenizer,
     pub vocab: Arc<Vocabulary>,
-    pub compiler: Compiler,
+    /// The compile pool and its cache of artefacts that served.
+    pub compiles: Arc<CompilePool>,
     pub scheduler: Arc<Scheduler>,
     pub context_length: usize,
     /// Unix time the server started.
@@ -136,7 +169,12 @@ impl ServerState {
         };
         let context_length = first.context_length();
         Ok(Arc::new(ServerState {
-            compiler: Compiler::new(vocab.clone(), config.compiler.clone()),
+            compiles: Arc::new(CompilePool::new(
+                vocab.clone(),
+                &config.compiler,
+                config.compile.clone(),
+                config.release_memory,
+            )),
             scheduler: Arc::new(Scheduler::new(
                 config.parallel,
                 config.max_queue,
@@ -186,7 +224,11 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<ServerState>,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).await
+    let limits = conn::Limits {
+        max_connections: state.config.max_connections,
+        read_timeout: state.config.read_timeout,
+    };
+    conn::serve(listener, router(state), limits).await
 }
 
 /// Starts a server on a background thread with its own tokio runtime, on

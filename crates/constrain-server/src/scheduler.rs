@@ -15,7 +15,9 @@
 //! `forward` fails with [`ModelError::Interrupted`] once the request's
 //! cancel flag is set. The flag is set when the client goes away (the
 //! handler's future or the SSE stream is dropped, see [`CancelOnDrop`]), so
-//! the sequence stops before its next forward pass and its slot is free.
+//! the sequence stops before its next forward pass and its slot is free;
+//! within a pass fed in chunks (a long prompt, a jump-forward stretch in
+//! the shared decode loop), before its next chunk ([`current_cancel`]).
 //!
 //! The "model instance" of a slot is whatever the factory makes: for the
 //! Qwen model a [`crate::batch::BatchedSeq`], a sequence handle over one
@@ -165,13 +167,48 @@ impl Drop for CancelOnDrop {
     }
 }
 
+thread_local! {
+    /// The cancel flag of the request whose forward pass this thread is in
+    /// (set by [`Interruptible::forward`] around its inner call).
+    static CANCEL: std::cell::RefCell<Option<Arc<AtomicBool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The cancel flag of the request whose forward pass the calling thread
+/// is running, if any. A model that works through a call in several steps
+/// (the shared decode loop feeds a prompt in chunks, see
+/// [`crate::batch`]) reads it to stop between steps: the model behind a
+/// slot is a `dyn LanguageModel`, whose trait carries no cancel flag, and
+/// the forward pass runs on the thread of its request.
+pub fn current_cancel() -> Option<Arc<AtomicBool>> {
+    CANCEL.with(|c| c.borrow().clone())
+}
+
+/// Sets [`current_cancel`] for its lifetime; restores the one before.
+struct CancelScope(Option<Arc<AtomicBool>>);
+
+impl CancelScope {
+    fn enter(flag: Arc<AtomicBool>) -> Self {
+        CancelScope(CANCEL.with(|c| c.borrow_mut().replace(flag)))
+    }
+}
+
+impl Drop for CancelScope {
+    fn drop(&mut self) {
+        let before = self.0.take();
+        CANCEL.with(|c| *c.borrow_mut() = before);
+    }
+}
+
 /// A model whose forward pass fails with [`ModelError::Interrupted`] once
 /// `cancel` (client gone) or `stop` (a stop string matched) is set, and
 /// that keeps a copy of the last logits in `last` when asked (logprobs: the
-/// model's own distribution, before any mask or sampling stage).
+/// model's own distribution, before any mask or sampling stage). During
+/// the inner forward pass `cancel` is the thread's [`current_cancel`], so
+/// that a pass fed in chunks stops between them.
 pub struct Interruptible<'a, M: LanguageModel + ?Sized> {
     pub inner: &'a mut M,
-    pub cancel: &'a AtomicBool,
+    pub cancel: &'a Arc<AtomicBool>,
     pub stop: &'a AtomicBool,
     pub last: Option<&'a std::cell::RefCell<Vec<f32>>>,
 }
@@ -184,7 +221,10 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Interruptible<'_, M> {
         if self.stop.load(Ordering::SeqCst) {
             return Err(ModelError::Interrupted("a stop string matched".into()));
         }
-        let logits = self.inner.forward(tokens, pos)?;
+        let logits = {
+            let _scope = CancelScope::enter(self.cancel.clone());
+            self.inner.forward(tokens, pos)?
+        };
         if let Some(l) = self.last {
             let mut l = l.borrow_mut();
             l.clear();

@@ -74,18 +74,63 @@ fn check_auth(state: &ServerState, headers: &HeaderMap) -> Result<(), ApiError> 
         None => Err(ApiError::unauthorized(
             "missing API key: send the header Authorization: Bearer <key>",
         )),
-        Some(k) if k.trim() == key => Ok(()),
+        Some(k) if same_key(k.as_bytes(), key.as_bytes()) => Ok(()),
         Some(_) => Err(ApiError::unauthorized("incorrect API key")),
     }
 }
 
+/// Whether `got` is `key`, byte for byte (no trimming), in a time that
+/// depends on the lengths only: every byte of the longer is compared, and
+/// nothing returns at the first difference.
+fn same_key(got: &[u8], key: &[u8]) -> bool {
+    let n = got.len().max(key.len());
+    let mut diff = got.len() ^ key.len();
+    for i in 0..n {
+        let a = got.get(i).copied().unwrap_or(0);
+        let b = key.get(i).copied().unwrap_or(0);
+        diff |= std::hint::black_box(usize::from(a ^ b));
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// Reads a request body: 413 past `limit` bytes, 400 when HTTP's framing of
+/// it breaks (a bad chunk size, a body shorter than its `Content-Length`),
+/// 408 when it has not arrived in full within `timeout`.
+async fn read_body(
+    body: axum::body::Body,
+    limit: usize,
+    timeout: std::time::Duration,
+) -> Result<axum::body::Bytes, ApiError> {
+    use futures_util::StreamExt;
+    let read = async {
+        let mut stream = body.into_data_stream();
+        let mut out = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(ApiError::malformed_body)?;
+            if out.len() + chunk.len() > limit {
+                return Err(ApiError::too_large(limit));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(axum::body::Bytes::from(out))
+    };
+    tokio::time::timeout(timeout, read)
+        .await
+        .map_err(|_| ApiError::body_timeout(timeout))?
+}
+
 async fn health(State(state): State<Arc<ServerState>>) -> Json<Value> {
+    let cached = state.compiles.cached();
     Json(json!({
         "status": "ok",
         "model": state.model_name,
         "slots": state.scheduler.parallel(),
         "active": state.scheduler.active(),
         "waiting": state.scheduler.waiting(),
+        "compiling": state.compiles.running(),
+        "compiles_waiting": state.compiles.waiting(),
+        "compiles_total": state.compiles.started(),
+        "compile_cache": {"entries": cached.0, "bytes": cached.1},
     }))
 }
 
@@ -121,9 +166,15 @@ fn random_id(prefix: &str) -> String {
     )
 }
 
+/// A body at least this big returns the memory its parse and prompt
+/// tokenization freed to the system once checked.
+const BIG_BODY: usize = 256 << 10;
+
 /// A checked request, ready to run.
 struct Prepared {
     job: Job,
+    /// Its compiled constraints, kept in the cache once they have served.
+    keep: Vec<(crate::compile::Key, Arc<constrain::Compiled>)>,
     stream: bool,
     include_usage: bool,
     prompt_tokens: usize,
@@ -147,18 +198,39 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
     if declared.is_some_and(|n| n > limit) {
         return Err(ApiError::too_large(limit));
     }
-    let body = axum::body::to_bytes(req.into_body(), limit)
-        .await
-        .map_err(|_| ApiError::too_large(limit))?;
-    let request = parse_request(&body)?;
+    let body = read_body(req.into_body(), limit, state.config.read_timeout).await?;
     let cancel = Arc::new(AtomicBool::new(false));
     let guard = CancelOnDrop(cancel.clone());
-    // Compile and tokenize off the async threads (and off any decode).
+    // The cheap checks first (parse, render and count the prompt off the
+    // async threads), then the compile in the pool, then the checks that
+    // need it.
     let st = state.clone();
     let c = cancel.clone();
-    let prepared = tokio::task::spawn_blocking(move || prepare(&st, &request, c))
-        .await
-        .map_err(|e| ApiError::internal(format!("request preparation failed: {e}")))??;
+    let mut checked = tokio::task::spawn_blocking(move || {
+        let big = body.len() >= BIG_BODY;
+        let checked = parse_request(&body).and_then(|r| check(&st, r, c));
+        drop(body);
+        if big {
+            // Parsing and tokenizing a big body leaves its scratch free
+            // on this thread: give it back to the system.
+            (st.config.release_memory)();
+        }
+        checked
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("request preparation failed: {e}")))??;
+    let param = checked.plan.source_param;
+    let source = checked.plan.source.take();
+    let trigger = checked.plan.trigger.take();
+    let compiled = compile(&state, source, param).await?;
+    let trigger = compile(&state, trigger, param).await?;
+    let mut prepared = finish(
+        &state,
+        checked,
+        compiled.as_ref().map(|(_, c)| c.clone()),
+        trigger.as_ref().map(|(_, c)| c.clone()),
+    )?;
+    prepared.keep = compiled.into_iter().chain(trigger).collect();
     let slot = state.scheduler.acquire().await?;
     if prepared.stream {
         Ok(stream_response(state, prepared, slot, guard))
@@ -171,6 +243,7 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
         .await
         .map_err(|e| ApiError::internal(format!("the generation worker failed: {e}")))??;
         drop(guard);
+        keep(&state, &prepared.keep);
         let mut body = completion_body(&state, &choices, prepared.prompt_tokens);
         for (i, c) in choices.iter().enumerate() {
             if let Some(t) = trace_json(&state, &job, c) {
@@ -181,11 +254,28 @@ async fn handle(state: Arc<ServerState>, req: Request) -> Result<Response, ApiEr
     }
 }
 
-fn prepare(
-    state: &ServerState,
-    req: &ChatRequest,
+/// A request whose cheap checks have passed: every parameter valid, the
+/// prompt rendered, tokenized and within the context. Its constraint is
+/// not compiled yet.
+struct Checked {
+    req: ChatRequest,
+    n: usize,
+    sampling: SamplingConfig,
+    logprobs: Option<usize>,
+    plan: Plan,
+    prompt: Vec<TokenId>,
     cancel: Arc<AtomicBool>,
-) -> Result<Prepared, ApiError> {
+}
+
+/// The cheap checks, in order: every parameter, then the prompt rendered
+/// and its tokens counted (and `max_tokens` against the context left).
+/// Nothing here compiles a constraint, so a request that fails them costs
+/// no compile.
+fn check(
+    state: &ServerState,
+    req: ChatRequest,
+    cancel: Arc<AtomicBool>,
+) -> Result<Checked, ApiError> {
     let n = req.n.unwrap_or(1);
     if n < 1 || n as usize > state.config.max_n {
         return Err(ApiError::field(
@@ -263,31 +353,16 @@ fn prepare(
     sampling
         .validate()
         .map_err(|e| ApiError::bad(None, format!("invalid sampling parameters: {e}")))?;
+    let (param, asked) = budget_param(&req);
+    if asked.is_some_and(|m| m < 1) {
+        return Err(ApiError::field(
+            param,
+            format!("{param} must be at least 1"),
+        ));
+    }
 
-    let Plan {
-        prompt: prompt_text,
-        source,
-        source_param,
-        tools_active,
-        structured,
-        stop,
-        prefix,
-        trigger,
-    } = plan(req)?;
-    let compile = |s: &constrain::Source| {
-        state.compiler.compile(s).map_err(|e| {
-            ApiError::field(
-                source_param,
-                format!("the constraint does not compile: {e}"),
-            )
-        })
-    };
-    let compiled = source.as_ref().map(compile).transpose()?;
-    let trigger = trigger.as_ref().map(compile).transpose()?;
-    let prompt = state
-        .tokenizer
-        .encode(&prompt_text)
-        .map_err(|e| ApiError::internal(format!("tokenizing the prompt failed: {e}")))?;
+    let plan = plan(&req)?;
+    let prompt = encode_prompt(state, &plan.prompt)?;
     let context = state.context_length;
     if prompt.len() >= context {
         return Err(ApiError::field(
@@ -300,21 +375,168 @@ fn prepare(
         .with_code("context_length_exceeded"));
     }
     let room = context - prompt.len();
+    if let Some(m) = asked.map(|m| m as usize).filter(|&m| m > room) {
+        return Err(too_long(param, prompt.len(), m, context, room));
+    }
+    Ok(Checked {
+        req,
+        n: n as usize,
+        sampling,
+        logprobs,
+        plan,
+        prompt,
+        cancel,
+    })
+}
+
+/// A prompt this many times the context (in bytes) or longer is first
+/// counted on its head of that many bytes ([`encode_prompt`]).
+const HEAD_BYTES_PER_TOKEN: usize = 8;
+/// Tokens the head's cut can add to its count: the head's last word may
+/// tokenize differently than in the whole text, and the cut is made with a
+/// word boundary at most this many bytes before it.
+const CUT_SLACK: usize = 256;
+
+/// Tokenizes the prompt, or refuses it (`context_length_exceeded`) from
+/// its head alone: a prompt far longer than the context is first counted
+/// on its first `HEAD_BYTES_PER_TOKEN` × context bytes, and when those
+/// alone are over the context (by more than the cut can add), the rest is
+/// never tokenized, so a multi-megabyte prompt is refused in milliseconds
+/// and without the memory of its tokenization. The cut is made after a
+/// word boundary (ASCII space or punctuation: byte-level BPE pre-tokenizers
+/// split there), so only the head's last word can count differently.
+fn encode_prompt(state: &ServerState, text: &str) -> Result<Vec<TokenId>, ApiError> {
+    let context = state.context_length;
+    let encode = |t: &str| {
+        state
+            .tokenizer
+            .encode(t)
+            .map_err(|e| ApiError::internal(format!("tokenizing the prompt failed: {e}")))
+    };
+    let head = context.saturating_mul(HEAD_BYTES_PER_TOKEN);
+    if text.len() > head {
+        let bytes = text.as_bytes();
+        let cut = (head.saturating_sub(CUT_SLACK).max(1)..=head)
+            .rev()
+            .find(|&i| {
+                text.is_char_boundary(i)
+                    && (bytes[i - 1].is_ascii_whitespace() || bytes[i - 1].is_ascii_punctuation())
+            });
+        if let Some(cut) = cut {
+            let n = encode(&text[..cut])?.len();
+            if n >= context + CUT_SLACK {
+                return Err(ApiError::field(
+                    "messages",
+                    format!(
+                        "the prompt has more than {} tokens (its first {cut} of {} bytes alone are {n} tokens) but the model's context is {context} tokens",
+                        n - CUT_SLACK,
+                        text.len()
+                    ),
+                )
+                .with_code("context_length_exceeded"));
+            }
+        }
+    }
+    encode(text)
+}
+
+/// The budget's field (`max_completion_tokens` over `max_tokens`) and value.
+fn budget_param(req: &ChatRequest) -> (&'static str, Option<i64>) {
+    match (req.max_completion_tokens, req.max_tokens) {
+        (Some(m), _) => ("max_completion_tokens", Some(m)),
+        (None, m) => ("max_tokens", m),
+    }
+}
+
+fn too_long(
+    param: &str,
+    prompt: usize,
+    max_tokens: usize,
+    context: usize,
+    room: usize,
+) -> ApiError {
+    ApiError::field(
+        param,
+        format!(
+            "the prompt ({prompt} tokens) + {param} ({max_tokens}) exceeds the model's context of {context} tokens; lower {param} to at most {room}"
+        ),
+    )
+    .with_code("context_length_exceeded")
+}
+
+/// Compiles a checked request's constraint (and its trigger) in the pool.
+/// Dropped with the request (its client gone), it leaves the compile,
+/// which is abandoned when no other request waits for it.
+async fn compile(
+    state: &ServerState,
+    source: Option<constrain::Source>,
+    param: &'static str,
+) -> Result<Option<(crate::compile::Key, Arc<constrain::Compiled>)>, ApiError> {
+    use crate::compile::CompileFailure;
+    let Some(source) = source else {
+        return Ok(None);
+    };
+    let (key, outcome) = state.compiles.compile(source).await;
+    let limits = state.compiles.limits();
+    match outcome {
+        Ok(c) => Ok(Some((key, c))),
+        Err(CompileFailure::Error(e)) => Err(ApiError::field(
+            param,
+            format!("the constraint does not compile: {e}"),
+        )),
+        Err(CompileFailure::Memory(e)) => Err(ApiError::field(
+            param,
+            format!(
+                "the constraint does not compile within the server's compile memory budget of {} MiB (--compile-memory-mb): {e}",
+                limits.memory_bytes >> 20
+            ),
+        )
+        .with_code("compile_memory_exceeded")),
+        Err(CompileFailure::Timeout(t)) => Err(ApiError::field(
+            param,
+            format!(
+                "the constraint did not compile within the server's compile time budget of {} ms (--compile-timeout-ms)",
+                t.as_millis()
+            ),
+        )
+        .with_code("compile_timeout")),
+        Err(CompileFailure::Internal(e)) => Err(ApiError::internal(e)),
+    }
+}
+
+/// The checks that need the compiled constraint (the budget it needs), and
+/// the job.
+fn finish(
+    state: &ServerState,
+    checked: Checked,
+    compiled: Option<Arc<constrain::Compiled>>,
+    trigger: Option<Arc<constrain::Compiled>>,
+) -> Result<Prepared, ApiError> {
+    let Checked {
+        req,
+        n,
+        sampling,
+        logprobs,
+        plan,
+        prompt,
+        cancel,
+    } = checked;
+    let Plan {
+        prompt: prompt_text,
+        tools_active,
+        structured,
+        stop,
+        prefix,
+        ..
+    } = plan;
+    let context = state.context_length;
+    let room = context - prompt.len();
     let needed = compiled
         .as_ref()
         .and_then(|c| c.matcher().tokens_to_accept())
         .unwrap_or(0) as usize;
-    let (param, asked) = match (req.max_completion_tokens, req.max_tokens) {
-        (Some(m), _) => ("max_completion_tokens", Some(m)),
-        (None, m) => ("max_tokens", m),
-    };
+    let (param, asked) = budget_param(&req);
     let max_tokens = match asked {
-        Some(m) if m < 1 => {
-            return Err(ApiError::field(
-                param,
-                format!("{param} must be at least 1"),
-            ))
-        }
         Some(m) => m as usize,
         None => state
             .config
@@ -323,14 +545,7 @@ fn prepare(
             .max(needed.min(room)),
     };
     if max_tokens > room {
-        return Err(ApiError::field(
-            param,
-            format!(
-                "the prompt ({} tokens) + {param} ({max_tokens}) exceeds the model's context of {context} tokens; lower {param} to at most {room}",
-                prompt.len()
-            ),
-        )
-        .with_code("context_length_exceeded"));
+        return Err(too_long(param, prompt.len(), max_tokens, context, room));
     }
     if needed > max_tokens {
         let mut e = map_generate_error(constrain_model::generate::GenerateError::BudgetTooSmall {
@@ -362,6 +577,7 @@ fn prepare(
             .and_then(|o| o.include_usage)
             .unwrap_or(false),
         prompt_tokens: prompt.len(),
+        keep: Vec::new(),
         job: Job {
             prompt_text,
             prompt,
@@ -369,7 +585,7 @@ fn prepare(
             trigger,
             prefix,
             config,
-            n: n as usize,
+            n,
             stop,
             tools_active,
             structured,
@@ -378,6 +594,13 @@ fn prepare(
             trace: req.constrain_trace.unwrap_or(false),
         },
     })
+}
+
+/// Artefacts that served a request go into the compile cache.
+fn keep(state: &ServerState, artefacts: &[(crate::compile::Key, Arc<constrain::Compiled>)]) {
+    for (key, c) in artefacts {
+        state.compiles.keep(*key, c);
+    }
 }
 
 fn tool_calls_json(c: &ChoiceOut) -> Vec<Value> {
@@ -579,10 +802,12 @@ fn stream_response(
     };
     let prompt_tokens = prepared.prompt_tokens;
     let job = prepared.job;
+    let kept = prepared.keep;
     let st = state.clone();
     tokio::task::spawn_blocking(move || {
         match run_job(slot, &job, &st.vocab, &st.tokenizer, &mut writer) {
             Ok(choices) => {
+                keep(&st, &kept);
                 let traces: Vec<Option<Value>> =
                     choices.iter().map(|c| trace_json(&st, &job, c)).collect();
                 writer.finish(&choices, &traces, prompt_tokens)

@@ -41,9 +41,41 @@ pub struct ServeArgs {
     /// first (0: off).
     #[arg(long, value_name = "MIB", default_value_t = constrain_server::batch::DEFAULT_PREFIX_CACHE_BYTES >> 20)]
     prefix_cache_mb: usize,
-    /// Require `Authorization: Bearer KEY` on /v1/* requests.
+    /// Require `Authorization: Bearer KEY` on /v1/* requests (compared
+    /// byte for byte, in constant time).
     #[arg(long, value_name = "KEY")]
     api_key: Option<String>,
+    /// Seconds a request's head may take to arrive, and then its body;
+    /// past it, 408 and the connection is closed.
+    #[arg(long, value_name = "S", default_value_t = constrain_server::DEFAULT_READ_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    read_timeout_s: u64,
+    /// Connections open at once; past it, a new one is answered 503 with
+    /// Retry-After.
+    #[arg(long, value_name = "N", default_value_t = constrain_server::DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_connections: usize,
+    /// Constraint compiles run at once (the others wait for a turn).
+    #[arg(long, value_name = "N", default_value_t = constrain_server::compile::DEFAULT_COMPILE_THREADS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=256))]
+    compile_threads: usize,
+    /// Milliseconds one compile may run; past it the request is a 400 that
+    /// names this limit.
+    #[arg(long, value_name = "MS", default_value_t = constrain_server::compile::DEFAULT_COMPILE_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    compile_timeout_ms: u64,
+    /// MiB each large structure of one compile (NFA, determinizer, DFA
+    /// table, token masks) may take; past it, a 400 that names this limit.
+    #[arg(long, value_name = "MIB", default_value_t = constrain_server::compile::DEFAULT_COMPILE_MEMORY >> 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    compile_memory_mb: usize,
+    /// MiB of compiled constraints kept for later requests (only those that
+    /// served a request; least recently used out first; 0: none kept).
+    #[arg(long, value_name = "MIB", default_value_t = constrain_server::compile::DEFAULT_CACHE_BYTES >> 20)]
+    cache_mb: usize,
+}
+
+/// mimalloc (the binary's allocator) returns the calling thread's free
+/// pages to the system.
+fn mimalloc_collect() {
+    // SAFETY: mi_collect takes no pointer; it walks mimalloc's own heap of
+    // the calling thread, and may be called from any thread at any time.
+    unsafe { libmimalloc_sys::mi_collect(true) }
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -74,6 +106,15 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = ServerConfig {
         parallel: a.parallel as usize,
         api_key: a.api_key.clone(),
+        read_timeout: std::time::Duration::from_secs(a.read_timeout_s),
+        max_connections: a.max_connections,
+        compile: constrain_server::compile::CompileLimits {
+            threads: a.compile_threads,
+            timeout: std::time::Duration::from_millis(a.compile_timeout_ms),
+            memory_bytes: a.compile_memory_mb.saturating_mul(1 << 20),
+            cache_bytes: a.cache_mb.saturating_mul(1 << 20),
+        },
+        release_memory: mimalloc_collect,
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, name, tokenizer, vocab, factory)?;

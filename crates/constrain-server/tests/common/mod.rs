@@ -38,6 +38,47 @@ impl Default for Fake {
 /// from its own seeded generator, uniform in [-8, 8], so any allowed token
 /// may come next, EOS included.
 pub fn start(config: ServerConfig, fake: Fake) -> SocketAddr {
+    let (tok, factory) = fake_factory(fake);
+    let state = ServerState::new(
+        config,
+        "tiny-fake",
+        tok.tokenizer,
+        Arc::new(tok.vocab),
+        factory,
+    )
+    .expect("server state");
+    constrain_server::spawn(state, "127.0.0.1:0").expect("bind loopback")
+}
+
+/// [`start`], with the slots' fake models stepped by the shared decode loop
+/// ([`constrain_server::batch`]) under a per-pass prefill budget of
+/// `prefill_chunk` tokens: a prompt or jump-forward stretch is fed in
+/// chunks, one forward call (and one `delay_ms`) per chunk.
+pub fn start_batched(config: ServerConfig, fake: Fake, prefill_chunk: usize) -> SocketAddr {
+    use constrain_server::batch::{BatchConfig, Batcher, Looped};
+    let (tok, models) = fake_factory(fake);
+    let batcher = Batcher::start_with(
+        Looped(move || models()),
+        BatchConfig {
+            prefill_chunk,
+            prefix_cache_bytes: 0,
+        },
+    );
+    let factory: ModelFactory = Arc::new(move || Ok(Box::new(batcher.handle()?) as SeqModel));
+    let state = ServerState::new(
+        config,
+        "tiny-fake",
+        tok.tokenizer,
+        Arc::new(tok.vocab),
+        factory,
+    )
+    .expect("server state");
+    constrain_server::spawn(state, "127.0.0.1:0").expect("bind loopback")
+}
+
+/// The tiny tokenizer and a factory of fake models that behave as `fake`
+/// says.
+pub fn fake_factory(fake: Fake) -> (constrain_model::GgufTokenizer, ModelFactory) {
     let tok = tiny::tokenizer().expect("tiny tokenizer");
     let width = tok.vocab.logits_width();
     let vocab = tok.vocab.clone();
@@ -72,15 +113,7 @@ pub fn start(config: ServerConfig, fake: Fake) -> SocketAddr {
         .with_context_length(fake.context);
         Ok(Box::new(m) as SeqModel)
     });
-    let state = ServerState::new(
-        config,
-        "tiny-fake",
-        tok.tokenizer,
-        Arc::new(tok.vocab),
-        factory,
-    )
-    .expect("server state");
-    constrain_server::spawn(state, "127.0.0.1:0").expect("bind loopback")
+    (tok, factory)
 }
 
 pub struct Reply {
