@@ -36,6 +36,14 @@ pub enum GrammarError {
         #[source]
         source: super::gbnf::GbnfError,
     },
+    /// A Lark file that does not parse or is refused (the error names line
+    /// and column).
+    #[error("grammar {path}: {source}")]
+    Lark {
+        path: PathBuf,
+        #[source]
+        source: super::lark::LarkError,
+    },
 }
 
 impl Grammar {
