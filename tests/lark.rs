@@ -254,3 +254,41 @@ fn write_oracle_corpus() {
     }
     std::fs::write(&out, serde_json::to_string(&entries).expect("JSON")).expect("write the corpus");
 }
+
+/// Compile times of `grammars/*.lark` over the Qwen tokenizer
+/// (`$CONSTRAIN_HOME/tokenizer.json`; skipped with a message without it).
+#[test]
+#[ignore]
+fn compile_times_over_qwen() {
+    let home = std::env::var_os("CONSTRAIN_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/constrain")
+        });
+    let Ok(v) = Vocabulary::from_tokenizer_json_file(home.join("tokenizer.json")) else {
+        eprintln!("skipping: no tokenizer at {}", home.display());
+        return;
+    };
+    let v = Arc::new(v);
+    for f in [
+        "tool-call.lark",
+        "sql-select.lark",
+        "arithmetic.lark",
+        "csv.lark",
+        "shell.lark",
+    ] {
+        let t = std::time::Instant::now();
+        let src = Source::grammar_file(root().join("grammars").join(f)).expect("parses");
+        let parsed = t.elapsed();
+        let c = compile(&v, &src);
+        let s = c.stats();
+        println!(
+            "{f}: parse+check {:.1} ms, compile {:.1} ms (first mask), {} fragments, {} DFA states",
+            parsed.as_secs_f64() * 1e3,
+            s.total().as_secs_f64() * 1e3,
+            s.fragments,
+            s.dfa_states
+        );
+    }
+}

@@ -108,6 +108,10 @@ pub const COMMON: &[(&str, &str)] = &[
 /// pair of chunk positions).
 pub const MAX_SUBSTRING_CHUNKS: usize = 256;
 
+/// Deepest chain of rules or terminals lowered inside one another (a
+/// bound on the recursion of the lowering over the untrusted text).
+pub const MAX_DEPTH: usize = 500;
+
 /// Bounds on `&` / `~`: product states and regex text of the result.
 const ALGEBRA_STATES: usize = 20_000;
 const ALGEBRA_LEN: usize = 1 << 20;
@@ -126,6 +130,7 @@ struct Lowerer<'a> {
     lex_ids: HashMap<String, usize>,
     terminal_hir: HashMap<String, Hir>,
     in_progress: Vec<String>,
+    depth: usize,
     schema: crate::schema::SchemaOptions,
 }
 
@@ -217,6 +222,7 @@ pub fn lower(
         lex_ids: HashMap::new(),
         terminal_hir: HashMap::new(),
         in_progress: Vec::new(),
+        depth: 0,
         schema: schema.clone(),
     };
     let mut ignore_parts = Vec::new();
@@ -264,6 +270,18 @@ fn check_llguidance(v: &serde_json::Value, pos: Pos) -> Result<(), LarkError> {
 }
 
 impl<'a> Lowerer<'a> {
+    fn deeper(&mut self, at: Pos) -> Result<(), LarkError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(LarkError::Limit {
+                line: at.line,
+                column: at.column,
+                message: format!("rules or terminals nested more than {MAX_DEPTH} deep"),
+            });
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
     fn rule(&mut self, name: &str, at: Pos) -> Result<usize, LarkError> {
         if let Some(&id) = self.rule_ids.get(name) {
             return Ok(id);
@@ -286,7 +304,10 @@ impl<'a> Lowerer<'a> {
         self.rule_ids.insert(name.to_string(), id);
         self.rules
             .push((name.to_string(), def.pos, Sym::Seq(Vec::new())));
-        let body = self.rule_expansions(&def.body)?;
+        self.deeper(at)?;
+        let body = self.rule_expansions(&def.body);
+        self.depth -= 1;
+        let body = body?;
         self.rules[id].2 = body;
         Ok(id)
     }
@@ -412,9 +433,11 @@ impl<'a> Lowerer<'a> {
             });
         }
         let h = if let Some(&def) = self.defs.terminals.get(name) {
+            self.deeper(at)?;
             self.in_progress.push(name.to_string());
             let h = self.term_expansions(&def.body);
             self.in_progress.pop();
+            self.depth -= 1;
             h?
         } else if let Some(&(re, _)) = self.defs.imported.get(name) {
             parse_regex(re, at)?

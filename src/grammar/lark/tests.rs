@@ -164,3 +164,40 @@ fn substring_regex() {
         assert!(!d.matches(bad.as_bytes()), "{bad:?}");
     }
 }
+
+#[test]
+fn deep_chains_are_limits_not_crashes() {
+    let mut t = String::from("start: t0\n");
+    for i in 0..2000 {
+        t.push_str(&format!("t{i}: \"x\" t{}\n", i + 1));
+    }
+    t.push_str("t2000: \"y\"\n");
+    assert!(matches!(refused(&t), LarkError::Limit { .. }));
+    let mut t = String::from("start: T0\n");
+    for i in 0..2000 {
+        t.push_str(&format!("T{i}: \"x\" T{}\n", i + 1));
+    }
+    t.push_str("T2000: \"y\"\n");
+    assert!(matches!(refused(&t), LarkError::Limit { .. }));
+}
+
+#[test]
+fn garbage_is_an_error_with_a_position() {
+    for text in [
+        "",
+        "%",
+        "start: (",
+        "start: \"\\q\"",
+        "start: /a/ ]",
+        "\u{0}",
+        "start: ~ 3",
+        "start: \"a\"~5..2",
+        "%import foo.BAR\nstart: BAR",
+        "%json",
+    ] {
+        let e = refused(text);
+        if !matches!(e, LarkError::NoStart) {
+            at(&e);
+        }
+    }
+}
