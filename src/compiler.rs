@@ -12,6 +12,7 @@
 //! Source::Grammar ─ grammar file ┘            (eager, or lazy past      (eager over an eager DFA,
 //!                                              DfaConfig::lazy_states)   lazy over a lazy one)
 //! Source::Gbnf ─ grammar::gbnf::lower ─▶ Hir ─▶ dfa::ByteDfa::build_hir ─┘ (no regex text)
+//! Source::Lark ─ grammar::lark ─▶ GBNF rules ─▶ as Source::Gbnf
 //! ```
 //!
 //! ## What the compiler decides
@@ -64,6 +65,7 @@
 
 use crate::dfa::{ByteDfa, Dfa, DfaConfig, DfaError};
 use crate::grammar::gbnf::{self, Gbnf, GbnfError, GbnfOptions};
+use crate::grammar::lark::{Lark, LarkError};
 use crate::grammar::{Grammar, GrammarError, GrammarFile};
 use crate::index::{IndexConfig, IndexError, TokenIndex};
 use crate::matcher::Matcher;
@@ -106,6 +108,10 @@ pub enum Source {
         tag: StructuralTag,
         options: SchemaOptions,
     },
+    /// A Lark grammar (llguidance's dialect), checked against llguidance's
+    /// greedy lexer and compiled through its GBNF rules with `options`
+    /// ([`Source::lark`], or [`Source::grammar_file`] of a `.lark` file).
+    Lark { grammar: Lark, options: GbnfOptions },
 }
 
 impl Source {
@@ -140,6 +146,10 @@ impl Source {
                 grammar,
                 options: GbnfOptions::default(),
             },
+            GrammarFile::Lark(grammar) => Source::Lark {
+                grammar,
+                options: GbnfOptions::default(),
+            },
         })
     }
 
@@ -160,6 +170,14 @@ impl Source {
         })
     }
 
+    /// A Lark grammar given as text, with the default options.
+    pub fn lark(text: &str) -> Result<Source, CompileError> {
+        Ok(Source::Lark {
+            grammar: Lark::parse("lark", text)?,
+            options: GbnfOptions::default(),
+        })
+    }
+
     /// The same source with other schema options (no effect on a regex or a
     /// regex grammar file; a GBNF grammar takes their `max_depth`, which
     /// bounds only its unrolled fallback: its recursion is exact on the
@@ -169,7 +187,9 @@ impl Source {
             Source::JsonSchema { options, .. }
             | Source::Tools { options, .. }
             | Source::StructuralTag { options, .. } => *options = opts,
-            Source::Gbnf { options, .. } => options.max_depth = opts.max_depth,
+            Source::Gbnf { options, .. } | Source::Lark { options, .. } => {
+                options.max_depth = opts.max_depth
+            }
             Source::Regex(_) | Source::Grammar(_) => {}
         }
         self
@@ -185,6 +205,7 @@ impl Source {
             Source::Grammar(g) => format!("grammar\0{}", g.pattern),
             Source::Gbnf { grammar, options } => format!("gbnf\0{options:?}\0{}", grammar.text),
             Source::StructuralTag { tag, options } => format!("tag\0{options:?}\0{}", tag.text()),
+            Source::Lark { grammar, options } => format!("lark\0{options:?}\0{}", grammar.text),
         }
     }
 }
@@ -243,6 +264,11 @@ pub enum CompileError {
     /// supported (the JSON Pointer inside the tag).
     #[error(transparent)]
     Tag(#[from] TagError),
+    /// A Lark grammar does not parse, uses a construct that is refused
+    /// (named, with line and column), or could be lexed by llguidance's
+    /// greedy lexer otherwise than the grammar reads it.
+    #[error(transparent)]
+    Lark(#[from] LarkError),
     /// The regex does not parse, or its automaton passes a size limit.
     #[error(transparent)]
     Dfa(#[from] DfaError),
@@ -442,42 +468,18 @@ impl Compiler {
             Source::Regex(p) => (p.clone(), Vec::new(), None),
             Source::Grammar(g) => (g.pattern.clone(), Vec::new(), None),
             Source::Gbnf { grammar, options } => {
-                // Recursion beyond immediate left/right recursion: exact,
-                // through fragments and a return stack (the pushdown
-                // engine needs every single byte in the vocabulary; without
-                // it the grammar is unrolled as before).
-                if crate::index::has_every_byte(&self.vocab) {
-                    if let Some(frags) = gbnf::lower::fragments(grammar, options)? {
-                        stats.schema_time = t.elapsed();
-                        let t = Instant::now();
-                        let pda = gbnf::pushdown::build(
-                            &frags,
-                            options,
-                            grammar.text.len(),
-                            &self.config.dfa,
-                        )?;
-                        stats.dfa_time = t.elapsed();
-                        stats.dfa_states = pda.states;
-                        stats.fragments = pda.fragment_count();
-                        stats.lazy_fragments = pda.lazy_fragment_count();
-                        let t = Instant::now();
-                        let index =
-                            TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
-                        stats.index_time = t.elapsed();
-                        return Ok(Compiled {
-                            index: Arc::new(index),
-                            warnings: Vec::new(),
-                            stats,
-                        });
-                    }
-                }
-                // Lowered straight to a syntax tree: no regex text.
-                let hir = gbnf::lower(grammar, options)?;
-                stats.schema_time = t.elapsed();
-                let t = Instant::now();
-                let dfa = ByteDfa::build_hir(&hir, grammar.text.len(), &self.config.dfa)?;
-                drop(hir);
-                return self.finish(dfa, Vec::new(), stats, t);
+                return self.compile_gbnf(grammar, options, stats, t);
+            }
+            Source::Lark { grammar, options } => {
+                return self
+                    .compile_gbnf(&grammar.gbnf, options, stats, t)
+                    .map_err(|e| match e {
+                        CompileError::Gbnf(g) => match grammar.map_error(g) {
+                            Ok(l) => CompileError::Lark(l),
+                            Err(g) => CompileError::Gbnf(g),
+                        },
+                        e => e,
+                    });
             }
         };
         stats.schema_time = t.elapsed();
@@ -489,6 +491,48 @@ impl Compiler {
         };
         drop(regex);
         self.finish(dfa, warnings, stats, t)
+    }
+
+    /// A GBNF grammar (also a Lark grammar's rules): its fragments on the
+    /// pushdown engine when recursion remains, else one DFA.
+    fn compile_gbnf(
+        &self,
+        grammar: &Gbnf,
+        options: &GbnfOptions,
+        mut stats: CompileStats,
+        t: Instant,
+    ) -> Result<Compiled, CompileError> {
+        // Recursion beyond immediate left/right recursion: exact,
+        // through fragments and a return stack (the pushdown
+        // engine needs every single byte in the vocabulary; without
+        // it the grammar is unrolled as before).
+        if crate::index::has_every_byte(&self.vocab) {
+            if let Some(frags) = gbnf::lower::fragments(grammar, options)? {
+                stats.schema_time = t.elapsed();
+                let t = Instant::now();
+                let pda =
+                    gbnf::pushdown::build(&frags, options, grammar.text.len(), &self.config.dfa)?;
+                stats.dfa_time = t.elapsed();
+                stats.dfa_states = pda.states;
+                stats.fragments = pda.fragment_count();
+                stats.lazy_fragments = pda.lazy_fragment_count();
+                let t = Instant::now();
+                let index = TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
+                stats.index_time = t.elapsed();
+                return Ok(Compiled {
+                    index: Arc::new(index),
+                    warnings: Vec::new(),
+                    stats,
+                });
+            }
+        }
+        // Lowered straight to a syntax tree: no regex text.
+        let hir = gbnf::lower(grammar, options)?;
+        stats.schema_time = t.elapsed();
+        let t = Instant::now();
+        let dfa = ByteDfa::build_hir(&hir, grammar.text.len(), &self.config.dfa)?;
+        drop(hir);
+        self.finish(dfa, Vec::new(), stats, t)
     }
 
     /// A schema's regex and warnings; or, when a recursive `$ref` is met

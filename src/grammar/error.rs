@@ -22,4 +22,12 @@ pub enum GrammarError {
         #[source]
         source: GbnfError,
     },
+    /// A Lark file that does not parse or is refused (the error names line
+    /// and column).
+    #[error("grammar {path}: {source}")]
+    Lark {
+        path: PathBuf,
+        #[source]
+        source: super::lark::LarkError,
+    },
 }

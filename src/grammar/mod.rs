@@ -10,11 +10,16 @@
 //!   lowered straight into the automaton input (a `regex_syntax` `Hir`,
 //!   never regex text) by [`gbnf::lower`].
 //!
-//! [`load`] dispatches on the file extension: `.gbnf` is GBNF, anything
-//! else is a regex file, exactly as before GBNF existed.
+//! * **Lark** (`grammars/*.lark`, [`lark::Lark`]): llguidance's dialect —
+//!   parser rules over lexemes, `%ignore`, `%json` — checked against
+//!   llguidance's greedy lexer and written as GBNF rules ([`lark`]).
+//!
+//! [`load`] dispatches on the file extension: `.gbnf` is GBNF, `.lark` is
+//! Lark, anything else is a regex file.
 
 mod error;
 pub mod gbnf;
+pub mod lark;
 mod regex_file;
 
 pub use error::GrammarError;
@@ -27,6 +32,8 @@ pub enum GrammarFile {
     Regex(Grammar),
     /// A `*.gbnf` file.
     Gbnf(gbnf::Gbnf),
+    /// A `*.lark` file.
+    Lark(lark::Lark),
 }
 
 /// Whether `path` names a GBNF file (extension `.gbnf`, any case).
@@ -35,11 +42,19 @@ pub fn is_gbnf_path(path: &std::path::Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("gbnf"))
 }
 
+/// Whether `path` names a Lark file (extension `.lark`, any case).
+pub fn is_lark_path(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("lark"))
+}
+
 /// Reads a grammar file, choosing the format by its extension.
 pub fn load(path: impl AsRef<std::path::Path>) -> Result<GrammarFile, GrammarError> {
     let path = path.as_ref();
     if is_gbnf_path(path) {
         Ok(GrammarFile::Gbnf(gbnf::Gbnf::load(path)?))
+    } else if is_lark_path(path) {
+        Ok(GrammarFile::Lark(lark::Lark::load(path)?))
     } else {
         Ok(GrammarFile::Regex(Grammar::load(path)?))
     }

@@ -155,7 +155,11 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
             Source::Regex(r) => Ok(r.clone()),
             Source::Grammar(g) => Ok(g.pattern.clone()),
             // The lowered tree printed as a regex, to sit beside the tools.
-            Source::Gbnf { grammar, options } => constrain::grammar::gbnf::lower(grammar, options)
+            Source::Gbnf { grammar, options }
+            | Source::Lark {
+                grammar: constrain::grammar::lark::Lark { gbnf: grammar, .. },
+                options,
+            } => constrain::grammar::gbnf::lower(grammar, options)
                 .map(|h| h.to_string())
                 .map_err(|e| {
                     ApiError::field(format_param, format!("the grammar does not compile: {e}"))

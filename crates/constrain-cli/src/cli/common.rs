@@ -1,5 +1,5 @@
 //! Shared CLI pieces: error reporting, asset paths, the constraint source
-//! flags (`--regex`, `--grammar`, `--schema`, `--structural-tag`) and index options.
+//! flags (`--regex`, `--grammar`, `--lark`, `--schema`, `--structural-tag`) and index options.
 
 use super::schema_args::SchemaArgs;
 use anyhow::Context;
@@ -42,10 +42,13 @@ pub struct SourceArgs {
     #[arg(long)]
     pub regex: Option<String>,
     /// A grammar file: GBNF (`*.gbnf`, llama.cpp's format; recursion
-    /// unrolled to --max-depth) or a regex file (`grammars/*.regex`: a
-    /// comment header, then a regex).
+    /// unrolled to --max-depth), Lark (`*.lark`, llguidance's dialect) or
+    /// a regex file (`grammars/*.regex`: a comment header, then a regex).
     #[arg(long)]
     pub grammar: Option<PathBuf>,
+    /// A Lark grammar given as text (llguidance's dialect, rule `start`).
+    #[arg(long, value_name = "TEXT")]
+    pub lark: Option<String>,
     /// A JSON Schema file.
     #[arg(long)]
     pub schema: Option<PathBuf>,
@@ -203,6 +206,14 @@ pub fn source(src: &SourceArgs, schema: &SchemaArgs) -> anyhow::Result<(Source, 
             format!("grammar {}", path.display()),
         ));
     }
+    if let Some(text) = &src.lark {
+        return Ok((
+            Source::lark(text)
+                .map_err(|e| anyhow::Error::new(e).context("--lark"))?
+                .with_schema_options(schema.options()),
+            "--lark".into(),
+        ));
+    }
     if let Some(path) = &src.schema {
         let value = read_json(path, "schema")?;
         return Ok((
@@ -216,7 +227,7 @@ pub fn source(src: &SourceArgs, schema: &SchemaArgs) -> anyhow::Result<(Source, 
             format!("structural tag {}", path.display()),
         ));
     }
-    anyhow::bail!("give one of --regex, --grammar, --schema, --structural-tag")
+    anyhow::bail!("give one of --regex, --grammar, --lark, --schema, --structural-tag")
 }
 
 /// Reads a structural tag file; its schemas take the schema flags, with the
@@ -241,7 +252,7 @@ pub fn compile(
 ) -> anyhow::Result<Arc<Compiled>> {
     let compiler = Compiler::new(vocab, args.compiler_config());
     let compiled = compiler.compile(source).map_err(|e| match e {
-        CompileError::Schema(_) | CompileError::Gbnf(_) => {
+        CompileError::Schema(_) | CompileError::Gbnf(_) | CompileError::Lark(_) => {
             anyhow::Error::new(e).context(what.to_string())
         }
         e => e.into(),

@@ -172,6 +172,9 @@ fn regex_text(src: &Source) -> anyhow::Result<String> {
         Source::Gbnf { grammar, options } => {
             constrain::grammar::gbnf::lower(grammar, options)?.to_string()
         }
+        Source::Lark { grammar, options } => {
+            constrain::grammar::gbnf::lower(&grammar.gbnf, options)?.to_string()
+        }
         Source::JsonSchema { schema, options } => {
             constrain::schema::compile(schema, options)?.regex
         }

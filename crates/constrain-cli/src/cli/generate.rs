@@ -33,8 +33,8 @@ pub struct GenerateArgs {
     /// Regex the whole output must match.
     #[arg(long, value_name = "RE", conflicts_with_all = ["grammar", "tools", "structural_tag"])]
     regex: Option<String>,
-    /// Grammar file: GBNF (`*.gbnf`, llama.cpp's format) or a regex file
-    /// (`grammars/*.regex`).
+    /// Grammar file: GBNF (`*.gbnf`, llama.cpp's format), Lark (`*.lark`,
+    /// llguidance's dialect) or a regex file (`grammars/*.regex`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["tools", "structural_tag"])]
     grammar: Option<PathBuf>,
     /// XGrammar structural tag (JSON file): free text, reasoning and tool
@@ -242,6 +242,19 @@ fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
                     grammar.text.trim_end()
                 ),
                 source: Source::Gbnf {
+                    grammar,
+                    options: Default::default(),
+                }
+                .with_schema_options(opts),
+                what: format!("grammar {}", p.display()),
+            },
+            constrain::grammar::GrammarFile::Lark(grammar) => Constraint {
+                system: format!(
+                    "{}\nRespond only with text that this grammar (Lark, rule `start`) accepts:\n{}",
+                    prompt::QWEN_DEFAULT_SYSTEM,
+                    grammar.text.trim_end()
+                ),
+                source: Source::Lark {
                     grammar,
                     options: Default::default(),
                 }

@@ -1,0 +1,282 @@
+//! [`SymGrammar`] → GBNF rules, with `%ignore` placed as llguidance's lexer
+//! places it: between two lexemes, never before the first one or after the
+//! last, and never before a `%json` block.
+//!
+//! Each Lark rule `r` becomes two GBNF rules: `r.NAME`, whose every lexeme
+//! may be preceded by ignored text, and `f.NAME`, the same language of
+//! derivations with at least one lexeme where the first lexeme is not
+//! (`first` below). `root ::= f.start`, or the empty text too when `start`
+//! derives no lexeme. Lexemes are rules `t.N` (the lexeme's syntax tree as
+//! GBNF expressions), the ignored text the rule `ignore`.
+//!
+//! `first` of a sequence `a b c` is `first(a) b c | first(b) c | first(c)`
+//! over the leading items that derive no lexeme; of `x{m,n}` it is
+//! `first(x) x{m-1,n-1}` (empty iterations before the first lexeme drop
+//! out of the language). Both keep the language exactly.
+
+use super::lower::{LexKind, Sym, SymGrammar};
+use super::LarkError;
+use crate::grammar::gbnf::{Expr, Gbnf, Pos, Rule};
+use regex_syntax::hir::{Class, Hir, HirKind};
+
+fn fail() -> Expr {
+    Expr::Class {
+        ranges: Vec::new(),
+        negated: false,
+    }
+}
+
+fn r(name: String) -> Expr {
+    Expr::Ref {
+        name,
+        pos: Pos { line: 1, column: 1 },
+    }
+}
+
+/// Which rules derive no lexeme (the empty derivation) — a fixpoint.
+pub fn nullable_rules(g: &SymGrammar) -> Vec<bool> {
+    let mut n = vec![false; g.rules.len()];
+    loop {
+        let mut changed = false;
+        for (i, (_, _, body)) in g.rules.iter().enumerate() {
+            if !n[i] && nullable(body, &n) {
+                n[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return n;
+        }
+    }
+}
+
+pub fn nullable(s: &Sym, n: &[bool]) -> bool {
+    match s {
+        Sym::Lex(_) => false,
+        Sym::Rule(r) => n[*r],
+        Sym::Seq(v) => v.iter().all(|x| nullable(x, n)),
+        Sym::Alt(v) => v.iter().any(|x| nullable(x, n)),
+        Sym::Repeat(x, min, max) => *min == 0 || *max == Some(0) || nullable(x, n),
+    }
+}
+
+/// Which rules derive at least one lexeme (a fixpoint).
+fn productive_rules(g: &SymGrammar) -> Vec<bool> {
+    fn has(s: &Sym, p: &[bool]) -> bool {
+        match s {
+            Sym::Lex(_) => true,
+            Sym::Rule(r) => p[*r],
+            Sym::Seq(v) | Sym::Alt(v) => v.iter().any(|x| has(x, p)),
+            Sym::Repeat(x, _, max) => *max != Some(0) && has(x, p),
+        }
+    }
+    let mut p = vec![false; g.rules.len()];
+    loop {
+        let mut changed = false;
+        for (i, (_, _, body)) in g.rules.iter().enumerate() {
+            if !p[i] && has(body, &p) {
+                p[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return p;
+        }
+    }
+}
+
+struct Emitter<'g> {
+    g: &'g SymGrammar,
+    nullable: Vec<bool>,
+    productive: Vec<bool>,
+    /// The ignored text before a lexeme: `ignore?` when the ignore
+    /// language is closed under concatenation, else `ignore*`.
+    ignore: Option<Expr>,
+}
+
+impl Emitter<'_> {
+    fn normal(&self, s: &Sym) -> Expr {
+        match s {
+            Sym::Lex(id) => {
+                let t = r(format!("t.{id}"));
+                match (&self.ignore, self.g.lexemes[*id].kind) {
+                    (Some(i), LexKind::Plain) => Expr::Seq(vec![i.clone(), t]),
+                    _ => t,
+                }
+            }
+            Sym::Rule(id) => r(format!("r.{}", self.g.rules[*id].0)),
+            Sym::Seq(v) => Expr::Seq(v.iter().map(|x| self.normal(x)).collect()),
+            Sym::Alt(v) => Expr::Alt(v.iter().map(|x| self.normal(x)).collect()),
+            Sym::Repeat(x, min, max) => Expr::Repeat {
+                expr: Box::new(self.normal(x)),
+                min: *min,
+                max: *max,
+            },
+        }
+    }
+
+    /// Derivations of `s` with at least one lexeme, the first one without
+    /// ignored text before it.
+    fn first(&self, s: &Sym) -> Expr {
+        match s {
+            Sym::Lex(id) => r(format!("t.{id}")),
+            Sym::Rule(id) if self.productive[*id] => r(format!("f.{}", self.g.rules[*id].0)),
+            Sym::Rule(_) => fail(),
+            Sym::Seq(v) => {
+                let mut alts = Vec::new();
+                for i in 0..v.len() {
+                    let mut seq = vec![self.first(&v[i])];
+                    seq.extend(v[i + 1..].iter().map(|x| self.normal(x)));
+                    alts.push(Expr::Seq(seq));
+                    if !nullable(&v[i], &self.nullable) {
+                        break;
+                    }
+                }
+                alt(alts)
+            }
+            Sym::Alt(v) => alt(v.iter().map(|x| self.first(x)).collect()),
+            Sym::Repeat(x, min, max) => {
+                if *max == Some(0) {
+                    return fail();
+                }
+                Expr::Seq(vec![
+                    self.first(x),
+                    Expr::Repeat {
+                        expr: Box::new(self.normal(x)),
+                        min: min.saturating_sub(1),
+                        max: max.map(|m| m - 1),
+                    },
+                ])
+            }
+        }
+    }
+}
+
+fn alt(mut v: Vec<Expr>) -> Expr {
+    match v.len() {
+        0 => fail(),
+        1 => v.pop().expect("one"),
+        _ => Expr::Alt(v),
+    }
+}
+
+/// The GBNF grammar of `g`; `closed_ignore`: the ignore language is closed
+/// under concatenation.
+pub fn emit(
+    g: &SymGrammar,
+    name: &str,
+    text: &str,
+    closed_ignore: bool,
+) -> Result<Gbnf, LarkError> {
+    let ignore = g.ignore.as_ref().map(|_| Expr::Repeat {
+        expr: Box::new(r("ignore".into())),
+        min: 0,
+        max: if closed_ignore { Some(1) } else { None },
+    });
+    let e = Emitter {
+        g,
+        nullable: nullable_rules(g),
+        productive: productive_rules(g),
+        ignore,
+    };
+    let start = g.start;
+    let mut root = vec![];
+    if e.productive[start] {
+        root.push(r(format!("f.{}", g.rules[start].0)));
+    }
+    if e.nullable[start] {
+        root.push(Expr::Seq(Vec::new()));
+    }
+    let mut rules = vec![Rule {
+        name: "root".into(),
+        body: alt(root),
+        pos: g.rules[start].1,
+    }];
+    for (i, (n, pos, body)) in g.rules.iter().enumerate() {
+        rules.push(Rule {
+            name: format!("r.{n}"),
+            body: e.normal(body),
+            pos: *pos,
+        });
+        if e.productive[i] {
+            rules.push(Rule {
+                name: format!("f.{n}"),
+                body: e.first(body),
+                pos: *pos,
+            });
+        }
+    }
+    for (i, l) in g.lexemes.iter().enumerate() {
+        rules.push(Rule {
+            name: format!("t.{i}"),
+            body: hir_expr(&l.hir, l.pos, &l.label)?,
+            pos: l.pos,
+        });
+    }
+    if let Some((h, pos)) = &g.ignore {
+        rules.push(Rule {
+            name: "ignore".into(),
+            body: hir_expr(h, *pos, "%ignore")?,
+            pos: *pos,
+        });
+    }
+    Ok(Gbnf {
+        name: name.to_string(),
+        rules,
+        text: text.to_string(),
+    })
+}
+
+/// A (Unicode) syntax tree as GBNF expressions. Anchors and look-around,
+/// and byte classes past ASCII, are refused (llguidance's regexes have
+/// neither).
+pub fn hir_expr(h: &Hir, pos: Pos, label: &str) -> Result<Expr, LarkError> {
+    let refuse = |what: &str| LarkError::Unsupported {
+        construct: format!("{what} in {label}"),
+        line: pos.line,
+        column: pos.column,
+        reason: "anchors, look-around and byte-level classes are not part of llguidance's regexes"
+            .into(),
+    };
+    Ok(match h.kind() {
+        HirKind::Empty => Expr::Seq(Vec::new()),
+        HirKind::Literal(l) => match std::str::from_utf8(&l.0) {
+            Ok(s) => Expr::Literal(s.chars().collect()),
+            Err(_) => return Err(refuse("a byte literal that is not UTF-8")),
+        },
+        HirKind::Class(Class::Unicode(c)) => Expr::Class {
+            ranges: c.ranges().iter().map(|r| (r.start(), r.end())).collect(),
+            negated: false,
+        },
+        HirKind::Class(Class::Bytes(c)) => {
+            if c.ranges().iter().any(|r| r.end() >= 0x80) {
+                return Err(refuse("a byte class"));
+            }
+            Expr::Class {
+                ranges: c
+                    .ranges()
+                    .iter()
+                    .map(|r| (r.start() as char, r.end() as char))
+                    .collect(),
+                negated: false,
+            }
+        }
+        HirKind::Look(_) => return Err(refuse("an anchor or look-around")),
+        HirKind::Repetition(rep) => Expr::Repeat {
+            expr: Box::new(hir_expr(&rep.sub, pos, label)?),
+            min: rep.min,
+            max: rep.max,
+        },
+        HirKind::Capture(c) => hir_expr(&c.sub, pos, label)?,
+        HirKind::Concat(v) => Expr::Seq(
+            v.iter()
+                .map(|x| hir_expr(x, pos, label))
+                .collect::<Result<_, _>>()?,
+        ),
+        HirKind::Alternation(v) => Expr::Alt(
+            v.iter()
+                .map(|x| hir_expr(x, pos, label))
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}

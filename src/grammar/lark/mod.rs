@@ -1,0 +1,220 @@
+//! # Lark: llguidance's grammar dialect
+//!
+//! A Lark grammar names parser rules (`name: ...`) and terminals
+//! (`NAME: ...`); the language is that of `start`:
+//!
+//! ```text
+//! start: sum
+//! sum: sum "+" product | product
+//! product: NUMBER ("*" NUMBER)*
+//! %import common.NUMBER
+//! %ignore " "
+//! ```
+//!
+//! The semantics are llguidance's (`docs/syntax.md`): terminals, and every
+//! string, regex and `%json` block written in a rule, are **lexemes**; the
+//! text is a sequence of lexemes with `%ignore`d text allowed between two
+//! of them (never inside a terminal, never before the first lexeme, after
+//! the last, or before a `%json` block); rules combine lexemes
+//! context-free.
+//!
+//! ## Pipeline
+//!
+//! [`lex`] and [`parse`] read the text into [`ast::Item`]s (errors carry
+//! line and column); [`lower`] resolves names and makes each lexeme a
+//! `regex_syntax` `Hir` and each rule a tree over lexemes; [`greedy`]
+//! checks that llguidance's lexer splits every text as the grammar does;
+//! [`emit`] writes the result as GBNF rules ([`crate::grammar::gbnf`]),
+//! which the GBNF lowering compiles: inlined to one DFA when regular,
+//! recursion exact on the pushdown engine ([`crate::pda`]) otherwise. So a
+//! Lark grammar has every guarantee a GBNF one has (no dead end, EOS only
+//! where the text is complete, rollback, jump-forward).
+//!
+//! ## Where the languages could differ, and what is done about it
+//!
+//! llguidance's lexer is greedy and never backtracks: with `/a+/ "ab"`,
+//! `aab` is refused (the `a+` lexeme takes both `a`s). A grammar over
+//! characters would accept it. [`greedy::check`] proves, per lexeme and
+//! what may follow it, that no such split exists, and refuses the grammar
+//! (naming both lexemes and a byte) when it cannot: what is compiled is
+//! then llguidance's language, or refused. The remaining differences,
+//! all in the direction of constrain accepting less:
+//!
+//! * ignored text at the very end: llguidance allows it when the parser
+//!   could still take another lexeme (`start: "x" "y"?` accepts `x `);
+//!   constrain never ends on ignored text;
+//! * `%json` follows constrain's JSON Schema compiler with compact
+//!   whitespace; llguidance's JSON allows whitespace between its tokens;
+//! * `A & ~B` is taken over valid UTF-8 texts (llguidance's complement also
+//!   holds invalid byte sequences; outputs are text here).
+//!
+//! ## Refused by name (fail closed)
+//!
+//! Special tokens (`<|...|>`, `<[id]>`), `@sub` grammars, `%lark {}`,
+//! parametric rules and `%if`, templates, priorities, `%override`,
+//! `%declare`, the lexeme options that change the language (`lazy`,
+//! `stop`, `suffix`, `max_tokens`, `stop_capture`), `%regex` other than
+//! `substring_chunks` / `substring_chars`, `~` outside `A & ~B`, and any
+//! `%llguidance` option other than `no_forcing`. `capture`, `temperature`,
+//! `-> alias` and the marks `?rule` `!rule` change no language and are
+//! accepted. See `docs/lark.md` for the table.
+
+pub mod ast;
+pub mod emit;
+pub mod greedy;
+pub mod lex;
+pub mod lower;
+pub mod parse;
+
+use super::gbnf::{Gbnf, GbnfError};
+use std::path::{Path, PathBuf};
+
+/// Why a Lark grammar was refused. Each variant says where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LarkError {
+    /// The text does not parse.
+    #[error("line {line}, column {column}: {message}")]
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// A construct of the dialect the compiler does not enforce (yet).
+    #[error("line {line}, column {column}: {construct} is not supported: {reason}")]
+    Unsupported {
+        construct: String,
+        line: usize,
+        column: usize,
+        reason: String,
+    },
+    /// A name is used but not defined.
+    #[error("line {line}, column {column}: undefined name `{name}`")]
+    Undefined {
+        name: String,
+        line: usize,
+        column: usize,
+    },
+    /// A name is defined twice.
+    #[error(
+        "line {line}, column {column}: `{name}` is defined twice (first at line {first_line})"
+    )]
+    Duplicate {
+        name: String,
+        line: usize,
+        column: usize,
+        first_line: usize,
+    },
+    /// No `start` rule.
+    #[error("line 1, column 1: the grammar has no `start` rule")]
+    NoStart,
+    /// A terminal refers to itself.
+    #[error(
+        "line {line}, column {column}: terminal `{name}` refers to itself (terminals are regular)"
+    )]
+    RecursiveTerminal {
+        name: String,
+        line: usize,
+        column: usize,
+    },
+    /// A `/regex/` does not parse.
+    #[error("line {line}, column {column}: {message}")]
+    Regex {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// A `%json` schema is refused by the JSON Schema compiler.
+    #[error("line {line}, column {column}: %json: {message}")]
+    Schema {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// llguidance's greedy lexer could split some text differently from
+    /// the grammar (see [`greedy`]).
+    #[error("line {line}, column {column}: lexer conflict: {message}")]
+    Lexer {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// A size limit.
+    #[error("line {line}, column {column}: limit: {message}")]
+    Limit {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// Left recursion through several rules.
+    #[error(
+        "line {line}, column {column}: rule `{rule}` is left-recursive through other rules \
+         (only the immediate form `a: a x | y` is supported)"
+    )]
+    LeftRecursion {
+        rule: String,
+        line: usize,
+        column: usize,
+    },
+}
+
+/// A parsed Lark grammar, checked and written as GBNF rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lark {
+    /// File stem or another label.
+    pub name: String,
+    /// The grammar text (the cache key of the compiled grammar).
+    pub text: String,
+    /// The grammar as GBNF rules (what is compiled).
+    pub gbnf: Gbnf,
+}
+
+impl Lark {
+    /// Parses, lowers and checks Lark text (see the module docs).
+    pub fn parse(name: &str, text: &str) -> Result<Lark, LarkError> {
+        let items = parse::parse(lex::lex(text)?)?;
+        let sym = lower::lower(&items, &crate::schema::SchemaOptions::default())?;
+        let closed = greedy::check(&sym)?;
+        let gbnf = emit::emit(&sym, name, text, closed)?;
+        Ok(Lark {
+            name: name.to_string(),
+            text: text.to_string(),
+            gbnf,
+        })
+    }
+
+    /// Reads and parses a Lark file (errors name the file).
+    pub fn load(path: impl AsRef<Path>) -> Result<Lark, super::GrammarError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| super::GrammarError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Lark::parse(&name, &text).map_err(|source| super::GrammarError::Lark {
+            path: PathBuf::from(path),
+            source,
+        })
+    }
+
+    /// A GBNF error of the written grammar, in the Lark grammar's terms.
+    pub fn map_error(&self, e: GbnfError) -> Result<LarkError, GbnfError> {
+        match e {
+            GbnfError::LeftRecursion { rule, line, column } => Ok(LarkError::LeftRecursion {
+                rule: rule
+                    .strip_prefix("r.")
+                    .or_else(|| rule.strip_prefix("f."))
+                    .unwrap_or(&rule)
+                    .to_string(),
+                line,
+                column,
+            }),
+            e => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+//! Unit tests of the Lark front end: parsing, errors with positions, the
+//! greedy-lexer check, and languages (through the GBNF lowering, one DFA).
+
+use super::*;
+use crate::dfa::{ByteDfa, DfaConfig};
+
+/// The language of a regular Lark grammar, as a whole-text matcher.
+fn dfa(text: &str) -> ByteDfa {
+    let g = Lark::parse("t", text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let hir = crate::grammar::gbnf::lower(&g.gbnf, &Default::default()).expect("lowers");
+    ByteDfa::from_hir(&hir, 0, &DfaConfig::default()).expect("dfa")
+}
+
+fn refused(text: &str) -> LarkError {
+    match Lark::parse("t", text) {
+        Ok(_) => panic!("{text:?} compiled"),
+        Err(e) => e,
+    }
+}
+
+fn at(e: &LarkError) -> (usize, usize) {
+    let s = e.to_string();
+    let rest = s.strip_prefix("line ").expect("a position");
+    let (l, rest) = rest.split_once(", column ").expect("a column");
+    let c = rest.split(':').next().expect("column");
+    (l.parse().expect("line"), c.parse().expect("column"))
+}
+
+#[test]
+fn literals_sequences_and_ignore_between_lexemes() {
+    let d = dfa("start: \"a\" \"b\"\n%ignore \" \"\n");
+    for ok in ["ab", "a b", "a  b"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in [" ab", "ab ", "a b ", "", "a"] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+}
+
+#[test]
+fn terminals_admit_no_ignored_text() {
+    let d = dfa("start: AB\nAB: \"a\" \"b\"\n%ignore \" \"\n");
+    assert!(d.matches(b"ab"));
+    assert!(!d.matches(b"a b"));
+}
+
+#[test]
+fn flags_ranges_and_repetitions() {
+    let d = dfa("start: \"a\"i \"b\"");
+    assert!(d.matches(b"Ab") && d.matches(b"ab") && !d.matches(b"aB"));
+    let d = dfa("start: (\"a\" | \"b\")~2..3");
+    assert!(d.matches(b"ab") && d.matches(b"aba") && !d.matches(b"a") && !d.matches(b"abab"));
+    let d = dfa("start: \"a\"{2,}");
+    assert!(d.matches(b"aa") && d.matches(b"aaaa") && !d.matches(b"a"));
+    let d = dfa("start: A\nA: \"a\"..\"c\"");
+    assert!(d.matches(b"b") && !d.matches(b"d"));
+    let d = dfa("start: /ab/i [\"c\"]");
+    assert!(d.matches(b"aB") && d.matches(b"ABc") && !d.matches(b"abcc"));
+}
+
+#[test]
+fn and_not_on_terminals() {
+    let d = dfa("start: A\nA: /[a-z]+/ & ~/(?s:.*)ab(?s:.*)/\n");
+    assert!(d.matches(b"xyz") && !d.matches(b"xaby") && !d.matches(b""));
+}
+
+#[test]
+fn empty_lexemes_count_as_lexemes() {
+    // llguidance: `/a*/` matches the empty text before `b`, and ignored
+    // text may follow it.
+    let d = dfa("%ignore \" \"\nstart: /a*/ \"b\"\n");
+    for ok in ["b", "ab", " b", "a b"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+}
+
+#[test]
+fn common_imports_and_tree_marks() {
+    let d = dfa("?start: sum\n!sum: NUMBER (\"+\" NUMBER)* -> plus\n%import common.NUMBER\n%import common.WS\n%ignore WS\n");
+    assert!(d.matches(b"1 + 2.5+3") && !d.matches(b"1 +") && !d.matches(b" 1"));
+}
+
+#[test]
+fn greedy_conflicts_are_refused() {
+    // The `a+` lexeme would take every `a`.
+    let e = refused("start: /a+/ \"ab\"");
+    assert!(matches!(e, LarkError::Lexer { .. }), "{e}");
+    assert_eq!(at(&e), (1, 8));
+    // An identifier followed directly by a keyword it could run into.
+    let e = refused("start: ID \"FROM\"\nID: /[A-Za-z]+/\n%ignore \" \"\n");
+    assert!(e.to_string().contains("\"FROM\""), "{e}");
+    // A lexeme that %ignore also matches.
+    let e = refused("%ignore / +/\nstart: \"a\" (\" \" \"d\" | \"c\")\n");
+    assert!(e.to_string().contains("%ignore also matches"), "{e}");
+}
+
+#[test]
+fn separable_lexemes_compile() {
+    // A lowercase identifier cannot run into an uppercase keyword.
+    let d = dfa("start: /[a-z]+/ \"FROM\"\n%ignore \" \"\n");
+    assert!(d.matches(b"aFROM") && d.matches(b"a FROM"));
+}
+
+#[test]
+fn refusals_name_the_construct_and_position() {
+    for (text, what, pos) in [
+        ("start: <|end|>", "special token", (1, 8)),
+        ("start: @sub", "grammar reference", (1, 8)),
+        ("start: x\nx[lazy]: /a+/", "[lazy]", (2, 3)),
+        ("start: x\nx[stop=\"\\n\"]: /.*/", "[stop=...]", (2, 3)),
+        (
+            "start: x\nx[max_tokens=5]: /a+/",
+            "[max_tokens=...]",
+            (2, 3),
+        ),
+        ("start: x::1\nx::_: \"a\"", "parametric", (1, 9)),
+        ("start: %lark { start: \"a\" }", "%lark", (1, 8)),
+        ("start: A\nA: ~\"a\"", "`~` outside", (2, 4)),
+        ("start: a & b\na: \"a\"\nb: \"b\"", "`&` in a rule", (1, 10)),
+        (
+            "%llguidance {\"allow_initial_skip\": true}\nstart: \"a\"",
+            "allow_initial_skip",
+            (1, 1),
+        ),
+        ("start: A.2\n", "", (1, 9)),
+    ] {
+        let e = refused(text);
+        assert!(e.to_string().contains(what), "{text:?}: {e}");
+        assert_eq!(at(&e), pos, "{text:?}: {e}");
+    }
+}
+
+#[test]
+fn syntax_errors_carry_positions() {
+    for (text, pos) in [
+        ("start: \"a", (1, 8)),
+        ("start: (\"a\"", (1, 12)),
+        ("start \"a\"", (1, 7)),
+        ("start: a\n", (1, 8)),
+        ("x: \"a\"", (1, 1)),
+        ("start: A\nA: B\nB: A", (3, 4)),
+        ("start: /(/", (1, 8)),
+        ("start: \"a\"\nstart: \"b\"", (2, 1)),
+    ] {
+        let e = refused(text);
+        assert_eq!(at(&e), pos, "{text:?}: {e}");
+    }
+}
+
+#[test]
+fn json_blocks_follow_the_schema() {
+    let d = dfa("start: \"call \" obj\nobj: %json {\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"], \"additionalProperties\": false}\n");
+    assert!(d.matches(b"call {\"a\":1}"));
+    assert!(!d.matches(b"call {\"b\":1}") && !d.matches(b"call {}"));
+}
+
+#[test]
+fn substring_regex() {
+    let d = dfa("start: A\nA: %regex {\"substring_chunks\": [\"abc\", \"de\", \"fg\"]}\n");
+    for ok in ["", "abc", "de", "abcde", "defg", "abcdefg"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in ["ab", "cde", "abcfg"] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+}
+
+#[test]
+fn deep_chains_are_limits_not_crashes() {
+    let mut t = String::from("start: t0\n");
+    for i in 0..2000 {
+        t.push_str(&format!("t{i}: \"x\" t{}\n", i + 1));
+    }
+    t.push_str("t2000: \"y\"\n");
+    assert!(matches!(refused(&t), LarkError::Limit { .. }));
+    let mut t = String::from("start: T0\n");
+    for i in 0..2000 {
+        t.push_str(&format!("T{i}: \"x\" T{}\n", i + 1));
+    }
+    t.push_str("T2000: \"y\"\n");
+    assert!(matches!(refused(&t), LarkError::Limit { .. }));
+}
+
+#[test]
+fn garbage_is_an_error_with_a_position() {
+    for text in [
+        "",
+        "%",
+        "start: (",
+        "start: \"\\q\"",
+        "start: /a/ ]",
+        "\u{0}",
+        "start: ~ 3",
+        "start: \"a\"~5..2",
+        "%import foo.BAR\nstart: BAR",
+        "%json",
+    ] {
+        let e = refused(text);
+        if !matches!(e, LarkError::NoStart) {
+            at(&e);
+        }
+    }
+}
