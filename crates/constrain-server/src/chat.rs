@@ -338,6 +338,14 @@ fn response_format(
                 })?;
                 (Some(source), param, None)
             }
+            // Lark (llguidance's dialect) when a line defines a rule with
+            // `name:` or `NAME:`, as vLLM tells the two apart.
+            ("grammar", Value::String(g)) if is_lark(g) => {
+                let source = Source::lark(g).map_err(|e| {
+                    ApiError::field("structured_outputs.grammar", format!("the grammar does not parse: {e}"))
+                })?;
+                (Some(source), param, None)
+            }
             ("grammar", Value::String(g)) => {
                 let g = constrain::grammar::Grammar::parse("request", g).ok_or_else(|| {
                     ApiError::field("structured_outputs.grammar", "the grammar holds no pattern (a comment header, then a regex)")
@@ -404,6 +412,23 @@ fn response_format(
             format!("unknown response_format type {other:?}; expected \"text\", \"json_object\", \"json_schema\" or \"structural_tag\""),
         )),
     }
+}
+
+/// Whether a grammar text is Lark: no `::=`, and some line (comments
+/// aside) that defines a rule, `name:` / `NAME:` (with Lark's `?`, `!`
+/// marks or a `.priority`).
+fn is_lark(g: &str) -> bool {
+    !g.contains("::=")
+        && g.lines().any(|l| {
+            let l = l.trim_start().trim_start_matches(['?', '!']);
+            let name: String = l
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+                .collect();
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && l[name.len()..].trim_start().starts_with(':')
+        })
 }
 
 /// A structural tag's source, or a 400 naming the field and the JSON

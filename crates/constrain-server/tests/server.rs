@@ -884,7 +884,8 @@ fn logprobs_report_the_models_distribution_and_what_the_mask_allowed() {
 #[test]
 fn structural_tags_through_response_format_and_structured_outputs() {
     let addr = start(ServerConfig::default(), Fake::default());
-    let args = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let args =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
     let format = json!({"type": "triggered_tags", "triggers": ["<f="], "at_least_one": true,
         "stop_after_first": true,
         "tags": [{"begin": "<f=a>", "content": {"type": "json_schema", "json_schema": args}, "end": "</f>"}]});
@@ -918,9 +919,36 @@ fn structural_tags_through_response_format_and_structured_outputs() {
     // A malformed tag is a 400 naming the field and the pointer inside it.
     let bad = json!({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f="],
         "tags": [{"begin": "<g>", "content": {"type": "const_string", "value": "x"}, "end": "</g>"}]}});
-    let r = post(addr, &json!({"messages": user("x"), "response_format": bad}));
+    let r = post(
+        addr,
+        &json!({"messages": user("x"), "response_format": bad}),
+    );
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(r.json()["error"]["param"], "response_format");
     let m = r.json()["error"]["message"].as_str().unwrap().to_string();
     assert!(m.contains("/format/tags/0/begin"), "{m}");
+}
+
+#[test]
+fn structured_outputs_grammar_tells_lark_from_gbnf() {
+    let addr = start(ServerConfig::default(), Fake::default());
+    let list = regex::Regex::new(r"^[a-c]+(,[a-c]+)*$").unwrap();
+    for seed in 0..3 {
+        let r = post(
+            addr,
+            &json!({"messages": user("x"), "structured_outputs": {"grammar": "start: item (\",\" item)*\nitem: /[a-c]+/\n"}, "max_tokens": 12, "seed": seed}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let c = r.json()["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(list.is_match(&c), "{c:?}");
+    }
+    let r = post(
+        addr,
+        &json!({"messages": user("x"), "structured_outputs": {"grammar": "start: item\nitem: \"a\" @sub\n"}}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["param"], "structured_outputs.grammar");
 }
