@@ -512,18 +512,7 @@ impl Compiler {
                 let t = Instant::now();
                 let pda =
                     gbnf::pushdown::build(&frags, options, grammar.text.len(), &self.config.dfa)?;
-                stats.dfa_time = t.elapsed();
-                stats.dfa_states = pda.states;
-                stats.fragments = pda.fragment_count();
-                stats.lazy_fragments = pda.lazy_fragment_count();
-                let t = Instant::now();
-                let index = TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
-                stats.index_time = t.elapsed();
-                return Ok(Compiled {
-                    index: Arc::new(index),
-                    warnings: Vec::new(),
-                    stats,
-                });
+                return self.finish_pda(pda, Vec::new(), stats, t);
             }
         }
         // Lowered straight to a syntax tree: no regex text.
@@ -664,6 +653,18 @@ impl Compiler {
         stats.regex_len = bodies.iter().flatten().map(String::len).sum();
         let t = Instant::now();
         let pda = schema::pushdown::build(names, bodies, options, dfa)?;
+        self.finish_pda(pda, warnings, stats, t)
+    }
+
+    /// Fragments → the pushdown engine's index: the end of every compile
+    /// with a stack (`t`: when the fragments' build started).
+    fn finish_pda(
+        &self,
+        pda: crate::pda::Pda,
+        warnings: Vec<SchemaWarning>,
+        mut stats: CompileStats,
+        t: Instant,
+    ) -> Result<Compiled, CompileError> {
         stats.dfa_time = t.elapsed();
         stats.dfa_states = pda.states;
         stats.fragments = pda.fragment_count();
