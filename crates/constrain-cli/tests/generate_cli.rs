@@ -303,3 +303,104 @@ fn tokenizer_that_does_not_match_the_model_is_rejected() {
         "does not match the model",
     );
 }
+
+/// The calls `<tool_call>\n{...}\n</tool_call>` in an output, parsed.
+fn qwen_calls(out: &str) -> Vec<serde_json::Value> {
+    out.split("<tool_call>\n")
+        .skip(1)
+        .map(|rest| {
+            let body = rest.split("\n</tool_call>").next().unwrap();
+            serde_json::from_str(body).unwrap_or_else(|e| panic!("{out:?}: {body:?}: {e}"))
+        })
+        .collect()
+}
+
+#[test]
+fn tools_in_the_models_own_format_under_random_weights() {
+    let m = tiny("qwen3");
+    let m = m.to_str().unwrap();
+    let tools_path = format!("{}/../../schemas/tools.json", env!("CARGO_MANIFEST_DIR"));
+    let tools: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&tools_path).unwrap()).unwrap();
+    let params = |name: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["function"]["name"] == name)
+            .map(|t| jsonschema::validator_for(&t["function"]["parameters"]).unwrap())
+    };
+    for seed in ["1", "2", "3"] {
+        let out = constrain(&[
+            "--tools",
+            &tools_path,
+            "--tool-choice",
+            "required",
+            "--one-call",
+            // The tools' system message is past the tiny model's context.
+            "--system",
+            "Call a tool.",
+            "--prompt",
+            "hi",
+            "--model",
+            m,
+            "--max-tokens",
+            "200",
+            "--temperature",
+            "1",
+            "--seed",
+            seed,
+        ]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        assert!(
+            text.starts_with("<tool_call>\n") && text.ends_with("\n</tool_call>"),
+            "{text:?}"
+        );
+        let calls = qwen_calls(text);
+        assert_eq!(calls.len(), 1, "{text:?}");
+        let name = calls[0]["name"].as_str().unwrap();
+        let v = params(name).unwrap_or_else(|| panic!("no tool {name:?}"));
+        assert!(v.is_valid(&calls[0]["arguments"]), "{text:?}");
+        // `none`: text that never opens a call.
+        let out = constrain(&[
+            "--tools",
+            &tools_path,
+            "--tool-choice",
+            "none",
+            "--system",
+            "Answer.",
+            "--prompt",
+            "hi",
+            "--model",
+            m,
+            "--max-tokens",
+            "40",
+            "--temperature",
+            "1",
+            "--seed",
+            seed,
+        ]);
+        assert_eq!(out.status.code(), Some(0));
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("<tool_call>"));
+    }
+    bad_input(
+        &constrain(&[
+            "--tools",
+            &tools_path,
+            "--tool-format",
+            "nope",
+            "--prompt",
+            "hi",
+            "--model",
+            m,
+        ]),
+        "unknown --tool-format",
+    );
+}

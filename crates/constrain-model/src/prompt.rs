@@ -104,6 +104,21 @@ pub fn tools_system_message(tools: &[Value]) -> String {
     s
 }
 
+/// The system message for calls in Qwen's own format (its chat template's
+/// tool section): the tools inside `<tools></tools>`, each call asked for
+/// inside `<tool_call></tool_call>`.
+pub fn tool_calls_system_message(tools: &[Value]) -> String {
+    let mut s = format!(
+        "{QWEN_DEFAULT_SYSTEM}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+    );
+    for t in tools {
+        s.push('\n');
+        s.push_str(&serde_json::to_string(t).unwrap_or_default());
+    }
+    s.push_str("\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,6 +45,22 @@ pub struct GenerateArgs {
     /// `{"name": ..., "arguments": {...}}` valid for exactly one tool.
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
+    /// With --tools: the output is free text and calls in the model's own
+    /// format (a structural tag): `auto` (text, calls, or both), `required`
+    /// (it begins with a call), `none` (text only), or a function's name.
+    #[arg(long, value_name = "CHOICE", requires = "tools")]
+    tool_choice: Option<String>,
+    /// With --tools: the model's call format (`qwen_3`, `llama`, `mistral`;
+    /// default `qwen_3`, the format of the Qwen models this CLI runs).
+    #[arg(long, value_name = "NAME", requires = "tools")]
+    tool_format: Option<String>,
+    /// With --tools: at most one call (`parallel_tool_calls: false`).
+    #[arg(long, requires = "tools")]
+    one_call: bool,
+    /// The output begins with the model's thinking, closed by `</think>`
+    /// (the prompt opens `<think>`); nothing constrains the thinking.
+    #[arg(long, requires = "tools")]
+    reasoning: bool,
     /// The user message.
     #[arg(long, value_name = "TEXT")]
     prompt: Option<String>,
@@ -210,6 +226,45 @@ fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
             system: prompt::schema_system_message(&s),
             source: Source::json_schema(s).with_schema_options(opts),
             what: format!("invalid schema {}", p.display()),
+        });
+    }
+    if let (Some(p), true) = (
+        &a.tools,
+        a.tool_choice.is_some() || a.tool_format.is_some() || a.one_call || a.reasoning,
+    ) {
+        use constrain::tools::{Reasoning, ToolChoice, ToolFormat};
+        let tools = read_json(p, "tools file")?;
+        let list = tools.as_array().cloned().unwrap_or_default();
+        let format = match &a.tool_format {
+            None => ToolFormat::Qwen3,
+            Some(n) => ToolFormat::from_name(n).ok_or_else(|| {
+                let names: Vec<&str> = ToolFormat::ALL.iter().map(|f| f.name()).collect();
+                anyhow::anyhow!(
+                    "unknown --tool-format {n:?}; expected one of {}",
+                    names.join(", ")
+                )
+            })?,
+        };
+        let choice = match a.tool_choice.as_deref() {
+            None => ToolChoice::Auto,
+            Some(c) => ToolChoice::from_name(c).ok_or_else(|| {
+                anyhow::anyhow!("--tool-choice needs auto, required, none or a name")
+            })?,
+        };
+        let reasoning = if a.reasoning {
+            Reasoning::Enabled
+        } else {
+            Reasoning::Disabled
+        };
+        let tag = constrain::tools::structural_tag(format, &tools, &choice, !a.one_call, reasoning)
+            .with_context(|| format!("invalid tools file {}", p.display()))?;
+        return Ok(Constraint {
+            system: prompt::tool_calls_system_message(&list),
+            source: Source::StructuralTag {
+                tag,
+                options: a.schema_opts.tag_options(),
+            },
+            what: format!("invalid tools file {}", p.display()),
         });
     }
     if let Some(p) = &a.tools {
