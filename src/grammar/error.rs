@@ -28,6 +28,6 @@ pub enum GrammarError {
     Lark {
         path: PathBuf,
         #[source]
-        source: super::lark::LarkError,
+        source: super::lark::error::LarkError,
     },
 }
