@@ -1,8 +1,8 @@
 //! Structural tags: XGrammar's JSON read with pointer-precise refusals, and
 //! the languages it defines compiled exactly. The verdict tables were
 //! recorded from XGrammar 0.2.8 (`xgrammar.testing._is_grammar_accept_string`
-//! on the same tags); `scripts/test-oracles` re-checks them against the
-//! installed package where pip works. Generation under budgets is checked
+//! on the same tags); `tests/structural_tags_oracle.rs` checks constrain
+//! against the installed package live where `scripts/oracle-venv` made it. Generation under budgets is checked
 //! with adversarial token choices, the calls' arguments by `jsonschema`.
 
 use constrain::tags::{StructuralTag, TagError};
