@@ -453,11 +453,12 @@ impl Compiler {
                     .collect();
                 let mut low = crate::tags::lower(tag.format(), options, every_byte, &symbols)?;
                 if low.bodies.len() > 1 {
-                    return self.fragments(
+                    return self.fragments_with(
                         &low.names,
                         &low.bodies,
                         low.warnings,
                         options,
+                        &self.config.dfa,
                         stats,
                         t,
                     );
@@ -625,19 +626,7 @@ impl Compiler {
     }
 
     /// Schema-text fragments (`names[0]` the document) → the pushdown
-    /// engine's index, under the configured DFA limits.
-    fn fragments(
-        &self,
-        names: &[String],
-        bodies: &[Option<String>],
-        warnings: Vec<SchemaWarning>,
-        options: &SchemaOptions,
-        stats: CompileStats,
-        t: Instant,
-    ) -> Result<Compiled, CompileError> {
-        self.fragments_with(names, bodies, warnings, options, &self.config.dfa, stats, t)
-    }
-
+    /// engine's index, under the DFA limits `dfa`.
     #[allow(clippy::too_many_arguments)]
     fn fragments_with(
         &self,

@@ -189,7 +189,7 @@ fn typed(kind: &str, obj: &Map<String, Value>, at: &Pointer) -> Result<Format, T
             pattern: string(field("pattern"), &p("pattern"), "pattern")?,
         },
         "any_text" => {
-            if obj.len() == 0 {
+            if obj.is_empty() {
                 return Err(invalid(at, "an empty object is not a format"));
             }
             Format::AnyText {

@@ -1,7 +1,7 @@
 //! Free text as regex text: the languages that `any_text`, triggers and
 //! tag ends need, written by the exact boolean algebra
-//! ([`crate::dfa::algebra::combine`]), memoized per tag, and the products
-//! per process (every tag of a model format needs the same ones).
+//! ([`crate::dfa::algebra::combine`]), each product built once per process
+//! (every tag of a model format needs the same ones).
 //!
 //! * [`Texts::free`]: text holding none of a set of strings (XGrammar's
 //!   `excludes` and the enclosing tag's end), optionally at most `n`
@@ -18,12 +18,10 @@ use crate::dfa::algebra::{combine, AlgebraError, Op};
 use crate::schema::{Pointer, SchemaOptions};
 use std::collections::HashMap;
 
-/// Memoized free-text languages, under the product limits of the schema
-/// options (`max_product_states`, `max_product_len`).
+/// The free-text languages, under the product limits of the schema options
+/// (`max_product_states`, `max_product_len`).
 pub(crate) struct Texts<'a> {
     opts: &'a SchemaOptions,
-    free: HashMap<(Vec<String>, Option<u32>), Option<String>>,
-    until: HashMap<(Vec<String>, Vec<String>, String), Option<String>>,
 }
 
 /// Any text (`.` with `s`: newlines too).
@@ -43,11 +41,7 @@ fn sorted(strings: &[String]) -> Vec<String> {
 
 impl<'a> Texts<'a> {
     pub fn new(opts: &'a SchemaOptions) -> Texts<'a> {
-        Texts {
-            opts,
-            free: HashMap::new(),
-            until: HashMap::new(),
-        }
+        Texts { opts }
     }
 
     fn combine(&self, a: &str, b: &str, op: Op, at: &Pointer) -> Result<Option<String>, TagError> {
@@ -98,51 +92,39 @@ impl<'a> Texts<'a> {
 
     /// Text holding none of `stop`, of at most `max_chars` characters.
     pub fn free(
-        &mut self,
+        &self,
         stop: &[String],
         max_chars: Option<u32>,
         at: &Pointer,
     ) -> Result<Option<String>, TagError> {
-        let key = (sorted(stop), max_chars);
-        if let Some(t) = self.free.get(&key) {
-            return Ok(t.clone());
-        }
+        let stop = sorted(stop);
         let bounded = max_chars.map(|n| format!("(?s:.{{0,{n}}})"));
-        let text = match (key.0.is_empty(), &bounded) {
+        Ok(match (stop.is_empty(), &bounded) {
             (true, None) => Some(ANY.to_string()),
             (true, Some(b)) => Some(b.clone()),
             (false, _) => {
-                let holding = format!("(?s:.*{}.*)", alternation(&key.0));
+                let holding = format!("(?s:.*{}.*)", alternation(&stop));
                 let base = bounded.as_deref().unwrap_or(ANY);
                 self.combine(base, &holding, Op::AndNot, at)?
             }
-        };
-        self.free.insert(key, text.clone());
-        Ok(text)
+        })
     }
 
     /// Text holding none of `stop`, ending with the first of `triggers`
     /// it completes, which is `t`.
     pub fn until(
-        &mut self,
+        &self,
         stop: &[String],
         triggers: &[String],
         t: &str,
         at: &Pointer,
     ) -> Result<Option<String>, TagError> {
-        let key = (sorted(stop), sorted(triggers), t.to_string());
-        if let Some(x) = self.until.get(&key) {
-            return Ok(x.clone());
-        }
         let Some(free) = self.free(stop, None, at)? else {
-            self.until.insert(key, None);
             return Ok(None);
         };
         let ending = format!("(?:{free}){}", regex_syntax::escape(t));
-        let earlier = format!("(?s:.*{}.+)", alternation(&key.1));
-        let text = self.combine(&ending, &earlier, Op::AndNot, at)?;
-        self.until.insert(key, text.clone());
-        Ok(text)
+        let earlier = format!("(?s:.*{}.+)", alternation(&sorted(triggers)));
+        self.combine(&ending, &earlier, Op::AndNot, at)
     }
 }
 
@@ -157,7 +139,7 @@ mod tests {
     #[test]
     fn free_text_holds_no_stop_string() {
         let opts = SchemaOptions::default();
-        let mut t = Texts::new(&opts);
+        let t = Texts::new(&opts);
         let at = Pointer::root();
         let re = full(&t.free(&["ab".into()], None, &at).unwrap().unwrap());
         for (s, ok) in [
@@ -177,7 +159,7 @@ mod tests {
     #[test]
     fn until_stops_at_the_first_trigger() {
         let opts = SchemaOptions::default();
-        let mut t = Texts::new(&opts);
+        let t = Texts::new(&opts);
         let at = Pointer::root();
         let re = full(&t.until(&[], &["aa".into()], "aa", &at).unwrap().unwrap());
         assert!(re.is_match("aa") && re.is_match("xaa") && re.is_match("abaa"));
