@@ -9,7 +9,7 @@
 //! quote.
 //!
 //! The lazy index splits a state into its free threads and the rest
-//! ([`super::LazyDfa::free_part`]): the free part is shared by every
+//! ([`LazyDfa::free_part`](super::LazyDfa::free_part)): the free part is shared by every
 //! position of an object where extra keys may start, while the declared
 //! names left differ from one position to the next.
 //!
@@ -17,7 +17,6 @@
 //! threads allows a subset of its tokens); it never decides a mask.
 
 use super::nfa::{Kind, Nfa};
-use super::LazyDfa;
 
 const UNKNOWN: u8 = 0;
 const FREE: u8 = 1;
@@ -195,57 +194,6 @@ impl FreeThreads {
 pub(super) const PART_UNKNOWN: u32 = u32::MAX;
 /// A state with no free part smaller than itself.
 pub(super) const NO_PART: u32 = u32::MAX - 1;
-
-impl LazyDfa {
-    /// The state made of the free threads of `s` (see the module: those from
-    /// which plain text can go on forever), when they are some but not all
-    /// of its threads; `None` otherwise. Its language is part of that of
-    /// `s`, so every token it allows `s` allows too. At a position of an
-    /// object where a key starts (or inside one), the free part is the
-    /// extra-key trie's threads, the same at every position, while the
-    /// declared names still allowed there differ.
-    pub(crate) fn free_part(&mut self, s: u32) -> Option<u32> {
-        if s == 0 {
-            return None;
-        }
-        let si = s as usize;
-        if let Some(&p) = self.free_part.get(si) {
-            if p != PART_UNKNOWN {
-                return (p != NO_PART).then_some(p);
-            }
-        }
-        let key: Vec<u32> = self.det.key(s).to_vec();
-        if !has_wide_thread(self.det.nfa(), &key) {
-            if self.free_part.len() <= si {
-                self.free_part
-                    .resize(self.det.len().max(si + 1), PART_UNKNOWN);
-            }
-            self.free_part[si] = NO_PART;
-            return None;
-        }
-        self.free
-            .classify(self.det.nfa(), self.det.nfa_dist(), &key);
-        let sub: Vec<u32> = key
-            .iter()
-            .copied()
-            .filter(|&q| self.free.is_free(q))
-            .collect();
-        let part = if sub.is_empty() || sub.len() == key.len() || self.failed.is_some() {
-            NO_PART
-        } else {
-            match self.det.sub_state(&sub) {
-                Ok(t) => t,
-                Err(_) => NO_PART,
-            }
-        };
-        if self.free_part.len() <= si {
-            self.free_part
-                .resize(self.det.len().max(si + 1), PART_UNKNOWN);
-        }
-        self.free_part[si] = part;
-        (part != NO_PART).then_some(part)
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -327,3 +327,54 @@ impl LazyDfa {
         Ok(ByteDfa::from_table(self.det.into_table(), self.pattern_len))
     }
 }
+
+impl LazyDfa {
+    /// The state made of the free threads of `s` (see the module: those from
+    /// which plain text can go on forever), when they are some but not all
+    /// of its threads; `None` otherwise. Its language is part of that of
+    /// `s`, so every token it allows `s` allows too. At a position of an
+    /// object where a key starts (or inside one), the free part is the
+    /// extra-key trie's threads, the same at every position, while the
+    /// declared names still allowed there differ.
+    pub(crate) fn free_part(&mut self, s: u32) -> Option<u32> {
+        if s == 0 {
+            return None;
+        }
+        let si = s as usize;
+        if let Some(&p) = self.free_part.get(si) {
+            if p != free::PART_UNKNOWN {
+                return (p != free::NO_PART).then_some(p);
+            }
+        }
+        let key: Vec<u32> = self.det.key(s).to_vec();
+        if !free::has_wide_thread(self.det.nfa(), &key) {
+            if self.free_part.len() <= si {
+                self.free_part
+                    .resize(self.det.len().max(si + 1), free::PART_UNKNOWN);
+            }
+            self.free_part[si] = free::NO_PART;
+            return None;
+        }
+        self.free
+            .classify(self.det.nfa(), self.det.nfa_dist(), &key);
+        let sub: Vec<u32> = key
+            .iter()
+            .copied()
+            .filter(|&q| self.free.is_free(q))
+            .collect();
+        let part = if sub.is_empty() || sub.len() == key.len() || self.failed.is_some() {
+            free::NO_PART
+        } else {
+            match self.det.sub_state(&sub) {
+                Ok(t) => t,
+                Err(_) => free::NO_PART,
+            }
+        };
+        if self.free_part.len() <= si {
+            self.free_part
+                .resize(self.det.len().max(si + 1), free::PART_UNKNOWN);
+        }
+        self.free_part[si] = part;
+        (part != free::NO_PART).then_some(part)
+    }
+}
