@@ -386,3 +386,8 @@ pub fn check_compatible(vocab: Vocabulary, logits_width: usize) -> Result<Vocabu
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The Rust example of docs/grammars.md, compiled as a doc test.
+#[doc = include_str!("../../../docs/grammars.md")]
+#[cfg(doctest)]
+pub struct GrammarsDoctests;
