@@ -124,7 +124,20 @@ fn bad_input_is_exit_2_with_nothing_on_stdout() {
     bad_input(&constrain(&["--prompt", "hi"]), "--schema");
     bad_input(
         &constrain(&["--regex", "a", "--prompt", "hi"]),
-        "does not exist",
+        "does not exist (scripts/fetch-assets",
+    );
+    // The constraint is checked before the model loads: a bad regex with a
+    // missing model names the regex.
+    bad_input(
+        &constrain(&[
+            "--regex",
+            "a(",
+            "--prompt",
+            "hi",
+            "--model",
+            "/no/such.gguf",
+        ]),
+        "bad regex at byte",
     );
     bad_input(
         &constrain(&[

@@ -256,7 +256,7 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
 /// Errors loading or running a model.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    #[error("model file {path} does not exist")]
+    #[error("model file {path} does not exist (scripts/fetch-assets fetches the default model)")]
     NotFound { path: String },
     #[error("cannot read model file {path}: {source}")]
     Io {

@@ -396,6 +396,15 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         "no --prompt given (the main job is `constrain --schema FILE --prompt TEXT`; see `constrain --help`)",
     )?;
     let c = constraint(&a)?;
+    // A bad --regex fails here, not after the model has loaded (its size is
+    // left to the compile, which knows the configured limits).
+    if let Source::Regex(re) = &c.source {
+        if let Err(e @ constrain::DfaError::Syntax { .. }) =
+            constrain::ByteDfa::nfa(re, &constrain::DfaConfig::default())
+        {
+            return Err(e.into());
+        }
+    }
     let sampling = sampling(&a)?;
     if a.beam == Some(0) {
         bail!("invalid value '0' for --beam: the beam width must be at least 1");
