@@ -515,7 +515,7 @@ impl<'a> Document<'a> {
             if k.starts_with("x-") {
                 continue; // vendor extension (OpenAPI convention): annotation
             }
-            if k == "not" || k == "patternProperties" {
+            if k == "not" || k == "patternProperties" || k == "$dynamicRef" {
                 continue; // parsed below
             }
             if UNSUPPORTED.contains(&k) {
@@ -558,6 +558,33 @@ impl<'a> Document<'a> {
                 }),
                 Ok(None) => {}
                 Err(e) => self.soft(e, opts.lenient)?,
+            }
+        }
+        // $dynamicRef: where it resolves statically, a `$ref`.
+        if let Some(r) = m.get("$dynamicRef") {
+            let Value::String(r) = r else {
+                return Err(invalid("\"$dynamicRef\" must be a string".into()));
+            };
+            match self.resources.resolve_dynamic(r, at.as_str(), self.root) {
+                Ok(Some(target)) => n.all_of.push(Schema::Ref {
+                    target,
+                    at: at.clone(),
+                }),
+                Ok(None) => self.soft(
+                    SchemaError::Ref {
+                        reference: r.clone(),
+                        pointer: at.clone(),
+                    },
+                    opts.lenient,
+                )?,
+                Err(detail) => self.soft(
+                    SchemaError::UnsupportedValue {
+                        what: "$dynamicRef".into(),
+                        pointer: at.clone(),
+                        detail,
+                    },
+                    opts.lenient,
+                )?,
             }
         }
 

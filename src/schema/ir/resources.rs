@@ -44,6 +44,8 @@ pub struct Resources {
     anchors: HashMap<(String, String), String>,
     /// Pointer of an object with `$id` → its base URI.
     bases: HashMap<String, String>,
+    /// `$dynamicAnchor` name → the (resource URI, pointer) of each one.
+    dynamic: HashMap<String, Vec<(String, String)>>,
 }
 
 impl Resources {
@@ -80,6 +82,15 @@ impl Resources {
                 if let Some(Value::String(a)) = m.get("$anchor") {
                     self.anchors
                         .insert((base.clone(), a.clone()), at.to_string());
+                }
+                // A `$dynamicAnchor` is also a plain anchor for `$ref`.
+                if let Some(Value::String(a)) = m.get("$dynamicAnchor") {
+                    self.anchors
+                        .insert((base.clone(), a.clone()), at.to_string());
+                    self.dynamic
+                        .entry(a.clone())
+                        .or_default()
+                        .push((base.clone(), at.to_string()));
                 }
                 for (k, c) in m {
                     let child = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
@@ -140,6 +151,38 @@ impl Resources {
             return root.pointer(&target).map(|_| target);
         }
         self.anchors.get(&(uri.to_string(), frag)).cloned()
+    }
+}
+
+impl Resources {
+    /// The pointer a `$dynamicRef` written at `pointer` names, where it
+    /// resolves statically: its initial target (resolved as a `$ref`) is
+    /// final unless that target carries a `$dynamicAnchor` of the fragment's
+    /// name, and even then when it is the only `$dynamicAnchor` of that name
+    /// in the document (every dynamic scope then finds that one). `Err`:
+    /// why not (several such anchors: the target depends on the dynamic
+    /// scope); `Ok(None)`: it names nothing in this document.
+    pub fn resolve_dynamic(
+        &self,
+        reference: &str,
+        pointer: &str,
+        root: &Value,
+    ) -> Result<Option<String>, String> {
+        let Some(target) = self.resolve(reference, pointer, root) else {
+            return Ok(None);
+        };
+        let abs = resolve_uri(self.base_at(pointer), reference);
+        let name = percent_decode(split_fragment(&abs).1.unwrap_or(""));
+        let Some(all) = self.dynamic.get(&name) else {
+            return Ok(Some(target));
+        };
+        if !all.iter().any(|(_, p)| *p == target) || all.len() == 1 {
+            return Ok(Some(target));
+        }
+        Err(format!(
+            "{} \"$dynamicAnchor\": \"{name}\" in the document; the target depends on the dynamic scope",
+            all.len()
+        ))
     }
 }
 
@@ -396,6 +439,42 @@ mod tests {
         assert_eq!(at("", "data.json"), None);
         assert_eq!(at("", "http://example.com/other.json"), None);
         assert_eq!(at("", "#/$defs/missing"), None);
+    }
+
+    #[test]
+    fn dynamic_refs_resolve_statically_when_one_anchor_can_match() {
+        let one = json!({
+            "$id": "http://e.com/list.json",
+            "$dynamicAnchor": "items",
+            "items": {"$dynamicRef": "#items"}
+        });
+        let r = Resources::collect(&one);
+        assert_eq!(
+            r.resolve_dynamic("#items", "/items", &one),
+            Ok(Some(String::new()))
+        );
+        let two = json!({
+            "$id": "http://e.com/root.json",
+            "$dynamicAnchor": "items",
+            "$defs": {"list": {"$id": "list.json", "$dynamicAnchor": "items",
+                               "items": {"$dynamicRef": "#items"}}}
+        });
+        let r = Resources::collect(&two);
+        assert!(r
+            .resolve_dynamic("#items", "/$defs/list/items", &two)
+            .is_err());
+        // An initial target without a matching `$dynamicAnchor`: a plain `$ref`.
+        let plain = json!({
+            "$id": "http://e.com/root.json",
+            "$dynamicAnchor": "items",
+            "$defs": {"list": {"$id": "list.json", "$anchor": "items",
+                               "items": {"$dynamicRef": "#items"}}}
+        });
+        let r = Resources::collect(&plain);
+        assert_eq!(
+            r.resolve_dynamic("#items", "/$defs/list/items", &plain),
+            Ok(Some("/$defs/list".into()))
+        );
     }
 
     #[test]
