@@ -35,9 +35,11 @@ use std::rc::Rc;
 
 mod keywords;
 mod merge;
+mod resources;
 use keywords::*;
 pub use merge::{json_eq, merge};
 use merge::{lower_hi, raise_lo};
+use resources::Resources;
 
 /// A set of JSON types. `NUMBER` includes the integers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -344,64 +346,8 @@ pub struct Document<'a> {
     root: &'a Value,
     opts: &'a SchemaOptions,
     cache: RefCell<HashMap<String, Rc<Schema>>>,
-    anchors: HashMap<String, String>,
-    base: Option<String>,
+    resources: Resources,
     pub warnings: RefCell<Vec<SchemaWarning>>,
-}
-
-fn collect_anchors(v: &Value, at: &Pointer, out: &mut HashMap<String, String>, depth: usize) {
-    if depth > 64 {
-        return;
-    }
-    match v {
-        Value::Object(m) => {
-            if let Some(Value::String(a)) = m.get("$anchor") {
-                out.insert(a.clone(), at.0.clone());
-            }
-            for key in ["$id", "id"] {
-                if let Some(Value::String(id)) = m.get(key) {
-                    if let Some(a) = id.strip_prefix('#') {
-                        if !a.is_empty() && !a.starts_with('/') {
-                            out.insert(a.to_string(), at.0.clone());
-                        }
-                    }
-                }
-            }
-            for (k, c) in m {
-                if matches!(k.as_str(), "enum" | "const" | "default" | "examples") {
-                    continue;
-                }
-                collect_anchors(c, &at.push(k), out, depth + 1);
-            }
-        }
-        Value::Array(a) => {
-            for (i, c) in a.iter().enumerate() {
-                collect_anchors(c, &at.push_index(i), out, depth + 1);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|t| u8::from_str_radix(t, 16).ok())
-            {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn as_count(v: &Value) -> Option<u64> {
@@ -424,20 +370,11 @@ fn as_dec(v: &Value) -> Option<Dec> {
 
 impl<'a> Document<'a> {
     pub fn new(root: &'a Value, opts: &'a SchemaOptions) -> Document<'a> {
-        let mut anchors = HashMap::new();
-        collect_anchors(root, &Pointer::root(), &mut anchors, 0);
-        let base = root
-            .get("$id")
-            .or_else(|| root.get("id"))
-            .and_then(Value::as_str)
-            .map(|s| s.split('#').next().unwrap_or("").to_string())
-            .filter(|s| !s.is_empty());
         Document {
             root,
             opts,
             cache: RefCell::new(HashMap::new()),
-            anchors,
-            base,
+            resources: Resources::collect(root),
             warnings: RefCell::new(Vec::new()),
         }
     }
@@ -504,38 +441,12 @@ impl<'a> Document<'a> {
         Ok(s)
     }
 
-    /// Resolves a `$ref` string to a pointer into this document.
+    /// Resolves a `$ref` string to a pointer into this document
+    /// ([`Resources::resolve`]: by `$id`, `$anchor`, relative or absolute
+    /// URI; nothing is fetched).
     fn ref_target(&self, r: &str, at: &Pointer) -> Result<Option<String>, SchemaError> {
-        let frag;
-        if let Some(i) = r.find('#') {
-            let (uri, f) = r.split_at(i);
-            if !uri.is_empty() && self.base.as_deref() != Some(uri) {
-                return Err(SchemaError::Ref {
-                    reference: r.into(),
-                    pointer: at.clone(),
-                });
-            }
-            frag = &f[1..];
-        } else if !r.is_empty() && self.base.as_deref() != Some(r) {
-            return Err(SchemaError::Ref {
-                reference: r.into(),
-                pointer: at.clone(),
-            });
-        } else {
-            frag = "";
-        }
-        let frag = percent_decode(frag);
-        if frag.is_empty() || frag.starts_with('/') {
-            if frag.is_empty() || self.root.pointer(&frag).is_some() {
-                return Ok(Some(frag));
-            }
-            return Err(SchemaError::Ref {
-                reference: r.into(),
-                pointer: at.clone(),
-            });
-        }
-        match self.anchors.get(&frag) {
-            Some(p) => Ok(Some(p.clone())),
+        match self.resources.resolve(r, at.as_str(), self.root) {
+            Some(p) => Ok(Some(p)),
             None => Err(SchemaError::Ref {
                 reference: r.into(),
                 pointer: at.clone(),
@@ -604,7 +515,7 @@ impl<'a> Document<'a> {
             if k.starts_with("x-") {
                 continue; // vendor extension (OpenAPI convention): annotation
             }
-            if k == "not" || k == "patternProperties" {
+            if k == "not" || k == "patternProperties" || k == "$dynamicRef" {
                 continue; // parsed below
             }
             if UNSUPPORTED.contains(&k) {
@@ -647,6 +558,33 @@ impl<'a> Document<'a> {
                 }),
                 Ok(None) => {}
                 Err(e) => self.soft(e, opts.lenient)?,
+            }
+        }
+        // $dynamicRef: where it resolves statically, a `$ref`.
+        if let Some(r) = m.get("$dynamicRef") {
+            let Value::String(r) = r else {
+                return Err(invalid("\"$dynamicRef\" must be a string".into()));
+            };
+            match self.resources.resolve_dynamic(r, at.as_str(), self.root) {
+                Ok(Some(target)) => n.all_of.push(Schema::Ref {
+                    target,
+                    at: at.clone(),
+                }),
+                Ok(None) => self.soft(
+                    SchemaError::Ref {
+                        reference: r.clone(),
+                        pointer: at.clone(),
+                    },
+                    opts.lenient,
+                )?,
+                Err(detail) => self.soft(
+                    SchemaError::UnsupportedValue {
+                        what: "$dynamicRef".into(),
+                        pointer: at.clone(),
+                        detail,
+                    },
+                    opts.lenient,
+                )?,
             }
         }
 

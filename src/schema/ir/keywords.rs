@@ -36,7 +36,6 @@ pub(super) const UNSUPPORTED: &[&str] = &[
     "patternProperties",
     "unevaluatedProperties",
     "unevaluatedItems",
-    "$dynamicRef",
     "$recursiveRef",
     "$recursiveAnchor",
     "disallow",

@@ -36,7 +36,7 @@
 //! by `max_regex_len` (the error names the `contains` and the knob), and
 //! the number of states by `max_repeat`.
 
-use super::logic::{conj, disj};
+use super::nodes::{conj, disj};
 use super::*;
 use crate::schema::ir::Contains;
 
@@ -357,5 +357,102 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
         }
         Ok(out)
+    }
+}
+
+impl Gen<'_, '_> {
+    /// Arrays with `contains`: between `min` and `max` items match the
+    /// schema. Items that must not match are `items ∧ ¬contains` (only when
+    /// `max` is set).
+    // Kept out of the recursive generator's frames (deep schemas).
+    #[inline(never)]
+    pub(super) fn array_contains(&mut self, n: &Node) -> Result<Lang, SchemaError> {
+        if n.contains.len() > 1 && n.prefix_items.is_none() {
+            return self.array_counted_contains(n);
+        }
+        if n.contains.len() > 1 {
+            return Err(SchemaError::UnsupportedValue {
+                what: "contains".into(),
+                pointer: n.contains[1].at.clone(),
+                detail: "several \"contains\" together with \"prefixItems\"".into(),
+            });
+        }
+        let c = &n.contains[0];
+        let (a, b) = (c.min, c.max);
+        if b.is_some_and(|b| b < a) {
+            return Ok(None);
+        }
+        if a == 0 && b.is_none() {
+            let mut m = n.clone();
+            m.contains.clear();
+            return self.array(&m);
+        }
+        if n.prefix_items.is_some() {
+            return Err(SchemaError::UnsupportedValue {
+                what: "contains".into(),
+                pointer: c.at.clone(),
+                detail: "\"contains\" together with \"prefixItems\"".into(),
+            });
+        }
+        if n.min_items.unwrap_or(0) > a.max(1) || n.max_items.is_some() {
+            return self.array_counted_contains(n);
+        }
+        let big = b.unwrap_or(a);
+        if big > self.opts.max_repeat {
+            return Err(SchemaError::TooBig {
+                what: "contains count bound".into(),
+                pointer: c.at.clone(),
+                size: big,
+                limit: self.opts.max_repeat,
+                knob: "max_repeat",
+            });
+        }
+        let item = n.items.clone().unwrap_or(Schema::Bool(true));
+        let m = self.value(&conj(&c.at, vec![item.clone(), c.schema.clone()]), &[])?;
+        let other = if b.is_some() {
+            let nc = self.negate(&c.schema, &c.at)?;
+            let s = conj(&c.at, vec![item, disj(&c.at, nc)]);
+            self.value(&s, &[])?
+        } else {
+            self.value(&item, &[])?
+        };
+        let Layout { inner, comma, .. } = self.lay.clone();
+        let empty = format!("\\[{inner}\\]");
+        let only_others = other.as_ref().map(|o| format!("{o}(?:{comma}{o})*"));
+        let Some(m) = m else {
+            return Ok(if a == 0 {
+                Some(match only_others {
+                    Some(o) => format!("\\[{inner}(?:{o})?{inner}\\]"),
+                    None => empty,
+                })
+            } else {
+                None
+            });
+        };
+        // One or more matching items, `lo..=hi` of them.
+        let (lo, hi) = (a.max(1), b);
+        let list = if hi.is_some_and(|h| h < lo) {
+            None
+        } else {
+            let (pre, post) = match &other {
+                Some(o) => (format!("(?:{o}{comma})*"), format!("(?:{comma}{o})*")),
+                None => (String::new(), String::new()),
+            };
+            let more = if hi == Some(1) {
+                String::new()
+            } else {
+                format!("(?:{comma}{m}{post}){}", repeat(lo - 1, hi.map(|h| h - 1)))
+            };
+            Some(format!("{pre}{m}{post}{more}"))
+        };
+        let body = match (a, list, only_others) {
+            (0, Some(l), Some(o)) => format!("(?:{l}|{o})?"),
+            (0, Some(l), None) => format!("(?:{l})?"),
+            (0, None, Some(o)) => format!("(?:{o})?"),
+            (0, None, None) => String::new(),
+            (_, Some(l), _) => l,
+            (_, None, _) => return Ok(None),
+        };
+        Ok(Some(format!("\\[{inner}{body}{inner}\\]")))
     }
 }

@@ -11,7 +11,7 @@
 //! with no finite set of values an error). Each documents its bound or
 //! narrowing.
 
-use super::logic::blank;
+use super::nodes::blank;
 use super::*;
 use crate::dfa::algebra::{self, AlgebraError, Op};
 use crate::schema::numeric::Bound;

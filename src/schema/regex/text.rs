@@ -1,0 +1,141 @@
+//! # Regex text helpers
+//!
+//! The small pieces every generator module writes with: [`Lang`] (a
+//! sub-language as regex text, `None` the empty language), alternation of
+//! parts, counted repetition suffixes, and the `json.dumps` spellings of
+//! floats, strings and number literals. No state, no schema types: the
+//! functions map values to text and nothing else.
+
+pub(crate) type Lang = Option<String>;
+
+pub(crate) fn alt_all(parts: Vec<String>) -> Lang {
+    match parts.len() {
+        0 => None,
+        1 => parts.into_iter().next(),
+        _ => {
+            // One copy of each part (`format!` over a `join` made two).
+            let len = parts.iter().map(String::len).sum::<usize>() + parts.len() + 3;
+            let mut out = String::with_capacity(len);
+            out.push_str("(?:");
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    out.push('|');
+                }
+                out.push_str(p);
+            }
+            out.push(')');
+            Some(out)
+        }
+    }
+}
+
+pub(crate) fn repeat(n: u64, m: Option<u64>) -> String {
+    match (n, m) {
+        (0, None) => "*".into(),
+        (1, None) => "+".into(),
+        (0, Some(1)) => "?".into(),
+        (a, None) => format!("{{{a},}}"),
+        (a, Some(b)) if a == b => format!("{{{a}}}"),
+        (a, Some(b)) => format!("{{{a},{b}}}"),
+    }
+}
+
+/// Python's `repr(float)` (what `json.dumps` writes for a float).
+pub fn py_float(f: f64) -> String {
+    if f.is_nan() || f.is_infinite() {
+        return "null".into();
+    }
+    let sci = format!("{f:e}"); // shortest round-trip digits, e.g. "1.5e16"
+    let (mant, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("exponent");
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let sign = if neg { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        // fixed notation with at least one fractional digit
+        let point = exp + 1;
+        let (int, frac) = if point <= 0 {
+            ("0".to_string(), "0".repeat((-point) as usize) + &digits)
+        } else if point as usize >= digits.len() {
+            (
+                digits.clone() + &"0".repeat(point as usize - digits.len()),
+                String::new(),
+            )
+        } else {
+            (
+                digits[..point as usize].to_string(),
+                digits[point as usize..].to_string(),
+            )
+        };
+        let frac = if frac.is_empty() {
+            "0".to_string()
+        } else {
+            frac
+        };
+        format!("{sign}{int}.{frac}")
+    } else {
+        let m = if digits.len() > 1 {
+            format!("{}.{}", &digits[..1], &digits[1..])
+        } else {
+            digits.clone()
+        };
+        let es = if exp < 0 { "-" } else { "+" };
+        format!("{sign}{m}e{es}{:02}", exp.abs())
+    }
+}
+
+/// `json.dumps(s, ensure_ascii=False)` of a string, quotes included.
+pub fn py_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+pub(crate) fn number_literal(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    let py = regex_syntax::escape(&py_float(f));
+    if f.fract() == 0.0 && f.abs() < 1e16 {
+        // 5.0 and 5 are the same JSON Schema value.
+        format!("(?:{py}|{})", f as i64)
+    } else {
+        py
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_float_repr() {
+        for (f, s) in [
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e-5, "1e-05"),
+            (1e16, "1e+16"),
+            (123456.789, "123456.789"),
+            (-2.5e-7, "-2.5e-07"),
+            (0.0001, "0.0001"),
+            (1.5e300, "1.5e+300"),
+        ] {
+            assert_eq!(py_float(f), s);
+        }
+    }
+}
