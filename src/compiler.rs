@@ -63,6 +63,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use crate::cancel::{CancelToken, Fired};
 use crate::dfa::{ByteDfa, Dfa, DfaConfig, DfaError};
 use crate::grammar::gbnf::{self, Gbnf, GbnfError, GbnfOptions};
 use crate::grammar::lark::{Lark, LarkError};
@@ -276,6 +277,32 @@ pub enum CompileError {
     /// vocabulary that cannot spell the language).
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// The compile's [`CancelToken`] was cancelled (its caller went away).
+    #[error("compile cancelled")]
+    Cancelled,
+    /// The compile ran past the time budget of its [`CancelToken`].
+    #[error("compile passed its time budget of {limit_ms} ms")]
+    TimedOut { limit_ms: u64 },
+}
+
+impl CompileError {
+    fn from_fired(f: Fired) -> CompileError {
+        match f {
+            Fired::Cancelled => CompileError::Cancelled,
+            Fired::TimedOut(d) => CompileError::TimedOut {
+                limit_ms: d.as_millis().min(u128::from(u64::MAX)) as u64,
+            },
+        }
+    }
+}
+
+/// A cancellation point between the compiler's phases: the error of the
+/// thread's current token once it has fired ([`crate::cancel`]).
+fn checkpoint() -> Result<(), CompileError> {
+    match crate::cancel::current() {
+        Some(f) => Err(CompileError::from_fired(f)),
+        None => Ok(()),
+    }
 }
 
 impl From<gbnf::pushdown::PushdownError> for CompileError {
@@ -424,6 +451,31 @@ impl Compiler {
         Ok(compiled)
     }
 
+    /// [`Self::compile_uncached`] that stops soon after `token` fires
+    /// (cancelled, or past its deadline): then the error is
+    /// [`CompileError::Cancelled`] or [`CompileError::TimedOut`], whatever
+    /// the phase that noticed it. The token is polled between phases and
+    /// at every state the subset construction explores; the eager index
+    /// stops at the token's deadline ([`crate::cancel`]).
+    pub fn compile_cancellable(
+        &self,
+        source: &Source,
+        token: &CancelToken,
+    ) -> Result<Compiled, CompileError> {
+        let mut config = self.config.clone();
+        if let Some(d) = token.deadline() {
+            config.index.deadline = Some(config.index.deadline.map_or(d, |o| o.min(d)));
+        }
+        let compiler = Compiler::new(self.vocab.clone(), config);
+        let r = crate::cancel::scope(Some(token), || compiler.compile_uncached(source));
+        match token.fired() {
+            // A loop that noticed the token returned its own limit error;
+            // a result finished past it is dropped as well (fail closed).
+            Some(f) => Err(CompileError::from_fired(f)),
+            None => r,
+        }
+    }
+
     /// Compiles `source` without looking at or filling the cache.
     pub fn compile_uncached(&self, source: &Source) -> Result<Compiled, CompileError> {
         let mut stats = CompileStats::default();
@@ -485,6 +537,7 @@ impl Compiler {
         };
         stats.schema_time = t.elapsed();
         stats.regex_len = regex.len();
+        checkpoint()?;
         let t = Instant::now();
         let dfa = match schema_text {
             Some(max_len) => ByteDfa::build_schema(&regex, &self.config.dfa, max_len)?,
@@ -510,6 +563,7 @@ impl Compiler {
         if crate::index::has_every_byte(&self.vocab) {
             if let Some(frags) = gbnf::lower::fragments(grammar, options)? {
                 stats.schema_time = t.elapsed();
+                checkpoint()?;
                 let t = Instant::now();
                 let pda =
                     gbnf::pushdown::build(&frags, options, grammar.text.len(), &self.config.dfa)?;
@@ -519,6 +573,7 @@ impl Compiler {
         // Lowered straight to a syntax tree: no regex text.
         let hir = gbnf::lower(grammar, options)?;
         stats.schema_time = t.elapsed();
+        checkpoint()?;
         let t = Instant::now();
         let dfa = ByteDfa::build_hir(&hir, grammar.text.len(), &self.config.dfa)?;
         drop(hir);
@@ -640,6 +695,7 @@ impl Compiler {
     ) -> Result<Compiled, CompileError> {
         stats.schema_time = t.elapsed();
         stats.regex_len = bodies.iter().flatten().map(String::len).sum();
+        checkpoint()?;
         let t = Instant::now();
         let pda = schema::pushdown::build(names, bodies, options, dfa)?;
         self.finish_pda(pda, warnings, stats, t)
@@ -658,6 +714,7 @@ impl Compiler {
         stats.dfa_states = pda.states;
         stats.fragments = pda.fragment_count();
         stats.lazy_fragments = pda.lazy_fragment_count();
+        checkpoint()?;
         let t = Instant::now();
         let index = TokenIndex::build_pda(pda, self.vocab.clone(), &self.config.index)?;
         stats.index_time = t.elapsed();
@@ -682,6 +739,7 @@ impl Compiler {
             Dfa::Eager(d) => (d.state_count(), d.memory_usage()),
             Dfa::Lazy(d) => (d.state_count(), 0),
         };
+        checkpoint()?;
         let t = Instant::now();
         let index = TokenIndex::build_dfa(dfa, self.vocab.clone(), &self.config.index)?;
         stats.index_time = t.elapsed();

@@ -63,6 +63,7 @@ pub mod matcher;
 pub mod compiler;
 
 // Beside the pipeline: the vocabulary below it, sampling after it.
+pub mod cancel;
 pub mod sampling;
 pub mod vocab;
 

@@ -528,6 +528,10 @@ impl Determinizer {
     /// Fills the row of state `i`. On an error the row may be partly filled;
     /// the states found so far stay valid.
     pub fn explore(&mut self, i: usize) -> Result<(), Limit> {
+        // Cancellation point (crate::cancel): the compiler names the error.
+        if crate::cancel::poll() {
+            return Err(Limit::Determinize);
+        }
         let key = self.keys[i].clone();
         let classes = &self.classes;
         let class_span =

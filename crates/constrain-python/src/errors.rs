@@ -67,6 +67,7 @@ pub fn from_compile(py: Python<'_>, e: constrain::CompileError) -> PyErr {
         ),
         E::Dfa(_) => compile_error(py, msg, "regex", None, None),
         E::Index(_) => compile_error(py, msg, "index", None, None),
+        E::Cancelled | E::TimedOut { .. } => compile_error(py, msg, "cancelled", None, None),
         E::Grammar(_) | E::Gbnf(_) | E::Lark(_) => compile_error(py, msg, "grammar", None, None),
         E::Tag(t) => compile_error(
             py,

@@ -13,14 +13,15 @@
 //! * **A time budget** ([`CompileLimits::timeout`], `--compile-timeout-ms`),
 //!   counted from the moment the compile starts running: past it the
 //!   requests waiting for it hear [`CompileFailure::Timeout`] (a 400 that
-//!   names the limit). The index build stops itself at the deadline
-//!   (`IndexConfig::deadline`); the other phases of the core compiler have
-//!   no cancellation point, so a compile past its budget runs on to its end
-//!   in its pool thread, holding its turn (the CPU stays bounded by the
-//!   pool), and its result is dropped.
+//!   names the limit). The compile runs under a
+//!   [`constrain::cancel::CancelToken`] with that deadline
+//!   ([`Compiler::compile_cancellable`]): it stops itself at the next
+//!   cancellation point of the core (between phases, at every
+//!   determinized state, inside the eager index build) and frees its turn.
 //! * **Abandoned with its clients.** When every request waiting for a
 //!   compile has gone away, nobody waits for it any more: a compile still
-//!   waiting for its turn never runs, a running one's result is dropped.
+//!   waiting for its turn never runs, a running one's token is cancelled
+//!   and it stops at its next cancellation point.
 //! * **A memory budget** ([`CompileLimits::memory_bytes`],
 //!   `--compile-memory-mb`) caps each of the compile's large structures:
 //!   the NFA, the determinizer's working memory, the DFA table and the
@@ -38,6 +39,7 @@
 //!   default, mimalloc's `mi_collect` in `constrain serve`), so the heap of
 //!   a refused schema does not stay in the process's resident set.
 
+use constrain::cancel::CancelToken;
 use constrain::vocab::Vocabulary;
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
 use std::collections::hash_map::RandomState;
@@ -288,8 +290,9 @@ impl CompilePool {
         }
         self.started.fetch_add(1, Ordering::SeqCst);
         let timeout = self.limits.timeout;
-        let mut config = self.config.clone();
-        config.index.deadline = Some(Instant::now() + timeout);
+        let token = CancelToken::with_budget(timeout);
+        let stop = token.clone();
+        let config = self.config.clone();
         let vocab = self.vocab.clone();
         let running = self.running.clone();
         let memory = self.limits.memory_bytes;
@@ -298,7 +301,7 @@ impl CompilePool {
         let job = tokio::task::spawn_blocking(move || {
             let t = Instant::now();
             let compiler = Compiler::new(vocab, config);
-            let r = compiler.compile_uncached(&source);
+            let r = compiler.compile_cancellable(&source, &token);
             drop(compiler);
             drop(source);
             running.fetch_sub(1, Ordering::SeqCst);
@@ -313,10 +316,19 @@ impl CompilePool {
             }
             r
         });
+        // Past the budget or abandoned, the compile's token is fired too
+        // (the deadline fires it anyway): it stops at its next
+        // cancellation point and its thread gives back its turn.
         tokio::select! {
             r = job => Some(r.unwrap_or_else(|e| Err(CompileFailure::Internal(format!("the compile thread failed: {e}"))))),
-            _ = tokio::time::sleep(timeout) => Some(Err(CompileFailure::Timeout(timeout))),
-            _ = flight.gone.notified() => None,
+            _ = tokio::time::sleep(timeout) => {
+                stop.cancel();
+                Some(Err(CompileFailure::Timeout(timeout)))
+            }
+            _ = flight.gone.notified() => {
+                stop.cancel();
+                None
+            }
         }
     }
 
@@ -334,7 +346,9 @@ fn failure(e: CompileError, memory: usize, timeout: Duration) -> CompileFailure 
     use constrain::dfa::DfaError;
     use constrain::index::IndexError;
     match &e {
-        CompileError::Index(IndexError::Deadline) => CompileFailure::Timeout(timeout),
+        CompileError::Index(IndexError::Deadline) | CompileError::TimedOut { .. } => {
+            CompileFailure::Timeout(timeout)
+        }
         CompileError::Dfa(DfaError::TooBig { limit, .. })
         | CompileError::Index(IndexError::Dfa(DfaError::TooBig { limit, .. }))
             if *limit == memory =>

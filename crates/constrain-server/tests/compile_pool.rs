@@ -105,18 +105,17 @@ fn a_compile_past_its_time_budget_is_a_400_naming_the_limit() {
         msg.contains("150 ms") && msg.contains("--compile-timeout-ms"),
         "{msg}"
     );
-    // The answer did not wait for the compile, which runs on (the core
-    // compiler's schema phases have no cancellation point), shown by the
-    // pool; a request with no constraint is served meanwhile.
-    assert_eq!(health(addr)["compiling"], 1);
+    // A request with no constraint is served meanwhile.
+    let t = Instant::now();
     let r = post(addr, &json!({"messages": user("x"), "max_tokens": 3}));
     assert_eq!(r.status, 200, "{}", r.body);
-    // Nothing of it is cached.
-    let t = Instant::now();
+    // The compile stops at its next cancellation point and frees its
+    // thread; nothing of it is cached.
     while health(addr)["compiling"] != 0 {
         assert!(t.elapsed() < Duration::from_secs(60));
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
+    eprintln!("compile thread freed {:?} after the 400", t.elapsed());
     assert_eq!(health(addr)["compile_cache"]["entries"], 0);
 }
 
@@ -217,6 +216,9 @@ fn a_compile_nobody_waits_for_is_dropped() {
     use std::io::Write;
     let addr = server(CompileLimits {
         threads: 1,
+        // The slow compile must finish on a loaded machine: this test is
+        // about the abandoned one, not the budget.
+        timeout: Duration::from_secs(300),
         ..CompileLimits::default()
     });
     // One slow compile holds the only turn...
@@ -224,7 +226,7 @@ fn a_compile_nobody_waits_for_is_dropped() {
     let first = std::thread::spawn(move || post(addr, &slow));
     let t = Instant::now();
     while health(addr)["compiling"] != 1 {
-        assert!(t.elapsed() < Duration::from_secs(20));
+        assert!(t.elapsed() < Duration::from_secs(120));
         std::thread::sleep(Duration::from_millis(5));
     }
     // ...a second one waits for its turn, and its client leaves.
@@ -237,7 +239,7 @@ fn a_compile_nobody_waits_for_is_dropped() {
     )
     .unwrap();
     while health(addr)["compiles_waiting"] != 1 {
-        assert!(t.elapsed() < Duration::from_secs(20));
+        assert!(t.elapsed() < Duration::from_secs(120));
         std::thread::sleep(Duration::from_millis(5));
     }
     drop(s);
@@ -249,7 +251,8 @@ fn a_compile_nobody_waits_for_is_dropped() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(first.join().unwrap().status, 200);
+    let first = first.join().unwrap();
+    assert_eq!(first.status, 200, "{}", first.body);
     // The abandoned one never ran.
     let h = health(addr);
     assert_eq!(h["compiles_total"], 1, "{h}");
