@@ -42,6 +42,7 @@
 mod lower;
 mod parse;
 mod text;
+mod xml;
 
 pub(crate) use lower::lower;
 
