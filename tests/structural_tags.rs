@@ -384,10 +384,10 @@ fn malformed_and_unsupported_tags_are_refused_by_pointer() {
         ),
         (
             env(
-                json!({"type": "json_schema", "json_schema": {"type": "object"}, "style": "qwen_xml"}),
+                json!({"type": "json_schema", "json_schema": {"type": "object"}, "style": "cohere_xml"}),
             ),
             "/format/style",
-            "qwen_xml",
+            "cohere_xml",
         ),
         (
             env(json!({"type": "json_schema", "json_schema": {"type": "strnig"}})),
