@@ -384,10 +384,10 @@ fn malformed_and_unsupported_tags_are_refused_by_pointer() {
         ),
         (
             env(
-                json!({"type": "json_schema", "json_schema": {"type": "object"}, "style": "qwen_xml"}),
+                json!({"type": "json_schema", "json_schema": {"type": "object"}, "style": "cohere_xml"}),
             ),
             "/format/style",
-            "qwen_xml",
+            "cohere_xml",
         ),
         (
             env(json!({"type": "json_schema", "json_schema": {"type": "strnig"}})),
@@ -701,5 +701,54 @@ fn special_tokens_are_symbols_where_their_text_is_a_marker() {
         TokenId(0xC1),
     ] {
         assert!(!m.allows(t), "{t:?}");
+    }
+}
+
+#[test]
+fn xml_styles_write_raw_strings_and_json_values_in_schema_order() {
+    let schema = json!({"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}, "unit": {"enum": ["c", "f"]}},
+        "required": ["city", "days"]});
+    let fmt = |style: &str| json!({"type": "json_schema", "json_schema": schema, "style": style});
+    check(
+        fmt("qwen_xml"),
+        &[
+            ("<parameter=city>Paris \"1\"</parameter><parameter=days> 3\n</parameter>", true),
+            ("<parameter=city>x</parameter>\n<parameter=days>3</parameter><parameter=unit>c</parameter>\n", true),
+            ("<parameter=city>x</parameter><parameter=days>\"3\"</parameter>", false),
+            ("<parameter=city>x</parameter><parameter=unit>c</parameter><parameter=days>3</parameter>", false),
+            ("<parameter=city>x</parameter><parameter=days>3</parameter><parameter=unit>\"c\"</parameter>", false),
+            ("<parameter=city>x</parameter>", false),
+        ],
+    );
+    check(
+        fmt("deepseek_xml"),
+        &[
+            ("<｜DSML｜parameter name=\"city\" string=\"true\">x</｜DSML｜parameter><｜DSML｜parameter name=\"days\" string=\"false\">3</｜DSML｜parameter>", true),
+            ("<｜DSML｜parameter name=\"city\" string=\"true\">x</｜DSML｜parameter><｜DSML｜parameter name=\"days\" string=\"true\">3</｜DSML｜parameter>", false),
+        ],
+    );
+    check(
+        fmt("kimi_k3_xml"),
+        &[
+            ("<|open|>argument key=\"city\" type=\"string\"<|sep|>x<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"number\"<|sep|>3<|close|>argument<|sep|>", true),
+            ("<|open|>argument key=\"city\" type=\"string\"<|sep|>x<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"string\"<|sep|>3<|close|>argument<|sep|>", false),
+        ],
+    );
+    // A style that nests XML, and a constrained raw string: refused, by name, with a pointer.
+    let (v, _) = vocab();
+    for (f, at) in [
+        (fmt("cohere_xml"), "/format/style"),
+        (
+            json!({"type": "json_schema", "style": "qwen_xml", "json_schema": {"type": "object",
+                "properties": {"s": {"type": "string", "maxLength": 3}}}}),
+            "/format/json_schema/properties/s",
+        ),
+    ] {
+        let Err(CompileError::Tag(e)) = compile(&v, f) else {
+            panic!("not refused")
+        };
+        assert!(matches!(e, TagError::Unsupported { .. }), "{e}");
+        assert_eq!(e.pointer().unwrap().to_string(), at, "{e}");
     }
 }

@@ -381,13 +381,6 @@ impl Lowerer<'_> {
         style: &str,
         any_order: bool,
     ) -> Result<Text, TagError> {
-        if style != "json" {
-            return Err(TagError::Unsupported {
-                pointer: at.push("style"),
-                construct: format!("json_schema style {style:?}"),
-                reason: "only the \"json\" style is supported yet".into(),
-            });
-        }
         if any_order {
             return Err(TagError::Unsupported {
                 pointer: at.push("any_order"),
@@ -395,6 +388,16 @@ impl Lowerer<'_> {
                 reason: "properties in any order are not supported inside structural tags yet"
                     .into(),
             });
+        }
+        if style != "json" {
+            return super::xml::lower(
+                schema,
+                style,
+                at,
+                self.opts,
+                &self.texts,
+                &mut self.warnings,
+            );
         }
         let sp = at.push("json_schema");
         let wrap = |e: crate::schema::SchemaError| TagError::Schema {

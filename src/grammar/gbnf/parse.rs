@@ -424,7 +424,8 @@ impl Parser {
             'n' => return Ok('\n'),
             't' => return Ok('\t'),
             'r' => return Ok('\r'),
-            '\\' | '"' | '[' | ']' => return Ok(e),
+            // `\-` is XGrammar's EBNF (a literal hyphen, in a class too).
+            '\\' | '"' | '[' | ']' | '-' => return Ok(e),
             'x' => 2,
             'u' => 4,
             'U' => 8,
@@ -432,7 +433,7 @@ impl Parser {
                 return Err(self.err_at(
                     at,
                     format!(
-                        "unknown escape `\\{}` (known: \\n \\t \\r \\\\ \\\" \\[ \\] \\xHH \\uHHHH \\UHHHHHHHH)",
+                        "unknown escape `\\{}` (known: \\n \\t \\r \\\\ \\\" \\[ \\] \\- \\xHH \\uHHHH \\UHHHHHHHH)",
                         e.escape_debug()
                     ),
                 ))

@@ -1,0 +1,486 @@
+//! # XML-style arguments: a `json_schema` format with a `style` other than `json`
+//!
+//! Several model families write a call's arguments not as a JSON object but
+//! as one XML-ish element per property: Qwen3-Coder's
+//! `<parameter=KEY>VALUE</parameter>`, MiniMax's `<parameter name="KEY">`,
+//! GLM's `<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>`, DeepSeek's
+//! `<｜DSML｜parameter name="KEY" string="true|false">`, Kimi-K3's
+//! `<|open|>argument key="KEY" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>`.
+//! XGrammar 0.2.8 defines each of these as a `style` of its `json_schema`
+//! format; this module lowers one to the schema compiler's regex text, the
+//! language XGrammar's own grammar for the style describes:
+//!
+//! * the object's properties in schema order, each required one present,
+//!   each optional one present or not, with JSON whitespace before each
+//!   element and after the last (bounded per slot by the tag's whitespace
+//!   option, where XGrammar allows any amount);
+//! * a string value is **raw**: any text up to the element's closing marker
+//!   (`{"type": "string"}`), or the raw text of a string `const` / `enum`;
+//! * any other value is JSON (nested objects included), with whitespace
+//!   either side, compiled by the schema compiler from the property's
+//!   schema (the root's `$defs` / `definitions` kept reachable).
+//!
+//! [`Parts`] is one property's value split into those two kinds, which is
+//! what the styles that mark the kind (`string="true"`, `type="number"`)
+//! need. What does not split exactly — a string with constraints
+//! (`pattern`, `maxLength`, …), an untyped property, extra properties,
+//! a recursive property schema, and the styles that nest XML
+//! (`cohere_xml`, `minimax_m3_xml`) — is refused by name.
+
+use super::text::Texts;
+use super::TagError;
+use crate::schema::regex::{compile_fragments_compact, SchemaFragments};
+use crate::schema::{Pointer, SchemaOptions, SchemaWarning, Whitespace};
+use serde_json::{Map, Value};
+
+/// The flat XML styles, their element shape.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Style {
+    Qwen,
+    Minimax,
+    Glm,
+    Kimi,
+    /// DeepSeek v3.2 (`false`) or v4.1 (`true`: a space before `parameter`).
+    DeepSeek(bool),
+}
+
+/// One property's value: raw string alternatives and JSON alternatives.
+#[derive(Default)]
+struct Parts {
+    /// Any raw text up to the closing marker.
+    plain: bool,
+    /// Raw string literals (regex).
+    raw: Vec<String>,
+    /// JSON alternatives (regex).
+    json: Vec<String>,
+    /// Kimi's type names the value may carry.
+    types: Vec<&'static str>,
+}
+
+/// Keywords that say nothing about a value's language.
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$id",
+    "$schema",
+];
+
+const KIMI_TYPES: &[&str] = &[
+    "string", "number", "integer", "boolean", "object", "array", "null",
+];
+
+/// Whether the style is one this module knows by name (lowered or refused
+/// here rather than as an unknown style).
+pub(super) fn is_xml_style(style: &str) -> bool {
+    matches!(
+        style,
+        "qwen_xml"
+            | "minimax_xml"
+            | "glm_xml"
+            | "kimi_k3_xml"
+            | "deepseek_xml"
+            | "deepseek_v4_1_xml"
+            | "cohere_xml"
+            | "minimax_m3_xml"
+    )
+}
+
+/// Lowers `schema` written in `style` to regex text (`None`: no text).
+pub(super) fn lower(
+    schema: &Value,
+    style: &str,
+    at: &Pointer,
+    opts: &SchemaOptions,
+    texts: &Texts<'_>,
+    warnings: &mut Vec<SchemaWarning>,
+) -> Result<Option<String>, TagError> {
+    let st = match style {
+        "qwen_xml" => Style::Qwen,
+        "minimax_xml" => Style::Minimax,
+        "glm_xml" => Style::Glm,
+        "kimi_k3_xml" => Style::Kimi,
+        "deepseek_xml" => Style::DeepSeek(false),
+        "deepseek_v4_1_xml" => Style::DeepSeek(true),
+        _ => {
+            return Err(TagError::Unsupported {
+                pointer: at.push("style"),
+                construct: format!("json_schema style {style:?}"),
+                reason: if is_xml_style(style) {
+                    "a style that nests XML elements inside values is not supported yet".into()
+                } else {
+                    "XGrammar 0.2.8 defines no such style".into()
+                },
+            })
+        }
+    };
+    let sp = at.push("json_schema");
+    let refuse = |pointer: Pointer, reason: String| TagError::Unsupported {
+        pointer,
+        construct: format!("json_schema style {style:?}"),
+        reason,
+    };
+    let Some(obj) = schema.as_object() else {
+        return Err(refuse(
+            sp,
+            "the arguments schema must be an object schema".into(),
+        ));
+    };
+    if let Some(t) = obj.get("type") {
+        if t != "object" {
+            return Err(refuse(
+                sp.push("type"),
+                "the arguments must be an object".into(),
+            ));
+        }
+    }
+    for k in obj.keys() {
+        let ok = matches!(
+            k.as_str(),
+            "type" | "properties" | "required" | "additionalProperties" | "$defs" | "definitions"
+        ) || ANNOTATIONS.contains(&k.as_str());
+        if !ok {
+            return Err(refuse(
+                sp.push(k),
+                format!("the keyword {k:?} on the arguments object"),
+            ));
+        }
+    }
+    match obj.get("additionalProperties") {
+        None | Some(Value::Bool(false)) => {}
+        Some(_) => {
+            return Err(refuse(
+                sp.push("additionalProperties"),
+                "properties beyond the listed ones".into(),
+            ))
+        }
+    }
+    let empty = Map::new();
+    let props = match obj.get("properties") {
+        None => &empty,
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(refuse(sp.push("properties"), "not an object".into())),
+    };
+    let required: Vec<&str> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let ws = match opts.whitespace {
+        Whitespace::Flexible { max } => format!("[ \\t\\n\\r]{{0,{max}}}"),
+        Whitespace::Compact | Whitespace::Python => String::new(),
+    };
+    let mut out = String::new();
+    for (key, sub) in props {
+        let pp = sp.push("properties").push(key);
+        let parts = value(sub, obj, &pp, opts, warnings, 0).map_err(|(p, why)| refuse(p, why))?;
+        let element = render(st, key, &parts, &ws, texts, &pp)?;
+        let Some(element) = element else {
+            if required.contains(&key.as_str()) {
+                return Ok(None);
+            }
+            continue;
+        };
+        if required.contains(&key.as_str()) {
+            out.push_str(&format!("(?:{element})"));
+        } else {
+            out.push_str(&format!("(?:{element})?"));
+        }
+    }
+    for r in &required {
+        if !props.contains_key(*r) {
+            return Err(refuse(
+                sp.push("required"),
+                format!("the required property {r:?} is not listed in properties"),
+            ));
+        }
+    }
+    out.push_str(&ws);
+    Ok(Some(out))
+}
+
+type Refusal = (Pointer, String);
+
+/// A property's value as [`Parts`].
+fn value(
+    s: &Value,
+    root: &Map<String, Value>,
+    at: &Pointer,
+    opts: &SchemaOptions,
+    warnings: &mut Vec<SchemaWarning>,
+    depth: usize,
+) -> Result<Parts, Refusal> {
+    if depth > 16 {
+        return Err((at.clone(), "references nest too deeply".into()));
+    }
+    let Some(o) = s.as_object() else {
+        return Err((
+            at.clone(),
+            "a boolean property schema (any value) is not supported".into(),
+        ));
+    };
+    let only = |keys: &[&str]| {
+        o.keys()
+            .all(|k| keys.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()))
+    };
+    let mut parts = Parts::default();
+    if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+        if !only(&["$ref"]) {
+            return Err((at.clone(), "\"$ref\" beside other keywords".into()));
+        }
+        let target = r
+            .strip_prefix("#/$defs/")
+            .map(|n| ("$defs", n))
+            .or_else(|| r.strip_prefix("#/definitions/").map(|n| ("definitions", n)))
+            .and_then(|(d, n)| root.get(d)?.get(n));
+        let Some(t) = target else {
+            return Err((at.push("$ref"), format!("the reference {r:?}")));
+        };
+        return value(t, root, at, opts, warnings, depth + 1);
+    }
+    if let Some(v) = o.get("const") {
+        if !only(&["const", "type"]) {
+            return Err((at.clone(), "\"const\" beside other keywords".into()));
+        }
+        literal(v, &mut parts);
+        return Ok(parts);
+    }
+    if let Some(e) = o.get("enum") {
+        let (true, Some(items)) = (only(&["enum", "type"]), e.as_array()) else {
+            return Err((at.clone(), "\"enum\" beside other keywords".into()));
+        };
+        for v in items {
+            literal(v, &mut parts);
+        }
+        return Ok(parts);
+    }
+    for k in ["anyOf", "oneOf", "allOf"] {
+        let Some(branches) = o.get(k) else { continue };
+        let (true, Some(bs)) = (only(&[k]), branches.as_array()) else {
+            return Err((at.clone(), format!("\"{k}\" beside other keywords")));
+        };
+        if k == "allOf" && bs.len() != 1 {
+            return Err((at.push(k), "\"allOf\" of more than one schema".into()));
+        }
+        for (i, b) in bs.iter().enumerate() {
+            let p = value(
+                b,
+                root,
+                &at.push(k).push_index(i),
+                opts,
+                warnings,
+                depth + 1,
+            )?;
+            parts.plain |= p.plain;
+            parts.raw.extend(p.raw);
+            parts.json.extend(p.json);
+            for t in p.types {
+                if !parts.types.contains(&t) {
+                    parts.types.push(t);
+                }
+            }
+        }
+        return Ok(parts);
+    }
+    let types: Vec<&str> = match o.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => {
+            return Err((
+                at.clone(),
+                "a property without a type (any value) is not supported".into(),
+            ))
+        }
+    };
+    if types.contains(&"string") {
+        if !only(&["type"]) {
+            return Err((
+                at.clone(),
+                "a string property with constraints (its raw text would need them) is not supported"
+                    .into(),
+            ));
+        }
+        parts.plain = true;
+        parts.types.push("string");
+        for t in types.iter().filter(|t| **t != "string") {
+            let one = Value::Object(Map::from_iter([("type".into(), Value::from(*t))]));
+            parts.json.push(json(&one, root, at, opts, warnings)?);
+            parts.types.push(kimi_type(t));
+        }
+        return Ok(parts);
+    }
+    parts.json.push(json(s, root, at, opts, warnings)?);
+    for t in types {
+        let t = kimi_type(t);
+        if !parts.types.contains(&t) {
+            parts.types.push(t);
+        }
+    }
+    Ok(parts)
+}
+
+/// Kimi-K3's name of a JSON type (XGrammar writes `number` for integers).
+fn kimi_type(t: &str) -> &'static str {
+    match t {
+        "string" => "string",
+        "integer" | "number" => "number",
+        "boolean" => "boolean",
+        "object" => "object",
+        "array" => "array",
+        _ => "null",
+    }
+}
+
+/// A `const` / `enum` item: raw text for a string, its JSON otherwise.
+fn literal(v: &Value, parts: &mut Parts) {
+    let name = match v {
+        Value::String(s) => {
+            parts.raw.push(regex_syntax::escape(s));
+            "string"
+        }
+        other => {
+            parts.json.push(regex_syntax::escape(&other.to_string()));
+            match other {
+                Value::Number(_) => "number",
+                Value::Bool(_) => "boolean",
+                Value::Null => "null",
+                Value::Array(_) => "array",
+                _ => "object",
+            }
+        }
+    };
+    if !parts.types.contains(&name) {
+        parts.types.push(name);
+    }
+}
+
+/// A non-string property's JSON, with the root's definitions reachable.
+fn json(
+    s: &Value,
+    root: &Map<String, Value>,
+    at: &Pointer,
+    opts: &SchemaOptions,
+    warnings: &mut Vec<SchemaWarning>,
+) -> Result<String, Refusal> {
+    let mut s = s.clone();
+    if let Some(o) = s.as_object_mut() {
+        for d in ["$defs", "definitions"] {
+            if let (Some(v), false) = (root.get(d), o.contains_key(d)) {
+                o.insert(d.into(), v.clone());
+            }
+        }
+    }
+    match compile_fragments_compact(&s, opts) {
+        Ok(SchemaFragments::Regex(c)) => {
+            warnings.extend(c.warnings);
+            Ok(format!("(?:{})", c.regex))
+        }
+        Ok(SchemaFragments::Fragments { .. }) => Err((
+            at.clone(),
+            "a recursive property schema is not supported".into(),
+        )),
+        Err(e) => Err((at.clone(), format!("its schema: {e}"))),
+    }
+}
+
+fn alt(items: &[String]) -> String {
+    format!("(?:{})", items.join("|"))
+}
+
+/// One property's element in `st` (`None`: no value admits text).
+fn render(
+    st: Style,
+    key: &str,
+    p: &Parts,
+    ws: &str,
+    texts: &Texts<'_>,
+    at: &Pointer,
+) -> Result<Option<String>, TagError> {
+    let lit = regex_syntax::escape;
+    let close = match st {
+        Style::Qwen | Style::Minimax => "</parameter>",
+        Style::Glm => "</arg_value>",
+        Style::Kimi => "<|close|>argument<|sep|>",
+        Style::DeepSeek(false) => "</｜DSML｜parameter>",
+        Style::DeepSeek(true) => "</｜DSML｜ parameter>",
+    };
+    // Raw string text: anything up to the closing marker (which has no
+    // border, so the first occurrence is the one written after it).
+    let free = if p.plain {
+        texts.free(&[close.to_string()], None, at)?
+    } else {
+        None
+    };
+    let mut strings: Vec<String> = free.into_iter().collect();
+    strings.extend(p.raw.iter().cloned());
+    let json = &p.json;
+    let either = |strings: &[String]| -> Option<String> {
+        if strings.is_empty() && json.is_empty() {
+            return None;
+        }
+        if p.plain && strings.len() == 1 && json.is_empty() {
+            return Some(strings[0].clone());
+        }
+        let all: Vec<String> = strings.iter().chain(json).cloned().collect();
+        Some(format!("{ws}{}{ws}", alt(&all)))
+    };
+    let head = match st {
+        Style::Qwen => format!("<parameter={}>", lit(key)),
+        Style::Minimax => format!("<parameter name=\"{}\">", lit(key)),
+        Style::Glm => format!("<arg_key>{}</arg_key>{ws}<arg_value>", lit(key)),
+        Style::Kimi => {
+            let names: Vec<String> = if p.types.len() == 1 {
+                vec![lit(p.types[0])]
+            } else {
+                KIMI_TYPES.iter().map(|t| lit(t)).collect()
+            };
+            format!(
+                "<\\|open\\|>argument key=\"{}\" type=\"{}\"<\\|sep\\|>",
+                lit(&xml_escape(key)),
+                alt(&names)
+            )
+        }
+        Style::DeepSeek(v41) => {
+            let open = if v41 {
+                "<｜DSML｜ parameter"
+            } else {
+                "<｜DSML｜parameter"
+            };
+            let mut kinds = Vec::new();
+            if !strings.is_empty() {
+                kinds.push(format!("{}{}", lit("\" string=\"true\">"), alt(&strings)));
+            }
+            if !json.is_empty() {
+                kinds.push(format!(
+                    "{}{ws}{}{ws}",
+                    lit("\" string=\"false\">"),
+                    alt(json)
+                ));
+            }
+            if kinds.is_empty() {
+                return Ok(None);
+            }
+            return Ok(Some(format!(
+                "{ws}{} name=\"{}{}{}",
+                lit(open),
+                lit(key),
+                alt(&kinds),
+                lit(close)
+            )));
+        }
+    };
+    Ok(either(&strings).map(|v| format!("{ws}{head}{v}{}", lit(close))))
+}
+
+/// `&`, `"`, `<` and `>` as XML entities (Kimi-K3 writes keys so).
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
