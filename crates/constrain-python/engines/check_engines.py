@@ -66,7 +66,16 @@ def need(module, why=""):
     try:
         return importlib.import_module(module)
     except Exception as e:
-        raise Skip(f"import {module} failed: {type(e).__name__}: {e} {why}".strip()) from None
+        failed = ""
+        path = os.environ.get("CONSTRAIN_PIP_FAILURES")
+        if path and os.path.isfile(path):
+            top = module.split(".")[0]
+            label = {"gguf": "transformers"}.get(top, top)
+            lines = [l for l in pathlib.Path(path).read_text().splitlines() if l.startswith(label)]
+            failed = "; ".join(lines[:3])
+        raise Skip(
+            f"import {module} failed: {type(e).__name__}: {e} {why} {failed}".strip()
+        ) from None
 
 
 CACHE = pathlib.Path(os.environ.get("CONSTRAIN_CACHE", pathlib.Path.home() / ".cache" / "constrain"))
@@ -246,7 +255,7 @@ def main():
     if want("sglang"):
         import engines_sglang
 
-        engines_sglang.run(check, Skip, need, root)
+        engines_sglang.run(check, Skip, need, root, tiny_model_dir)
     p, f, s = (RESULTS.count(x) for x in ("PASS", "FAIL", "SKIP"))
     print(f"{p} passed, {f} failed, {s} skipped")
     return 1 if f else 0
