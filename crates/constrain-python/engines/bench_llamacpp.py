@@ -4,13 +4,13 @@ Both engines run the same raw ChatML prompt on the same model file with the
 same thread count, greedy, in turn (never at once): prefill tok/s, decode
 tok/s unconstrained and under one JSON Schema (llama.cpp: its
 ``json_schema_to_grammar`` + GBNF sampler, through llama-cpp-python's
-``LlamaGrammar.from_json_schema``; constrain: ``constrain generate
+``LlamaGrammar.from_json_schema``; constrain: ``constrain
 --schema``), and the time to the first token. llama.cpp's prefill and decode
 rates come from its own perf counters (``llama_perf_context``), its time to
 the first token from the first streamed chunk; constrain's rates from the
-figures ``constrain generate`` prints, its time to the first token from the
+figures ``constrain`` prints, its time to the first token from the
 first byte of ``--stream`` output after the model is loaded (the load line).
-Jump-forward is off for constrain (``--no-jump-forward``): every token is a
+Free text is constrain under the regex ``(?s).*`` (any text). Jump-forward is off for constrain (``--no-jump-forward``): every token is a
 decoded token, as in llama.cpp.
 """
 
@@ -58,11 +58,11 @@ PROMPT = (
 
 def constrain_run(schema_file):
     cmd = [
-        str(BIN), "generate", "--raw", "--prompt", PROMPT, "--model", str(GGUF), "--threads", str(THREADS),
+        str(BIN), "--raw", "--prompt", PROMPT, "--model", str(GGUF), "--threads", str(THREADS),
         "--greedy", "--max-tokens", str(MAX_TOKENS), "--stream", "--no-jump-forward",
     ]
-    if schema_file:
-        cmd += ["--schema", str(schema_file)]
+    # Free text: the regex of any text (constrain always runs a constraint).
+    cmd += ["--schema", str(schema_file)] if schema_file else ["--regex", "(?s).*"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # The load line comes on stderr before generation starts.
     loaded_at = None
@@ -80,7 +80,7 @@ def constrain_run(schema_file):
     out = first + p.stdout.read()
     err = "".join(err_lines) + p.stderr.read().decode(errors="replace")
     if p.wait() != 0 or loaded_at is None:
-        raise SystemExit(f"constrain generate failed ({p.returncode}): {err.strip()[-600:]}")
+        raise SystemExit(f"constrain failed ({p.returncode}): {err.strip()[-600:]}")
     m = re.search(r"(\d+) tokens \((\d+) forced.*prompt (\d+) tokens, prefill ([\d.]+) tok/s, decode ([\d.]+) tok/s", err)
     if not m:
         raise SystemExit(f"no figures in constrain's output: {err.strip()[-600:]}")

@@ -196,7 +196,15 @@ def hf_real_model():
     if not GGUF.is_file():
         raise Skip(f"{GGUF} is absent (scripts/fetch-assets fetches it)")
     if "model" not in _REAL:
-        _REAL["tok"] = transformers.AutoTokenizer.from_pretrained(str(GGUF.parent), gguf_file=GGUF.name)
+        # The tokenizer transformers 5 rebuilds from the GGUF numbers four
+        # tokens past the model's 151936 logits (<tool_response>, <think>
+        # and their closers at 151936-151939), which no logit can choose and
+        # TokenizerInfo refuses; the model's own tokenizer.json has none.
+        if not TOKENIZER.is_file():
+            raise Skip(f"{TOKENIZER} is absent (scripts/fetch-assets fetches it)")
+        _REAL["tok"] = transformers.PreTrainedTokenizerFast(
+            tokenizer_file=str(TOKENIZER), eos_token="<|im_end|>", pad_token="<|endoftext|>"
+        )
         _REAL["model"] = transformers.AutoModelForCausalLM.from_pretrained(str(GGUF.parent), gguf_file=GGUF.name)
         _REAL["model"].eval()
     return _REAL["model"], _REAL["tok"]
