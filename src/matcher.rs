@@ -302,6 +302,35 @@ impl Matcher {
         tokens.len()
     }
 
+    /// Takes `text` as one step that is no token (XGrammar's
+    /// `accept_string`: forced text, jump-forward): `true` when every byte
+    /// can follow, `false` (and no change) otherwise. `rollback(1)` undoes
+    /// it; [`Matcher::tokens`] lists it as [`Matcher::TEXT_STEP`]. Empty
+    /// text is accepted and adds no step.
+    pub fn accept_bytes(&mut self, text: &[u8]) -> bool {
+        if self.terminated {
+            return false;
+        }
+        if text.is_empty() {
+            return true;
+        }
+        let mut s = self.state();
+        for &b in text {
+            match self.index.next_byte_state(s, b) {
+                Some(n) => s = n,
+                None => return false,
+            }
+        }
+        self.states.push(s);
+        self.tokens.push(Self::TEXT_STEP);
+        self.trim();
+        true
+    }
+
+    /// The id [`Matcher::tokens`] shows for a step taken by
+    /// [`Matcher::accept_bytes`] (no vocabulary has it).
+    pub const TEXT_STEP: TokenId = TokenId(u32::MAX);
+
     /// Whether the text so far is in the language.
     #[inline]
     pub fn is_accepting(&self) -> bool {

@@ -28,6 +28,21 @@ pub struct Compiled {
     info: Py<TokenizerInfo>,
 }
 
+/// XGrammar's builtin JSON grammar (its `root ::= basic_array |
+/// basic_object`), in GBNF: the language of `grammars/json.gbnf` with an
+/// object or array at the top.
+const BUILTIN_JSON: &str = r#"
+root   ::= ws ( object | array ) ws
+value  ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws ( member ( ws "," ws member )* ws )? "}"
+member ::= string ws ":" ws value
+array  ::= "[" ws ( value ( ws "," ws value )* ws )? "]"
+string ::= "\"" ( [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" hex hex hex hex ) )* "\""
+hex    ::= [0-9a-fA-F]
+number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
+ws     ::= [ \t\n]{0,4}
+"#;
+
 /// A schema given as `str`/`bytes` (JSON text) or as a Python value
 /// (`dict`, `bool`, `list`), serialized with `json.dumps`.
 fn json_value(py: Python<'_>, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<serde_json::Value> {
@@ -123,19 +138,93 @@ impl Compiler {
     /// `whitespace_max` bytes per slot, default 2) or `"python"`
     /// (`json.dumps`' `", "` and `": "`). `strict=True`: generation
     /// semantics (an absent `additionalProperties` means no extra keys);
-    /// `strict=False`: JSON Schema's own semantics.
-    #[pyo3(signature = (schema, *, whitespace="compact", strict=true, whitespace_max=2))]
+    /// `strict=False`: JSON Schema's own semantics, and keywords or `format`
+    /// values no draft defines are ignored with a warning (`warnings.warn`,
+    /// also in `Compiled.warnings`), as the CLI's `maskbench` compiles them.
+    ///
+    /// XGrammar's arguments, where they mean the same: `any_whitespace`
+    /// (True: `"flexible"`, bounded by `max_whitespace_cnt` or
+    /// `whitespace_max`), `separators` (`(",", ":")`: compact,
+    /// `(", ", ": ")`: python, XGrammar's default without `any_whitespace`),
+    /// `strict_mode` (= `strict`). `indent` other than None raises: no
+    /// whitespace policy here writes newlines and indentation.
+    #[pyo3(signature = (
+        schema, *, whitespace=None, strict=None, whitespace_max=None,
+        any_whitespace=None, indent=None, separators=None, strict_mode=None,
+        max_whitespace_cnt=None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
         py: Python<'_>,
         schema: &Bound<'_, PyAny>,
-        whitespace: &str,
-        strict: bool,
-        whitespace_max: usize,
+        whitespace: Option<&str>,
+        strict: Option<bool>,
+        whitespace_max: Option<usize>,
+        any_whitespace: Option<bool>,
+        indent: Option<&Bound<'_, PyAny>>,
+        separators: Option<(String, String)>,
+        strict_mode: Option<bool>,
+        max_whitespace_cnt: Option<usize>,
     ) -> PyResult<Compiled> {
         let schema = json_value(py, schema, "schema")?;
-        let options = schema_options(whitespace, strict, whitespace_max)?;
-        self.compile(py, Source::JsonSchema { schema, options })
+        let strict = match (strict, strict_mode) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(PyValueError::new_err(format!(
+                    "strict={a} and strict_mode={b} disagree (strict_mode is XGrammar's name for strict)"
+                )))
+            }
+            (a, b) => a.or(b).unwrap_or(true),
+        };
+        if let Some(i) = indent.filter(|i| !i.is_none()) {
+            return Err(PyValueError::new_err(format!(
+                "indent={i} is not supported: no whitespace policy here writes newlines and \
+                 indentation; use any_whitespace=True (or whitespace=\"flexible\") instead"
+            )));
+        }
+        let max = match (max_whitespace_cnt, whitespace_max) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(PyValueError::new_err(format!(
+                    "max_whitespace_cnt={a} and whitespace_max={b} disagree"
+                )))
+            }
+            (a, b) => a.or(b).unwrap_or(2),
+        };
+        let xgrammar = match (any_whitespace, separators) {
+            (None, None) => None,
+            (Some(true), _) => Some("flexible"),
+            (_, None) => Some("python"),
+            (_, Some((comma, colon))) => Some(match (comma.as_str(), colon.as_str()) {
+                (",", ":") => "compact",
+                (", ", ": ") => "python",
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "separators=({comma:?}, {colon:?}) is not supported: \
+                         (\",\", \":\") or (\", \", \": \") only"
+                    )))
+                }
+            }),
+        };
+        let policy = match (whitespace, xgrammar) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(PyValueError::new_err(format!(
+                    "whitespace={a:?} disagrees with XGrammar's any_whitespace/separators, which say {b:?}"
+                )))
+            }
+            (a, b) => a.or(b).unwrap_or("compact"),
+        };
+        let mut options = schema_options(policy, strict, max)?;
+        options.allow_unknown_keywords = !strict;
+        let compiled = self.compile(py, Source::JsonSchema { schema, options })?;
+        compiled.warn(py)?;
+        Ok(compiled)
+    }
+
+    /// XGrammar's builtin JSON grammar: any JSON object or array, nested to
+    /// any depth, with up to 4 blanks (space, tab, newline) between tokens.
+    fn compile_builtin_json_grammar(&self, py: Python<'_>) -> PyResult<Compiled> {
+        let source = Source::gbnf(BUILTIN_JSON).map_err(|e| errors::from_compile(py, e))?;
+        self.compile(py, source)
     }
 
     /// A regex (the `regex` crate's syntax), matched in full.
@@ -159,26 +248,44 @@ impl Compiler {
         self.compile(py, Source::Tools { tools, options })
     }
 
-    /// A grammar: GBNF (llama.cpp's format, as XGrammar's
-    /// `compile_grammar` takes EBNF) when the text defines a rule with
-    /// `::=`, otherwise the regex grammar-file format (`grammars/*.regex`:
-    /// `# ` comment lines, then a regex that may be wrapped over lines).
-    /// A malformed GBNF grammar raises `CompileError` naming line and column.
-    fn compile_grammar(&self, py: Python<'_>, grammar: &str) -> PyResult<Compiled> {
-        if grammar.contains("::=") {
-            let source = Source::gbnf(grammar).map_err(|e| errors::from_compile(py, e))?;
-            return self.compile(py, source);
-        }
-        let g = Grammar::parse("grammar", grammar).ok_or_else(|| {
-            errors::compile_error(
-                py,
-                "the grammar holds no pattern after its comment header".into(),
-                "grammar",
-                None,
-                None,
-            )
-        })?;
-        self.compile(py, Source::Grammar(g))
+    /// A grammar. `syntax`: `"lark"` (llguidance's dialect, rule
+    /// `start`), `"gbnf"` or `"ebnf"` (llama.cpp's format, as XGrammar's
+    /// `compile_grammar` takes EBNF; rule `root`), `"regex"` (the regex
+    /// grammar-file format, `grammars/*.regex`: `# ` comment lines, then a
+    /// regex that may be wrapped over lines). Without `syntax`: GBNF when
+    /// the text defines a rule with `::=`, otherwise the regex format. A
+    /// malformed grammar raises `CompileError` naming line and column.
+    #[pyo3(signature = (grammar, syntax=None))]
+    fn compile_grammar(
+        &self,
+        py: Python<'_>,
+        grammar: &str,
+        syntax: Option<&str>,
+    ) -> PyResult<Compiled> {
+        let syntax = syntax.unwrap_or(if grammar.contains("::=") {
+            "gbnf"
+        } else {
+            "regex"
+        });
+        let source = match syntax {
+            "gbnf" | "ebnf" => Source::gbnf(grammar).map_err(|e| errors::from_compile(py, e))?,
+            "lark" => Source::lark(grammar).map_err(|e| errors::from_compile(py, e))?,
+            "regex" => Source::Grammar(Grammar::parse("grammar", grammar).ok_or_else(|| {
+                errors::compile_error(
+                    py,
+                    "the grammar holds no pattern after its comment header".into(),
+                    "grammar",
+                    None,
+                    None,
+                )
+            })?),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "syntax must be \"lark\", \"gbnf\", \"ebnf\" or \"regex\", not {other:?}"
+                )))
+            }
+        };
+        self.compile(py, source)
     }
 
     /// An XGrammar structural tag: a `dict`, JSON text, or an XGrammar
@@ -223,6 +330,22 @@ impl Compiler {
     #[getter]
     fn tokenizer_info(&self, py: Python<'_>) -> Py<TokenizerInfo> {
         self.info.clone_ref(py)
+    }
+}
+
+impl Compiled {
+    /// Passes the schema compiler's warnings to Python's `warnings.warn`
+    /// (the library never prints; the caller's warning filters decide).
+    fn warn(&self, py: Python<'_>) -> PyResult<()> {
+        let warnings = self.inner.warnings();
+        if warnings.is_empty() {
+            return Ok(());
+        }
+        let warn = py.import("warnings")?.getattr("warn")?;
+        for w in warnings {
+            warn.call1((format!("constrain: {w}"),))?;
+        }
+        Ok(())
     }
 }
 

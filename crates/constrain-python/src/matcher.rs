@@ -5,8 +5,9 @@ use crate::buffer::{with_rows, Held};
 use crate::compiler::Compiled;
 use crate::pool;
 use constrain::{bitmask_words, MatcherError, TokenId};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
 use std::cell::Cell;
 
 /// The per-request cursor over a compiled constraint: fills the next token
@@ -122,6 +123,27 @@ impl Matcher {
     fn accept_token(&mut self, token_id: i64) -> PyResult<bool> {
         let t = token(token_id, self.inner.index().vocab().logits_width())?;
         Ok(self.inner.accept_token(t))
+    }
+
+    /// Takes `text` (`str`, or `bytes` that need not end on a character
+    /// boundary) as XGrammar's `accept_string` does: True when the whole
+    /// text can follow, False (and no change) when the constraint refuses
+    /// any of it. It counts as one step for `rollback`. `debug_print` is
+    /// accepted for XGrammar's signature and does nothing (the library never
+    /// prints).
+    #[pyo3(signature = (text, *, debug_print=false))]
+    fn accept_string(&mut self, text: &Bound<'_, PyAny>, debug_print: bool) -> PyResult<bool> {
+        let _ = debug_print;
+        if let Ok(s) = text.cast::<PyString>() {
+            return Ok(self.inner.accept_bytes(s.to_cow()?.as_bytes()));
+        }
+        if let Ok(b) = text.cast::<PyBytes>() {
+            return Ok(self.inner.accept_bytes(b.as_bytes()));
+        }
+        Err(PyTypeError::new_err(format!(
+            "accept_string takes str or bytes, not {}",
+            text.get_type().name()?
+        )))
     }
 
     /// Takes all of `token_ids` (True) or none of them (False).

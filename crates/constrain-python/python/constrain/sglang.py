@@ -10,9 +10,11 @@ before the server starts where plugins are not loaded) registers the backend
 with SGLang's ``register_grammar_backend("constrain", factory)``; SGLang
 calls ``factory(server_args, tokenizer, vocab_size, eos_token_ids)``.
 
-The backend compiles ``json_schema``, ``regex`` and ``ebnf`` requests (EBNF
-read as GBNF, llama.cpp's format, which XGrammar's EBNF follows; structural
-tags are refused with a warning);
+The backend compiles ``json_schema``, ``regex``, ``ebnf`` and
+``structural_tag`` requests (``ebnf`` read as GBNF, llama.cpp's format,
+which XGrammar's EBNF follows, when it defines a rule with ``::=``, and as
+Lark, llguidance's dialect, otherwise, as SGLang's llguidance backend
+takes it);
 each grammar object wraps one ``constrain.Matcher`` and implements SGLang's
 ``BaseGrammarObject``: ``accept_token``, ``rollback`` (up to 200 tokens, as
 SGLang's XGrammar backend), ``is_terminated``, the vocab-mask trio
@@ -26,7 +28,7 @@ import logging
 
 from sglang.srt.constrained import base_grammar_backend as _base
 
-from . import CompileError, Compiler, Matcher, TokenizerInfo
+from . import CompileError, Compiler, Matcher, TokenizerInfo, grammar_syntax
 from ._apply import apply_bitmask
 
 logger = logging.getLogger(__name__)
@@ -123,8 +125,11 @@ class ConstrainGrammarBackend(_base.BaseGrammarBackend):
         return self._grammar("regex", key_string, lambda: self.compiler.compile_regex(key_string))
 
     def dispatch_ebnf(self, key_string):
-        # SGLang's EBNF is XGrammar's GBNF-like dialect (`root ::= ...`).
-        return self._grammar("ebnf", key_string, lambda: self.compiler.compile_grammar(key_string))
+        # XGrammar's GBNF-like dialect (`root ::= ...`), or Lark.
+        syntax = grammar_syntax(key_string)
+        return self._grammar(
+            "ebnf", key_string, lambda: self.compiler.compile_grammar(key_string, syntax=syntax)
+        )
 
     def dispatch_structural_tag(self, key_string):
         # The JSON text of an XGrammar structural tag: the envelope

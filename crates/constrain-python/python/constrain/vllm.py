@@ -6,6 +6,7 @@ the constraint per request from ``vllm_xargs``::
         --logits-processors constrain.vllm:ConstrainLogitsProcessor
     # per request (OpenAI API): extra_body={"vllm_xargs": {"constrain_json": "<schema>"}}
     #   or {"constrain_regex": "<regex>"}
+    #   or {"constrain_grammar": "<Lark or GBNF>"} (GBNF when it holds "::=", as vLLM's grammar)
     #   or {"constrain_structural_tag": {"type": "structural_tag", "format": {...}}}
 
 It implements vLLM's ``vllm.v1.sample.logits_processor.LogitsProcessor``:
@@ -30,12 +31,12 @@ import os
 
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from . import Compiler, Matcher, TokenizerInfo, fill_next_token_bitmask_batch
+from . import Compiler, Matcher, TokenizerInfo, fill_next_token_bitmask_batch, grammar_syntax
 from ._apply import apply_bitmask
 
 logger = logging.getLogger(__name__)
 
-KEYS = ("constrain_json", "constrain_regex", "constrain_structural_tag")
+KEYS = ("constrain_json", "constrain_regex", "constrain_grammar", "constrain_structural_tag")
 
 
 def _source(params):
@@ -60,7 +61,7 @@ def _source(params):
         else:
             raise ValueError(f"{key} must be {what} (text or object), not {type(value).__name__}")
     elif not isinstance(value, str):
-        raise ValueError(f"constrain_regex must be a string, not {type(value).__name__}")
+        raise ValueError(f"{key} must be a string, not {type(value).__name__}")
     return key, value
 
 
@@ -113,6 +114,8 @@ class ConstrainLogitsProcessor(LogitsProcessor):
             return self.compiler.compile_json_schema(text)
         if kind == "constrain_structural_tag":
             return self.compiler.compile_structural_tag(text)
+        if kind == "constrain_grammar":
+            return self.compiler.compile_grammar(text, syntax=grammar_syntax(text))
         return self.compiler.compile_regex(text)
 
     def update_state(self, batch_update):
