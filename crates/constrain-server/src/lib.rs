@@ -56,6 +56,7 @@
 
 pub mod api;
 pub mod batch;
+pub mod calls;
 pub mod chat;
 pub mod compile;
 pub mod conn;
