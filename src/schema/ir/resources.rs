@@ -46,12 +46,27 @@ pub struct Resources {
     bases: HashMap<String, String>,
     /// `$dynamicAnchor` name → the (resource URI, pointer) of each one.
     dynamic: HashMap<String, Vec<(String, String)>>,
+    /// Whether `id` (no `$`) names a resource: drafts 3 and 4 only.
+    legacy_id: bool,
+}
+
+/// Whether the document's `$schema` is draft 3 or 4, where the identifier
+/// keyword is `id`. From draft 6 on `id` is an ordinary property name, and
+/// schemas that still carry one (`"id": "MyModule.Def"` beside a
+/// `"$schema"` of draft 7) must not have their `$ref`s re-based by it.
+fn legacy_id(root: &Value) -> bool {
+    root.get("$schema")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.contains("draft-03") || s.contains("draft-04"))
 }
 
 impl Resources {
     /// Walks `root` once and records its resources and anchors.
     pub fn collect(root: &Value) -> Resources {
-        let mut r = Resources::default();
+        let mut r = Resources {
+            legacy_id: legacy_id(root),
+            ..Resources::default()
+        };
         r.resources.insert(DEFAULT_BASE.to_string(), String::new());
         r.bases.insert(String::new(), DEFAULT_BASE.to_string());
         r.walk(root, "", DEFAULT_BASE, 0);
@@ -65,7 +80,11 @@ impl Resources {
         match v {
             Value::Object(m) => {
                 let mut base = base.to_string();
-                let id = m.get("$id").or_else(|| m.get("id")).and_then(Value::as_str);
+                let id = match m.get("$id") {
+                    Some(v) => v.as_str(),
+                    None if self.legacy_id => m.get("id").and_then(Value::as_str),
+                    None => None,
+                };
                 if let Some(id) = id {
                     let abs = resolve_uri(&base, id);
                     let (uri, frag) = split_fragment(&abs);
@@ -495,6 +514,27 @@ mod tests {
         assert_eq!(
             r.resolve("http://e.com/c.json", "", &doc).as_deref(),
             Some("/$defs/Z/properties/p")
+        );
+    }
+
+    #[test]
+    fn plain_id_is_an_identifier_only_in_drafts_3_and_4() {
+        let def = json!({"id": "Mod.Def", "type": "object",
+                         "properties": {"nest": {"$ref": "#/definitions/Mod.Def"}}});
+        let draft7 = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+                            "definitions": {"Mod.Def": def}});
+        let r = Resources::collect(&draft7);
+        let at = "/definitions/Mod.Def/properties/nest";
+        assert_eq!(
+            r.resolve("#/definitions/Mod.Def", at, &draft7).as_deref(),
+            Some("/definitions/Mod.Def")
+        );
+        let draft4 = json!({"$schema": "http://json-schema.org/draft-04/schema#",
+                            "definitions": {"A": {"id": "http://e.com/a.json"}}});
+        let r = Resources::collect(&draft4);
+        assert_eq!(
+            r.resolve("http://e.com/a.json", "", &draft4).as_deref(),
+            Some("/definitions/A")
         );
     }
 }
