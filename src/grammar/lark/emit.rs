@@ -92,6 +92,9 @@ struct Emitter<'g> {
     /// The ignored text before a lexeme: `ignore?` when the ignore
     /// language is closed under concatenation, else `ignore*`.
     ignore: Option<Expr>,
+    /// Rules that may begin with a plain lexeme (so a parser state that
+    /// predicts them lets `%ignore` text in).
+    plain_first: Vec<bool>,
 }
 
 impl Emitter<'_> {
@@ -152,6 +155,160 @@ impl Emitter<'_> {
     }
 }
 
+/// Trailing ignored text. llguidance's lexer lets `%ignore` text in
+/// wherever the parser state predicts a plain lexeme, and accepts end of
+/// text after it when the text before is complete. `tail(s)` is the
+/// derivations `u·i` of `s` where `u` is a derivation of `s` and, at its
+/// end, a symbol derived empty in that derivation begins with a plain
+/// lexeme (the state after `u` predicts it): such a symbol is the *slot*,
+/// `i` the ignored text. `tail_first` is the same with at least one lexeme
+/// in `u`, the first one without ignored text before it. Every text so
+/// built is one llguidance accepts (the slot witnesses the prediction);
+/// a state that predicts a lexeme only through a derivation other than
+/// one completing `u` is not covered (constrain is then stricter).
+impl Emitter<'_> {
+    fn plain_first(&self, s: &Sym) -> bool {
+        plain_first(s, &self.g.lexemes, &self.nullable, &self.plain_first)
+    }
+
+    fn slot(&self) -> Expr {
+        self.ignore.clone().unwrap_or_else(fail)
+    }
+
+    /// Empty `s` is a slot.
+    fn empty_slot(&self, s: &Sym) -> bool {
+        nullable(s, &self.nullable) && self.plain_first(s)
+    }
+
+    fn tail(&self, s: &Sym) -> Expr {
+        let mut alts = Vec::new();
+        if self.empty_slot(s) {
+            alts.push(self.slot());
+        }
+        match s {
+            Sym::Lex(_) => {}
+            Sym::Rule(id) => alts.push(r(format!("e.{}", self.g.rules[*id].0))),
+            Sym::Seq(v) => {
+                for i in 0..v.len() {
+                    if v[i + 1..].iter().all(|x| nullable(x, &self.nullable)) {
+                        let mut seq: Vec<Expr> = v[..i].iter().map(|x| self.normal(x)).collect();
+                        seq.push(self.tail(&v[i]));
+                        alts.push(Expr::Seq(seq));
+                    }
+                }
+            }
+            Sym::Alt(v) => alts.extend(v.iter().map(|x| self.tail(x))),
+            Sym::Repeat(x, min, max) => {
+                if *max != Some(0) {
+                    alts.push(Expr::Seq(vec![
+                        Expr::Repeat {
+                            expr: Box::new(self.normal(x)),
+                            min: min.saturating_sub(1),
+                            max: max.map(|m| m - 1),
+                        },
+                        self.tail(x),
+                    ]));
+                    if self.plain_first(x) && max.map_or(true, |m| *min < m) {
+                        alts.push(Expr::Seq(vec![
+                            Expr::Repeat {
+                                expr: Box::new(self.normal(x)),
+                                min: *min,
+                                max: max.map(|m| m - 1),
+                            },
+                            self.slot(),
+                        ]));
+                    }
+                }
+            }
+        }
+        alt(alts)
+    }
+
+    fn tail_first(&self, s: &Sym) -> Expr {
+        let mut alts = Vec::new();
+        match s {
+            Sym::Lex(_) => {}
+            Sym::Rule(id) => alts.push(r(format!("g.{}", self.g.rules[*id].0))),
+            Sym::Seq(v) => {
+                for i in 0..v.len() {
+                    if !v[i + 1..].iter().all(|x| nullable(x, &self.nullable)) {
+                        continue;
+                    }
+                    if i > 0 {
+                        alts.push(Expr::Seq(vec![
+                            self.first(&Sym::Seq(v[..i].to_vec())),
+                            self.tail(&v[i]),
+                        ]));
+                    }
+                    if v[..i].iter().all(|x| nullable(x, &self.nullable)) {
+                        alts.push(self.tail_first(&v[i]));
+                    }
+                }
+            }
+            Sym::Alt(v) => alts.extend(v.iter().map(|x| self.tail_first(x))),
+            Sym::Repeat(x, min, max) => {
+                if *max != Some(0) && *max != Some(1) {
+                    alts.push(Expr::Seq(vec![
+                        self.first(&Sym::Repeat(
+                            x.clone(),
+                            min.saturating_sub(1).max(1),
+                            max.map(|m| m - 1),
+                        )),
+                        self.tail(x),
+                    ]));
+                }
+                if *max != Some(0) && (*min <= 1 || nullable(x, &self.nullable)) {
+                    alts.push(self.tail_first(x));
+                }
+                if self.plain_first(x) && max.map_or(true, |m| (*min).max(1) < m) {
+                    alts.push(Expr::Seq(vec![
+                        self.first(&Sym::Repeat(x.clone(), (*min).max(1), max.map(|m| m - 1))),
+                        self.slot(),
+                    ]));
+                }
+            }
+        }
+        alt(alts)
+    }
+}
+
+/// Whether `s` may begin with a plain lexeme (through productive rules).
+fn plain_first(s: &Sym, lexemes: &[super::lower::Lexeme], n: &[bool], pf: &[bool]) -> bool {
+    match s {
+        Sym::Lex(id) => lexemes[*id].kind == LexKind::Plain,
+        Sym::Rule(r) => pf[*r],
+        Sym::Seq(v) => {
+            for x in v {
+                if plain_first(x, lexemes, n, pf) {
+                    return true;
+                }
+                if !nullable(x, n) {
+                    return false;
+                }
+            }
+            false
+        }
+        Sym::Alt(v) => v.iter().any(|x| plain_first(x, lexemes, n, pf)),
+        Sym::Repeat(x, _, max) => *max != Some(0) && plain_first(x, lexemes, n, pf),
+    }
+}
+
+fn plain_first_rules(g: &SymGrammar, n: &[bool], productive: &[bool]) -> Vec<bool> {
+    let mut pf = vec![false; g.rules.len()];
+    loop {
+        let mut changed = false;
+        for (i, (_, _, body)) in g.rules.iter().enumerate() {
+            if !pf[i] && productive[i] && plain_first(body, &g.lexemes, n, &pf) {
+                pf[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return pf;
+        }
+    }
+}
+
 fn alt(mut v: Vec<Expr>) -> Expr {
     match v.len() {
         0 => fail(),
@@ -173,12 +330,17 @@ pub fn emit(
         min: 0,
         max: if closed_ignore { Some(1) } else { None },
     });
+    let nullable = nullable_rules(g);
+    let productive = productive_rules(g);
+    let plain_first = plain_first_rules(g, &nullable, &productive);
     let e = Emitter {
         g,
-        nullable: nullable_rules(g),
-        productive: productive_rules(g),
+        nullable,
+        productive,
         ignore,
+        plain_first,
     };
+    let trailing = g.ignore.is_some();
     let start = g.start;
     let mut root = vec![];
     if e.productive[start] {
@@ -186,6 +348,9 @@ pub fn emit(
     }
     if e.nullable[start] {
         root.push(Expr::Seq(Vec::new()));
+    }
+    if trailing {
+        root.push(r(format!("g.{}", g.rules[start].0)));
     }
     let mut rules = vec![Rule {
         name: "root".into(),
@@ -202,6 +367,18 @@ pub fn emit(
             rules.push(Rule {
                 name: format!("f.{n}"),
                 body: e.first(body),
+                pos: *pos,
+            });
+        }
+        if trailing {
+            rules.push(Rule {
+                name: format!("e.{n}"),
+                body: e.tail(body),
+                pos: *pos,
+            });
+            rules.push(Rule {
+                name: format!("g.{n}"),
+                body: e.tail_first(body),
                 pos: *pos,
             });
         }

@@ -201,3 +201,31 @@ fn garbage_is_an_error_with_a_position() {
         }
     }
 }
+
+#[test]
+fn trailing_ignored_text_where_a_lexeme_is_still_predicted() {
+    // llguidance lets ignored text in after the last lexeme when the
+    // parser still predicts a lexeme there, and ends the text after it.
+    let d = dfa("start: \"x\" \"y\"?\n%ignore \" \"\n");
+    for ok in ["x", "x ", "x  ", "x y", "xy"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in ["x y ", " x", " ", ""] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+    let d = dfa("start: item*\nitem: \"a\" | \"b\" \"c\"\n%ignore \" \"\n");
+    for ok in ["", "a ", "a bc ", "bc  ", "b c a "] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in [" ", "b ", " a"] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+    let d = dfa("start: \"x\"?\n%ignore \" \"\n");
+    for bad in [" ", "x "] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+    let d = dfa("start: (\"a\" \"b\"){2}\n%ignore \" \"\n");
+    assert!(d.matches(b"abab") && !d.matches(b"ab ") && !d.matches(b"abab "));
+    let d = dfa("start: (\"a\" \"b\"){1,2}\n%ignore \" \"\n");
+    assert!(d.matches(b"ab ") && !d.matches(b"abab ") && !d.matches(b"a "));
+}
