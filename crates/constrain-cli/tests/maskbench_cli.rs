@@ -1,6 +1,7 @@
 //! `constrain maskbench` through the real binary: the summary has exactly the
 //! keys the issue names, the JSONL has one line per schema with its phases,
-//! and `--jobs 2` judges every schema as `--jobs 1` does.
+//! `--jobs 2` judges every schema as `--jobs 1` does, and the vocabulary's
+//! set-up is reported on its own stderr line before the first schema.
 
 use constrain_testkit::assets as common;
 
@@ -19,6 +20,13 @@ fn maskbench(files: &[String], jobs: &str, jsonl: &std::path::Path) -> serde_jso
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // The vocabulary's set-up is reported on its own line, before any schema.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("set-up: vocabulary of ") && first.contains("(not in TTFM)"),
+        "{err}"
     );
     serde_json::from_slice(&out.stdout).expect("summary JSON on stdout")
 }
