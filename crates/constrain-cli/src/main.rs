@@ -10,6 +10,5 @@ mod cli;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    constrain_testkit::process::keep_freed_memory();
     cli::main()
 }

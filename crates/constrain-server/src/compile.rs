@@ -345,19 +345,26 @@ impl CompilePool {
 fn failure(e: CompileError, memory: usize, timeout: Duration) -> CompileFailure {
     use constrain::dfa::DfaError;
     use constrain::index::IndexError;
+    // A structure over its size limit is the memory budget's refusal,
+    // whichever limit fired (the compiler's own for that structure, or the
+    // budget where it is lower): said in the server's words, without the
+    // library's knob.
+    let over = |what: &str, limit: usize| {
+        CompileFailure::Memory(Arc::new(if limit == memory {
+            format!("the {what} would exceed it")
+        } else {
+            format!("the {what} would exceed its own limit of {} MiB", limit.div_ceil(1 << 20))
+        }))
+    };
     match &e {
         CompileError::Index(IndexError::Deadline) | CompileError::TimedOut { .. } => {
             CompileFailure::Timeout(timeout)
         }
-        CompileError::Dfa(DfaError::TooBig { limit, .. })
-        | CompileError::Index(IndexError::Dfa(DfaError::TooBig { limit, .. }))
-            if *limit == memory =>
-        {
-            CompileFailure::Memory(Arc::new(e.to_string()))
+        CompileError::Dfa(DfaError::TooBig { what, limit, .. })
+        | CompileError::Index(IndexError::Dfa(DfaError::TooBig { what, limit, .. })) => {
+            over(what, *limit)
         }
-        CompileError::Index(IndexError::TooMuchMemory { limit }) if *limit == memory => {
-            CompileFailure::Memory(Arc::new(e.to_string()))
-        }
+        CompileError::Index(IndexError::TooMuchMemory { limit }) => over("token masks", *limit),
         _ => CompileFailure::Error(Arc::new(e.to_string())),
     }
 }

@@ -120,6 +120,27 @@ fn a_compile_past_its_time_budget_is_a_400_naming_the_limit() {
 }
 
 #[test]
+fn a_structure_over_the_compilers_own_limit_is_the_memory_code_in_the_servers_words() {
+    // The NFA's own limit (256 MiB) is below the default budget: still the
+    // memory refusal, naming the structure and the server's flag, never a
+    // library knob.
+    let addr = server(CompileLimits::default());
+    let r = post(
+        addr,
+        &json!({"messages": user("x"), "structured_outputs": {"regex": "[\\s\\S]{1000000}"}, "max_tokens": 5}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    let e = &r.json()["error"];
+    assert_eq!(e["code"], "compile_memory_exceeded", "{}", r.body);
+    let msg = e["message"].as_str().unwrap();
+    assert!(
+        msg.contains("NFA") && msg.contains("its own limit of 256 MiB") && msg.contains("--compile-memory-mb"),
+        "{msg}"
+    );
+    assert!(!msg.contains("DfaConfig"), "{msg}");
+}
+
+#[test]
 fn a_compile_past_its_memory_budget_is_a_400_naming_the_limit() {
     let addr = server(CompileLimits {
         memory_bytes: 1 << 20,

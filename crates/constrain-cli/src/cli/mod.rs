@@ -77,6 +77,15 @@ pub fn main() -> ExitCode {
     if cli.command.is_some() {
         constrain_testkit::process::no_huge_pages();
     }
+    // The one-shot schema commands keep freed memory for the next compile;
+    // a server gives it back (a refused request's compile must not stay in
+    // its resident set), and so does generation.
+    if matches!(
+        cli.command,
+        Some(Command::Compile(_) | Command::Check(_) | Command::Maskbench(_) | Command::Distribution(_) | Command::Soak(_))
+    ) {
+        constrain_testkit::process::keep_freed_memory();
+    }
     let result = match cli.command {
         Some(Command::Compile(a)) => compile::run_compile(a),
         Some(Command::Check(a)) => compile::run_check(a),
