@@ -12,6 +12,13 @@
 //! | `Qwen3` | `qwen_3` | `<tool_call>\n{"name": "NAME", "arguments": ARGS}\n</tool_call>` (Qwen 2.5, Qwen 3, Hermes) |
 //! | `Llama` | `llama` | `{"name": "NAME", "parameters": ARGS}` |
 //! | `Mistral` | `mistral` | `[TOOL_CALLS][{"name": "NAME", "arguments": ARGS}]` |
+//! | `Qwen3Coder` | `qwen_3_coder` | `<tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n…</function>\n</tool_call>` (Qwen3-Coder, Qwen 3.5) |
+//!
+//! Llama 3.x calls may also open with its `<|python_tag|>` token
+//! (`<|python_tag|>{"name": ..., "parameters": ...}`), as its chat template
+//! writes built-in tool calls and as llama.cpp's parser reads them: both
+//! openings are triggers. Qwen3-Coder's parameters are XGrammar's
+//! `qwen_xml` style: a string value raw, any other value as JSON.
 //!
 //! `tool_choice` maps as XGrammar maps it: `auto` → `triggered_tags` (text,
 //! calls, text), `required` → `triggered_tags` with `at_least_one` (the
@@ -34,11 +41,20 @@ pub enum ToolFormat {
     Llama,
     /// Mistral: `[TOOL_CALLS][{"name": ..., "arguments": ...}]`.
     Mistral,
+    /// Qwen3-Coder / Qwen 3.5 XML: `<tool_call>\n<function=NAME>\n` then
+    /// `<parameter=K>\nV\n</parameter>\n` per argument, then
+    /// `</function>\n</tool_call>`.
+    Qwen3Coder,
 }
 
 impl ToolFormat {
     /// Every format, for listings and errors.
-    pub const ALL: [ToolFormat; 3] = [ToolFormat::Qwen3, ToolFormat::Llama, ToolFormat::Mistral];
+    pub const ALL: [ToolFormat; 4] = [
+        ToolFormat::Qwen3,
+        ToolFormat::Llama,
+        ToolFormat::Mistral,
+        ToolFormat::Qwen3Coder,
+    ];
 
     /// XGrammar's name for the format (`get_model_structural_tag`).
     pub fn name(self) -> &'static str {
@@ -46,6 +62,7 @@ impl ToolFormat {
             ToolFormat::Qwen3 => "qwen_3",
             ToolFormat::Llama => "llama",
             ToolFormat::Mistral => "mistral",
+            ToolFormat::Qwen3Coder => "qwen_3_coder",
         }
     }
 
@@ -58,6 +75,9 @@ impl ToolFormat {
             }
             "llama" | "llama3" | "llama_3" | "llama3.1" | "llama3.2" => ToolFormat::Llama,
             "mistral" => ToolFormat::Mistral,
+            "qwen_3_coder" | "qwen3_coder" | "qwen3-coder" | "qwen_3_5" | "qwen3.5" => {
+                ToolFormat::Qwen3Coder
+            }
             _ => return None,
         })
     }
@@ -65,7 +85,9 @@ impl ToolFormat {
     /// The format a chat template writes calls in, read from its text (a
     /// GGUF's `tokenizer.chat_template`), or `None` when it shows none.
     pub fn from_chat_template(template: &str) -> Option<ToolFormat> {
-        if template.contains("<tool_call>") {
+        if template.contains("<function=") && template.contains("<parameter=") {
+            Some(ToolFormat::Qwen3Coder)
+        } else if template.contains("<tool_call>") {
             Some(ToolFormat::Qwen3)
         } else if template.contains("[TOOL_CALLS]") {
             Some(ToolFormat::Mistral)
@@ -76,25 +98,68 @@ impl ToolFormat {
         }
     }
 
-    /// How a call opens and closes: (trigger, the begin's text up to the
-    /// name, between the name and the arguments, the end).
-    fn parts(self) -> (&'static str, &'static str, &'static str, &'static str) {
+    /// How a call opens and closes, once per opening the format has: (the
+    /// trigger, the begin's text up to the name, between the name and the
+    /// arguments, the end, the arguments' `json_schema` style).
+    fn shapes(self) -> &'static [Shape] {
+        const QWEN3: &[Shape] = &[Shape {
+            trigger: "<tool_call>",
+            open: "<tool_call>\n{\"name\": \"",
+            mid: "\", \"arguments\": ",
+            end: "}\n</tool_call>",
+            style: "json",
+        }];
+        const LLAMA: &[Shape] = &[
+            Shape {
+                trigger: "{\"name\": ",
+                open: "{\"name\": \"",
+                mid: "\", \"parameters\": ",
+                end: "}",
+                style: "json",
+            },
+            Shape {
+                trigger: "<|python_tag|>",
+                open: "<|python_tag|>{\"name\": \"",
+                mid: "\", \"parameters\": ",
+                end: "}",
+                style: "json",
+            },
+        ];
+        const MISTRAL: &[Shape] = &[Shape {
+            trigger: "[TOOL_CALLS]",
+            open: "[TOOL_CALLS][{\"name\": \"",
+            mid: "\", \"arguments\": ",
+            end: "}]",
+            style: "json",
+        }];
+        const QWEN3_CODER: &[Shape] = &[Shape {
+            trigger: "<tool_call>\n<function=",
+            open: "<tool_call>\n<function=",
+            mid: ">\n",
+            end: "\n</function>\n</tool_call>",
+            style: "qwen_xml",
+        }];
         match self {
-            ToolFormat::Qwen3 => (
-                "<tool_call>",
-                "<tool_call>\n{\"name\": \"",
-                "\", \"arguments\": ",
-                "}\n</tool_call>",
-            ),
-            ToolFormat::Llama => ("{\"name\": ", "{\"name\": \"", "\", \"parameters\": ", "}"),
-            ToolFormat::Mistral => (
-                "[TOOL_CALLS]",
-                "[TOOL_CALLS][{\"name\": \"",
-                "\", \"arguments\": ",
-                "}]",
-            ),
+            ToolFormat::Qwen3 => QWEN3,
+            ToolFormat::Llama => LLAMA,
+            ToolFormat::Mistral => MISTRAL,
+            ToolFormat::Qwen3Coder => QWEN3_CODER,
         }
     }
+
+    /// The texts that open a call (each a `triggered_tags` trigger).
+    pub fn triggers(self) -> Vec<&'static str> {
+        self.shapes().iter().map(|s| s.trigger).collect()
+    }
+}
+
+/// One way a format opens and closes a call.
+struct Shape {
+    trigger: &'static str,
+    open: &'static str,
+    mid: &'static str,
+    end: &'static str,
+    style: &'static str,
 }
 
 /// OpenAI's `tool_choice`.
@@ -194,15 +259,27 @@ pub fn structural_tag(
             .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
         named.push((name.to_string(), params));
     }
-    let (trigger, open, mid, end) = format.parts();
-    let tag = |name: &str, params: &Value| {
-        json!({"type": "tag", "begin": format!("{open}{name}{mid}"),
-               "content": {"type": "json_schema", "json_schema": params}, "end": end})
+    let shapes = format.shapes();
+    let tag = |shape: &Shape, name: &str, params: &Value| {
+        json!({"type": "tag", "begin": format!("{}{name}{}", shape.open, shape.mid),
+               "content": {"type": "json_schema", "json_schema": params, "style": shape.style},
+               "end": shape.end})
+    };
+    // Every tool under every opening of the format.
+    let all_tags = || -> Vec<Value> {
+        shapes
+            .iter()
+            .flat_map(|sh| named.iter().map(move |(n, p)| tag(sh, n, p)))
+            .collect()
     };
     let free = json!({"type": "any_text", "excludes": THINK});
     let calls = match choice {
         // Free text that never opens a call.
-        ToolChoice::None => json!({"type": "any_text", "excludes": [THINK[0], THINK[1], trigger]}),
+        ToolChoice::None => {
+            let mut ex: Vec<&str> = THINK.to_vec();
+            ex.extend(format.triggers());
+            json!({"type": "any_text", "excludes": ex})
+        }
         ToolChoice::Function(want) => {
             let (name, params) = named.iter().find(|(n, _)| n == want).ok_or_else(|| {
                 invalid(
@@ -210,7 +287,7 @@ pub fn structural_tag(
                     format!("tool_choice names {want:?}, which is not among the tools"),
                 )
             })?;
-            tag(name, params)
+            tag(&shapes[0], name, params)
         }
         ToolChoice::Auto | ToolChoice::Required if named.is_empty() => {
             if *choice == ToolChoice::Required {
@@ -223,8 +300,8 @@ pub fn structural_tag(
         }
         ToolChoice::Auto | ToolChoice::Required => json!({
             "type": "triggered_tags",
-            "triggers": [trigger],
-            "tags": named.iter().map(|(n, p)| tag(n, p)).collect::<Vec<_>>(),
+            "triggers": format.triggers(),
+            "tags": all_tags(),
             "excludes": THINK,
             "at_least_one": *choice == ToolChoice::Required,
             "stop_after_first": !parallel,

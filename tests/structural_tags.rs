@@ -752,3 +752,43 @@ fn xml_styles_write_raw_strings_and_json_values_in_schema_order() {
         assert_eq!(e.pointer().unwrap().to_string(), at, "{e}");
     }
 }
+
+#[test]
+fn qwen_coder_xml_calls_under_auto_and_required() {
+    let call = "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>";
+    let time = "<tool_call>\n<function=get_time>\n<parameter=zone>\nCET\n</parameter>\n</function>\n</tool_call>";
+    let auto = tools_tag(ToolFormat::Qwen3Coder, ToolChoice::Auto, true, Reasoning::Disabled);
+    assert!(accepts(&auto, "Let me look."));
+    assert!(accepts(&auto, &format!("Let me look.\n{call}")));
+    assert!(accepts(&auto, &format!("{call}\n{time}")));
+    // A missing required parameter, an unknown function, JSON arguments.
+    assert!(!accepts(&auto, &call.replace("city", "town")));
+    assert!(!accepts(&auto, &call.replace("get_weather", "get_wind")));
+    assert!(!accepts(
+        &auto,
+        "<tool_call>\n<function=get_weather>\n{\"city\": \"Oslo\"}\n</function>\n</tool_call>"
+    ));
+    let required = tools_tag(ToolFormat::Qwen3Coder, ToolChoice::Required, false, Reasoning::Disabled);
+    assert!(accepts(&required, call));
+    assert!(!accepts(&required, "Let me look."));
+    assert!(!accepts(&required, &format!("{call}\n{time}")));
+    let named = tools_tag(
+        ToolFormat::Qwen3Coder,
+        ToolChoice::Function("get_time".into()),
+        true,
+        Reasoning::Disabled,
+    );
+    assert!(accepts(&named, time) && !accepts(&named, call));
+}
+
+#[test]
+fn llama_calls_open_bare_or_after_the_python_tag() {
+    let bare = "{\"name\": \"get_time\", \"parameters\": {\"zone\": \"CET\"}}";
+    let tagged = format!("<|python_tag|>{bare}");
+    let auto = tools_tag(ToolFormat::Llama, ToolChoice::Auto, true, Reasoning::Disabled);
+    assert!(accepts(&auto, bare) && accepts(&auto, &tagged));
+    assert!(accepts(&auto, &format!("Sure. {tagged}")));
+    assert!(!accepts(&auto, &tagged.replace("zone", "area")));
+    let none = tools_tag(ToolFormat::Llama, ToolChoice::None, true, Reasoning::Disabled);
+    assert!(accepts(&none, "Plain words.") && !accepts(&none, &tagged) && !accepts(&none, bare));
+}

@@ -5,15 +5,14 @@
 //! turns that text back into OpenAI's `tool_calls` ([`ParsedCall`]) and the
 //! text around them (`content`).
 //!
-//! Each format opens a call with its trigger and holds one JSON value:
-//!
-//! | format | a call | the JSON |
+//! | format | a call | the arguments |
 //! |---|---|---|
 //! | `qwen_3` | `<tool_call>\n{..}\n</tool_call>` | `{"name", "arguments"}` |
-//! | `llama` | `{"name": .., "parameters": ..}` | the call itself |
+//! | `llama` | `{"name": .., "parameters": ..}`, or after `<|python_tag|>` | the call itself |
 //! | `mistral` | `[TOOL_CALLS][{..}, ..]` | an array of `{"name", "arguments"}` |
+//! | `qwen_3_coder` | `<tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>\n..</function>\n</tool_call>` | each `V`: raw text where the tool's schema makes `K` a string, else JSON |
 //!
-//! The JSON value is read whole before the closing marker is looked for: an
+//! A JSON value is read whole before the closing marker is looked for: an
 //! argument string may itself contain `</tool_call>`. Invariant: text that
 //! does not form a complete call is never dropped; it stays in the content
 //! (the constraint makes calls well formed, so this only happens to text
@@ -21,21 +20,24 @@
 
 use crate::chat::ParsedCall;
 use constrain::tools::ToolFormat;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// The text that opens a call in `format` (where the parser starts looking).
-fn trigger(format: ToolFormat) -> &'static str {
+/// The texts that open a call in `format` (where the parser starts
+/// looking), each with whether the call's text begins after it (`true`) or
+/// at it (`llama`'s bare object).
+fn openers(format: ToolFormat) -> &'static [(&'static str, bool)] {
     match format {
-        ToolFormat::Qwen3 => "<tool_call>",
-        ToolFormat::Llama => "{\"name\"",
-        ToolFormat::Mistral => "[TOOL_CALLS]",
+        ToolFormat::Qwen3 => &[("<tool_call>", true)],
+        ToolFormat::Llama => &[("{\"name\"", false), ("<|python_tag|>", true)],
+        ToolFormat::Mistral => &[("[TOOL_CALLS]", true)],
+        ToolFormat::Qwen3Coder => &[("<tool_call>", true)],
     }
 }
 
-/// What closes a call after its JSON value (none for `llama`).
+/// What closes a call after its JSON value (none for `llama`, `mistral`).
 fn close(format: ToolFormat) -> &'static str {
     match format {
-        ToolFormat::Qwen3 => "</tool_call>",
+        ToolFormat::Qwen3 | ToolFormat::Qwen3Coder => "</tool_call>",
         ToolFormat::Llama | ToolFormat::Mistral => "",
     }
 }
@@ -50,14 +52,80 @@ fn call_of(v: &Value) -> Option<ParsedCall> {
     })
 }
 
-/// Reads one call block at the start of `s` (which begins with the
-/// trigger): its calls and the length of text it spans, or `None` when it is
-/// not a complete call.
-fn block(format: ToolFormat, s: &str) -> Option<(Vec<ParsedCall>, usize)> {
-    let body_at = match format {
-        ToolFormat::Llama => 0,
-        _ => trigger(format).len(),
-    };
+/// Whether `tools` declare parameter `key` of function `name` as a string
+/// (and nothing else), so its XML value is raw text.
+fn is_string_param(tools: &[Value], name: &str, key: &str) -> bool {
+    let f = tools.iter().map(|t| t.get("function").unwrap_or(t)).find(|f| {
+        f.get("name").and_then(Value::as_str) == Some(name)
+    });
+    let ty = f
+        .and_then(|f| f.get("parameters"))
+        .and_then(|p| p.get("properties"))
+        .and_then(|p| p.get(key))
+        .and_then(|p| p.get("type"));
+    matches!(ty, Some(Value::String(t)) if t == "string")
+}
+
+/// A Qwen3-Coder call at the start of `s`: `<tool_call>\n<function=NAME>\n`,
+/// its parameters, `</function>\n</tool_call>`.
+fn xml_block(s: &str, tools: &[Value]) -> Option<(Vec<ParsedCall>, usize)> {
+    let rest = s.strip_prefix("<tool_call>")?.trim_start();
+    let rest = rest.strip_prefix("<function=")?;
+    let gt = rest.find('>')?;
+    let name = &rest[..gt];
+    if name.is_empty() || name.contains(['<', '\n']) {
+        return None;
+    }
+    let mut rest = &rest[gt + 1..];
+    let mut args = Map::new();
+    loop {
+        let t = rest.trim_start();
+        if let Some(after) = t.strip_prefix("</function>") {
+            let after_ws = after.trim_start();
+            let tail = after_ws.strip_prefix("</tool_call>")?;
+            let used = s.len() - tail.len();
+            let arguments = Value::Object(args).to_string();
+            return Some((
+                vec![ParsedCall {
+                    name: name.to_string(),
+                    arguments,
+                }],
+                used,
+            ));
+        }
+        let p = t.strip_prefix("<parameter=")?;
+        let gt = p.find('>')?;
+        let key = &p[..gt];
+        let body = &p[gt + 1..];
+        let end = body.find("</parameter>")?;
+        // The template writes the value between newlines.
+        let raw = body[..end]
+            .strip_prefix('\n')
+            .unwrap_or(&body[..end]);
+        let raw = raw.strip_suffix('\n').unwrap_or(raw);
+        let value = if is_string_param(tools, name, key) {
+            Value::String(raw.to_string())
+        } else {
+            serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
+        };
+        args.insert(key.to_string(), value);
+        rest = &body[end + "</parameter>".len()..];
+    }
+}
+
+/// Reads one call block at the start of `s` (which begins with `opener`):
+/// its calls and the length of text it spans, or `None` when it is not a
+/// complete call.
+fn block(
+    format: ToolFormat,
+    (opener, skip): (&str, bool),
+    s: &str,
+    tools: &[Value],
+) -> Option<(Vec<ParsedCall>, usize)> {
+    if format == ToolFormat::Qwen3Coder {
+        return xml_block(s, tools);
+    }
+    let body_at = if skip { opener.len() } else { 0 };
     let body = &s[body_at..];
     let mut values = serde_json::Deserializer::from_str(body).into_iter::<Value>();
     let v = values.next()?.ok()?;
@@ -79,22 +147,29 @@ fn block(format: ToolFormat, s: &str) -> Option<(Vec<ParsedCall>, usize)> {
 
 /// Splits `text` written in `format` into its content (the text outside
 /// the calls, trimmed; empty when there is none) and its calls, in order.
-pub fn parse_calls(format: ToolFormat, text: &str) -> (String, Vec<ParsedCall>) {
-    let open = trigger(format);
+/// `tools` (the request's) type the XML formats' raw values.
+pub fn parse_calls(format: ToolFormat, text: &str, tools: &[Value]) -> (String, Vec<ParsedCall>) {
     let mut content = String::new();
     let mut calls = Vec::new();
     let mut rest = text;
-    while let Some(at) = rest.find(open) {
-        match block(format, &rest[at..]) {
+    // The earliest opener in what is left.
+    let next = |rest: &str| {
+        openers(format)
+            .iter()
+            .filter_map(|&o| rest.find(o.0).map(|at| (at, o)))
+            .min_by_key(|(at, _)| *at)
+    };
+    while let Some((at, opener)) = next(rest) {
+        match block(format, opener, &rest[at..], tools) {
             Some((found, used)) => {
                 content.push_str(&rest[..at]);
                 calls.extend(found);
                 rest = &rest[at + used..];
             }
             None => {
-                // Not a call: keep the trigger as text and look further on.
-                content.push_str(&rest[..at + open.len()]);
-                rest = &rest[at + open.len()..];
+                // Not a call: keep the opener as text and look further on.
+                content.push_str(&rest[..at + opener.0.len()]);
+                rest = &rest[at + opener.0.len()..];
             }
         }
     }
@@ -116,7 +191,7 @@ mod tests {
     #[test]
     fn qwen_calls_with_text_around_them() {
         let text = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a </tool_call> b\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
-        let (content, calls) = parse_calls(ToolFormat::Qwen3, text);
+        let (content, calls) = parse_calls(ToolFormat::Qwen3, text, &[]);
         assert_eq!(content, "Let me look.");
         assert_eq!(
             calls,
@@ -130,7 +205,7 @@ mod tests {
     #[test]
     fn llama_calls_are_bare_json() {
         let text = "{\"name\": \"get_time\", \"parameters\": {\"zone\": \"CET\"}}";
-        let (content, calls) = parse_calls(ToolFormat::Llama, text);
+        let (content, calls) = parse_calls(ToolFormat::Llama, text, &[]);
         assert_eq!(content, "");
         assert_eq!(calls, vec![call("get_time", r#"{"zone":"CET"}"#)]);
     }
@@ -138,7 +213,7 @@ mod tests {
     #[test]
     fn mistral_calls_are_an_array() {
         let text = "ok [TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": {}}]";
-        let (content, calls) = parse_calls(ToolFormat::Mistral, text);
+        let (content, calls) = parse_calls(ToolFormat::Mistral, text, &[]);
         assert_eq!(content, "ok");
         assert_eq!(calls, vec![call("a", r#"{"x":1}"#), call("b", "{}")]);
     }
@@ -146,20 +221,44 @@ mod tests {
     #[test]
     fn an_incomplete_call_stays_text() {
         let text = "hi <tool_call>\n{\"name\": \"a\", \"argu";
-        let (content, calls) = parse_calls(ToolFormat::Qwen3, text);
+        let (content, calls) = parse_calls(ToolFormat::Qwen3, text, &[]);
         assert!(calls.is_empty());
         assert_eq!(content, text);
         // A closed JSON value without its closing marker is not a call either.
         let text = "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}";
-        assert!(parse_calls(ToolFormat::Qwen3, text).1.is_empty());
+        assert!(parse_calls(ToolFormat::Qwen3, text, &[]).1.is_empty());
     }
 
     #[test]
     fn text_without_a_trigger_has_no_calls() {
         for f in ToolFormat::ALL {
-            let (content, calls) = parse_calls(f, "  plain words ");
+            let (content, calls) = parse_calls(f, "  plain words ", &[]);
             assert_eq!(content, "plain words");
             assert!(calls.is_empty());
         }
+    }
+
+    #[test]
+    fn llama_calls_after_the_python_tag() {
+        let text = "Sure. <|python_tag|>{\"name\": \"get_time\", \"parameters\": {}}";
+        let (content, calls) = parse_calls(ToolFormat::Llama, text, &[]);
+        assert_eq!(content, "Sure.");
+        assert_eq!(calls, vec![call("get_time", "{}")]);
+    }
+
+    #[test]
+    fn qwen_coder_xml_calls_typed_by_the_tools() {
+        let tools = serde_json::json!([{"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]);
+        let tools = tools.as_array().unwrap();
+        let text = "I'll look.\n<tool_call>\n<function=f>\n<parameter=city>\n42\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+        let (content, calls) = parse_calls(ToolFormat::Qwen3Coder, text, tools);
+        assert_eq!(content, "I'll look.");
+        assert_eq!(calls, vec![call("f", r#"{"city":"42","days":3}"#)]);
+        // Cut before its closing marker: text, not a call.
+        let cut = &text[..text.len() - "</tool_call>".len()];
+        let (content, calls) = parse_calls(ToolFormat::Qwen3Coder, cut, tools);
+        assert!(calls.is_empty());
+        assert_eq!(content, cut.trim());
     }
 }

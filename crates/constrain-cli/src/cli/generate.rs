@@ -50,7 +50,8 @@ pub struct GenerateArgs {
     /// (it begins with a call), `none` (text only), or a function's name.
     #[arg(long, value_name = "CHOICE", requires = "tools")]
     tool_choice: Option<String>,
-    /// With --tools: the model's call format (`qwen_3`, `llama`, `mistral`;
+    /// With --tools: the model's call format (`qwen_3`, `llama`, `mistral`,
+    /// `qwen_3_coder`;
     /// default `qwen_3`, the format of the Qwen models this CLI runs).
     #[arg(long, value_name = "NAME", requires = "tools")]
     tool_format: Option<String>,
