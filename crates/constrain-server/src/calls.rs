@@ -34,6 +34,12 @@ fn openers(format: ToolFormat) -> &'static [(&'static str, bool)] {
     }
 }
 
+/// The texts that open a call in `format` (streamed content is held back
+/// from the first of them).
+pub fn openers_text(format: ToolFormat) -> Vec<&'static str> {
+    openers(format).iter().map(|o| o.0).collect()
+}
+
 /// What closes a call after its JSON value (none for `llama`, `mistral`).
 fn close(format: ToolFormat) -> &'static str {
     match format {

@@ -51,6 +51,7 @@
 use crate::api::{content_text, ChatRequest};
 use crate::error::ApiError;
 use constrain::schema::{self, SchemaOptions};
+use constrain::tools::ToolFormat;
 use constrain::Source;
 use constrain_model::prompt::{self, Message};
 use serde_json::{json, Value};
@@ -86,10 +87,16 @@ pub struct Plan {
     /// Under `auto`: the constraint of the calls once the model has written
     /// `<tool_call>` (what follows `<tool_call>\n`).
     pub trigger: Option<Source>,
+    /// The format calls are written in, when the tools go through a
+    /// structural tag (`--tool-format`); `None`: Qwen's, by the trigger path.
+    pub tool_format: Option<ToolFormat>,
+    /// The request's tools (to type the calls read back).
+    pub tools: Vec<Value>,
 }
 
-/// Builds the prompt and the constraint of a request.
-pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
+/// Builds the prompt and the constraint of a request; `tool_format`: the
+/// server's `--tool-format`.
+pub fn plan(req: &ChatRequest, tool_format: Option<ToolFormat>) -> Result<Plan, ApiError> {
     let tools = req.tools.clone().unwrap_or_default();
     let (format, format_param, format_schema) = response_format(req)?;
     let choice = tool_choice(req, &tools)?;
@@ -181,7 +188,38 @@ pub fn plan(req: &ChatRequest) -> Result<Plan, ApiError> {
         stop,
         prefix: String::new(),
         trigger: None,
+        tool_format: None,
+        tools: Vec::new(),
     };
+    if let (Some(fmt), None, false) = (tool_format, &format, matches!(choice, ToolChoice::NoTools)) {
+        // One structural tag: text and calls in the format, one automaton.
+        let tc = match &choice {
+            ToolChoice::None => constrain::tools::ToolChoice::None,
+            ToolChoice::Auto | ToolChoice::NoTools => constrain::tools::ToolChoice::Auto,
+            ToolChoice::Required => constrain::tools::ToolChoice::Required,
+            ToolChoice::Named(n) => constrain::tools::ToolChoice::Function(n.clone()),
+        };
+        let tag = constrain::tools::structural_tag(
+            fmt,
+            &Value::Array(tools.clone()),
+            &tc,
+            parallel,
+            constrain::tools::Reasoning::Disabled,
+        )
+        .map_err(|e| ApiError::field("tools", format!("the tools do not compile: {e}")))?;
+        p.source = Some(Source::StructuralTag {
+            tag,
+            options: constrain::tags::StructuralTag::schema_options(),
+        });
+        p.source_param = "tools";
+        p.tools_active = true;
+        // Free text may end anywhere (cut by the budget: `length`); calls
+        // alone are a document.
+        p.structured = matches!(choice, ToolChoice::Required | ToolChoice::Named(_));
+        p.tool_format = Some(fmt);
+        p.tools = tools;
+        return Ok(p);
+    }
     match (&choice, format) {
         (ToolChoice::NoTools, f) => {
             p.structured = f.is_some();

@@ -115,6 +115,12 @@ pub struct ServerConfig {
     /// [`compile::release_memory`]; a binary with another global allocator
     /// passes that allocator's purge).
     pub release_memory: fn(),
+    /// The tool-call format (`--tool-format`): when set, a tools request is
+    /// compiled as that format's structural tag (free text and calls in one
+    /// automaton, [`constrain::tools::structural_tag`]) and its calls are
+    /// read back by [`calls::parse_calls`]. `None`: Qwen's `<tool_call>`
+    /// format through the trigger path of [`chat`].
+    pub tool_format: Option<constrain::tools::ToolFormat>,
 }
 
 impl Default for ServerConfig {
@@ -131,6 +137,7 @@ impl Default for ServerConfig {
             compiler: CompilerConfig::default(),
             compile: CompileLimits::default(),
             release_memory: compile::release_memory,
+            tool_format: None,
         }
     }
 }

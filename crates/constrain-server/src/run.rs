@@ -30,6 +30,10 @@ pub struct Job {
     /// Stop strings (free text only).
     pub stop: Vec<String>,
     pub tools_active: bool,
+    /// The calls' format when the tools went through a structural tag
+    /// (`--tool-format`), and the request's tools to type them.
+    pub tool_format: Option<constrain::tools::ToolFormat>,
+    pub tools: Vec<serde_json::Value>,
     pub structured: bool,
     pub cancel: Arc<AtomicBool>,
     /// `top_logprobs` when `logprobs` is asked for (jump-forward is then
@@ -275,7 +279,9 @@ pub fn run_job(
             }
         }
         let text = String::from_utf8_lossy(&out).into_owned();
-        let (mut content, calls) = if job.tools_active {
+        let (mut content, calls) = if let Some(f) = job.tool_format {
+            crate::calls::parse_calls(f, &text, &job.tools)
+        } else if job.tools_active {
             split_tool_calls(&text)
         } else {
             (text, Vec::new())
@@ -453,7 +459,9 @@ pub fn safe_prefix(all: &[u8], markers: &[&str]) -> (usize, bool) {
 /// The markers that end streamed content for a job.
 pub fn content_markers(job: &Job) -> Vec<String> {
     let mut m = Vec::new();
-    if job.tools_active {
+    if let Some(f) = job.tool_format {
+        m.extend(crate::calls::openers_text(f).into_iter().map(str::to_string));
+    } else if job.tools_active {
         m.push(TOOL_CALL_OPEN.to_string());
     }
     if !job.structured {

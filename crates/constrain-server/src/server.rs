@@ -361,7 +361,7 @@ fn check(
         ));
     }
 
-    let plan = plan(&req)?;
+    let plan = plan(&req, state.config.tool_format)?;
     let prompt = encode_prompt(state, &plan.prompt)?;
     let context = state.context_length;
     if prompt.len() >= context {
@@ -527,6 +527,8 @@ fn finish(
         structured,
         stop,
         prefix,
+        tool_format,
+        tools,
         ..
     } = plan;
     let context = state.context_length;
@@ -588,6 +590,8 @@ fn finish(
             n,
             stop,
             tools_active,
+            tool_format,
+            tools,
             structured,
             cancel,
             logprobs,

@@ -952,3 +952,68 @@ fn structured_outputs_grammar_tells_lark_from_gbnf() {
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(r.json()["error"]["param"], "structured_outputs.grammar");
 }
+
+#[test]
+fn tool_formats_go_through_one_structural_tag() {
+    // With --tool-format the tools are one structural tag: a model that
+    // opens a call in the format gets a complete, valid call, read back
+    // by the format's parser; under `required` every answer is calls.
+    use constrain::tools::ToolFormat;
+    for (format, opener) in [
+        (ToolFormat::Llama, "{\"name\": "),
+        (ToolFormat::Qwen3Coder, "<tool_call>\n<function="),
+        (ToolFormat::Mistral, "[TOOL_CALLS]"),
+        (ToolFormat::Qwen3, "<tool_call>\n"),
+    ] {
+        let mut tools = weather_tools();
+        if format == ToolFormat::Qwen3Coder {
+            // Raw XML strings with constraints (maxLength) are refused by
+            // name: this format's tools take plain strings.
+            for t in tools.as_array_mut().unwrap() {
+                let props = t["function"]["parameters"]["properties"].as_object_mut().unwrap();
+                for p in props.values_mut() {
+                    p.as_object_mut().unwrap().remove("maxLength");
+                }
+            }
+        }
+        let addr = start(
+            ServerConfig {
+                tool_format: Some(format),
+                ..ServerConfig::default()
+            },
+            Fake {
+                prefer: Some(opener),
+                ..Fake::default()
+            },
+        );
+        for (choice, seed) in [(json!("auto"), 1), (json!("required"), 2), (json!("auto"), 3)] {
+            let r = post(
+                addr,
+                &json!({"messages": user("Weather?"), "tools": tools, "tool_choice": choice,
+                        "max_tokens": 300, "seed": seed}),
+            );
+            assert_eq!(r.status, 200, "{format:?} {}", r.body);
+            let c = &r.json()["choices"][0];
+            assert_eq!(c["finish_reason"], "tool_calls", "{format:?} {c}");
+            for call in c["message"]["tool_calls"].as_array().unwrap() {
+                let args: Value =
+                    serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+                assert_valid(
+                    &tool_params(&tools, call["function"]["name"].as_str().unwrap()),
+                    &args,
+                );
+            }
+            let content = c["message"]["content"].as_str().unwrap_or("");
+            assert!(!content.contains(opener.trim()), "{format:?}: a call left in the content: {content:?}");
+        }
+        // `none`: text that never opens a call.
+        let r = post(
+            addr,
+            &json!({"messages": user("Weather?"), "tools": tools, "tool_choice": "none",
+                    "max_tokens": 40, "seed": 4}),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let c = &r.json()["choices"][0];
+        assert!(c["message"]["tool_calls"].is_null(), "{format:?} {c}");
+    }
+}

@@ -68,6 +68,19 @@ pub struct ServeArgs {
     /// served a request; least recently used out first; 0: none kept).
     #[arg(long, value_name = "MIB", default_value_t = constrain_server::compile::DEFAULT_CACHE_BYTES >> 20)]
     cache_mb: usize,
+    /// Tool calls as one structural tag in this format (`qwen_3`, `llama`,
+    /// `mistral`, `qwen_3_coder`): free text and calls in one automaton,
+    /// calls read back by the format's parser. Default: Qwen's
+    /// `<tool_call>` format with a lazy trigger.
+    #[arg(long, value_name = "NAME", value_parser = parse_tool_format)]
+    tool_format: Option<constrain::tools::ToolFormat>,
+}
+
+fn parse_tool_format(s: &str) -> Result<constrain::tools::ToolFormat, String> {
+    constrain::tools::ToolFormat::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = constrain::tools::ToolFormat::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown tool format {s:?}; expected one of {}", names.join(", "))
+    })
 }
 
 /// mimalloc (the binary's allocator) returns the calling thread's free
@@ -115,6 +128,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             cache_bytes: a.cache_mb.saturating_mul(1 << 20),
         },
         release_memory: mimalloc_collect,
+        tool_format: a.tool_format,
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, name, tokenizer, vocab, factory)?;
