@@ -92,11 +92,20 @@ pub struct Plan {
     pub tool_format: Option<ToolFormat>,
     /// The request's tools (to type the calls read back).
     pub tools: Vec<Value>,
+    /// The answer may begin with a `<think>` block (`--reasoning`).
+    pub reasoning: bool,
 }
 
 /// Builds the prompt and the constraint of a request; `tool_format`: the
-/// server's `--tool-format`.
-pub fn plan(req: &ChatRequest, tool_format: Option<ToolFormat>) -> Result<Plan, ApiError> {
+/// server's `--tool-format`; `reasoning`: its `--reasoning` (tools then go
+/// through a structural tag, Qwen's format by default, and a response
+/// format after an optional thinking block).
+pub fn plan(
+    req: &ChatRequest,
+    tool_format: Option<ToolFormat>,
+    reasoning: bool,
+) -> Result<Plan, ApiError> {
+    let tool_format = tool_format.or(reasoning.then_some(ToolFormat::Qwen3));
     let tools = req.tools.clone().unwrap_or_default();
     let (format, format_param, format_schema) = response_format(req)?;
     let choice = tool_choice(req, &tools)?;
@@ -190,7 +199,32 @@ pub fn plan(req: &ChatRequest, tool_format: Option<ToolFormat>) -> Result<Plan, 
         trigger: None,
         tool_format: None,
         tools: Vec::new(),
+        reasoning,
     };
+    if reasoning {
+        if let (Some(f), ToolChoice::NoTools | ToolChoice::None) = (&format, &choice) {
+            // The response format after an optional thinking block.
+            let body = match f {
+                Source::JsonSchema { schema, .. } => json!({"type": "json_schema", "json_schema": schema}),
+                Source::Regex(r) => json!({"type": "regex", "pattern": r}),
+                _ => {
+                    return Err(ApiError::field(
+                        format_param,
+                        "with --reasoning a response format is a JSON schema or a regex",
+                    ))
+                }
+            };
+            let tag = constrain::tags::StructuralTag::from_json(&json!({"type": "structural_tag",
+                "format": {"type": "sequence", "elements": [think_block(), body]}}))
+            .map_err(|e| ApiError::field(format_param, format!("the constraint does not compile: {e}")))?;
+            p.source = Some(Source::StructuralTag {
+                tag,
+                options: constrain::tags::StructuralTag::schema_options(),
+            });
+            p.structured = true;
+            return Ok(p);
+        }
+    }
     if let (Some(fmt), None, false) = (tool_format, &format, matches!(choice, ToolChoice::NoTools)) {
         // One structural tag: text and calls in the format, one automaton.
         let tc = match &choice {
@@ -204,7 +238,11 @@ pub fn plan(req: &ChatRequest, tool_format: Option<ToolFormat>) -> Result<Plan, 
             &Value::Array(tools.clone()),
             &tc,
             parallel,
-            constrain::tools::Reasoning::Disabled,
+            if reasoning {
+                constrain::tools::Reasoning::Auto
+            } else {
+                constrain::tools::Reasoning::Disabled
+            },
         )
         .map_err(|e| ApiError::field("tools", format!("the tools do not compile: {e}")))?;
         p.source = Some(Source::StructuralTag {
@@ -262,6 +300,32 @@ pub fn plan(req: &ChatRequest, tool_format: Option<ToolFormat>) -> Result<Plan, 
     }
     p.prompt.push_str(&p.prefix);
     Ok(p)
+}
+
+/// An optional `<think>…</think>\n\n` block: no constraint inside but
+/// that it closes (XGrammar's reasoning prefix in `auto` mode).
+fn think_block() -> Value {
+    json!({"type": "optional", "content": {"type": "sequence", "elements": [
+        {"type": "tag", "begin": "<think>",
+         "content": {"type": "any_text", "excludes": ["<think>", "</think>"]}, "end": "</think>"},
+        {"type": "const_string", "value": "\n\n"}]}})
+}
+
+/// Splits a leading `<think>…</think>` block off `text`: (the reasoning,
+/// the rest). `None` when the text opens no such block; a block the budget
+/// cut is all reasoning.
+pub fn split_reasoning(text: &str) -> (Option<String>, &str) {
+    let t = text.trim_start();
+    let Some(inner) = t.strip_prefix("<think>") else {
+        return (None, text);
+    };
+    match inner.find("</think>") {
+        Some(end) => (
+            Some(inner[..end].trim().to_string()),
+            inner[end + "</think>".len()..].trim_start(),
+        ),
+        None => (Some(inner.trim().to_string()), ""),
+    }
 }
 
 enum ToolChoice {

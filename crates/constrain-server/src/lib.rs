@@ -121,6 +121,11 @@ pub struct ServerConfig {
     /// read back by [`calls::parse_calls`]. `None`: Qwen's `<tool_call>`
     /// format through the trigger path of [`chat`].
     pub tool_format: Option<constrain::tools::ToolFormat>,
+    /// A reasoning model (`--reasoning`): an answer may begin with a
+    /// `<think>…</think>` block, unconstrained but for its closing marker,
+    /// returned as `message.reasoning_content` (streamed as
+    /// `delta.reasoning_content`); constraints apply after it.
+    pub reasoning: bool,
 }
 
 impl Default for ServerConfig {
@@ -138,6 +143,7 @@ impl Default for ServerConfig {
             compile: CompileLimits::default(),
             release_memory: compile::release_memory,
             tool_format: None,
+            reasoning: false,
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct Job {
     /// (`--tool-format`), and the request's tools to type them.
     pub tool_format: Option<constrain::tools::ToolFormat>,
     pub tools: Vec<serde_json::Value>,
+    /// A leading `<think>` block is reasoning (`--reasoning`).
+    pub reasoning: bool,
     pub structured: bool,
     pub cancel: Arc<AtomicBool>,
     /// `top_logprobs` when `logprobs` is asked for (jump-forward is then
@@ -50,6 +52,8 @@ pub struct Job {
 pub struct ChoiceOut {
     /// The message text (before any tool call; cut at a stop string).
     pub content: String,
+    /// The thinking, with `--reasoning` (`message.reasoning_content`).
+    pub reasoning: Option<String>,
     pub calls: Vec<ParsedCall>,
     pub finish_reason: &'static str,
     pub completion_tokens: usize,
@@ -278,7 +282,13 @@ pub fn run_job(
                 }
             }
         }
-        let text = String::from_utf8_lossy(&out).into_owned();
+        let whole = String::from_utf8_lossy(&out).into_owned();
+        let (reasoning, text) = if job.reasoning {
+            let (r, rest) = crate::chat::split_reasoning(&whole);
+            (r, rest.to_string())
+        } else {
+            (None, whole)
+        };
         let (mut content, calls) = if let Some(f) = job.tool_format {
             crate::calls::parse_calls(f, &text, &job.tools)
         } else if job.tools_active {
@@ -310,6 +320,7 @@ pub fn run_job(
         }
         choices.push(ChoiceOut {
             content,
+            reasoning,
             calls,
             finish_reason: finish,
             completion_tokens: tokens,

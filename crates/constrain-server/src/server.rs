@@ -361,7 +361,7 @@ fn check(
         ));
     }
 
-    let plan = plan(&req, state.config.tool_format)?;
+    let plan = plan(&req, state.config.tool_format, state.config.reasoning)?;
     let prompt = encode_prompt(state, &plan.prompt)?;
     let context = state.context_length;
     if prompt.len() >= context {
@@ -529,6 +529,7 @@ fn finish(
         prefix,
         tool_format,
         tools,
+        reasoning,
         ..
     } = plan;
     let context = state.context_length;
@@ -592,6 +593,7 @@ fn finish(
             tools_active,
             tool_format,
             tools,
+            reasoning,
             structured,
             cancel,
             logprobs,
@@ -663,6 +665,9 @@ fn completion_body(state: &ServerState, choices: &[ChoiceOut], prompt_tokens: us
                 "content": if c.content.is_empty() && !c.calls.is_empty() { Value::Null } else { Value::String(c.content.clone()) },
                 "refusal": null,
             });
+            if let Some(r) = &c.reasoning {
+                message["reasoning_content"] = json!(r);
+            }
             if !c.calls.is_empty() {
                 message["tool_calls"] = Value::Array(tool_calls_json(c));
             }
@@ -692,6 +697,50 @@ struct SseWriter {
     bare: bool,
     /// Per choice: content bytes already sent, whether the role chunk went.
     sent: Vec<(usize, bool, bool)>,
+    /// `--reasoning`: a leading `<think>` block streams as
+    /// `delta.reasoning_content`, and content offsets count from its end.
+    reasoning: bool,
+    /// Per choice, with `reasoning`: how much of the thinking went.
+    think: Vec<Think>,
+}
+
+/// A choice's streamed reasoning (see [`SseWriter::reasoning`]).
+#[derive(Clone, Copy, Default)]
+struct Think {
+    /// Reasoning bytes sent (from the first non-blank byte after `<think>`).
+    sent: usize,
+}
+
+/// Reads the thinking of `all` so far: `Err(())` while the output may
+/// still open a block; else the block's text range (start, the end known so
+/// far, without a partly arrived `</think>`) and where the content begins
+/// once it has closed (`None` while it is open).
+#[allow(clippy::result_unit_err)]
+fn think_of(all: &[u8]) -> Result<(Option<(usize, usize)>, Option<usize>), ()> {
+    let lead = all.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    let rest = &all[lead..];
+    let open = b"<think>";
+    if rest.len() < open.len() {
+        return if open.starts_with(rest) { Err(()) } else { Ok((None, Some(0))) };
+    }
+    if !rest.starts_with(open) {
+        return Ok((None, Some(0)));
+    }
+    let inner = lead + open.len();
+    let start = inner + all[inner..].iter().take_while(|b| b.is_ascii_whitespace()).count();
+    let close = b"</think>";
+    match crate::run::find(&all[inner..], close) {
+        Some(at) => {
+            let end = inner + at;
+            let after = end + close.len();
+            let base = after + all[after..].iter().take_while(|b| b.is_ascii_whitespace()).count();
+            Ok((Some((start.min(end), end)), Some(base)))
+        }
+        None => {
+            let (safe, _) = safe_prefix(&all[start.min(all.len())..], &["</think>"]);
+            Ok((Some((start.min(all.len()), start.min(all.len()) + safe)), None))
+        }
+    }
 }
 
 impl SseWriter {
@@ -734,6 +783,17 @@ impl SseWriter {
     fn finish(&mut self, choices: &[ChoiceOut], traces: &[Option<Value>], prompt_tokens: usize) {
         for (i, c) in choices.iter().enumerate() {
             self.ensure_role(i);
+            if self.reasoning {
+                if self.think.len() <= i {
+                    self.think.resize(i + 1, Think::default());
+                }
+                let t = self.think[i];
+                if let Some(r) = &c.reasoning {
+                    if r.len() > t.sent && r.is_char_boundary(t.sent) {
+                        self.delta(i, json!({"reasoning_content": &r[t.sent..]}), None);
+                    }
+                }
+            }
             let sent = self.sent[i].0;
             if c.content.len() > sent && c.content.is_char_boundary(sent) {
                 self.delta(i, json!({"content": &c.content[sent..]}), None);
@@ -772,6 +832,34 @@ impl Sink for SseWriter {
         if !self.ensure_role(index) {
             return false;
         }
+        let mut all = all;
+        if self.reasoning {
+            if self.think.len() <= index {
+                self.think.resize(index + 1, Think::default());
+            }
+            let Ok((block, base)) = think_of(all) else {
+                return !self.tx.is_closed();
+            };
+            if let Some((start, end)) = block {
+                let t = &mut self.think[index];
+                let valid = match std::str::from_utf8(&all[start..end]) {
+                    Ok(_) => end,
+                    Err(e) => start + e.valid_up_to(),
+                };
+                if valid > start + t.sent {
+                    let text = String::from_utf8_lossy(&all[start + t.sent..valid]).into_owned();
+                    t.sent = valid - start;
+                    if !self.delta(index, json!({"reasoning_content": text}), None) {
+                        return false;
+                    }
+                }
+            }
+            match base {
+                // The content, counted from its own start.
+                Some(b) => all = &all[b.min(all.len())..],
+                None => return !self.tx.is_closed(),
+            }
+        }
         let markers: Vec<&str> = self.markers.iter().map(String::as_str).collect();
         let (mut end, _) = safe_prefix(all, &markers);
         if self.bare && crate::run::may_be_bare_call(all) {
@@ -803,6 +891,8 @@ fn stream_response(
         markers: content_markers(&prepared.job),
         bare: prepared.job.trigger.is_some(),
         sent: Vec::new(),
+        reasoning: prepared.job.reasoning,
+        think: Vec::new(),
     };
     let prompt_tokens = prepared.prompt_tokens;
     let job = prepared.job;

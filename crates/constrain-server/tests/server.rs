@@ -1017,3 +1017,79 @@ fn tool_formats_go_through_one_structural_tag() {
         assert!(c["message"]["tool_calls"].is_null(), "{format:?} {c}");
     }
 }
+
+#[test]
+fn reasoning_comes_back_apart_and_the_schema_holds_after_it() {
+    // --reasoning: the model thinks first (random logits inside the block,
+    // which only its closing marker constrains), then the schema applies;
+    // the thinking is `reasoning_content`, streamed as its own deltas.
+    let addr = start(
+        ServerConfig {
+            reasoning: true,
+            ..ServerConfig::default()
+        },
+        Fake {
+            prefer: Some("<think>\nLet me see"),
+            ..Fake::default()
+        },
+    );
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
+                        "required": ["ok"], "additionalProperties": false});
+    for seed in 0..3 {
+        let body = json!({"messages": user("x"), "max_tokens": 60, "seed": seed,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}});
+        let r = post(addr, &body);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let m = &r.json()["choices"][0]["message"];
+        let thinking = m["reasoning_content"].as_str().expect("reasoning_content");
+        assert!(thinking.starts_with("Let me see"), "{m}");
+        assert!(!thinking.contains("</think>"), "{m}");
+        let content: Value = serde_json::from_str(m["content"].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {m}"));
+        assert_valid(&schema, &content);
+        // Streamed (the fake model draws anew): the thinking and the
+        // content, each in its own deltas.
+        let mut b = body.clone();
+        b["stream"] = json!(true);
+        let s = post(addr, &b);
+        let (mut think, mut text) = (String::new(), String::new());
+        for e in s.events().iter().filter(|e| *e != "[DONE]") {
+            let ch: Value = serde_json::from_str(e).unwrap();
+            let d = &ch["choices"][0]["delta"];
+            think.push_str(d["reasoning_content"].as_str().unwrap_or(""));
+            text.push_str(d["content"].as_str().unwrap_or(""));
+        }
+        assert!(think.starts_with("Let me see") && !think.contains("</think>"), "{think:?}");
+        let streamed: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+        assert_valid(&schema, &streamed);
+    }
+    // With tools: thinking, then the calls (Qwen's format through a tag).
+    let tools_addr = start(
+        ServerConfig {
+            reasoning: true,
+            ..ServerConfig::default()
+        },
+        Fake {
+            prefer: Some("<think>\nA call.</think>\n\n<tool_call>\n"),
+            ..Fake::default()
+        },
+    );
+    let tools = weather_tools();
+    let r = post(
+        tools_addr,
+        &json!({"messages": user("Weather?"), "tools": tools, "max_tokens": 200, "seed": 5}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let c = &r.json()["choices"][0];
+    assert_eq!(c["message"]["reasoning_content"], "A call.", "{c}");
+    assert_eq!(c["finish_reason"], "tool_calls", "{c}");
+    for call in c["message"]["tool_calls"].as_array().unwrap() {
+        let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_valid(&tool_params(&tools, call["function"]["name"].as_str().unwrap()), &args);
+    }
+    // Without --reasoning nothing is split off.
+    let plain = start(ServerConfig::default(), Fake::default());
+    let r = post(plain, &json!({"messages": user("x"), "max_tokens": 8, "seed": 1}));
+    assert!(r.json()["choices"][0]["message"]["reasoning_content"].is_null());
+}

@@ -74,6 +74,10 @@ pub struct ServeArgs {
     /// `<tool_call>` format with a lazy trigger.
     #[arg(long, value_name = "NAME", value_parser = parse_tool_format)]
     tool_format: Option<constrain::tools::ToolFormat>,
+    /// A reasoning model: an answer may open with a `<think>...</think>`
+    /// block, free of any constraint, returned as `reasoning_content`.
+    #[arg(long)]
+    reasoning: bool,
 }
 
 fn parse_tool_format(s: &str) -> Result<constrain::tools::ToolFormat, String> {
@@ -129,6 +133,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         },
         release_memory: mimalloc_collect,
         tool_format: a.tool_format,
+        reasoning: a.reasoning,
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, name, tokenizer, vocab, factory)?;
