@@ -45,8 +45,10 @@ use std::sync::Arc;
 
 mod cases;
 mod gbnf;
+mod tags;
 pub use cases::*;
 pub use gbnf::*;
+pub use tags::*;
 
 /// A broken invariant: what broke, and the text that leads there.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
