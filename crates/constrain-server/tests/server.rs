@@ -24,6 +24,15 @@ fn weather_tools() -> Value {
     ])
 }
 
+/// Every call of choice `c` names a tool and its arguments validate.
+fn assert_calls_valid(c: &Value, tools: &Value) {
+    for call in c["message"]["tool_calls"].as_array().unwrap() {
+        let args: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_valid(&tool_params(tools, call["function"]["name"].as_str().unwrap()), &args);
+    }
+}
+
 fn tool_params(tools: &Value, name: &str) -> Value {
     tools
         .as_array()
@@ -776,14 +785,7 @@ fn auto_takes_a_bare_name_object_as_a_call() {
             assert!(t.is_empty(), "content {t:?} leaked from a call");
         }
         assert!(s.body.contains("\"tool_calls\""));
-        for call in c["message"]["tool_calls"].as_array().unwrap() {
-            let args: Value =
-                serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
-            assert_valid(
-                &tool_params(&tools, call["function"]["name"].as_str().unwrap()),
-                &args,
-            );
-        }
+        assert_calls_valid(c, &tools);
     }
 }
 
@@ -995,14 +997,7 @@ fn tool_formats_go_through_one_structural_tag() {
             assert_eq!(r.status, 200, "{format:?} {}", r.body);
             let c = &r.json()["choices"][0];
             assert_eq!(c["finish_reason"], "tool_calls", "{format:?} {c}");
-            for call in c["message"]["tool_calls"].as_array().unwrap() {
-                let args: Value =
-                    serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
-                assert_valid(
-                    &tool_params(&tools, call["function"]["name"].as_str().unwrap()),
-                    &args,
-                );
-            }
+            assert_calls_valid(c, &tools);
             let content = c["message"]["content"].as_str().unwrap_or("");
             assert!(!content.contains(opener.trim()), "{format:?}: a call left in the content: {content:?}");
         }
@@ -1084,10 +1079,7 @@ fn reasoning_comes_back_apart_and_the_schema_holds_after_it() {
     let c = &r.json()["choices"][0];
     assert_eq!(c["message"]["reasoning_content"], "A call.", "{c}");
     assert_eq!(c["finish_reason"], "tool_calls", "{c}");
-    for call in c["message"]["tool_calls"].as_array().unwrap() {
-        let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
-        assert_valid(&tool_params(&tools, call["function"]["name"].as_str().unwrap()), &args);
-    }
+    assert_calls_valid(c, &tools);
     // Without --reasoning nothing is split off.
     let plain = start(ServerConfig::default(), Fake::default());
     let r = post(plain, &json!({"messages": user("x"), "max_tokens": 8, "seed": 1}));
