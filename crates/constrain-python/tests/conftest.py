@@ -138,3 +138,29 @@ def allowed_ids(bitmask_row, vocab_size):
                 out.append(t)
             word ^= low
     return out
+
+
+class SGLangServerArgs:  # SGLang's, as far as the grammar-backend registry reads it
+    grammar_backend = "constrain"
+
+
+def sglang_backend(tiny_path, width=TINY_WIDTH):
+    """SGLang's `base_grammar_backend` module and constrain's backend made by
+    its registry for the tiny tokenizer (SGLang itself or its test double
+    must be importable)."""
+    from sglang.srt.constrained import base_grammar_backend as base
+
+    import constrain.sglang
+
+    constrain.sglang.register()
+    text = tiny_path.read_text()
+
+    class Backend:
+        def to_str(self):
+            return text
+
+    class HFTokenizer:
+        backend_tokenizer = Backend()
+        eos_token_id = TINY_EOS
+
+    return base, base.create_grammar_backend(SGLangServerArgs(), HFTokenizer(), width, {TINY_EOS})

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import constrain
-from conftest import TINY_EOS, TINY_WIDTH
+from conftest import sglang_backend, TINY_EOS, TINY_WIDTH
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "doubles"))
 
@@ -166,27 +166,8 @@ def test_vllm_logits_processor(tiny_info, tiny_path):
     assert list(np.flatnonzero(np.isfinite(logits[order.index(2)]))) == [ord("n"), 256 + 1]
 
 
-class ServerArgs:  # SGLang's, as far as the registry reads it
-    grammar_backend = "constrain"
-
-
 def test_sglang_grammar_backend(tiny_info, tiny_path, tiny_tok):
-    from sglang.srt.constrained import base_grammar_backend as base
-
-    import constrain.sglang
-
-    constrain.sglang.register()
-    text = tiny_path.read_text()
-
-    class Backend:
-        def to_str(self):
-            return text
-
-    class HFTokenizer:
-        backend_tokenizer = Backend()
-        eos_token_id = TINY_EOS
-
-    backend = base.create_grammar_backend(ServerArgs(), HFTokenizer(), TINY_WIDTH, {TINY_EOS})
+    base, backend = sglang_backend(tiny_path, TINY_WIDTH)
     assert backend._init_value_dispatch(("ebnf", 'root ::= "a"')) is not base.INVALID_GRAMMAR_OBJ
     assert backend._init_value_dispatch(("ebnf", 'root ::= ("a"')) is base.INVALID_GRAMMAR_OBJ
     assert backend._init_value_dispatch(("json", '{"type": "nope"}')) is base.INVALID_GRAMMAR_OBJ

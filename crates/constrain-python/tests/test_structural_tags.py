@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import constrain
-from conftest import TINY_EOS
+from conftest import sglang_backend, TINY_EOS
 
 ARGS = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 TAG = {
@@ -60,30 +60,11 @@ def test_bad_tags_name_their_pointer(tiny_compiler):
         tiny_compiler.compile_structural_tag('{"type": ')
 
 
-class ServerArgs:  # SGLang's, as far as the registry reads it
-    grammar_backend = "constrain"
-
-
 def test_sglang_dispatches_structural_tags(tiny_path):
     # SGLang is not installed here: its documented backend interface comes
     # from the test double (tests/doubles), as in test_adapters.py.
     sys.path.insert(0, str(pathlib.Path(__file__).parent / "doubles"))
-    from sglang.srt.constrained import base_grammar_backend as base
-
-    import constrain.sglang
-
-    constrain.sglang.register()
-    text = tiny_path.read_text()
-
-    class Backend:
-        def to_str(self):
-            return text
-
-    class HFTokenizer:
-        backend_tokenizer = Backend()
-        eos_token_id = TINY_EOS
-
-    backend = base.create_grammar_backend(ServerArgs(), HFTokenizer(), 300, {TINY_EOS})
+    base, backend = sglang_backend(tiny_path, 300)
     legacy = {"structures": [{"begin": "<f=a>", "schema": ARGS, "end": "</f>"}], "triggers": ["<f="]}
     for key in (json.dumps(TAG), json.dumps(legacy)):
         g = backend._init_value_dispatch(("structural_tag", key))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import constrain
-from conftest import TINY_EOS, TINY_WIDTH, allowed_ids
+from conftest import sglang_backend, TINY_EOS, TINY_WIDTH, allowed_ids
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "doubles"))
 
@@ -165,23 +165,7 @@ def test_vllm_adapter_takes_lark(tiny_path):
 
 
 def test_sglang_dispatch_ebnf_takes_lark(tiny_path):
-    from sglang.srt.constrained import base_grammar_backend as base
-
-    import constrain.sglang
-    from test_adapters import ServerArgs
-
-    constrain.sglang.register()
-    text = tiny_path.read_text()
-
-    class Backend:
-        def to_str(self):
-            return text
-
-    class HFTokenizer:
-        backend_tokenizer = Backend()
-        eos_token_id = TINY_EOS
-
-    backend = base.create_grammar_backend(ServerArgs(), HFTokenizer(), TINY_WIDTH, {TINY_EOS})
+    base, backend = sglang_backend(tiny_path, TINY_WIDTH)
     g = backend._init_value_dispatch(("ebnf", 'start: "ab"+'))
     assert g is not base.INVALID_GRAMMAR_OBJ
     assert g.matcher.accept_string("abab") and g.matcher.is_accepting()
