@@ -1,9 +1,9 @@
 //! # Cancel: a compile that stops when it is told to, or past its deadline
 //!
 //! A [`CancelToken`] is an `Arc<AtomicBool>` and an optional deadline. The
-//! caller puts one in [`crate::CompilerConfig::cancel`]; for the length of
-//! [`crate::Compiler::compile_uncached`] the token is the compiling
-//! thread's current one ([`scope`]), and the long loops of the core ask
+//! caller passes one to [`crate::Compiler::compile_cancellable`]; for the
+//! length of that compile the token is the compiling thread's current one
+//! ([`scope`]), and the long loops of the core ask
 //! [`poll`] at their heads:
 //!
 //! * between the compiler's phases (schema lowering, the automaton, the

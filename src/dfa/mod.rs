@@ -121,7 +121,7 @@ impl DfaConfig {
 /// An anchored, full-match DFA over bytes.
 ///
 /// The table is our own: state 0 is dead, `trans[state * stride + class]` is
-/// the next state. It is built by [`determinize`]'s sparse subset construction,
+/// the next state. It is built by `determinize`'s sparse subset construction,
 /// or, for patterns with look-around assertions or when minimization is asked
 /// for, copied out of a regex-automata dense DFA.
 #[derive(Clone, Debug)]

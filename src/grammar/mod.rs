@@ -3,12 +3,12 @@
 //! Two file formats describe a language by name:
 //!
 //! * **Regex files** (`grammars/*.regex`, [`Grammar`]): a comment header,
-//!   then one regex in the `regex` crate's syntax ([`regex_file`]).
+//!   then one regex in the `regex` crate's syntax (`regex_file`).
 //! * **GBNF** (`grammars/*.gbnf`, [`gbnf::Gbnf`]): llama.cpp's grammar
 //!   format — named rules, alternation, grouping, literals, character
 //!   classes, `.` and repetition — parsed into an AST ([`gbnf::ast`]) and
 //!   lowered straight into the automaton input (a `regex_syntax` `Hir`,
-//!   never regex text) by [`gbnf::lower`].
+//!   never regex text) by `gbnf::lower`.
 //!
 //! * **Lark** (`grammars/*.lark`, [`lark::Lark`]): llguidance's dialect —
 //!   parser rules over lexemes, `%ignore`, `%json` — checked against

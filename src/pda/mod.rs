@@ -9,14 +9,14 @@
 //! text holds), determinized by the ordinary [`ByteDfa`] machinery. The
 //! marker edges are then read back out of each DFA as **call edges**
 //! (`calls[state] = [(callee, return state)]`) and hidden from the text
-//! transitions ([`Fragment`]). A schema's document and its long called
+//! transitions (`Fragment`). A schema's document and its long called
 //! fragments are determinized on demand instead, their per-state data
-//! filled as states are met ([`lazy`]).
+//! filled as states are met (`lazy`).
 //!
 //! This module is the fragment builder alone, over [`crate::dfa`]: the front
 //! ends hand it their fragments (GBNF: [`Fragments`], through
 //! `grammar::gbnf::pushdown`; JSON Schema: `schema::pushdown`) and word its
-//! refusals ([`BuildError`]) themselves, and the index's pushdown engine
+//! refusals (`BuildError`) themselves, and the index's pushdown engine
 //! (`index/pushdown.rs`) runs the result: sets of stacks of frames
 //! (fragment, state) interned as the states of a DFA built on demand, each
 //! mask the union of its top frames' context-independent tokens and the
@@ -29,13 +29,13 @@
 //!   at build time and every frame that needs one is never created; every
 //!   other frame can finish. With the depth limit, a frame at depth `d` in a
 //!   state that needs `k` more frames to finish exists only when `d + k ≤
-//!   max_stack_depth` ([`Fragment::need`]), so every stack the engine holds
+//!   max_stack_depth` (`Fragment::need`), so every stack the engine holds
 //!   can still be completed, and a token is allowed exactly when its bytes
 //!   lead to a non-empty set.
 //! * **EOS** only where some stack has finished its last frame.
 //! * **Budget.** A stack's shortest completion is the sum of each frame's
 //!   shortest way out *within the room the depth limit leaves above it*
-//!   ([`Fragment::dist_within`]: near the limit the shortest text may need
+//!   (`Fragment::dist_within`: near the limit the shortest text may need
 //!   a call that no longer fits, and the way out is longer); the set's is
 //!   the least. So the distance is exact at every depth, some byte always
 //!   leads one byte closer, and the index tokenizes the canonical shortest
@@ -43,7 +43,7 @@
 //!   `max_tokens` never cuts a recursive structure in half, at the stack
 //!   limit too.
 //! * **Limits.** `max_stack_depth` (the front end's option, named in
-//!   [`Limits::depth_knob`]) bounds the frames, `max_stacks` the stacks of one configuration,
+//!   `Limits::depth_knob`) bounds the frames, `max_stacks` the stacks of one configuration,
 //!   [`IndexConfig::max_states`](crate::IndexConfig::max_states) the interned
 //!   configurations; each hit is reported by
 //!   [`TokenIndex::lazy_limit_error`](crate::TokenIndex::lazy_limit_error)

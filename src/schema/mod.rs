@@ -12,7 +12,7 @@
 //!    unsupported / unknown (an error naming the keyword and its JSON Pointer,
 //!    or a [`SchemaWarning`] in lenient mode). Local `$ref`s stay symbolic
 //!    ([`ir::Schema::Ref`]) so that recursion can be unrolled lazily.
-//! 2. [`regex`](self::regex): IR → regex text. `$ref`s are resolved there (a
+//! 2. [`regex`]: IR → regex text. `$ref`s are resolved there (a
 //!    recursive reference is unrolled [`SchemaOptions::max_depth`] times, past
 //!    which that branch is simply not offered), `allOf` members are
 //!    intersected into one node, `anyOf`/`oneOf` become alternations (after a

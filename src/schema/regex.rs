@@ -1,6 +1,6 @@
 //! # IR → regex
 //!
-//! [`Gen`] walks the [`ir::Schema`](super::ir::Schema) tree and writes regex
+//! `Gen` walks the [`ir::Schema`] tree and writes regex
 //! text. A sub-language is an `Option<String>`: `None` is the empty language
 //! (a `false` schema, a recursion cut, an unsatisfiable range), and it
 //! propagates: a required property with no possible value empties its object,

@@ -9,7 +9,7 @@
 //! `plus`, `star`, `repeat`), and tagging (`tag`, `triggered_tags`,
 //! `tags_with_separator`, `dispatch`). This module reads XGrammar's JSON
 //! ([`StructuralTag::from_json`], every refusal naming a JSON Pointer) and
-//! lowers the tree onto constrain's own automata ([`lower`]): one regex
+//! lowers the tree onto constrain's own automata (`lower`): one regex
 //! text in the schema compiler's syntax, or — when an embedded JSON Schema
 //! is recursive — fragments for the pushdown engine, so the compiled tag
 //! has every guarantee of any other source (no dead end, EOS only where

@@ -45,7 +45,7 @@
 //!
 //! The tokenizer travels with the model: [`gguf_tokenizer`] rebuilds a
 //! `tokenizers::Tokenizer` (byte-level BPE with Qwen's pre-tokenizer regex) and
-//! a [`Vocabulary`](constrain::vocab::Vocabulary) from the `tokenizer.ggml.*`
+//! a [`Vocabulary`] from the `tokenizer.ggml.*`
 //! metadata, so a GGUF file alone is enough. [`check_compatible`] verifies that a
 //! tokenizer (from the GGUF or from a separate `tokenizer.json`) fits the model:
 //! every id below the logits width, and the EOS ids are ids the model knows.

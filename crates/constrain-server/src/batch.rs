@@ -32,7 +32,7 @@
 //! ## Prompt-prefix cache
 //!
 //! A new prompt (position 0) first looks in the loop's
-//! [`PrefixCache`](crate::prefix::PrefixCache): when an earlier prompt
+//! [`PrefixCache`]: when an earlier prompt
 //! shared its first tokens (the chat template, the system prompt, the
 //! tools), the sequence starts from a copy of that one's KV cache and only
 //! the rest is fed. Each finished prompt is offered to the cache. See

@@ -5,7 +5,7 @@
 //! `0..=255` are the single bytes, then a few multi-byte tokens that cross
 //! value boundaries, EOS last. [`adversarial_run`] generates one output under
 //! a `max_tokens` budget, choosing among the tokens that still fit
-//! ([`Matcher::fits`]) and, with probability `open_bias`, one that opens a
+//! ([`Matcher::fits`](constrain::Matcher::fits)) and, with probability `open_bias`, one that opens a
 //! container (`[` or `{`): the choice that pushes a structure deepest.
 //! Every check is an `Err` naming what broke, so callers can add their own
 //! context (schema, stack limit) to the panic.

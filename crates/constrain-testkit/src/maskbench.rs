@@ -4,7 +4,7 @@
 //! MaskBench's rules (JSONSchemaBench, `maskbench/`):
 //!
 //! * JSON semantics **compliant** (absent `additionalProperties` allows extra
-//!   keys), any JSON whitespace (bounded [`Whitespace::Flexible`]);
+//!   keys), any JSON whitespace (bounded [`Whitespace::Flexible`](constrain::schema::Whitespace::Flexible));
 //! * each instance is the text Python's `json.dumps(data)` writes (separators
 //!   `", "` and `": "`, `ensure_ascii=False`; see [`python_dumps`]), tokenized
 //!   canonically by the tokenizer; at every token the engine computes the mask

@@ -13,7 +13,7 @@
 //! [`Gbnf::parse`] reads the text ([`parse`], following llama.cpp's
 //! `llama-grammar.cpp`) into rules of [`ast::Expr`] and checks what the
 //! whole grammar needs: no rule defined twice, every referenced rule
-//! defined, a `root`. [`lower`] turns it into the automaton input.
+//! defined, a `root`. `lower` turns it into the automaton input.
 //!
 //! ## Compilation
 //!

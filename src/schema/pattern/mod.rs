@@ -12,7 +12,7 @@
 //!    Lookaheads right after a leading `^` and lookbehinds right before a
 //!    trailing `$` (`^(?!foo$).*$`, `^.*(?<!\.tmp)$`) keep the language
 //!    regular and are compiled exactly by product automata
-//!    ([`lookaround`]: intersection for positive ones, difference for
+//!    (`lookaround`: intersection for positive ones, difference for
 //!    negative ones); lookaround anywhere else is an error.
 //! 2. Anchoring: the parsed pattern is split into alternatives, each anchored
 //!    or not at either end; an unanchored side gets "any characters".

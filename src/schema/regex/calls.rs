@@ -244,7 +244,7 @@ impl Gen<'_, '_> {
 /// its target's fragment.
 ///
 /// Every text is plain regex syntax (the generator's one-copy constructs
-/// written out, [`crate::dfa::ordered`]).
+/// written out, `crate::dfa::ordered`).
 pub fn compile_fragments(
     schema: &Value,
     opts: &SchemaOptions,

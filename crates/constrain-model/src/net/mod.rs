@@ -14,7 +14,7 @@
 //! ([`Sequence::fork`]). One forward *pass* takes any number of sequences,
 //! each with its own chunk of new tokens at its own position, stacks all
 //! their rows, and runs every matmul (Q/K/V/O projections, the MLP, the
-//! output head) once over the stacked rows with [`qmm::Linear`]: the
+//! output head) once over the stacked rows with `qmm::Linear`: the
 //! weights read once per pass and reused from cache for every row (own
 //! AVX-512 VNNI kernels for `Q5_0` / `Q8_0`, candle's `QMatMul` for the
 //! other GGUF types). Only attention is per row: each row reads its own
