@@ -256,6 +256,56 @@ fn an_embedded_schema_is_exact_and_a_recursive_one_runs_on_the_stack() {
     }
 }
 
+#[test]
+fn any_order_json_takes_properties_in_every_order_once_each() {
+    let args = json!({"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+        "required": ["a", "b"], "additionalProperties": false});
+    let fmt = json!({"type": "json_schema", "json_schema": args.clone(), "any_order": true});
+    check(
+        fmt,
+        &[
+            (r#"{"a":1,"b":"x"}"#, true),
+            (r#"{"b":"x","a":1}"#, true),
+            (r#"{"c":true,"b":"x","a":1}"#, true),
+            (r#"{"b":"x","c":false,"a":2}"#, true),
+            (r#"{"b":"x"}"#, false),
+            (r#"{"a":1,"b":"x","a":2}"#, false),
+            (r#"{"a":1,"b":"x","d":0}"#, false),
+        ],
+    );
+    // Too many properties to list every order: refused naming the limit.
+    let wide: serde_json::Map<String, Value> = (0..6)
+        .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+        .collect();
+    let (v, _) = vocab();
+    let err = compile(
+        &v,
+        json!({"type": "json_schema", "any_order": true,
+               "json_schema": {"type": "object", "properties": wide}}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("any_order_max_properties"), "{err}");
+    // The XML styles too: each element once, in any order.
+    check(
+        json!({"type": "json_schema", "style": "qwen_xml", "any_order": true,
+               "json_schema": args}),
+        &[
+            ("<parameter=b>x</parameter><parameter=a>1</parameter>", true),
+            (
+                "<parameter=c>true</parameter><parameter=a>1</parameter><parameter=b>x</parameter>",
+                true,
+            ),
+            ("<parameter=a>1</parameter>", false),
+            (
+                "<parameter=a>1</parameter><parameter=b>x</parameter><parameter=a>2</parameter>",
+                false,
+            ),
+        ],
+    );
+}
+
 /// Splits an output of the call format below into its calls' JSON texts.
 fn calls(out: &str) -> Vec<(String, String)> {
     let mut found = Vec::new();
@@ -757,7 +807,12 @@ fn xml_styles_write_raw_strings_and_json_values_in_schema_order() {
 fn qwen_coder_xml_calls_under_auto_and_required() {
     let call = "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>";
     let time = "<tool_call>\n<function=get_time>\n<parameter=zone>\nCET\n</parameter>\n</function>\n</tool_call>";
-    let auto = tools_tag(ToolFormat::Qwen3Coder, ToolChoice::Auto, true, Reasoning::Disabled);
+    let auto = tools_tag(
+        ToolFormat::Qwen3Coder,
+        ToolChoice::Auto,
+        true,
+        Reasoning::Disabled,
+    );
     assert!(accepts(&auto, "Let me look."));
     assert!(accepts(&auto, &format!("Let me look.\n{call}")));
     assert!(accepts(&auto, &format!("{call}\n{time}")));
@@ -768,7 +823,12 @@ fn qwen_coder_xml_calls_under_auto_and_required() {
         &auto,
         "<tool_call>\n<function=get_weather>\n{\"city\": \"Oslo\"}\n</function>\n</tool_call>"
     ));
-    let required = tools_tag(ToolFormat::Qwen3Coder, ToolChoice::Required, false, Reasoning::Disabled);
+    let required = tools_tag(
+        ToolFormat::Qwen3Coder,
+        ToolChoice::Required,
+        false,
+        Reasoning::Disabled,
+    );
     assert!(accepts(&required, call));
     assert!(!accepts(&required, "Let me look."));
     assert!(!accepts(&required, &format!("{call}\n{time}")));
@@ -785,10 +845,20 @@ fn qwen_coder_xml_calls_under_auto_and_required() {
 fn llama_calls_open_bare_or_after_the_python_tag() {
     let bare = "{\"name\": \"get_time\", \"parameters\": {\"zone\": \"CET\"}}";
     let tagged = format!("<|python_tag|>{bare}");
-    let auto = tools_tag(ToolFormat::Llama, ToolChoice::Auto, true, Reasoning::Disabled);
+    let auto = tools_tag(
+        ToolFormat::Llama,
+        ToolChoice::Auto,
+        true,
+        Reasoning::Disabled,
+    );
     assert!(accepts(&auto, bare) && accepts(&auto, &tagged));
     assert!(accepts(&auto, &format!("Sure. {tagged}")));
     assert!(!accepts(&auto, &tagged.replace("zone", "area")));
-    let none = tools_tag(ToolFormat::Llama, ToolChoice::None, true, Reasoning::Disabled);
+    let none = tools_tag(
+        ToolFormat::Llama,
+        ToolChoice::None,
+        true,
+        Reasoning::Disabled,
+    );
     assert!(accepts(&none, "Plain words.") && !accepts(&none, &tagged) && !accepts(&none, bare));
 }

@@ -178,6 +178,13 @@ pub struct SchemaOptions {
     /// properties accept them in any order (default 3; the regex grows like
     /// `e·n!`).
     pub any_order_max_properties: usize,
+    /// Every object accepts its declared properties in any order, in
+    /// either mode (XGrammar's `any_order`, set by a structural tag's
+    /// `json_schema`): an object with more than
+    /// [`Self::any_order_max_properties`] properties, or whose any-order
+    /// regex passes [`Self::any_order_max_len`], is refused naming the
+    /// limit rather than kept in declared order (default `false`).
+    pub any_order: bool,
     /// ... and when the any-order regex of the object's keys stays within
     /// this many bytes (default 4 KiB; it repeats each value about
     /// `e·(n-1)!` times, so nested objects fall back to declared order).
@@ -241,6 +248,7 @@ impl Default for SchemaOptions {
             root_extra_value_depth: 3,
             free_form_calls: false,
             any_order_max_properties: 3,
+            any_order: false,
             any_order_max_len: 4096,
             max_repeat: 10_000,
             max_length_cap: None,

@@ -100,6 +100,9 @@ fn lit(s: &str) -> String {
     regex_syntax::escape(s)
 }
 
+/// The any-order regex budget under a tag's `any_order` (bytes).
+const ANY_ORDER_LEN: usize = 64 * 1024;
+
 impl Lowerer<'_> {
     /// `s` as a literal, each special token's text in it also spelled as
     /// the token.
@@ -381,30 +384,29 @@ impl Lowerer<'_> {
         style: &str,
         any_order: bool,
     ) -> Result<Text, TagError> {
-        if any_order {
-            return Err(TagError::Unsupported {
-                pointer: at.push("any_order"),
-                construct: "json_schema any_order".into(),
-                reason: "properties in any order are not supported inside structural tags yet"
-                    .into(),
-            });
-        }
+        let any_opts;
+        let opts = if any_order {
+            // A tag asks for any order outright: allow a larger regex than
+            // the compliant mode's opportunistic 4 KiB (the XML elements
+            // carry raw-string bodies, a few hundred bytes each).
+            any_opts = SchemaOptions {
+                any_order: true,
+                any_order_max_len: self.opts.any_order_max_len.max(ANY_ORDER_LEN),
+                ..self.opts.clone()
+            };
+            &any_opts
+        } else {
+            self.opts
+        };
         if style != "json" {
-            return super::xml::lower(
-                schema,
-                style,
-                at,
-                self.opts,
-                &self.texts,
-                &mut self.warnings,
-            );
+            return super::xml::lower(schema, style, at, opts, &self.texts, &mut self.warnings);
         }
         let sp = at.push("json_schema");
         let wrap = |e: crate::schema::SchemaError| TagError::Schema {
             pointer: sp.clone(),
             source: e,
         };
-        match compile_fragments_compact(schema, self.opts).map_err(wrap)? {
+        match compile_fragments_compact(schema, opts).map_err(wrap)? {
             SchemaFragments::Regex(c) => {
                 self.warnings.extend(c.warnings);
                 Ok(Some(group(&c.regex)))

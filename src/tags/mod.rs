@@ -35,7 +35,7 @@
 //! ## What is refused, by name
 //!
 //! Token-level formats and token begins/ends (special tokens as symbols),
-//! `any_text.max_tokens`, the XML styles that nest (`cohere_xml`, `minimax_m3_xml`), `any_order`, and
+//! `any_text.max_tokens`, the XML styles that nest (`cohere_xml`, `minimax_m3_xml`), and
 //! recursive `grammar`s: each is a [`TagError::Unsupported`] naming the
 //! construct and its pointer, never silently dropped.
 

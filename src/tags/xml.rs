@@ -10,8 +10,9 @@
 //! format; this module lowers one to the schema compiler's regex text, the
 //! language XGrammar's own grammar for the style describes:
 //!
-//! * the object's properties in schema order, each required one present,
-//!   each optional one present or not, with JSON whitespace before each
+//! * the object's properties in schema order (in any order, each at most
+//!   once, under `any_order`), each required one present, each optional
+//!   one present or not, with JSON whitespace before each
 //!   element and after the last (bounded per slot by the tag's whitespace
 //!   option, where XGrammar allows any amount);
 //! * a string value is **raw**: any text up to the element's closing marker
@@ -175,21 +176,17 @@ pub(super) fn lower(
         Whitespace::Flexible { max } => format!("[ \\t\\n\\r]{{0,{max}}}"),
         Whitespace::Compact | Whitespace::Python => String::new(),
     };
-    let mut out = String::new();
+    // Each property that can be written: its element and whether required.
+    let mut elements: Vec<(String, bool)> = Vec::new();
     for (key, sub) in props {
         let pp = sp.push("properties").push(key);
         let parts = value(sub, obj, &pp, opts, warnings, 0).map_err(|(p, why)| refuse(p, why))?;
         let element = render(st, key, &parts, &ws, texts, &pp)?;
-        let Some(element) = element else {
-            if required.contains(&key.as_str()) {
-                return Ok(None);
-            }
-            continue;
-        };
-        if required.contains(&key.as_str()) {
-            out.push_str(&format!("(?:{element})"));
-        } else {
-            out.push_str(&format!("(?:{element})?"));
+        let is_required = required.contains(&key.as_str());
+        match element {
+            Some(e) => elements.push((e, is_required)),
+            None if is_required => return Ok(None),
+            None => {}
         }
     }
     for r in &required {
@@ -200,8 +197,62 @@ pub(super) fn lower(
             ));
         }
     }
+    let mut out = if opts.any_order && elements.len() > 1 {
+        if elements.len() > opts.any_order_max_properties {
+            return Err(refuse(
+                at.push("any_order"),
+                format!(
+                    "{} properties in any order pass the limit of {} (any_order_max_properties)",
+                    elements.len(),
+                    opts.any_order_max_properties
+                ),
+            ));
+        }
+        let tree = any_order(&elements);
+        if tree.len() > opts.any_order_max_len {
+            return Err(refuse(
+                at.push("any_order"),
+                format!(
+                    "the properties in any order take {} bytes of regex, over the limit of {} \
+                     (any_order_max_len)",
+                    tree.len(),
+                    opts.any_order_max_len
+                ),
+            ));
+        }
+        tree
+    } else {
+        let mut out = String::new();
+        for (element, required) in &elements {
+            out.push_str(&format!(
+                "(?:{element}){}",
+                if *required { "" } else { "?" }
+            ));
+        }
+        out
+    };
     out.push_str(&ws);
     Ok(Some(out))
+}
+
+/// The elements in every order, each at most once and every required one
+/// present: a choice of the next element, then the rest in any order.
+fn any_order(elements: &[(String, bool)]) -> String {
+    if elements.is_empty() {
+        return String::new();
+    }
+    let mut branches: Vec<String> = (0..elements.len())
+        .map(|i| {
+            let mut rest = elements.to_vec();
+            let (e, _) = rest.remove(i);
+            format!("(?:{e}){}", any_order(&rest))
+        })
+        .collect();
+    let all_optional = elements.iter().all(|(_, r)| !r);
+    if all_optional {
+        branches.push(String::new());
+    }
+    format!("(?:{})", branches.join("|"))
 }
 
 type Refusal = (Pointer, String);

@@ -61,9 +61,10 @@ fn call_of(v: &Value) -> Option<ParsedCall> {
 /// Whether `tools` declare parameter `key` of function `name` as a string
 /// (and nothing else), so its XML value is raw text.
 fn is_string_param(tools: &[Value], name: &str, key: &str) -> bool {
-    let f = tools.iter().map(|t| t.get("function").unwrap_or(t)).find(|f| {
-        f.get("name").and_then(Value::as_str) == Some(name)
-    });
+    let f = tools
+        .iter()
+        .map(|t| t.get("function").unwrap_or(t))
+        .find(|f| f.get("name").and_then(Value::as_str) == Some(name));
     let ty = f
         .and_then(|f| f.get("parameters"))
         .and_then(|p| p.get("properties"))
@@ -105,9 +106,7 @@ fn xml_block(s: &str, tools: &[Value]) -> Option<(Vec<ParsedCall>, usize)> {
         let body = &p[gt + 1..];
         let end = body.find("</parameter>")?;
         // The template writes the value between newlines.
-        let raw = body[..end]
-            .strip_prefix('\n')
-            .unwrap_or(&body[..end]);
+        let raw = body[..end].strip_prefix('\n').unwrap_or(&body[..end]);
         let raw = raw.strip_suffix('\n').unwrap_or(raw);
         let value = if is_string_param(tools, name, key) {
             Value::String(raw.to_string())

@@ -205,7 +205,9 @@ pub fn plan(
         if let (Some(f), ToolChoice::NoTools | ToolChoice::None) = (&format, &choice) {
             // The response format after an optional thinking block.
             let body = match f {
-                Source::JsonSchema { schema, .. } => json!({"type": "json_schema", "json_schema": schema}),
+                Source::JsonSchema { schema, .. } => {
+                    json!({"type": "json_schema", "json_schema": schema})
+                }
                 Source::Regex(r) => json!({"type": "regex", "pattern": r}),
                 _ => {
                     return Err(ApiError::field(
@@ -216,7 +218,12 @@ pub fn plan(
             };
             let tag = constrain::tags::StructuralTag::from_json(&json!({"type": "structural_tag",
                 "format": {"type": "sequence", "elements": [think_block(), body]}}))
-            .map_err(|e| ApiError::field(format_param, format!("the constraint does not compile: {e}")))?;
+            .map_err(|e| {
+                ApiError::field(
+                    format_param,
+                    format!("the constraint does not compile: {e}"),
+                )
+            })?;
             p.source = Some(Source::StructuralTag {
                 tag,
                 options: constrain::tags::StructuralTag::schema_options(),
@@ -225,7 +232,8 @@ pub fn plan(
             return Ok(p);
         }
     }
-    if let (Some(fmt), None, false) = (tool_format, &format, matches!(choice, ToolChoice::NoTools)) {
+    if let (Some(fmt), None, false) = (tool_format, &format, matches!(choice, ToolChoice::NoTools))
+    {
         // One structural tag: text and calls in the format, one automaton.
         let tc = match &choice {
             ToolChoice::None => constrain::tools::ToolChoice::None,

@@ -353,7 +353,10 @@ fn failure(e: CompileError, memory: usize, timeout: Duration) -> CompileFailure 
         CompileFailure::Memory(Arc::new(if limit == memory {
             format!("the {what} would exceed it")
         } else {
-            format!("the {what} would exceed its own limit of {} MiB", limit.div_ceil(1 << 20))
+            format!(
+                "the {what} would exceed its own limit of {} MiB",
+                limit.div_ceil(1 << 20)
+            )
         }))
     };
     match &e {

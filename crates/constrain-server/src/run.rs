@@ -471,7 +471,11 @@ pub fn safe_prefix(all: &[u8], markers: &[&str]) -> (usize, bool) {
 pub fn content_markers(job: &Job) -> Vec<String> {
     let mut m = Vec::new();
     if let Some(f) = job.tool_format {
-        m.extend(crate::calls::openers_text(f).into_iter().map(str::to_string));
+        m.extend(
+            crate::calls::openers_text(f)
+                .into_iter()
+                .map(str::to_string),
+        );
     } else if job.tools_active {
         m.push(TOOL_CALL_OPEN.to_string());
     }

@@ -721,24 +721,39 @@ fn think_of(all: &[u8]) -> Result<(Option<(usize, usize)>, Option<usize>), ()> {
     let rest = &all[lead..];
     let open = b"<think>";
     if rest.len() < open.len() {
-        return if open.starts_with(rest) { Err(()) } else { Ok((None, Some(0))) };
+        return if open.starts_with(rest) {
+            Err(())
+        } else {
+            Ok((None, Some(0)))
+        };
     }
     if !rest.starts_with(open) {
         return Ok((None, Some(0)));
     }
     let inner = lead + open.len();
-    let start = inner + all[inner..].iter().take_while(|b| b.is_ascii_whitespace()).count();
+    let start = inner
+        + all[inner..]
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
     let close = b"</think>";
     match crate::run::find(&all[inner..], close) {
         Some(at) => {
             let end = inner + at;
             let after = end + close.len();
-            let base = after + all[after..].iter().take_while(|b| b.is_ascii_whitespace()).count();
+            let base = after
+                + all[after..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_whitespace())
+                    .count();
             Ok((Some((start.min(end), end)), Some(base)))
         }
         None => {
             let (safe, _) = safe_prefix(&all[start.min(all.len())..], &["</think>"]);
-            Ok((Some((start.min(all.len()), start.min(all.len()) + safe)), None))
+            Ok((
+                Some((start.min(all.len()), start.min(all.len()) + safe)),
+                None,
+            ))
         }
     }
 }

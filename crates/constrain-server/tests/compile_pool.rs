@@ -134,7 +134,9 @@ fn a_structure_over_the_compilers_own_limit_is_the_memory_code_in_the_servers_wo
     assert_eq!(e["code"], "compile_memory_exceeded", "{}", r.body);
     let msg = e["message"].as_str().unwrap();
     assert!(
-        msg.contains("NFA") && msg.contains("its own limit of 256 MiB") && msg.contains("--compile-memory-mb"),
+        msg.contains("NFA")
+            && msg.contains("its own limit of 256 MiB")
+            && msg.contains("--compile-memory-mb"),
         "{msg}"
     );
     assert!(!msg.contains("DfaConfig"), "{msg}");

@@ -29,7 +29,10 @@ fn assert_calls_valid(c: &Value, tools: &Value) {
     for call in c["message"]["tool_calls"].as_array().unwrap() {
         let args: Value =
             serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
-        assert_valid(&tool_params(tools, call["function"]["name"].as_str().unwrap()), &args);
+        assert_valid(
+            &tool_params(tools, call["function"]["name"].as_str().unwrap()),
+            &args,
+        );
     }
 }
 
@@ -972,7 +975,9 @@ fn tool_formats_go_through_one_structural_tag() {
             // Raw XML strings with constraints (maxLength) are refused by
             // name: this format's tools take plain strings.
             for t in tools.as_array_mut().unwrap() {
-                let props = t["function"]["parameters"]["properties"].as_object_mut().unwrap();
+                let props = t["function"]["parameters"]["properties"]
+                    .as_object_mut()
+                    .unwrap();
                 for p in props.values_mut() {
                     p.as_object_mut().unwrap().remove("maxLength");
                 }
@@ -988,7 +993,11 @@ fn tool_formats_go_through_one_structural_tag() {
                 ..Fake::default()
             },
         );
-        for (choice, seed) in [(json!("auto"), 1), (json!("required"), 2), (json!("auto"), 3)] {
+        for (choice, seed) in [
+            (json!("auto"), 1),
+            (json!("required"), 2),
+            (json!("auto"), 3),
+        ] {
             let r = post(
                 addr,
                 &json!({"messages": user("Weather?"), "tools": tools, "tool_choice": choice,
@@ -999,7 +1008,10 @@ fn tool_formats_go_through_one_structural_tag() {
             assert_eq!(c["finish_reason"], "tool_calls", "{format:?} {c}");
             assert_calls_valid(c, &tools);
             let content = c["message"]["content"].as_str().unwrap_or("");
-            assert!(!content.contains(opener.trim()), "{format:?}: a call left in the content: {content:?}");
+            assert!(
+                !content.contains(opener.trim()),
+                "{format:?}: a call left in the content: {content:?}"
+            );
         }
         // `none`: text that never opens a call.
         let r = post(
@@ -1054,7 +1066,10 @@ fn reasoning_comes_back_apart_and_the_schema_holds_after_it() {
             think.push_str(d["reasoning_content"].as_str().unwrap_or(""));
             text.push_str(d["content"].as_str().unwrap_or(""));
         }
-        assert!(think.starts_with("Let me see") && !think.contains("</think>"), "{think:?}");
+        assert!(
+            think.starts_with("Let me see") && !think.contains("</think>"),
+            "{think:?}"
+        );
         let streamed: Value =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
         assert_valid(&schema, &streamed);
@@ -1082,6 +1097,9 @@ fn reasoning_comes_back_apart_and_the_schema_holds_after_it() {
     assert_calls_valid(c, &tools);
     // Without --reasoning nothing is split off.
     let plain = start(ServerConfig::default(), Fake::default());
-    let r = post(plain, &json!({"messages": user("x"), "max_tokens": 8, "seed": 1}));
+    let r = post(
+        plain,
+        &json!({"messages": user("x"), "max_tokens": 8, "seed": 1}),
+    );
     assert!(r.json()["choices"][0]["message"]["reasoning_content"].is_null());
 }

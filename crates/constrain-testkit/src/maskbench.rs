@@ -269,10 +269,7 @@ pub fn python_float_repr(f: f64) -> String {
 /// schema and fills one mask and one step, so that the vocabulary's lazily
 /// built tables (byte tries, first-byte and chain tables) exist before any
 /// case is timed. Returns how long that took; an error names what failed.
-pub fn prepare_vocabulary(
-    vocab: &Arc<Vocabulary>,
-    cfg: &RunConfig,
-) -> Result<Duration, String> {
+pub fn prepare_vocabulary(vocab: &Arc<Vocabulary>, cfg: &RunConfig) -> Result<Duration, String> {
     let t = Instant::now();
     let (index, _) = compile_case(&serde_json::json!({"type": "string"}), vocab, cfg)?;
     let mut row = vec![0u32; constrain::bitmask_words(vocab.logits_width())];

@@ -503,7 +503,16 @@ impl Gen<'_, '_> {
             }));
         }
         let implied_max = max_p.is_none_or(|m| extra.is_none() && m >= total);
-        let any_order = self.opts.mode == JsonMode::Compliant
+        if self.opts.any_order && props.len() > self.opts.any_order_max_properties {
+            return Err(SchemaError::TooBig {
+                what: "object with properties in any order".into(),
+                pointer: n.at.clone(),
+                size: props.len() as u64,
+                limit: self.opts.any_order_max_properties as u64,
+                knob: "any_order_max_properties",
+            });
+        }
+        let any_order = (self.opts.mode == JsonMode::Compliant || self.opts.any_order)
             && props.len() >= 2
             && props.len() <= self.opts.any_order_max_properties;
         if (min_p > req && !(min_p == 1 && implied_max)) || !implied_max {
@@ -545,8 +554,17 @@ impl Gen<'_, '_> {
         // The subset tree repeats every value about e·(n-1)! times: only when
         // that stays small (scalar-valued objects, typically).
         let tree = if any_order {
-            Some(any_order_tree(&props, 0, false, &comma, req == 0))
-                .filter(|t| t.len() <= self.opts.any_order_max_len)
+            let t = any_order_tree(&props, 0, false, &comma, req == 0);
+            if t.len() > self.opts.any_order_max_len && self.opts.any_order {
+                return Err(SchemaError::TooBig {
+                    what: "any-order regex of the object's properties".into(),
+                    pointer: n.at.clone(),
+                    size: t.len() as u64,
+                    limit: self.opts.any_order_max_len as u64,
+                    knob: "any_order_max_len",
+                });
+            }
+            Some(t).filter(|t| t.len() <= self.opts.any_order_max_len)
         } else {
             None
         };

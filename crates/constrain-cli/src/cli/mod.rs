@@ -82,7 +82,13 @@ pub fn main() -> ExitCode {
     // its resident set), and so does generation.
     if matches!(
         cli.command,
-        Some(Command::Compile(_) | Command::Check(_) | Command::Maskbench(_) | Command::Distribution(_) | Command::Soak(_))
+        Some(
+            Command::Compile(_)
+                | Command::Check(_)
+                | Command::Maskbench(_)
+                | Command::Distribution(_)
+                | Command::Soak(_)
+        )
     ) {
         constrain_testkit::process::keep_freed_memory();
     }

@@ -82,8 +82,14 @@ pub struct ServeArgs {
 
 fn parse_tool_format(s: &str) -> Result<constrain::tools::ToolFormat, String> {
     constrain::tools::ToolFormat::from_name(s).ok_or_else(|| {
-        let names: Vec<&str> = constrain::tools::ToolFormat::ALL.iter().map(|f| f.name()).collect();
-        format!("unknown tool format {s:?}; expected one of {}", names.join(", "))
+        let names: Vec<&str> = constrain::tools::ToolFormat::ALL
+            .iter()
+            .map(|f| f.name())
+            .collect();
+        format!(
+            "unknown tool format {s:?}; expected one of {}",
+            names.join(", ")
+        )
     })
 }
 

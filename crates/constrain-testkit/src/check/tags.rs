@@ -53,7 +53,12 @@ fn gen(it: &mut impl Iterator<Item = u8>, depth: u32, top: bool) -> Value {
         0 => json!({"type": "const_string", "value": STRINGS[b() as usize % STRINGS.len()]}),
         1 => json!({"type": "regex", "pattern": REGEXES[b() as usize % REGEXES.len()]}),
         2 if top => {
-            let ex: Vec<&str> = STRINGS.iter().copied().filter(|_| b() % 4 == 0).take(2).collect();
+            let ex: Vec<&str> = STRINGS
+                .iter()
+                .copied()
+                .filter(|_| b() % 4 == 0)
+                .take(2)
+                .collect();
             json!({"type": "any_text", "excludes": ex})
         }
         2 => json!({"type": "const_string", "value": "b"}),
@@ -79,7 +84,12 @@ fn gen(it: &mut impl Iterator<Item = u8>, depth: u32, top: bool) -> Value {
         _ => {
             let (begin, end) = MARKERS[b() as usize % MARKERS.len()];
             let content = if b() % 3 == 0 {
-                let ex: Vec<&str> = STRINGS.iter().copied().filter(|_| b() % 5 == 0).take(1).collect();
+                let ex: Vec<&str> = STRINGS
+                    .iter()
+                    .copied()
+                    .filter(|_| b() % 5 == 0)
+                    .take(1)
+                    .collect();
                 json!({"type": "any_text", "excludes": ex})
             } else {
                 gen(it, depth - 1, false)
@@ -110,7 +120,8 @@ impl Reference {
                 }
             }
             "regex" => {
-                let re = regex_automata::meta::Regex::new(&format!("^(?:{})$", s("pattern"))).expect("pool regex");
+                let re = regex_automata::meta::Regex::new(&format!("^(?:{})$", s("pattern")))
+                    .expect("pool regex");
                 for j in i..=text.len() {
                     if text.is_char_boundary(j) && re.is_match(&text[i..j]) {
                         out.insert(j);
@@ -120,11 +131,17 @@ impl Reference {
             "any_text" => {
                 let mut stops: Vec<String> = f["excludes"]
                     .as_array()
-                    .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(String::from))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 stops.extend(stop.iter().map(|x| x.to_string()));
                 for j in i..=text.len() {
-                    if text.is_char_boundary(j) && !stops.iter().any(|x| text[i..j].contains(x.as_str())) {
+                    if text.is_char_boundary(j)
+                        && !stops.iter().any(|x| text[i..j].contains(x.as_str()))
+                    {
                         out.insert(j);
                     }
                 }
@@ -132,7 +149,10 @@ impl Reference {
             "sequence" => {
                 let mut at: BTreeSet<usize> = [i].into();
                 for e in f["elements"].as_array().into_iter().flatten() {
-                    at = at.iter().flat_map(|&p| Self::ends(e, text, p, stop)).collect();
+                    at = at
+                        .iter()
+                        .flat_map(|&p| Self::ends(e, text, p, stop))
+                        .collect();
                 }
                 out = at;
             }
@@ -168,7 +188,11 @@ impl Reference {
                         for q in Self::ends(&f["content"], text, p, stop) {
                             // An empty repetition adds nothing new.
                             if q > p || n < min {
-                                let m = if max == usize::MAX { (n + 1).min(min) } else { n + 1 };
+                                let m = if max == usize::MAX {
+                                    (n + 1).min(min)
+                                } else {
+                                    n + 1
+                                };
                                 todo.push((q, m));
                             }
                         }
@@ -320,8 +344,8 @@ pub fn check_tag_case(case: &TagCase) -> Result<bool, Violation> {
                 return fail("an empty mask", &text);
             }
             // Text cut inside a UTF-8 character is never complete.
-            let complete = std::str::from_utf8(&text)
-                .is_ok_and(|s| Reference::accepts(&case.tag, s));
+            let complete =
+                std::str::from_utf8(&text).is_ok_and(|s| Reference::accepts(&case.tag, s));
             let eos_ok = allowed.contains(&eos);
             if eos_ok != complete {
                 return fail(
