@@ -306,6 +306,84 @@ fn any_order_json_takes_properties_in_every_order_once_each() {
     );
 }
 
+#[test]
+fn cohere_values_nest_as_dicts_and_lists_with_their_kinds() {
+    let args = json!({"type": "object", "properties": {
+        "q": {"type": "string"},
+        "opts": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2},
+        "v": {"enum": ["x", 7]}},
+        "required": ["q", "opts"]});
+    let fmt = json!({"type": "json_schema", "style": "cohere_xml", "json_schema": args});
+    let q = r#"<cofl:value name="q" type="raw">it's <b>bold</b></cofl:value>"#;
+    let opts = r#"<cofl:value name="opts" type="dict"><cofl:value name="n" type="json">3</cofl:value></cofl:value>"#;
+    let tags = r#"<cofl:value name="tags" type="list"><cofl:value type="raw">a</cofl:value><cofl:value type="raw">b</cofl:value></cofl:value>"#;
+    let three = r#"<cofl:value name="tags" type="list"><cofl:value type="raw">a</cofl:value><cofl:value type="raw">b</cofl:value><cofl:value type="raw">a</cofl:value></cofl:value>"#;
+    let ok = [
+        format!("{q}{opts}"),
+        format!("{q}\n{opts}\n{tags}\n"),
+        format!(r#"{q}{opts}<cofl:value name="v" type="json">7</cofl:value>"#),
+        format!(r#"{q}{opts}<cofl:value name="v" type="raw">x</cofl:value>"#),
+    ];
+    let bad = [
+        opts.to_string(),
+        format!("{opts}{q}"),
+        format!("{q}{opts}{three}"),
+        format!(r#"{q}{opts}<cofl:value name="v" type="json">x</cofl:value>"#),
+        format!(r#"{q}<cofl:value name="opts" type="json">{{"n": 3}}</cofl:value>"#),
+        format!(r#"{q}<cofl:value name="opts" type="dict"></cofl:value>"#),
+    ];
+    let cases: Vec<(&str, bool)> = ok
+        .iter()
+        .map(|s| (s.as_str(), true))
+        .chain(bad.iter().map(|s| (s.as_str(), false)))
+        .collect();
+    check(fmt, &cases);
+    // A string with constraints is refused by name, with its pointer.
+    let (v, _) = vocab();
+    let err = compile(
+        &v,
+        json!({"type": "json_schema", "style": "cohere_xml", "json_schema":
+               {"type": "object", "properties": {"s": {"type": "string", "maxLength": 3}}}}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("cohere_xml") && err.contains("/properties/s"),
+        "{err}"
+    );
+}
+
+#[test]
+fn free_form_arguments_take_any_named_element() {
+    check(
+        json!({"type": "json_schema", "style": "qwen_xml", "json_schema": {"type": "object"}}),
+        &[
+            ("", true),
+            ("<parameter=city>Oslo</parameter>", true),
+            (
+                "<parameter=a>1</parameter>\n<parameter=b> [1, 2] </parameter>",
+                true,
+            ),
+            ("<parameter=9a>1</parameter>", false),
+            ("<parameter=a>1", false),
+        ],
+    );
+    check(
+        json!({"type": "json_schema", "style": "kimi_k3_xml", "json_schema": true}),
+        &[
+            (
+                "<|open|>argument key=\"k\" type=\"integer\"<|sep|>1<|close|>argument<|sep|>",
+                true,
+            ),
+            (
+                "<|open|>argument key=\"k\" type=\"text\"<|sep|>1<|close|>argument<|sep|>",
+                false,
+            ),
+        ],
+    );
+}
+
 /// Splits an output of the call format below into its calls' JSON texts.
 fn calls(out: &str) -> Vec<(String, String)> {
     let mut found = Vec::new();

@@ -35,10 +35,11 @@
 //! ## What is refused, by name
 //!
 //! Token-level formats and token begins/ends (special tokens as symbols),
-//! `any_text.max_tokens`, the XML styles that nest (`cohere_xml`, `minimax_m3_xml`), and
+//! `any_text.max_tokens`, `minimax_m3_xml`, and
 //! recursive `grammar`s: each is a [`TagError::Unsupported`] naming the
 //! construct and its pointer, never silently dropped.
 
+mod cohere;
 mod lower;
 mod parse;
 mod text;

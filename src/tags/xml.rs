@@ -25,8 +25,8 @@
 //! what the styles that mark the kind (`string="true"`, `type="number"`)
 //! need. What does not split exactly — a string with constraints
 //! (`pattern`, `maxLength`, …), an untyped property, extra properties,
-//! a recursive property schema, and the styles that nest XML
-//! (`cohere_xml`, `minimax_m3_xml`) — is refused by name.
+//! a recursive property schema, and `minimax_m3_xml` — is refused by name.
+//! Cohere's nesting style is [`super::cohere`].
 
 use super::text::Texts;
 use super::TagError;
@@ -59,7 +59,7 @@ struct Parts {
 }
 
 /// Keywords that say nothing about a value's language.
-const ANNOTATIONS: &[&str] = &[
+pub(super) const ANNOTATIONS: &[&str] = &[
     "title",
     "description",
     "default",
@@ -108,6 +108,7 @@ pub(super) fn lower(
         "kimi_k3_xml" => Style::Kimi,
         "deepseek_xml" => Style::DeepSeek(false),
         "deepseek_v4_1_xml" => Style::DeepSeek(true),
+        "cohere_xml" => return super::cohere::lower(schema, at, opts, texts, warnings),
         _ => {
             return Err(TagError::Unsupported {
                 pointer: at.push("style"),
@@ -126,6 +127,18 @@ pub(super) fn lower(
         construct: format!("json_schema style {style:?}"),
         reason,
     };
+    let ws = match opts.whitespace {
+        Whitespace::Flexible { max } => format!("[ \\t\\n\\r]{{0,{max}}}"),
+        Whitespace::Compact | Whitespace::Python => String::new(),
+    };
+    if is_free_form(schema) {
+        let parts = free_form_parts(st, opts, &sp, warnings).map_err(|(p, why)| refuse(p, why))?;
+        let element = render(st, &Key::Any, &parts, &ws, texts, &sp)?;
+        return Ok(Some(match element {
+            Some(e) => format!("(?:{e})*{ws}"),
+            None => ws,
+        }));
+    }
     let Some(obj) = schema.as_object() else {
         return Err(refuse(
             sp,
@@ -172,16 +185,12 @@ pub(super) fn lower(
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let ws = match opts.whitespace {
-        Whitespace::Flexible { max } => format!("[ \\t\\n\\r]{{0,{max}}}"),
-        Whitespace::Compact | Whitespace::Python => String::new(),
-    };
     // Each property that can be written: its element and whether required.
     let mut elements: Vec<(String, bool)> = Vec::new();
     for (key, sub) in props {
         let pp = sp.push("properties").push(key);
         let parts = value(sub, obj, &pp, opts, warnings, 0).map_err(|(p, why)| refuse(p, why))?;
-        let element = render(st, key, &parts, &ws, texts, &pp)?;
+        let element = render(st, &Key::Named(key), &parts, &ws, texts, &pp)?;
         let is_required = required.contains(&key.as_str());
         match element {
             Some(e) => elements.push((e, is_required)),
@@ -237,7 +246,7 @@ pub(super) fn lower(
 
 /// The elements in every order, each at most once and every required one
 /// present: a choice of the next element, then the rest in any order.
-fn any_order(elements: &[(String, bool)]) -> String {
+pub(super) fn any_order(elements: &[(String, bool)]) -> String {
     if elements.is_empty() {
         return String::new();
     }
@@ -255,7 +264,51 @@ fn any_order(elements: &[(String, bool)]) -> String {
     format!("(?:{})", branches.join("|"))
 }
 
-type Refusal = (Pointer, String);
+pub(super) type Refusal = (Pointer, String);
+
+/// Whether `schema` leaves the arguments free: `true`, `{}`, or an object
+/// schema with no properties that does not close the object.
+fn is_free_form(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(b) => *b,
+        Value::Object(o) => o.iter().all(|(k, v)| match k.as_str() {
+            "type" => v == "object",
+            "additionalProperties" => v == &Value::Bool(true),
+            "properties" => v.as_object().is_some_and(Map::is_empty),
+            k => ANNOTATIONS.contains(&k),
+        }),
+        _ => false,
+    }
+}
+
+/// A free-form property's value, as XGrammar 0.2.8 writes one: raw text
+/// or a JSON array or object (DeepSeek's `string="false"` any JSON but a
+/// string), any of Kimi's type names.
+fn free_form_parts(
+    st: Style,
+    opts: &SchemaOptions,
+    at: &Pointer,
+    warnings: &mut Vec<SchemaWarning>,
+) -> Result<Parts, Refusal> {
+    let root = Map::new();
+    let mut kinds = vec![
+        serde_json::json!({"type": "array", "items": true}),
+        serde_json::json!({"type": "object", "additionalProperties": true}),
+    ];
+    if matches!(st, Style::DeepSeek(_)) {
+        kinds.push(serde_json::json!({"type": ["number", "boolean", "null"]}));
+    }
+    let mut json_alts = Vec::new();
+    for k in &kinds {
+        json_alts.push(json(k, &root, at, opts, warnings)?);
+    }
+    Ok(Parts {
+        plain: true,
+        raw: Vec::new(),
+        json: json_alts,
+        types: KIMI_TYPES.to_vec(),
+    })
+}
 
 /// A property's value as [`Parts`].
 fn value(
@@ -411,7 +464,7 @@ fn literal(v: &Value, parts: &mut Parts) {
 }
 
 /// A non-string property's JSON, with the root's definitions reachable.
-fn json(
+pub(super) fn json(
     s: &Value,
     root: &Map<String, Value>,
     at: &Pointer,
@@ -443,10 +496,29 @@ fn alt(items: &[String]) -> String {
     format!("(?:{})", items.join("|"))
 }
 
+/// A property's key as an element writes it.
+enum Key<'a> {
+    /// A declared property.
+    Named(&'a str),
+    /// Any key of a free-form object: an XML name.
+    Any,
+}
+
+impl Key<'_> {
+    /// The key's regex (`escaped`: as an XML attribute value).
+    fn regex(&self, escaped: bool) -> String {
+        match self {
+            Key::Named(k) if escaped => regex_syntax::escape(&xml_escape(k)),
+            Key::Named(k) => regex_syntax::escape(k),
+            Key::Any => "[a-zA-Z_][a-zA-Z0-9_]*".into(),
+        }
+    }
+}
+
 /// One property's element in `st` (`None`: no value admits text).
 fn render(
     st: Style,
-    key: &str,
+    key: &Key<'_>,
     p: &Parts,
     ws: &str,
     texts: &Texts<'_>,
@@ -481,9 +553,9 @@ fn render(
         Some(format!("{ws}{}{ws}", alt(&all)))
     };
     let head = match st {
-        Style::Qwen => format!("<parameter={}>", lit(key)),
-        Style::Minimax => format!("<parameter name=\"{}\">", lit(key)),
-        Style::Glm => format!("<arg_key>{}</arg_key>{ws}<arg_value>", lit(key)),
+        Style::Qwen => format!("<parameter={}>", key.regex(false)),
+        Style::Minimax => format!("<parameter name=\"{}\">", key.regex(false)),
+        Style::Glm => format!("<arg_key>{}</arg_key>{ws}<arg_value>", key.regex(false)),
         Style::Kimi => {
             let names: Vec<String> = if p.types.len() == 1 {
                 vec![lit(p.types[0])]
@@ -492,7 +564,7 @@ fn render(
             };
             format!(
                 "<\\|open\\|>argument key=\"{}\" type=\"{}\"<\\|sep\\|>",
-                lit(&xml_escape(key)),
+                key.regex(true),
                 alt(&names)
             )
         }
@@ -519,7 +591,7 @@ fn render(
             return Ok(Some(format!(
                 "{ws}{} name=\"{}{}{}",
                 lit(open),
-                lit(key),
+                key.regex(false),
                 alt(&kinds),
                 lit(close)
             )));
