@@ -681,7 +681,15 @@ fn qwen_lazy_dfa_over_its_limit_reports_it() {
             g.advance(t).unwrap();
         }
     }
-    let e = idx.lazy_limit_error().expect("the limit is reported");
+    let hit = idx.lazy_limit_error().expect("the limit is reported");
+    assert!(
+        matches!(
+            &hit,
+            constrain::index::LimitHit::Determinize { rule: None, .. }
+        ),
+        "{hit:?}"
+    );
+    let e = hit.to_string();
     assert!(
         e.contains("DfaConfig::dfa_size_limit"),
         "names the config field: {e}"

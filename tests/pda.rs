@@ -311,7 +311,12 @@ fn the_stack_limit_is_a_named_knob() {
         m.is_allowed(TokenId(b'x' as u32)),
         "and still offers the way out"
     );
-    let msg = c.index().lazy_limit_error().expect("the limit was reached");
+    let hit = c.index().lazy_limit_error().expect("the limit was reached");
+    assert!(
+        matches!(&hit, constrain::index::LimitHit::StackDepth { knob } if knob.contains("max_stack_depth")),
+        "{hit:?}"
+    );
+    let msg = hit.to_string();
     assert!(msg.contains("GbnfOptions::max_stack_depth"), "{msg}");
 
     // A grammar whose every text nests deeper than the limit.

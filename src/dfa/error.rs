@@ -11,7 +11,7 @@ use regex_automata::dfa::dense;
 use regex_automata::nfa::thompson;
 
 /// Why a pattern did not become a DFA.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DfaError {
     /// The pattern does not parse; `offset` is a byte offset into it.
     #[error("bad regex at byte {offset}: {message}")]

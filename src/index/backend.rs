@@ -104,7 +104,7 @@ pub(crate) trait Backend: Send + Sync {
         None
     }
     /// The limit a growing automaton hit, if any.
-    fn limit_error(&self) -> Option<String> {
+    fn limit_error(&self) -> Option<super::LimitHit> {
         None
     }
     /// Whether masks were pruned by token-level liveness.

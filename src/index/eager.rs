@@ -497,7 +497,7 @@ fn run_with_threads(threads: usize, f: &mut (dyn FnMut() + Send)) -> Result<(), 
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
-        .map_err(|e| IndexError::Threads(e.to_string()))?;
+        .map_err(IndexError::Threads)?;
     pool.install(f);
     Ok(())
 }

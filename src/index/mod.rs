@@ -68,11 +68,13 @@ pub mod automaton;
 mod backend;
 mod eager;
 mod lazy;
+mod limit;
 mod pushdown;
 mod steps;
 
 pub use crate::vocab::TokenSet;
 pub use automaton::{ByteAutomaton, LiveTable, DEAD};
+pub use limit::LimitHit;
 
 use crate::vocab::trie::VocabTries;
 use crate::vocab::{TokenId, Vocabulary};
@@ -138,7 +140,7 @@ pub enum IndexError {
     #[error("index build passed its deadline")]
     Deadline,
     #[error("cannot start the thread pool: {0}")]
-    Threads(String),
+    Threads(#[from] rayon::ThreadPoolBuildError),
     #[error(transparent)]
     Dfa(#[from] crate::dfa::DfaError),
 }
@@ -306,7 +308,7 @@ impl TokenIndex {
 
     /// The limit a lazy index's automaton hit while growing, if any: states
     /// past it were left without live transitions (their masks are empty).
-    pub fn lazy_limit_error(&self) -> Option<String> {
+    pub fn lazy_limit_error(&self) -> Option<LimitHit> {
         self.backend.limit_error()
     }
 

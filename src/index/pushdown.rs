@@ -77,7 +77,7 @@
 
 use super::arena::{Arena, Slots};
 use super::backend::{Backend, Classes};
-use super::{plain_successors, PlainReps};
+use super::{plain_successors, LimitHit, PlainReps};
 use crate::pda::{Pda, INF};
 use crate::vocab::trie::{self, VocabTries, DEAD};
 use crate::vocab::{TokenId, TokenSet, Vocabulary};
@@ -133,14 +133,14 @@ struct Core {
     stride: usize,
     max_sets: usize,
     /// Limits that cut the language, in the order first hit.
-    limits: Vec<String>,
+    limits: Vec<LimitHit>,
     /// Scratch for closures.
     work: Vec<u32>,
     seen: FastMap<u32, ()>,
 }
 
 impl Core {
-    fn hit_limit(&mut self, msg: String) {
+    fn hit_limit(&mut self, msg: LimitHit) {
         if !self.limits.contains(&msg) {
             self.limits.push(msg);
         }
@@ -157,10 +157,8 @@ impl Core {
         }
         let truncated = self.nodes[parent as usize].truncated;
         if !truncated && depth.saturating_add(need) > self.pda.max_stack_depth {
-            let knob = &self.pda.depth_knob;
-            self.hit_limit(format!(
-                "the stack depth limit {knob} was reached: deeper nesting is not offered"
-            ));
+            let knob = self.pda.depth_knob.clone();
+            self.hit_limit(LimitHit::StackDepth { knob });
             return None;
         }
         if let Some(&id) = self.node_ids.get(&(frag, state, parent)) {
@@ -247,10 +245,7 @@ impl Core {
             out.truncate(self.pda.max_stacks);
             out.sort_unstable();
             let limit = self.pda.max_stacks;
-            self.hit_limit(format!(
-                "the limit GbnfOptions::max_stacks ({limit}) on the parses kept at once was \
-                 reached: some parses of an ambiguous grammar were dropped"
-            ));
+            self.hit_limit(LimitHit::Stacks { limit });
         }
         if out.is_empty() && !accepting && !opaque {
             return DEAD;
@@ -288,10 +283,7 @@ impl Core {
         }
         if self.sets.len() >= self.max_sets {
             let limit = self.max_sets;
-            self.hit_limit(format!(
-                "the pushdown engine interned more than {limit} configurations (the limit \
-                 IndexConfig::max_states)"
-            ));
+            self.hit_limit(LimitHit::Configurations { limit });
             return DEAD;
         }
         let dist = if accepting {
@@ -897,8 +889,7 @@ impl Backend for Engine {
         self.mask_memory().1
     }
 
-    fn limit_error(&self) -> Option<String> {
-        let core = self.core();
-        (!core.limits.is_empty()).then(|| core.limits.join("; "))
+    fn limit_error(&self) -> Option<LimitHit> {
+        self.core().limits.first().cloned()
     }
 }

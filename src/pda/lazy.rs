@@ -275,20 +275,19 @@ impl Fragment {
     }
 
     /// The lazy DFA's limit error, once (later calls: `None`).
-    pub(crate) fn take_lazy_limit(&mut self) -> Option<String> {
+    pub(crate) fn take_lazy_limit(&mut self) -> Option<crate::index::LimitHit> {
         let FragDfa::Lazy(l) = &mut self.dfa else {
             return None;
         };
         if l.reported {
             return None;
         }
-        let e = l.dfa.limit_error()?.to_string();
+        let source = l.dfa.limit_error()?.clone();
         l.reported = true;
-        let whose = match &l.room {
-            None => "the document's automaton".to_string(),
-            Some(_) => format!("the automaton of {}", self.name),
-        };
-        Some(format!("{whose}, determinized on demand: {e}"))
+        Some(crate::index::LimitHit::Determinize {
+            rule: l.room.as_ref().map(|_| self.name.to_string()),
+            source,
+        })
     }
 
     /// Bounds the lazy DFA's states (the engine's configuration limit).

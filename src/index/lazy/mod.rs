@@ -54,7 +54,7 @@
 use super::arena::{Arena, Slots};
 use super::backend::Classes;
 use super::steps::reverse_reach;
-use super::{plain_successors, PlainReps, NO_LEVEL};
+use super::{plain_successors, LimitHit, PlainReps, NO_LEVEL};
 use crate::dfa::LazyDfa;
 use crate::vocab::trie::{self, VocabTries, CHAIN_LEVEL, DEAD, PLAIN_LEVELS};
 use crate::vocab::{mix, TokenId, TokenSet, Vocabulary};
@@ -352,8 +352,11 @@ impl Core {
     }
 
     /// The limit the automaton hit while growing, if any.
-    pub fn limit_error(&self) -> Option<String> {
-        self.dfa.limit_error().map(|e| e.to_string())
+    pub fn limit_error(&self) -> Option<LimitHit> {
+        self.dfa.limit_error().map(|e| LimitHit::Determinize {
+            rule: None,
+            source: e.clone(),
+        })
     }
 }
 
@@ -974,7 +977,7 @@ impl super::Backend for Lazy {
         self.from_shifts.load(Ordering::Relaxed)
     }
 
-    fn limit_error(&self) -> Option<String> {
+    fn limit_error(&self) -> Option<LimitHit> {
         self.core().limit_error()
     }
 }

@@ -147,7 +147,7 @@ pub enum GenerateError {
     #[error("the sampler picked token {token}, which the guide forbids")]
     MaskIgnored { token: TokenId },
     #[error("the constraint's automaton hit a resource limit while generating: {limit}")]
-    LimitHit { limit: String },
+    LimitHit { limit: constrain::index::LimitHit },
     #[error("no token keeps the output completable within the {remaining} tokens left")]
     NoViableToken { remaining: usize },
     #[error("the model's output does not deserialize: {0}")]
