@@ -46,6 +46,7 @@
 //! candle Qwen, the generation loops), `constrain-cli` (the binary),
 //! `constrain-testkit` (oracles, MaskBench runner, fake and tiny models).
 //! The library never prints; the binary does.
+#![forbid(unsafe_code)]
 
 // Front ends → automata → index engines → matcher → compiler.
 pub mod grammar;
