@@ -512,10 +512,10 @@ fn malformed_and_unsupported_tags_are_refused_by_pointer() {
         ),
         (
             env(
-                json!({"type": "json_schema", "json_schema": {"type": "object"}, "style": "cohere_xml"}),
+                json!({"type": "json_schema", "json_schema": {"type": "object"}, "style": "minimax_m3_xml"}),
             ),
             "/format/style",
-            "cohere_xml",
+            "minimax_m3_xml",
         ),
         (
             env(json!({"type": "json_schema", "json_schema": {"type": "strnig"}})),
@@ -866,7 +866,7 @@ fn xml_styles_write_raw_strings_and_json_values_in_schema_order() {
     // A style that nests XML, and a constrained raw string: refused, by name, with a pointer.
     let (v, _) = vocab();
     for (f, at) in [
-        (fmt("cohere_xml"), "/format/style"),
+        (fmt("minimax_m3_xml"), "/format/style"),
         (
             json!({"type": "json_schema", "style": "qwen_xml", "json_schema": {"type": "object",
                 "properties": {"s": {"type": "string", "maxLength": 3}}}}),

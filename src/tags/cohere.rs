@@ -24,9 +24,9 @@
 //! and recursion.
 
 use super::text::Texts;
-use super::xml::{any_order, json, Refusal, ANNOTATIONS};
+use super::xml::{follow_ref, json, members, sequence, whitespace, Refusal, ANNOTATIONS};
 use super::TagError;
-use crate::schema::{Pointer, SchemaOptions, SchemaWarning, Whitespace};
+use crate::schema::{Pointer, SchemaOptions, SchemaWarning};
 use serde_json::{Map, Value};
 
 const OPEN: &str = "<cofl:value";
@@ -42,10 +42,7 @@ pub(super) fn lower(
     texts: &Texts<'_>,
     warnings: &mut Vec<SchemaWarning>,
 ) -> Result<Option<String>, TagError> {
-    let ws = match opts.whitespace {
-        Whitespace::Flexible { max } => format!("[ \\t\\n\\r]{{0,{max}}}"),
-        Whitespace::Compact | Whitespace::Python => String::new(),
-    };
+    let ws = whitespace(opts);
     let sp = at.push("json_schema");
     let Some(root) = schema.as_object() else {
         return Err(refusal(
@@ -104,54 +101,7 @@ impl Cohere<'_, '_> {
         at: &Pointer,
         depth: usize,
     ) -> Result<Option<String>, Refusal> {
-        if let Some(t) = obj.get("type") {
-            if t != "object" {
-                return Err((at.push("type"), "an object schema was expected".into()));
-            }
-        }
-        for k in obj.keys() {
-            let ok = matches!(
-                k.as_str(),
-                "type"
-                    | "properties"
-                    | "required"
-                    | "additionalProperties"
-                    | "$defs"
-                    | "definitions"
-            ) || ANNOTATIONS.contains(&k.as_str());
-            if !ok {
-                return Err((at.push(k), format!("the keyword {k:?} on an object")));
-            }
-        }
-        let empty = Map::new();
-        let props = match obj.get("properties") {
-            None => &empty,
-            Some(Value::Object(m)) => m,
-            Some(_) => return Err((at.push("properties"), "not an object".into())),
-        };
-        match obj.get("additionalProperties") {
-            Some(Value::Bool(false)) => {}
-            None if !props.is_empty() => {}
-            _ => {
-                return Err((
-                    at.push("additionalProperties"),
-                    "properties beyond the listed ones".into(),
-                ))
-            }
-        }
-        let required: Vec<&str> = obj
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        for r in &required {
-            if !props.contains_key(*r) {
-                return Err((
-                    at.push("required"),
-                    format!("the required property {r:?} is not listed in properties"),
-                ));
-            }
-        }
+        let (props, required) = members(obj, at)?;
         let ws = self.ws.clone();
         let mut elements: Vec<(String, bool)> = Vec::new();
         for (key, sub) in props {
@@ -163,36 +113,7 @@ impl Cohere<'_, '_> {
                 None => {}
             }
         }
-        let mut out = if self.opts.any_order && elements.len() > 1 {
-            if elements.len() > self.opts.any_order_max_properties {
-                return Err((
-                    at.clone(),
-                    format!(
-                        "{} properties in any order pass the limit of {} (any_order_max_properties)",
-                        elements.len(),
-                        self.opts.any_order_max_properties
-                    ),
-                ));
-            }
-            let tree = any_order(&elements);
-            if tree.len() > self.opts.any_order_max_len {
-                return Err((
-                    at.clone(),
-                    format!(
-                        "the properties in any order take {} bytes of regex, over the limit of {} \
-                         (any_order_max_len)",
-                        tree.len(),
-                        self.opts.any_order_max_len
-                    ),
-                ));
-            }
-            tree
-        } else {
-            elements
-                .iter()
-                .map(|(e, r)| format!("(?:{e}){}", if *r { "" } else { "?" }))
-                .collect()
-        };
+        let mut out = sequence(&elements, self.opts, at)?;
         out.push_str(&ws);
         Ok(Some(out))
     }
@@ -223,14 +144,7 @@ impl Cohere<'_, '_> {
             if !only(&["$ref"]) {
                 return Err((at.clone(), "\"$ref\" beside other keywords".into()));
             }
-            let target = r
-                .strip_prefix("#/$defs/")
-                .map(|n| ("$defs", n))
-                .or_else(|| r.strip_prefix("#/definitions/").map(|n| ("definitions", n)))
-                .and_then(|(d, n)| self.root.get(d)?.get(n));
-            let Some(t) = target else {
-                return Err((at.push("$ref"), format!("the reference {r:?}")));
-            };
+            let t = follow_ref(r, self.root, at)?;
             return self.element(name, t, at, depth + 1);
         }
         // Branches: one element each.

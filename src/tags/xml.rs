@@ -127,10 +127,7 @@ pub(super) fn lower(
         construct: format!("json_schema style {style:?}"),
         reason,
     };
-    let ws = match opts.whitespace {
-        Whitespace::Flexible { max } => format!("[ \\t\\n\\r]{{0,{max}}}"),
-        Whitespace::Compact | Whitespace::Python => String::new(),
-    };
+    let ws = whitespace(opts);
     if is_free_form(schema) {
         let parts = free_form_parts(st, opts, &sp, warnings).map_err(|(p, why)| refuse(p, why))?;
         let element = render(st, &Key::Any, &parts, &ws, texts, &sp)?;
@@ -145,46 +142,7 @@ pub(super) fn lower(
             "the arguments schema must be an object schema".into(),
         ));
     };
-    if let Some(t) = obj.get("type") {
-        if t != "object" {
-            return Err(refuse(
-                sp.push("type"),
-                "the arguments must be an object".into(),
-            ));
-        }
-    }
-    for k in obj.keys() {
-        let ok = matches!(
-            k.as_str(),
-            "type" | "properties" | "required" | "additionalProperties" | "$defs" | "definitions"
-        ) || ANNOTATIONS.contains(&k.as_str());
-        if !ok {
-            return Err(refuse(
-                sp.push(k),
-                format!("the keyword {k:?} on the arguments object"),
-            ));
-        }
-    }
-    match obj.get("additionalProperties") {
-        None | Some(Value::Bool(false)) => {}
-        Some(_) => {
-            return Err(refuse(
-                sp.push("additionalProperties"),
-                "properties beyond the listed ones".into(),
-            ))
-        }
-    }
-    let empty = Map::new();
-    let props = match obj.get("properties") {
-        None => &empty,
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err(refuse(sp.push("properties"), "not an object".into())),
-    };
-    let required: Vec<&str> = obj
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let (props, required) = members(obj, &sp).map_err(|(p, why)| refuse(p, why))?;
     // Each property that can be written: its element and whether required.
     let mut elements: Vec<(String, bool)> = Vec::new();
     for (key, sub) in props {
@@ -198,50 +156,121 @@ pub(super) fn lower(
             None => {}
         }
     }
-    for r in &required {
-        if !props.contains_key(*r) {
-            return Err(refuse(
-                sp.push("required"),
-                format!("the required property {r:?} is not listed in properties"),
-            ));
-        }
-    }
-    let mut out = if opts.any_order && elements.len() > 1 {
-        if elements.len() > opts.any_order_max_properties {
-            return Err(refuse(
-                at.push("any_order"),
-                format!(
-                    "{} properties in any order pass the limit of {} (any_order_max_properties)",
-                    elements.len(),
-                    opts.any_order_max_properties
-                ),
-            ));
-        }
-        let tree = any_order(&elements);
-        if tree.len() > opts.any_order_max_len {
-            return Err(refuse(
-                at.push("any_order"),
-                format!(
-                    "the properties in any order take {} bytes of regex, over the limit of {} \
-                     (any_order_max_len)",
-                    tree.len(),
-                    opts.any_order_max_len
-                ),
-            ));
-        }
-        tree
-    } else {
-        let mut out = String::new();
-        for (element, required) in &elements {
-            out.push_str(&format!(
-                "(?:{element}){}",
-                if *required { "" } else { "?" }
-            ));
-        }
-        out
-    };
+    let mut out =
+        sequence(&elements, opts, &at.push("any_order")).map_err(|(p, why)| refuse(p, why))?;
     out.push_str(&ws);
     Ok(Some(out))
+}
+
+/// JSON whitespace between elements, bounded per slot.
+pub(super) fn whitespace(opts: &SchemaOptions) -> String {
+    match opts.whitespace {
+        Whitespace::Flexible { max } => format!("[ \\t\\n\\r]{{0,{max}}}"),
+        Whitespace::Compact | Whitespace::Python => String::new(),
+    }
+}
+
+/// An object schema's declared properties and required keys, refusing
+/// what the XML styles cannot write: other keywords, undeclared properties
+/// (an object with no properties must say `additionalProperties: false`),
+/// a required key that is not declared.
+pub(super) fn members<'a>(
+    obj: &'a Map<String, Value>,
+    at: &Pointer,
+) -> Result<(&'a Map<String, Value>, Vec<&'a str>), Refusal> {
+    if let Some(t) = obj.get("type") {
+        if t != "object" {
+            return Err((at.push("type"), "an object schema was expected".into()));
+        }
+    }
+    for k in obj.keys() {
+        let ok = matches!(
+            k.as_str(),
+            "type" | "properties" | "required" | "additionalProperties" | "$defs" | "definitions"
+        ) || ANNOTATIONS.contains(&k.as_str());
+        if !ok {
+            return Err((at.push(k), format!("the keyword {k:?} on an object")));
+        }
+    }
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    let props = match obj.get("properties") {
+        None => EMPTY.get_or_init(Map::new),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err((at.push("properties"), "not an object".into())),
+    };
+    match obj.get("additionalProperties") {
+        Some(Value::Bool(false)) => {}
+        None if !props.is_empty() => {}
+        _ => {
+            return Err((
+                at.push("additionalProperties"),
+                "properties beyond the listed ones".into(),
+            ))
+        }
+    }
+    let required: Vec<&str> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(r) = required.iter().find(|r| !props.contains_key(**r)) {
+        return Err((
+            at.push("required"),
+            format!("the required property {r:?} is not listed in properties"),
+        ));
+    }
+    Ok((props, required))
+}
+
+/// The elements (each with whether it is required) in schema order, or in
+/// every order under `opts.any_order`, refused at `at` past its limits.
+pub(super) fn sequence(
+    elements: &[(String, bool)],
+    opts: &SchemaOptions,
+    at: &Pointer,
+) -> Result<String, Refusal> {
+    if !opts.any_order || elements.len() < 2 {
+        return Ok(elements
+            .iter()
+            .map(|(e, r)| format!("(?:{e}){}", if *r { "" } else { "?" }))
+            .collect());
+    }
+    if elements.len() > opts.any_order_max_properties {
+        return Err((
+            at.clone(),
+            format!(
+                "{} properties in any order pass the limit of {} (any_order_max_properties)",
+                elements.len(),
+                opts.any_order_max_properties
+            ),
+        ));
+    }
+    let tree = any_order(elements);
+    if tree.len() > opts.any_order_max_len {
+        return Err((
+            at.clone(),
+            format!(
+                "the properties in any order take {} bytes of regex, over the limit of {} \
+                 (any_order_max_len)",
+                tree.len(),
+                opts.any_order_max_len
+            ),
+        ));
+    }
+    Ok(tree)
+}
+
+/// The schema a local `$ref` (`#/$defs/NAME`, `#/definitions/NAME`) names.
+pub(super) fn follow_ref<'a>(
+    r: &str,
+    root: &'a Map<String, Value>,
+    at: &Pointer,
+) -> Result<&'a Value, Refusal> {
+    r.strip_prefix("#/$defs/")
+        .map(|n| ("$defs", n))
+        .or_else(|| r.strip_prefix("#/definitions/").map(|n| ("definitions", n)))
+        .and_then(|(d, n)| root.get(d)?.get(n))
+        .ok_or_else(|| (at.push("$ref"), format!("the reference {r:?}")))
 }
 
 /// The elements in every order, each at most once and every required one
@@ -337,14 +366,7 @@ fn value(
         if !only(&["$ref"]) {
             return Err((at.clone(), "\"$ref\" beside other keywords".into()));
         }
-        let target = r
-            .strip_prefix("#/$defs/")
-            .map(|n| ("$defs", n))
-            .or_else(|| r.strip_prefix("#/definitions/").map(|n| ("definitions", n)))
-            .and_then(|(d, n)| root.get(d)?.get(n));
-        let Some(t) = target else {
-            return Err((at.push("$ref"), format!("the reference {r:?}")));
-        };
+        let t = follow_ref(r, root, at)?;
         return value(t, root, at, opts, warnings, depth + 1);
     }
     if let Some(v) = o.get("const") {
