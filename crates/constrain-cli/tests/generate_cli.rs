@@ -329,6 +329,67 @@ fn qwen_calls(out: &str) -> Vec<serde_json::Value> {
 }
 
 #[test]
+fn the_tool_format_comes_from_the_models_chat_template() {
+    // A model whose template writes Llama's calls: without --tool-format,
+    // the calls are Llama's JSON objects, not Qwen's <tool_call> blocks.
+    let p = tmp("tiny-llama-template.gguf");
+    if !p.exists() {
+        let spec = TinySpec {
+            chat_template: Some(
+                "{% if tools %}<|python_tag|>{{ tool_call | tojson }}{% endif %}".into(),
+            ),
+            ..TinySpec::default()
+        };
+        write_tiny_gguf(&p, &spec).unwrap();
+    }
+    let tools_path = format!("{}/../../schemas/tools.json", env!("CARGO_MANIFEST_DIR"));
+    let run = |model: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--tools",
+            &tools_path,
+            "--tool-choice",
+            "required",
+            "--one-call",
+            "--system",
+            "Call a tool.",
+            "--prompt",
+            "hi",
+            "--model",
+            model,
+            "--max-tokens",
+            "200",
+            "--seed",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        let out = constrain(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (text, err) = run(p.to_str().unwrap(), &[]);
+    assert!(err.contains("tool format: llama"), "{err}");
+    assert!(!text.contains("<tool_call>"), "{text:?}");
+    let call = text.trim().trim_start_matches("<|python_tag|>");
+    let v: serde_json::Value =
+        serde_json::from_str(call).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+    assert!(
+        v["name"].is_string() && v["parameters"].is_object(),
+        "{text:?}"
+    );
+    // --tool-format overrides it.
+    let (text, _) = run(p.to_str().unwrap(), &["--tool-format", "qwen_3"]);
+    assert!(text.starts_with("<tool_call>\n"), "{text:?}");
+}
+
+#[test]
 fn tools_in_the_models_own_format_under_random_weights() {
     let m = tiny("qwen3");
     let m = m.to_str().unwrap();

@@ -32,6 +32,8 @@ pub struct TinySpec {
     /// Whether to write the `tokenizer.ggml.*` metadata.
     pub tokenizer: bool,
     pub seed: u64,
+    /// `tokenizer.chat_template`, written with the tokenizer when set.
+    pub chat_template: Option<String>,
 }
 
 impl Default for TinySpec {
@@ -47,6 +49,7 @@ impl Default for TinySpec {
             pad: 5,
             tokenizer: true,
             seed: 7,
+            chat_template: None,
         }
     }
 }
@@ -143,6 +146,9 @@ pub fn write_tiny_gguf(path: impl AsRef<Path>, spec: &TinySpec) -> Result<usize,
     if spec.tokenizer {
         md.push(("tokenizer.ggml.model".into(), Value::String("gpt2".into())));
         md.push(("tokenizer.ggml.pre".into(), Value::String("qwen2".into())));
+        if let Some(t) = &spec.chat_template {
+            md.push(("tokenizer.chat_template".into(), Value::String(t.clone())));
+        }
         md.push((
             "tokenizer.ggml.tokens".into(),
             Value::Array(tokens.into_iter().map(Value::String).collect()),

@@ -51,8 +51,8 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "CHOICE", requires = "tools")]
     tool_choice: Option<String>,
     /// With --tools: the model's call format (`qwen_3`, `llama`, `mistral`,
-    /// `qwen_3_coder`;
-    /// default `qwen_3`, the format of the Qwen models this CLI runs).
+    /// `qwen_3_coder`); default: the one the model's chat template writes
+    /// (read from the GGUF), else `qwen_3`.
     #[arg(long, value_name = "NAME", requires = "tools")]
     tool_format: Option<String>,
     /// With --tools: at most one call (`parallel_tool_calls: false`).
@@ -219,6 +219,30 @@ struct Constraint {
     system: String,
 }
 
+/// The call format of the model's chat template (the GGUF's
+/// `tokenizer.chat_template`, read without loading the weights), or Qwen 3's
+/// where the file or its template says none.
+fn model_tool_format(a: &GenerateArgs) -> constrain::tools::ToolFormat {
+    let path = a
+        .model
+        .clone()
+        .unwrap_or_else(|| constrain_home().join(DEFAULT_MODEL));
+    let detected = constrain_model::gguf::GgufFile::open(&path)
+        .ok()
+        .and_then(|g| {
+            g.string("tokenizer.chat_template")
+                .ok()
+                .and_then(constrain::tools::ToolFormat::from_chat_template)
+        });
+    match detected {
+        Some(f) => {
+            eprintln!("tool format: {} (from the model's chat template)", f.name());
+            f
+        }
+        None => constrain::tools::ToolFormat::Qwen3,
+    }
+}
+
 fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
     let opts = a.schema_opts.options();
     if let Some(p) = &a.schema {
@@ -237,7 +261,7 @@ fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
         let tools = read_json(p, "tools file")?;
         let list = tools.as_array().cloned().unwrap_or_default();
         let format = match &a.tool_format {
-            None => ToolFormat::Qwen3,
+            None => model_tool_format(a),
             Some(n) => ToolFormat::from_name(n).ok_or_else(|| {
                 let names: Vec<&str> = ToolFormat::ALL.iter().map(|f| f.name()).collect();
                 anyhow::anyhow!(
