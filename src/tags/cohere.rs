@@ -24,15 +24,15 @@
 //! and recursion.
 
 use super::text::Texts;
-use super::xml::{follow_ref, json, members, sequence, whitespace, Refusal, ANNOTATIONS};
+use super::xml::{
+    follow_ref, json, members, only, sequence, whitespace, Refusal, ANNOTATIONS, MAX_DEPTH,
+};
 use super::TagError;
 use crate::schema::{Pointer, SchemaOptions, SchemaWarning};
 use serde_json::{Map, Value};
 
 const OPEN: &str = "<cofl:value";
 const CLOSE: &str = "</cofl:value>";
-/// Nesting (objects, arrays, references) deeper than this is refused.
-const MAX_DEPTH: usize = 16;
 
 /// Lowers the arguments object `schema` to regex text (`None`: no text).
 pub(super) fn lower(
@@ -136,10 +136,7 @@ impl Cohere<'_, '_> {
                 "a boolean schema (any value) is not supported".into(),
             ));
         };
-        let only = |keys: &[&str]| {
-            o.keys()
-                .all(|k| keys.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()))
-        };
+        let only = |keys: &[&str]| only(o, keys);
         if let Some(r) = o.get("$ref").and_then(Value::as_str) {
             if !only(&["$ref"]) {
                 return Err((at.clone(), "\"$ref\" beside other keywords".into()));
@@ -214,10 +211,7 @@ impl Cohere<'_, '_> {
         at: &Pointer,
         depth: usize,
     ) -> Result<Option<Kind>, Refusal> {
-        let only = |keys: &[&str]| {
-            o.keys()
-                .all(|k| keys.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()))
-        };
+        let only = |keys: &[&str]| only(o, keys);
         let literals: Option<Vec<&Value>> = if let Some(v) = o.get("const") {
             if !only(&["const", "type"]) {
                 return Err((at.clone(), "\"const\" beside other keywords".into()));

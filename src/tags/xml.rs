@@ -162,6 +162,15 @@ pub(super) fn lower(
     Ok(Some(out))
 }
 
+/// References and nesting deeper than this are refused.
+pub(super) const MAX_DEPTH: usize = 16;
+
+/// Whether `o` holds no keyword but `keys` and annotations.
+pub(super) fn only(o: &Map<String, Value>, keys: &[&str]) -> bool {
+    o.keys()
+        .all(|k| keys.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()))
+}
+
 /// JSON whitespace between elements, bounded per slot.
 pub(super) fn whitespace(opts: &SchemaOptions) -> String {
     match opts.whitespace {
@@ -348,7 +357,7 @@ fn value(
     warnings: &mut Vec<SchemaWarning>,
     depth: usize,
 ) -> Result<Parts, Refusal> {
-    if depth > 16 {
+    if depth > MAX_DEPTH {
         return Err((at.clone(), "references nest too deeply".into()));
     }
     let Some(o) = s.as_object() else {
@@ -357,10 +366,7 @@ fn value(
             "a boolean property schema (any value) is not supported".into(),
         ));
     };
-    let only = |keys: &[&str]| {
-        o.keys()
-            .all(|k| keys.contains(&k.as_str()) || ANNOTATIONS.contains(&k.as_str()))
-    };
+    let only = |keys: &[&str]| only(o, keys);
     let mut parts = Parts::default();
     if let Some(r) = o.get("$ref").and_then(Value::as_str) {
         if !only(&["$ref"]) {

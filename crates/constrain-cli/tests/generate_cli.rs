@@ -328,6 +328,33 @@ fn qwen_calls(out: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+fn tools_path() -> String {
+    format!("{}/../../schemas/tools.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One call required of `model` with the example tools, then `extra`.
+fn one_required_call(model: &str, extra: &[&str]) -> Output {
+    let tools = tools_path();
+    let mut args = vec![
+        "--tools",
+        &tools,
+        "--tool-choice",
+        "required",
+        "--one-call",
+        // The tools' system message is past the tiny model's context.
+        "--system",
+        "Call a tool.",
+        "--prompt",
+        "hi",
+        "--model",
+        model,
+        "--max-tokens",
+        "200",
+    ];
+    args.extend_from_slice(extra);
+    constrain(&args)
+}
+
 #[test]
 fn the_tool_format_comes_from_the_models_chat_template() {
     // A model whose template writes Llama's calls: without --tool-format,
@@ -342,27 +369,8 @@ fn the_tool_format_comes_from_the_models_chat_template() {
         };
         write_tiny_gguf(&p, &spec).unwrap();
     }
-    let tools_path = format!("{}/../../schemas/tools.json", env!("CARGO_MANIFEST_DIR"));
     let run = |model: &str, extra: &[&str]| {
-        let mut args = vec![
-            "--tools",
-            &tools_path,
-            "--tool-choice",
-            "required",
-            "--one-call",
-            "--system",
-            "Call a tool.",
-            "--prompt",
-            "hi",
-            "--model",
-            model,
-            "--max-tokens",
-            "200",
-            "--seed",
-            "1",
-        ];
-        args.extend_from_slice(extra);
-        let out = constrain(&args);
+        let out = one_required_call(model, &[&["--seed", "1"], extra].concat());
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -393,7 +401,7 @@ fn the_tool_format_comes_from_the_models_chat_template() {
 fn tools_in_the_models_own_format_under_random_weights() {
     let m = tiny("qwen3");
     let m = m.to_str().unwrap();
-    let tools_path = format!("{}/../../schemas/tools.json", env!("CARGO_MANIFEST_DIR"));
+    let tools_path = tools_path();
     let tools: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&tools_path).unwrap()).unwrap();
     let params = |name: &str| {
@@ -405,26 +413,7 @@ fn tools_in_the_models_own_format_under_random_weights() {
             .map(|t| jsonschema::validator_for(&t["function"]["parameters"]).unwrap())
     };
     for seed in ["1", "2", "3"] {
-        let out = constrain(&[
-            "--tools",
-            &tools_path,
-            "--tool-choice",
-            "required",
-            "--one-call",
-            // The tools' system message is past the tiny model's context.
-            "--system",
-            "Call a tool.",
-            "--prompt",
-            "hi",
-            "--model",
-            m,
-            "--max-tokens",
-            "200",
-            "--temperature",
-            "1",
-            "--seed",
-            seed,
-        ]);
+        let out = one_required_call(m, &["--temperature", "1", "--seed", seed]);
         let text = String::from_utf8(out.stdout).unwrap();
         assert_eq!(
             out.status.code(),
