@@ -369,6 +369,17 @@ impl Compiled {
         Matcher::from_index(self.index.clone())
     }
 
+    /// The same artefact with `budget` kept by its matchers (the index
+    /// was just built, so it is not shared yet).
+    fn with_token_budget(mut self, budget: Option<crate::index::TokenBudget>) -> Compiled {
+        let unique = Arc::get_mut(&mut self.index);
+        debug_assert!(unique.is_some() || budget.is_none());
+        if let Some(index) = unique {
+            index.set_token_budget(budget);
+        }
+        self
+    }
+
     /// The token index.
     pub fn index(&self) -> &Arc<TokenIndex> {
         &self.index
@@ -480,6 +491,8 @@ impl Compiler {
     pub fn compile_uncached(&self, source: &Source) -> Result<Compiled, CompileError> {
         let mut stats = CompileStats::default();
         let t = Instant::now();
+        // A structural tag's leading region bounded in tokens.
+        let mut budget = None;
         // `Some(limit)`: schema text, which may hold the generator's
         // one-copy constructs (written out past `limit` bytes).
         let (regex, warnings, schema_text) = match source {
@@ -504,16 +517,19 @@ impl Compiler {
                     .map(|(_, text, spelled)| (text.to_string(), spelled.to_vec()))
                     .collect();
                 let mut low = crate::tags::lower(tag.format(), options, every_byte, &symbols)?;
+                budget = low.budget.as_ref().and_then(|b| b.token_budget(&symbols));
                 if low.bodies.len() > 1 {
-                    return self.fragments_with(
-                        &low.names,
-                        &low.bodies,
-                        low.warnings,
-                        options,
-                        &self.config.dfa,
-                        stats,
-                        t,
-                    );
+                    return Ok(self
+                        .fragments_with(
+                            &low.names,
+                            &low.bodies,
+                            low.warnings,
+                            options,
+                            &self.config.dfa,
+                            stats,
+                            t,
+                        )?
+                        .with_token_budget(budget));
                 }
                 let regex = low.bodies.pop().flatten().unwrap_or_default();
                 (regex, low.warnings, Some(options.max_regex_len))
@@ -544,7 +560,7 @@ impl Compiler {
             None => ByteDfa::build(&regex, &self.config.dfa)?,
         };
         drop(regex);
-        self.finish(dfa, warnings, stats, t)
+        Ok(self.finish(dfa, warnings, stats, t)?.with_token_budget(budget))
     }
 
     /// A GBNF grammar (also a Lark grammar's rules): its fragments on the

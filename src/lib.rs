@@ -60,6 +60,7 @@ pub mod pda;
 pub mod index;
 
 pub mod matcher;
+pub mod region;
 
 pub mod compiler;
 

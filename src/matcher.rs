@@ -35,11 +35,12 @@
 //!   so. ([`Matcher::allowed`] is the index's shared set and still names the
 //!   vocabulary's EOS set.)
 
-use crate::index::{StateId, TokenIndex, TokenSet};
+use crate::index::{StateId, TokenBudget, TokenIndex, TokenSet};
+use crate::region::Region;
 use crate::vocab::TokenId;
 #[cfg(feature = "tokenizers")]
 use crate::vocab::{TextTokenizer, VocabError};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Why the matcher refused a step.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -82,12 +83,21 @@ pub struct Matcher {
     /// Stop tokens replacing the vocabulary's EOS set (sorted, deduplicated,
     /// each below the logits width).
     stop: Option<Arc<[TokenId]>>,
+    /// The index's token budget ([`TokenBudget`]), if any; then
+    /// `regions[i]` is where `states[i]` stands with respect to it.
+    budget: Option<Arc<TokenBudget>>,
+    regions: Vec<Region>,
+    /// The mask of the current state once the budget is spent (made on
+    /// first use).
+    closing: OnceLock<TokenSet>,
 }
 
 impl Matcher {
     /// A matcher at the start state of `index`, with unbounded rollback.
     pub fn from_index(index: Arc<TokenIndex>) -> Matcher {
         let start = index.start();
+        let budget = index.token_budget().cloned();
+        let regions = budget.iter().map(|b| b.start()).collect();
         Matcher {
             index,
             states: vec![start],
@@ -96,6 +106,9 @@ impl Matcher {
             terminated: false,
             max_rollback: None,
             stop: None,
+            budget,
+            regions,
+            closing: OnceLock::new(),
         }
     }
 
@@ -188,7 +201,36 @@ impl Matcher {
         if self.terminated {
             return self.index.empty_set();
         }
-        self.index.allowed(self.state())
+        self.closing_set()
+            .unwrap_or_else(|| self.index.allowed(self.state()))
+    }
+
+    /// Once the token budget is spent in the region: the tokens that go
+    /// on to close it ([`TokenBudget`]).
+    fn closing_set(&self) -> Option<&TokenSet> {
+        let budget = self.budget.as_ref()?;
+        let rest = budget.closing(self.regions.last()?)?;
+        Some(self.closing.get_or_init(|| {
+            TokenBudget::narrow(
+                &rest,
+                self.index.allowed(self.state()),
+                self.index.vocab(),
+            )
+        }))
+    }
+
+    /// Whether the token budget lets `t` follow `s` in `region`.
+    fn budget_admits(&self, s: StateId, region: Option<&Region>, t: TokenId) -> bool {
+        match (&self.budget, region) {
+            (Some(b), Some(r)) => b.admits(r, t, self.index.allowed(s), self.index.vocab()),
+            _ => true,
+        }
+    }
+
+    /// The region after `t` (or `bytes`) from the current one.
+    fn next_region(&self, bytes: &[u8], token: bool) -> Option<Region> {
+        let b = self.budget.as_ref()?;
+        Some(b.step(self.regions.last()?, bytes, token))
     }
 
     /// Whether `t` is allowed now: [`Matcher::allowed`]`().contains(t)`,
@@ -196,7 +238,13 @@ impl Matcher {
     /// into (for a caller that tests a token, not one that masks logits).
     #[inline]
     pub fn allows(&self, t: TokenId) -> bool {
-        !self.terminated && self.index.allows(self.state(), t)
+        if self.terminated {
+            return false;
+        }
+        match self.closing_set() {
+            Some(c) => c.contains(t),
+            None => self.index.allows(self.state(), t),
+        }
     }
 
     /// Writes the allowed tokens into `row` in XGrammar's layout (token `t`
@@ -212,8 +260,13 @@ impl Matcher {
             });
         }
         let row = &mut row[..needed];
+        let closing = self.closing_set();
         if self.terminated {
             row.fill(0);
+        } else if let Some(c) = closing {
+            for (i, w) in row.iter_mut().enumerate() {
+                *w = (c.words()[i / 2] >> (32 * (i % 2))) as u32;
+            }
         } else {
             self.index.fill_row(self.state(), row);
         }
@@ -223,7 +276,7 @@ impl Matcher {
             for &e in self.index.vocab().eos().iter().chain(stop.iter()) {
                 row[e.as_usize() / 32] &= !(1u32 << (e.0 % 32));
             }
-            if !self.terminated && self.is_accepting() {
+            if !self.terminated && closing.is_none() && self.is_accepting() {
                 for &t in stop.iter() {
                     row[t.as_usize() / 32] |= 1u32 << (t.0 % 32);
                 }
@@ -235,7 +288,9 @@ impl Matcher {
     /// Whether `t` may be taken now.
     #[inline]
     pub fn is_allowed(&self, t: TokenId) -> bool {
-        !self.terminated && self.step(self.state(), t).is_some()
+        !self.terminated
+            && self.step(self.state(), t).is_some()
+            && self.closing_set().is_none_or(|c| c.contains(t))
     }
 
     /// Takes token `t`. A disallowed token is an error and changes nothing.
@@ -243,8 +298,15 @@ impl Matcher {
         if self.terminated {
             return Err(MatcherError::Finished);
         }
-        match self.step(self.state(), t) {
+        let step = self
+            .step(self.state(), t)
+            .filter(|_| self.closing_set().is_none_or(|c| c.contains(t)));
+        match step {
             Some((next, stop)) => {
+                if let Some(r) = self.next_region(self.index.vocab().spelling(t).unwrap_or(&[]), true) {
+                    self.regions.push(r);
+                }
+                self.closing = OnceLock::new();
                 self.terminated = stop;
                 self.states.push(next);
                 self.tokens.push(t);
@@ -292,11 +354,18 @@ impl Matcher {
             return 0;
         }
         let mut s = self.state();
+        let mut region = self.regions.last().cloned();
         for (i, &t) in tokens.iter().enumerate() {
+            if !self.budget_admits(s, region.as_ref(), t) {
+                return i;
+            }
             match self.step(s, t) {
                 Some((_, true)) => return i + 1,
                 Some((n, false)) => s = n,
                 None => return i,
+            }
+            if let (Some(b), Some(r)) = (&self.budget, &region) {
+                region = Some(b.step(r, self.index.vocab().spelling(t).unwrap_or(&[]), true));
             }
         }
         tokens.len()
@@ -321,6 +390,10 @@ impl Matcher {
                 None => return false,
             }
         }
+        if let Some(r) = self.next_region(text, false) {
+            self.regions.push(r);
+        }
+        self.closing = OnceLock::new();
         self.states.push(s);
         self.tokens.push(Self::TEXT_STEP);
         self.trim();
@@ -368,6 +441,10 @@ impl Matcher {
         if n > 0 {
             self.tokens.truncate(self.tokens.len() - n);
             self.states.truncate(self.states.len() - n);
+            if self.budget.is_some() {
+                self.regions.truncate(self.regions.len() - n);
+                self.closing = OnceLock::new();
+            }
             self.terminated = false;
         }
         Ok(())
@@ -378,6 +455,8 @@ impl Matcher {
         self.states.clear();
         self.states.push(self.index.start());
         self.tokens.clear();
+        self.regions = self.budget.iter().map(|b| b.start()).collect();
+        self.closing = OnceLock::new();
         self.dropped = 0;
         self.terminated = false;
     }
@@ -390,6 +469,9 @@ impl Matcher {
                 let cut = self.tokens.len() - k;
                 self.tokens.drain(..cut);
                 self.states.drain(..cut);
+                if self.budget.is_some() {
+                    self.regions.drain(..cut);
+                }
                 self.dropped += cut;
             }
         }
@@ -500,6 +582,10 @@ impl Matcher {
             // Just taken, so there to undo whatever the rollback bound.
             self.tokens.pop();
             self.states.pop();
+            if self.budget.is_some() {
+                self.regions.pop();
+                self.closing = OnceLock::new();
+            }
             taken.pop();
         }
         Ok(taken)

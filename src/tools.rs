@@ -26,7 +26,9 @@
 //! `none` → free text that never opens a call; `parallel_tool_calls: false`
 //! → `stop_after_first`. With reasoning, the output starts with the
 //! thinking, closed by `</think>` and two newlines (the prompt has opened
-//! `<think>`), inside which no constraint applies but the closing marker.
+//! `<think>`), inside which no constraint applies but the closing marker;
+//! a thinking budget ([`structural_tag_with_budget`]) bounds it in tokens,
+//! after which only the tokens that close it are allowed.
 
 use crate::tags::StructuralTag;
 use serde_json::{json, Value};
@@ -242,6 +244,20 @@ pub fn structural_tag(
     parallel: bool,
     reasoning: Reasoning,
 ) -> Result<StructuralTag, ToolsError> {
+    structural_tag_with_budget(format, tools, choice, parallel, reasoning, None)
+}
+
+/// [`structural_tag`] with a thinking budget: at most `thinking_budget`
+/// tokens inside the `<think>` block (`any_text.max_tokens`), after which
+/// only the tokens that close it are allowed. No effect without reasoning.
+pub fn structural_tag_with_budget(
+    format: ToolFormat,
+    tools: &Value,
+    choice: &ToolChoice,
+    parallel: bool,
+    reasoning: Reasoning,
+    thinking_budget: Option<u32>,
+) -> Result<StructuralTag, ToolsError> {
     let list = tools
         .as_array()
         .ok_or_else(|| invalid("", "the tools must be an array"))?;
@@ -308,8 +324,12 @@ pub fn structural_tag(
         }),
     };
     let think = |begin: &str| {
+        let mut content = json!({"type": "any_text", "excludes": THINK});
+        if let Some(n) = thinking_budget {
+            content["max_tokens"] = json!(n);
+        }
         json!({"type": "sequence", "elements": [
-            {"type": "tag", "begin": begin, "content": {"type": "any_text", "excludes": THINK}, "end": "</think>"},
+            {"type": "tag", "begin": begin, "content": content, "end": "</think>"},
             {"type": "const_string", "value": "\n\n"}]})
     };
     let whole = match reasoning {

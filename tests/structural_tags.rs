@@ -940,3 +940,179 @@ fn llama_calls_open_bare_or_after_the_python_tag() {
     );
     assert!(accepts(&none, "Plain words.") && !accepts(&none, &tagged) && !accepts(&none, bare));
 }
+
+/// The ids of `texts` in `v`'s text tokens.
+fn text_ids<const N: usize>(v: &Vocabulary, texts: [&str; N]) -> [TokenId; N] {
+    texts.map(|t| {
+        v.text_tokens()
+            .find(|(_, b)| *b == t.as_bytes())
+            .unwrap_or_else(|| panic!("{t:?} is not a token"))
+            .0
+    })
+}
+
+#[test]
+fn a_thinking_budget_closes_the_thinking_after_so_many_tokens() {
+    let (v, [eos, call, _, think, end_think]) = vocab_with_specials();
+    let budgeted = |reasoning, n| {
+        let tag = tools::structural_tag_with_budget(
+            ToolFormat::Qwen3,
+            &weather_tools(),
+            &ToolChoice::Auto,
+            true,
+            reasoning,
+            Some(n),
+        )
+        .unwrap();
+        Compiler::new(v.clone(), CompilerConfig::default())
+            .compile(&Source::StructuralTag {
+                tag,
+                options: StructuralTag::schema_options(),
+            })
+            .unwrap()
+    };
+    let byte = |c: char| TokenId(c as u32);
+    // The prompt opened <think>: three tokens of thinking, then only what
+    // closes it: the `</think>` token, or its text from `<`.
+    let c = budgeted(Reasoning::Enabled, 3);
+    let mut m = c.matcher();
+    for ch in "hmm".chars() {
+        assert!(m.allows(byte(ch)));
+        m.advance(byte(ch)).unwrap();
+    }
+    let allowed: Vec<TokenId> = m.allowed().iter().collect();
+    assert_eq!(allowed, vec![byte('<'), end_think]);
+    assert!(!m.accept_token(byte('x')), "a fourth token of thinking");
+    let mut row = vec![0u32; constrain::bitmask_words(v.logits_width())];
+    m.fill_bitmask(&mut row).unwrap();
+    let bits: Vec<u32> = (0..v.logits_width() as u32)
+        .filter(|&t| row[t as usize / 32] >> (t % 32) & 1 == 1)
+        .collect();
+    assert_eq!(bits, vec![b'<' as u32, end_think.0], "the bitmask is the mask");
+    // An end begun as text may be finished, or the whole end written.
+    m.advance(byte('<')).unwrap();
+    m.advance(byte('/')).unwrap();
+    let allowed: Vec<TokenId> = m.allowed().iter().collect();
+    assert_eq!(allowed, vec![byte('<'), byte('t'), end_think]);
+    assert_eq!(m.validate_tokens(&[byte('t'), byte('h'), byte('x')]), 2);
+    for ch in "think>".chars() {
+        m.advance(byte(ch)).unwrap();
+    }
+    // Closed: the answer is free again.
+    for ch in "\n\nSunny, 20 degrees.".chars() {
+        assert!(m.accept_token(byte(ch)), "{ch:?}");
+    }
+    assert!(m.allows(eos) && m.allows(call));
+    // Rolled back into the thinking, the budget is where it was.
+    m.rollback(m.num_tokens() - 2).unwrap();
+    assert!(m.allows(byte('x')), "two tokens of three spent");
+    m.advance(byte('m')).unwrap();
+    assert_eq!(m.allowed().iter().collect::<Vec<_>>(), vec![byte('<'), end_think]);
+    m.reset();
+    assert!(m.allows(byte('x')));
+    // Bytes taken without a token spend nothing.
+    assert!(m.accept_bytes(b"a long thought"));
+    assert!(m.allows(byte('x')));
+
+    // In `auto`, the budget starts once `<think>` (token or text) is read;
+    // an answer without thinking has no budget.
+    let c = budgeted(Reasoning::Auto, 2);
+    let mut m = c.matcher();
+    m.advance(think).unwrap();
+    m.advance(byte('a')).unwrap();
+    m.advance(byte('b')).unwrap();
+    assert_eq!(m.allowed().iter().collect::<Vec<_>>(), vec![byte('<'), end_think]);
+    m.advance(end_think).unwrap();
+    let mut m = c.matcher();
+    for ch in "<think>".chars() {
+        m.advance(byte(ch)).unwrap();
+    }
+    m.advance(byte('a')).unwrap();
+    assert!(m.allows(byte('b')));
+    m.advance(byte('b')).unwrap();
+    assert!(!m.allows(byte('c')) && m.allows(end_think));
+    let mut m = c.matcher();
+    for ch in "No thinking needed here".chars() {
+        assert!(m.accept_token(byte(ch)));
+    }
+    // A budget of zero: the thinking is empty.
+    let c = budgeted(Reasoning::Enabled, 0);
+    assert_eq!(
+        c.matcher().allowed().iter().collect::<Vec<_>>(),
+        vec![byte('<'), end_think]
+    );
+    // A budget anywhere but the tag that opens the output is refused.
+    let inner = json!({"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "const_string", "value": "A:"},
+        {"type": "tag", "begin": "<think>", "end": "</think>",
+         "content": {"type": "any_text", "max_tokens": 5}}]}});
+    let e = refusal(inner);
+    assert_eq!(
+        e.pointer().map(|p| p.0.as_str()),
+        Some("/format/elements/1/content/max_tokens"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_thinking_budget_holds_against_logits_that_never_close_it() {
+    let Some(v) = constrain_testkit::assets::qwen_vocab() else {
+        eprintln!("skipping: the Qwen tokenizer is not fetched (scripts/fetch-assets)");
+        return;
+    };
+    let end_think = v
+        .symbols()
+        .find(|(_, text, _)| *text == "</think>")
+        .map(|(id, _, _)| id)
+        .expect("</think> is a Qwen added token");
+    let [the, open, slash] = text_ids(&v, [" the", "<", "</"]);
+    for budget in [0u32, 1, 7, 64] {
+        let tag = tools::structural_tag_with_budget(
+            ToolFormat::Qwen3,
+            &weather_tools(),
+            &ToolChoice::Required,
+            true,
+            Reasoning::Enabled,
+            Some(budget),
+        )
+        .unwrap();
+        let c = Compiler::new(v.clone(), CompilerConfig::default())
+            .compile(&Source::StructuralTag {
+                tag,
+                options: StructuralTag::schema_options(),
+            })
+            .unwrap();
+        // Scripted logits: " the" whenever it is allowed, else the longest
+        // allowed token that is not the closing token; `</think>` last.
+        let mut m = c.matcher();
+        let mut thinking = 0;
+        loop {
+            assert!(!m.allowed().is_empty());
+            if m.allows(the) {
+                m.advance(the).unwrap();
+                thinking += 1;
+                continue;
+            }
+            // Spent: `</think>` is never blocked, and nothing but the
+            // close is allowed (its text from `<` or `</`).
+            assert_eq!(thinking, budget, "the budget is spent exactly");
+            assert!(m.allows(end_think));
+            let rest: Vec<TokenId> = m.allowed().iter().collect();
+            for t in &rest {
+                let b = v.spelling(*t).unwrap();
+                assert!(
+                    *t == end_think || b"</think>".starts_with(b),
+                    "{:?} does not close the thinking",
+                    v.describe(*t)
+                );
+            }
+            assert!(rest.contains(&open) && rest.contains(&slash));
+            m.advance(end_think).unwrap();
+            break;
+        }
+        // After the thinking: a call is required, and one completes it.
+        assert!(!m.is_accepting());
+        let call = "\n\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>";
+        assert!(m.accept_bytes(call.as_bytes()) && m.is_accepting());
+    }
+}

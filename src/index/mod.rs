@@ -72,6 +72,7 @@ mod limit;
 mod pushdown;
 mod steps;
 
+pub use crate::region::TokenBudget;
 pub use crate::vocab::TokenSet;
 pub use automaton::{ByteAutomaton, LiveTable, DEAD};
 pub use limit::LimitHit;
@@ -175,6 +176,9 @@ pub struct TokenIndex {
     lazy: bool,
     empty: TokenSet,
     stats: IndexStats,
+    /// A region of the output bounded in tokens (a structural tag's
+    /// `any_text.max_tokens`), which every matcher of the index keeps.
+    budget: Option<Arc<TokenBudget>>,
 }
 
 impl std::fmt::Debug for TokenIndex {
@@ -208,6 +212,7 @@ impl TokenIndex {
         stats.build_time = t0.elapsed();
         stats.memory_bytes = backend.memory_usage();
         Ok(TokenIndex {
+            budget: None,
             empty: TokenSet::new(vocab.logits_width()),
             backend: Box::new(backend),
             lazy: false,
@@ -257,6 +262,7 @@ impl TokenIndex {
             ..Default::default()
         };
         Ok(TokenIndex {
+            budget: None,
             empty: TokenSet::new(vocab.logits_width()),
             backend: Box::new(lazy),
             lazy: true,
@@ -292,6 +298,7 @@ impl TokenIndex {
             ..Default::default()
         };
         Ok(TokenIndex {
+            budget: None,
             empty: TokenSet::new(vocab.logits_width()),
             backend: Box::new(engine),
             lazy: true,
@@ -390,6 +397,23 @@ impl TokenIndex {
     #[inline]
     pub fn fill_row(&self, s: StateId, row: &mut [u32]) {
         self.backend.fill_row(s.0, &self.tries, &self.vocab, row)
+    }
+
+    /// The region of the output bounded in tokens, if the constraint has
+    /// one ([`TokenBudget`]): every [`crate::Matcher`] of the index keeps
+    /// it.
+    pub fn token_budget(&self) -> Option<&Arc<TokenBudget>> {
+        self.budget.as_ref()
+    }
+
+    /// The same index with `budget` kept by its matchers.
+    pub fn with_token_budget(mut self, budget: Option<TokenBudget>) -> TokenIndex {
+        self.set_token_budget(budget);
+        self
+    }
+
+    pub(crate) fn set_token_budget(&mut self, budget: Option<TokenBudget>) {
+        self.budget = budget.map(Arc::new);
     }
 
     /// Whether some byte can follow the text that led to `s`.

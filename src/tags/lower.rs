@@ -16,6 +16,7 @@ use super::text::Texts;
 use super::{Format, Tag, TagError, TokenRef};
 use crate::grammar::gbnf::{self, Gbnf, GbnfOptions};
 use crate::schema::regex::{compile_fragments_compact, marker, SchemaFragments, ANY_VALUE};
+use crate::region::TokenBudget;
 use crate::schema::{Pointer, SchemaOptions, SchemaWarning};
 
 /// What a structural tag lowers to.
@@ -29,6 +30,152 @@ pub(crate) struct Lowered {
     pub bodies: Vec<Option<String>>,
     /// What the embedded schemas' compiler narrowed or downgraded.
     pub warnings: Vec<SchemaWarning>,
+    /// The output's leading region bounded in tokens (`any_text.max_tokens`).
+    pub budget: Option<Budget>,
+}
+
+/// A budget in tokens on the content of the tag that opens the output
+/// (spellings are made by the compiler, which knows the vocabulary's
+/// symbols).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Budget {
+    /// The tag's begin (empty: the output opens inside it).
+    pub begin: String,
+    /// The tag's ends.
+    pub ends: Vec<String>,
+    /// `max_tokens`.
+    pub max_tokens: u32,
+}
+
+impl Budget {
+    /// The budget over the bytes the index walks: each special token's text
+    /// in the begin or an end also spelled as the token (`symbols`: text,
+    /// spelling).
+    pub fn token_budget(&self, symbols: &[(String, Vec<u8>)]) -> Option<TokenBudget> {
+        let spell = |t: &str| spellings(t, symbols);
+        TokenBudget::new(
+            spell(&self.begin),
+            self.ends.iter().flat_map(|e| spell(e)).collect(),
+            self.max_tokens,
+        )
+    }
+}
+
+/// Every spelling of `text`: each special token's text in it (longest
+/// first) read as the text or as the token.
+fn spellings(text: &str, symbols: &[(String, Vec<u8>)]) -> Vec<Vec<u8>> {
+    let mut out = vec![Vec::new()];
+    let mut i = 0;
+    while i < text.len() {
+        let sym = symbols
+            .iter()
+            .filter(|(t, _)| !t.is_empty() && text[i..].starts_with(t.as_str()))
+            .max_by_key(|(t, _)| t.len());
+        let n = match sym {
+            Some((t, spelled)) if out.len() < 64 => {
+                out = out
+                    .into_iter()
+                    .flat_map(|o| {
+                        let mut a = o.clone();
+                        a.extend_from_slice(t.as_bytes());
+                        let mut b = o;
+                        b.extend_from_slice(spelled);
+                        [a, b]
+                    })
+                    .collect();
+                t.len()
+            }
+            _ => {
+                let n = text[i..].chars().next().map_or(1, char::len_utf8);
+                out.iter_mut()
+                    .for_each(|o| o.extend_from_slice(&text.as_bytes()[i..i + n]));
+                n
+            }
+        };
+        i += n;
+    }
+    out
+}
+
+/// The budget of `f`: `max_tokens` on the `any_text` that is the whole
+/// content of the tag the output opens with (through the first elements of
+/// sequences and optional parts). Any other `max_tokens` is refused by name.
+fn leading_budget(f: &Format) -> Result<Option<(Pointer, Budget)>, TagError> {
+    fn lead(f: &Format) -> Option<(Pointer, Budget)> {
+        match f {
+            Format::Sequence { elements, .. } => elements.first().and_then(lead),
+            Format::Repeat {
+                content,
+                min: 0,
+                max: Some(1),
+                ..
+            } => lead(content),
+            Format::Tag(Tag {
+                begin: TokenRef::Text(begin),
+                content,
+                ends,
+                ..
+            }) => match content.as_ref() {
+                Format::AnyText {
+                    at,
+                    max_tokens: Some(n),
+                    ..
+                } => Some((
+                    at.clone(),
+                    Budget {
+                        begin: begin.clone(),
+                        ends: ends.clone(),
+                        max_tokens: *n,
+                    },
+                )),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    let found = lead(f);
+    let mut other = None;
+    visit(f, &mut |g| {
+        if let Format::AnyText {
+            at,
+            max_tokens: Some(_),
+            ..
+        } = g
+        {
+            if other.is_none() && found.as_ref().is_none_or(|(p, _)| p != at) {
+                other = Some(at.clone());
+            }
+        }
+    });
+    if let Some(at) = other {
+        return Err(TagError::Unsupported {
+            pointer: at.push("max_tokens"),
+            construct: "any_text max_tokens".into(),
+            reason: "a budget in tokens is kept for the content of the tag that opens the output (a reasoning block); bound other free text with max_chars".into(),
+        });
+    }
+    Ok(found)
+}
+
+/// Calls `g` on every node of `f`.
+fn visit(f: &Format, g: &mut impl FnMut(&Format)) {
+    g(f);
+    match f {
+        Format::Sequence { elements, .. } | Format::Or { elements, .. } => {
+            elements.iter().for_each(|e| visit(e, g))
+        }
+        Format::Repeat { content, .. } => visit(content, g),
+        Format::Tag(t) => visit(&t.content, g),
+        Format::TriggeredTags { tags, .. } | Format::TagsWithSeparator { tags, .. } => {
+            tags.iter().for_each(|t| visit(&t.content, g))
+        }
+        Format::Dispatch { rules, .. } => rules.iter().for_each(|(_, e)| visit(e, g)),
+        Format::Const { .. }
+        | Format::JsonSchema { .. }
+        | Format::Grammar { .. }
+        | Format::Regex { .. }
+        | Format::AnyText { .. } => {}
+    }
 }
 
 /// Lowers `f` with `opts` for its embedded schemas. `pda`: whether the
@@ -52,7 +199,9 @@ pub(crate) fn lower(
         .collect();
     // Longest first: a text that holds another symbol's text is read whole.
     symbols.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    let (budget_at, budget) = leading_budget(f)?.unzip();
     let mut l = Lowerer {
+        budget_at,
         opts,
         pda,
         symbols,
@@ -73,10 +222,13 @@ pub(crate) fn lower(
         names: l.names,
         bodies: l.bodies,
         warnings: l.warnings,
+        budget,
     })
 }
 
 struct Lowerer<'a> {
+    /// The `any_text` whose `max_tokens` is kept beside the language.
+    budget_at: Option<Pointer>,
     opts: &'a SchemaOptions,
     pda: bool,
     /// Special tokens: (text, regex of the spelling), longest text first.
@@ -196,13 +348,8 @@ impl Lowerer<'_> {
                 max_chars,
                 max_tokens,
             } => {
-                if max_tokens.is_some() {
-                    return Err(TagError::Unsupported {
-                        pointer: at.push("max_tokens"),
-                        construct: "any_text max_tokens".into(),
-                        reason: "a budget in tokens is not part of the text's language; bound the whole output with max_tokens, or the region with max_chars".into(),
-                    });
-                }
+                // `leading_budget` has refused any other.
+                debug_assert!(max_tokens.is_none() || self.budget_at.as_ref() == Some(at));
                 let mut stop = excludes.clone();
                 stop.extend(ends.iter().cloned());
                 self.texts.free(&stop, *max_chars, at)?
