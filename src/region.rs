@@ -50,6 +50,9 @@ pub(crate) enum Region {
     Before(Vec<u8>),
     /// Inside: tokens counted, and the last bytes read (to find an end).
     Open { tokens: u32, tail: Vec<u8> },
+    /// The budget spent and the close begun: what may still be written,
+    /// each the rest of an end.
+    Closing(Vec<Vec<u8>>),
     /// Closed, or never to open: no budget applies.
     Past,
 }
@@ -89,13 +92,22 @@ impl TokenBudget {
 
     /// The region after `bytes` from `r`; `token`: whether they are one
     /// token (it counts when the region is open before it, or opens inside
-    /// it with bytes to spare).
+    /// it with bytes to spare). A token taken once the budget is spent
+    /// begins the close, which then only goes forward: each later token
+    /// writes more of the same ends, so the region closes within an end's
+    /// length.
     pub(crate) fn step(&self, r: &Region, bytes: &[u8], token: bool) -> Region {
         let keep = self.ends.iter().map(Vec::len).max().unwrap_or(0);
-        let mut r = r.clone();
-        if let (true, Region::Open { tokens, .. }) = (token, &mut r) {
-            *tokens = tokens.saturating_add(1);
-        }
+        let mut r = match r {
+            Region::Open { tokens, tail } if token && *tokens >= self.max_tokens => {
+                Region::Closing(self.rest_of_ends(tail))
+            }
+            Region::Open { tokens, tail } if token => Region::Open {
+                tokens: tokens.saturating_add(1),
+                tail: tail.clone(),
+            },
+            r => r.clone(),
+        };
         for (i, &b) in bytes.iter().enumerate() {
             r = match r {
                 Region::Past => return Region::Past,
@@ -111,6 +123,25 @@ impl TokenBudget {
                         Region::Before(seen)
                     } else {
                         Region::Past
+                    }
+                }
+                Region::Closing(rest) => {
+                    let rest: Vec<Vec<u8>> = rest
+                        .into_iter()
+                        .filter(|p| p.first() == Some(&b))
+                        .map(|p| p[1..].to_vec())
+                        .collect();
+                    if rest.iter().any(Vec::is_empty) {
+                        Region::Past
+                    } else if rest.is_empty() {
+                        // Off every end (the budget relaxed where no end
+                        // fit): spent, and read on as free text.
+                        Region::Open {
+                            tokens: self.max_tokens,
+                            tail: vec![b],
+                        }
+                    } else {
+                        Region::Closing(rest)
                     }
                 }
                 Region::Open { tokens, mut tail } => {
@@ -133,12 +164,18 @@ impl TokenBudget {
     /// rest of an end (whole, or finishing one the text has started).
     /// `None` while the budget lasts or outside the region.
     pub(crate) fn closing(&self, r: &Region) -> Option<Vec<Vec<u8>>> {
-        let Region::Open { tokens, tail } = r else {
-            return None;
-        };
-        if *tokens < self.max_tokens {
-            return None;
+        match r {
+            Region::Open { tokens, tail } if *tokens >= self.max_tokens => {
+                Some(self.rest_of_ends(tail))
+            }
+            Region::Closing(rest) => Some(rest.clone()),
+            _ => None,
         }
+    }
+
+    /// The rest of each end after `tail`: whole, or finishing one the text
+    /// has begun.
+    fn rest_of_ends(&self, tail: &[u8]) -> Vec<Vec<u8>> {
         let mut out: Vec<Vec<u8>> = Vec::new();
         for e in &self.ends {
             for k in 0..e.len() {
@@ -147,7 +184,7 @@ impl TokenBudget {
                 }
             }
         }
-        Some(out)
+        out
     }
 
     /// `allowed` kept to the tokens that write toward one of `rest`
@@ -209,6 +246,10 @@ mod tests {
         assert!(rest.contains(&b"think>".to_vec()));
         assert!(rest.contains(&b"</think>".to_vec()));
         assert_eq!(rest.len(), 2);
+        // The close only goes forward: `<` now must lead to `/think>`.
+        let c = b.step(&r, b"<", true);
+        assert_eq!(b.closing(&c), Some(vec![b"/think>".to_vec()]));
+        assert_eq!(b.step(&c, b"/think>", true), Region::Past);
         r = b.step(&r, b"think>\n", true);
         assert_eq!(r, Region::Past);
     }

@@ -467,3 +467,41 @@ fn tools_in_the_models_own_format_under_random_weights() {
         "unknown --tool-format",
     );
 }
+
+#[test]
+fn a_thinking_budget_closes_the_thinking_in_time() {
+    let m = tiny("qwen3");
+    let m = m.to_str().unwrap();
+    for (budget, seed) in [("0", "1"), ("3", "2"), ("3", "3")] {
+        let out = one_required_call(
+            m,
+            &[
+                "--reasoning",
+                "--thinking-budget",
+                budget,
+                "--temperature",
+                "1",
+                "--seed",
+                seed,
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let (thinking, rest) = text
+            .split_once("</think>\n\n")
+            .unwrap_or_else(|| panic!("the thinking is closed: {text:?}"));
+        if budget == "0" {
+            assert_eq!(thinking, "", "no thinking at a budget of 0: {text:?}");
+        }
+        assert!(rest.starts_with("<tool_call>\n"), "{text:?}");
+        assert_eq!(qwen_calls(rest.trim_end()).len(), 1, "{text:?}");
+    }
+    // The budget needs the thinking.
+    let out = one_required_call(m, &["--thinking-budget", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+}

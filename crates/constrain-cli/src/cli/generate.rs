@@ -62,6 +62,10 @@ pub struct GenerateArgs {
     /// (the prompt opens `<think>`); nothing constrains the thinking.
     #[arg(long, requires = "tools")]
     reasoning: bool,
+    /// With --reasoning: at most N tokens of thinking; then only the
+    /// tokens that close it (`</think>`) are allowed.
+    #[arg(long, value_name = "N", requires = "reasoning")]
+    thinking_budget: Option<u32>,
     /// The user message.
     #[arg(long, value_name = "TEXT")]
     prompt: Option<String>,
@@ -281,8 +285,15 @@ fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
         } else {
             Reasoning::Disabled
         };
-        let tag = constrain::tools::structural_tag(format, &tools, &choice, !a.one_call, reasoning)
-            .with_context(|| format!("invalid tools file {}", p.display()))?;
+        let tag = constrain::tools::structural_tag_with_budget(
+            format,
+            &tools,
+            &choice,
+            !a.one_call,
+            reasoning,
+            a.thinking_budget,
+        )
+        .with_context(|| format!("invalid tools file {}", p.display()))?;
         return Ok(Constraint {
             system: prompt::tool_calls_system_message(&list),
             source: Source::StructuralTag {
