@@ -59,6 +59,7 @@ pub mod batch;
 pub mod calls;
 pub mod chat;
 pub mod compile;
+pub mod custom;
 pub mod conn;
 pub mod error;
 pub mod prefix;
