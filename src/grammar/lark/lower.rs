@@ -679,8 +679,33 @@ pub fn shortest(h: &Hir, pos: Pos) -> Result<Hir, LarkError> {
     }
 }
 
-/// `%regex {"substring_chunks": [...]}` / `{"substring_chars": "..."}`:
-/// `chunks[n..m]` joined, for every `n <= m`.
+/// `substring_words`'s chunks, as llguidance cuts them: maximal runs of
+/// whitespace, of word characters (alphanumeric or `_`), and of the rest.
+pub fn words(s: &str) -> Vec<String> {
+    let class = |c: char| {
+        if c.is_whitespace() {
+            0
+        } else if c.is_alphanumeric() || c == '_' {
+            1
+        } else {
+            2
+        }
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut last = None;
+    for c in s.chars() {
+        let k = class(c);
+        match out.last_mut() {
+            Some(w) if last == Some(k) => w.push(c),
+            _ => out.push(c.to_string()),
+        }
+        last = Some(k);
+    }
+    out
+}
+
+/// `%regex {"substring_chunks": [...]}` / `{"substring_words": "..."}` /
+/// `{"substring_chars": "..."}`: `chunks[n..m]` joined, for every `n <= m`.
 fn substring(v: &serde_json::Value, p: Pos) -> Result<Hir, LarkError> {
     let obj = v.as_object().filter(|o| o.len() == 1);
     let chunks: Vec<String> = match obj.and_then(|o| o.iter().next()) {
@@ -703,11 +728,12 @@ fn substring(v: &serde_json::Value, p: Pos) -> Result<Hir, LarkError> {
         Some((k, serde_json::Value::String(s))) if k == "substring_chars" => {
             s.chars().map(String::from).collect()
         }
+        Some((k, serde_json::Value::String(s))) if k == "substring_words" => words(s),
         Some((k, _)) => {
             return Err(unsupported(
                 p,
                 &format!("%regex {{\"{k}\": ...}}"),
-                "only `substring_chunks` and `substring_chars` are supported",
+                "only `substring_chunks`, `substring_words` and `substring_chars` exist (each with an array of strings or a string)",
             ))
         }
         None => {
