@@ -86,7 +86,7 @@ pub struct Options {
     /// `suffix=VALUE`: the rule is one lazy lexeme of its body followed by
     /// the value (a string, regex or terminal name), ending at the first
     /// point the two match (where the option is written).
-    pub suffix: Option<(Atom, Pos)>,
+    pub suffix: Option<(Box<Atom>, Pos)>,
     /// `stop_capture="name"` (with `suffix`: no effect on the language).
     pub stop_capture: Option<Pos>,
     /// `stop=...` was given (refused; see `refused`).

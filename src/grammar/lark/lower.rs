@@ -346,7 +346,7 @@ impl<'a> Lowerer<'a> {
     fn lazy_body(&mut self, def: &Def) -> Result<(Hir, String), LarkError> {
         let body = self.term_expansions(&def.body)?;
         let (whole, label) = match &def.options.suffix {
-            Some((Atom::Value(Value::String(s, _), _), p)) if s.is_empty() => {
+            Some((a, p)) if matches!(&**a, Atom::Value(Value::String(s, _), _) if s.is_empty()) => {
                 return Err(unsupported(
                     *p,
                     "[suffix=\"\"]",

@@ -221,7 +221,7 @@ impl Parser {
                         ));
                     }
                     if key == "suffix" {
-                        o.suffix = Some((v, pos));
+                        o.suffix = Some((Box::new(v), pos));
                     } else {
                         o.stop = true;
                         o.refused.get_or_insert((
