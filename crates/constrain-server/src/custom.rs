@@ -30,7 +30,7 @@
 //! |---|---|
 //! | `{"type": "custom", "custom": {"name": N}}` | one call of `N` (`<tool_call>\n` ends the prompt) |
 //! | `"required"` | one call of any tool (likewise) |
-//! | `"auto"` (the default) | free text; once the model writes `<tool_call>`, one call |
+//! | `"auto"` (the default) | free text; once the model writes `<tool_call>` (or opens its answer with a bare `{"name"`, which the runner also reads as the start of a call), one call |
 //! | `"none"` | text that never contains `<tool_call>` |
 //!
 //! One call per answer (`parallel_tool_calls` has no effect here). Custom
