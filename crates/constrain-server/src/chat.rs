@@ -105,6 +105,9 @@ pub fn plan(
     tool_format: Option<ToolFormat>,
     reasoning: bool,
 ) -> Result<Plan, ApiError> {
+    if let Some(p) = crate::custom::plan(req)? {
+        return Ok(p);
+    }
     let tool_format = tool_format.or(reasoning.then_some(ToolFormat::Qwen3));
     let tools = req.tools.clone().unwrap_or_default();
     let (format, format_param, format_schema) = response_format(req)?;
@@ -546,6 +549,12 @@ fn is_lark(g: &str) -> bool {
 fn structural_tag(tag: &Value, field: &'static str) -> Result<Source, ApiError> {
     Source::structural_tag(tag)
         .map_err(|e| ApiError::field(field, format!("the structural tag is refused: {e}")))
+}
+
+/// The conversation with Qwen2.5's chat template, no tools or schema in
+/// the system turn.
+pub fn render_plain(req: &ChatRequest) -> Result<String, ApiError> {
+    render(req, &[], None)
 }
 
 /// Renders the conversation with Qwen2.5's chat template.

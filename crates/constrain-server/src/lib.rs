@@ -60,6 +60,7 @@ pub mod calls;
 pub mod chat;
 pub mod compile;
 pub mod conn;
+pub mod custom;
 pub mod error;
 pub mod prefix;
 pub mod run;

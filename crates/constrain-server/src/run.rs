@@ -55,6 +55,8 @@ pub struct ChoiceOut {
     /// The thinking, with `--reasoning` (`message.reasoning_content`).
     pub reasoning: Option<String>,
     pub calls: Vec<ParsedCall>,
+    /// The calls are custom tool calls (`arguments` holds the input).
+    pub custom: bool,
     pub finish_reason: &'static str,
     pub completion_tokens: usize,
     /// OpenAI's `logprobs.content` entries, when asked for.
@@ -291,6 +293,8 @@ pub fn run_job(
         };
         let (mut content, calls) = if let Some(f) = job.tool_format {
             crate::calls::parse_calls(f, &text, &job.tools)
+        } else if crate::custom::active(&job.tools) {
+            crate::custom::split_call(&text, &job.tools)
         } else if job.tools_active {
             split_tool_calls(&text)
         } else {
@@ -322,6 +326,7 @@ pub fn run_job(
             content,
             reasoning,
             calls,
+            custom: crate::custom::active(&job.tools),
             finish_reason: finish,
             completion_tokens: tokens,
             logprobs: job.logprobs.map(|_| lp),

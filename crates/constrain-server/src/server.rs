@@ -613,6 +613,9 @@ fn tool_calls_json(c: &ChoiceOut) -> Vec<Value> {
     c.calls
         .iter()
         .map(|call| {
+            if c.custom {
+                return crate::custom::call_json(random_id("call_"), call);
+            }
             json!({
                 "id": random_id("call_"),
                 "type": "function",

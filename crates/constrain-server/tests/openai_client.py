@@ -111,6 +111,32 @@ except openai.BadRequestError as e:
     assert "at least" in str(e)
 
 
+# Custom tools with a grammar: the client reads `type: "custom"` calls.
+import re
+CUSTOM = [{"type": "custom", "custom": {"name": "ticket", "description": "Opens a ticket.",
+    "format": {"type": "grammar", "grammar": {"syntax": "regex", "definition": "[A-Z]{2}-[0-9]{2,4}"}}}},
+    {"type": "custom", "custom": {"name": "sum", "format": {"type": "grammar", "grammar": {"syntax": "lark",
+        "definition": "start: NUM (\"+\" NUM)*\nNUM: /[0-9]{1,3}/"}}}}]
+for seed in range(3):
+    r = client.chat.completions.create(model="any", messages=MSG, tools=CUSTOM, max_tokens=40, seed=seed,
+        tool_choice={"type": "custom", "custom": {"name": "ticket"}})
+    call = r.choices[0].message.tool_calls[0]
+    assert r.choices[0].finish_reason == "tool_calls" and call.type == "custom" and call.id, r
+    assert call.custom.name == "ticket" and re.fullmatch(r"[A-Z]{2}-[0-9]{2,4}", call.custom.input), call
+    r = client.chat.completions.create(model="any", messages=MSG, tools=CUSTOM, max_tokens=40, seed=seed,
+        tool_choice="required")
+    call = r.choices[0].message.tool_calls[0]
+    pattern = r"[A-Z]{2}-[0-9]{2,4}" if call.custom.name == "ticket" else r"[0-9]{1,3}(\+[0-9]{1,3})*"
+    assert re.fullmatch(pattern, call.custom.input), call
+try:
+    client.chat.completions.create(model="any", messages=MSG, tool_choice="required", tools=[
+        {"type": "custom", "custom": {"name": "g", "format": {"type": "grammar",
+            "grammar": {"syntax": "lark", "definition": "start: (\"x\""}}}}])
+    raise AssertionError("a bad grammar was accepted")
+except openai.BadRequestError as e:
+    assert e.status_code == 400 and "line 1" in str(e), e
+
+
 # 8 concurrent requests.
 def one(seed):
     r = client.chat.completions.create(model="any", messages=MSG, seed=seed, max_tokens=60,

@@ -80,10 +80,20 @@ pub struct Options {
     pub capture: bool,
     /// `temperature=x` (a sampling hint: no effect on the language).
     pub temperature: bool,
-    /// The first option that changes the language and is refused for now
-    /// (`lazy`, `stop`, `suffix`, `max_tokens`, `stop_capture`), with its
-    /// position.
-    pub refused: Option<(String, Pos)>,
+    /// `lazy`: the rule is one lexeme that ends at the first point it
+    /// matches (where it is written).
+    pub lazy: Option<Pos>,
+    /// `suffix=VALUE`: the rule is one lazy lexeme of its body followed by
+    /// the value (a string, regex or terminal name), ending at the first
+    /// point the two match (where the option is written).
+    pub suffix: Option<(Box<Atom>, Pos)>,
+    /// `stop_capture="name"` (with `suffix`: no effect on the language).
+    pub stop_capture: Option<Pos>,
+    /// `stop=...` was given (refused; see `refused`).
+    pub stop: bool,
+    /// The first option that changes the language and is refused (`stop`,
+    /// `max_tokens`), with its position and why.
+    pub refused: Option<(String, Pos, &'static str)>,
 }
 
 /// `name: ...` (a parser rule) or `NAME: ...` (a terminal).

@@ -23,6 +23,11 @@
 //! * ignored text followed by ignored text is no conflict when the ignore
 //!   language is closed under concatenation (`/[ \t]+/`): the grammar then
 //!   takes one run of it, as the lexer does;
+//! * a lazy lexeme (`[lazy]`, `[suffix=...]`) is taken as soon as it
+//!   matches, cutting whatever else the lexer was reading: no other lexeme
+//!   of a context holding it may be alive (able to go on to a word of its
+//!   own) on a text where the lazy one matches, unless that one is lazy
+//!   and matches there too;
 //! * a `%json` block is a sub-grammar to llguidance: it may share its
 //!   context with no lexeme that starts with one of its first bytes, and no
 //!   lexeme after it may start with JSON whitespace.
@@ -480,6 +485,35 @@ pub fn check(g: &SymGrammar) -> Result<bool, LarkError> {
                     if y != x && (0..256).any(|b| fx[b] && tables[y].first()[b]) {
                         return Err(conflict(g, x, format!("%json at {} may begin where {} begins (llguidance picks one sub-grammar there)", label(g, x), label(g, y))));
                     }
+                }
+            }
+        }
+        // A lazy lexeme is taken the moment it matches: no other lexeme of
+        // the context may still be alive there (llguidance would cut it).
+        for &a in c {
+            if Some(a) == ign || !g.lexemes[a].lazy {
+                continue;
+            }
+            for &x in c {
+                if x == a {
+                    continue;
+                }
+                let x_lazy = Some(x) != ign && g.lexemes[x].lazy;
+                let mut cut = false;
+                walk(&tables[a], &tables[x], &mut budget, |s, t| {
+                    cut |= tables[a].accepting[s as usize]
+                        && !(x_lazy && tables[x].accepting[t as usize]);
+                })?;
+                if cut {
+                    return Err(conflict(
+                        g,
+                        a,
+                        format!(
+                            "the lazy lexeme {} may match where {} is still being read; llguidance's lexer takes the lazy one there and cuts the other",
+                            label(g, a),
+                            label(g, x)
+                        ),
+                    ));
                 }
             }
         }

@@ -41,6 +41,10 @@ pub struct Lexeme {
     pub label: String,
     pub pos: Pos,
     pub kind: LexKind,
+    /// A lazy lexeme (`[lazy]`, `[suffix=...]`): llguidance's lexer takes
+    /// it at the first point it matches, cutting any other lexeme read
+    /// beside it; `hir` is then already its shortest-match language.
+    pub lazy: bool,
 }
 
 /// A rule body over lexemes.
@@ -293,12 +297,22 @@ impl<'a> Lowerer<'a> {
                 column: at.column,
             });
         };
-        if let Some((what, p)) = &def.options.refused {
-            return Err(unsupported(
-                *p,
-                what,
-                "lexeme options that change the language are not supported yet",
-            ));
+        if let Some((what, p, why)) = &def.options.refused {
+            return Err(unsupported(*p, what, why));
+        }
+        if let (Some(p), None, false) = (
+            def.options.stop_capture,
+            &def.options.suffix,
+            def.options.stop,
+        ) {
+            return Err(LarkError::Syntax {
+                line: p.line,
+                column: p.column,
+                message: "stop_capture requires stop= or suffix=".into(),
+            });
+        }
+        if def.options.lazy.is_some() || def.options.suffix.is_some() {
+            return self.lazy_rule(name, def, at);
         }
         let id = self.rules.len();
         self.rule_ids.insert(name.to_string(), id);
@@ -312,8 +326,55 @@ impl<'a> Lowerer<'a> {
         Ok(id)
     }
 
+    /// A rule with `[lazy]` or `[suffix=S]`: one lazy lexeme, the words of
+    /// its body (followed by `S`) that no shorter such word begins, as
+    /// llguidance compiles it (`body` then a lookahead of `S`, lazy).
+    fn lazy_rule(&mut self, name: &str, def: &'a Def, at: Pos) -> Result<usize, LarkError> {
+        let id = self.rules.len();
+        self.rule_ids.insert(name.to_string(), id);
+        self.rules
+            .push((name.to_string(), def.pos, Sym::Seq(Vec::new())));
+        self.deeper(at)?;
+        let body = self.lazy_body(def);
+        self.depth -= 1;
+        let (h, label) = body?;
+        let lex = self.lexeme_full(h, label, def.pos, LexKind::Plain, true);
+        self.rules[id].2 = Sym::Lex(lex);
+        Ok(id)
+    }
+
+    fn lazy_body(&mut self, def: &Def) -> Result<(Hir, String), LarkError> {
+        let body = self.term_expansions(&def.body)?;
+        let (whole, label) = match &def.options.suffix {
+            Some((a, p)) if matches!(&**a, Atom::Value(Value::String(s, _), _) if s.is_empty()) => {
+                return Err(unsupported(
+                    *p,
+                    "[suffix=\"\"]",
+                    "an empty stop or suffix ends the lexeme at the end of the text only; leave the option out",
+                ))
+            }
+            Some((a, _)) => (
+                Hir::concat(vec![body, self.term_atom(a)?]),
+                format!("{} [suffix]", def.name),
+            ),
+            None => (body, format!("{} [lazy]", def.name)),
+        };
+        Ok((shortest(&whole, def.pos)?, label))
+    }
+
     fn lexeme(&mut self, hir: Hir, label: String, pos: Pos, kind: LexKind) -> usize {
-        let key = format!("{kind:?}{hir:?}");
+        self.lexeme_full(hir, label, pos, kind, false)
+    }
+
+    fn lexeme_full(
+        &mut self,
+        hir: Hir,
+        label: String,
+        pos: Pos,
+        kind: LexKind,
+        lazy: bool,
+    ) -> usize {
+        let key = format!("{kind:?}{lazy}{hir:?}");
         if let Some(&id) = self.lex_ids.get(&key) {
             return id;
         }
@@ -323,6 +384,7 @@ impl<'a> Lowerer<'a> {
             label,
             pos,
             kind,
+            lazy,
         });
         self.lex_ids.insert(key, id);
         id
@@ -593,8 +655,57 @@ impl<'a> Lowerer<'a> {
     }
 }
 
-/// `%regex {"substring_chunks": [...]}` / `{"substring_chars": "..."}`:
-/// `chunks[n..m]` joined, for every `n <= m`.
+/// The words of `h` that no shorter word of `h` begins (what a lazy
+/// lexer takes): `h` minus `h` followed by one or more characters, by the
+/// exact product of [`crate::dfa::algebra`].
+pub fn shortest(h: &Hir, pos: Pos) -> Result<Hir, LarkError> {
+    let re = h.to_string();
+    let longer = format!("(?:{re})(?s:.+)");
+    let out = crate::dfa::algebra::combine(
+        &re,
+        &longer,
+        crate::dfa::algebra::Op::AndNot,
+        ALGEBRA_STATES,
+        ALGEBRA_LEN,
+    )
+    .map_err(|e| LarkError::Limit {
+        line: pos.line,
+        column: pos.column,
+        message: format!("a lazy lexeme: {e}"),
+    })?;
+    match out {
+        Some(re) => parse_regex(&re, pos),
+        None => Ok(Hir::class(Class::Unicode(ClassUnicode::empty()))),
+    }
+}
+
+/// `substring_words`'s chunks, as llguidance cuts them: maximal runs of
+/// whitespace, of word characters (alphanumeric or `_`), and of the rest.
+pub fn words(s: &str) -> Vec<String> {
+    let class = |c: char| {
+        if c.is_whitespace() {
+            0
+        } else if c.is_alphanumeric() || c == '_' {
+            1
+        } else {
+            2
+        }
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut last = None;
+    for c in s.chars() {
+        let k = class(c);
+        match out.last_mut() {
+            Some(w) if last == Some(k) => w.push(c),
+            _ => out.push(c.to_string()),
+        }
+        last = Some(k);
+    }
+    out
+}
+
+/// `%regex {"substring_chunks": [...]}` / `{"substring_words": "..."}` /
+/// `{"substring_chars": "..."}`: `chunks[n..m]` joined, for every `n <= m`.
 fn substring(v: &serde_json::Value, p: Pos) -> Result<Hir, LarkError> {
     let obj = v.as_object().filter(|o| o.len() == 1);
     let chunks: Vec<String> = match obj.and_then(|o| o.iter().next()) {
@@ -617,11 +728,12 @@ fn substring(v: &serde_json::Value, p: Pos) -> Result<Hir, LarkError> {
         Some((k, serde_json::Value::String(s))) if k == "substring_chars" => {
             s.chars().map(String::from).collect()
         }
+        Some((k, serde_json::Value::String(s))) if k == "substring_words" => words(s),
         Some((k, _)) => {
             return Err(unsupported(
                 p,
                 &format!("%regex {{\"{k}\": ...}}"),
-                "only `substring_chunks` and `substring_chars` are supported",
+                "only `substring_chunks`, `substring_words` and `substring_chars` exist (each with an array of strings or a string)",
             ))
         }
         None => {

@@ -52,12 +52,20 @@
 //!
 //! Special tokens (`<|...|>`, `<[id]>`), `@sub` grammars, `%lark {}`,
 //! parametric rules and `%if`, templates, priorities, `%override`,
-//! `%declare`, the lexeme options that change the language (`lazy`,
-//! `stop`, `suffix`, `max_tokens`, `stop_capture`), `%regex` other than
-//! `substring_chunks` / `substring_chars`, `~` outside `A & ~B`, and any
+//! `%declare`, `stop=` (it hides text by backtracking tokens),
+//! `max_tokens=`, `%regex` other than `substring_chunks` /
+//! `substring_words` / `substring_chars`, `~` outside `A & ~B`, and any
 //! `%llguidance` option other than `no_forcing`. `capture`, `temperature`,
 //! `-> alias` and the marks `?rule` `!rule` change no language and are
-//! accepted. See `docs/lark.md` for the table.
+//! accepted.
+//!
+//! ## Lazy lexemes
+//!
+//! `rule[lazy]: BODY` and `rule[suffix=S]: BODY` are one lexeme that
+//! llguidance's lexer takes at the first point `BODY` (then `S`) matches:
+//! [`lower::shortest`] computes that language exactly, and
+//! [`greedy::check`] refuses a grammar where taking it there could cut
+//! another lexeme of its context. See `docs/lark.md` for the table.
 
 pub mod ast;
 pub mod emit;

@@ -198,15 +198,55 @@ impl Parser {
                     }
                 }
                 "lazy" => {
-                    o.refused.get_or_insert(("[lazy]".into(), pos));
+                    // As llguidance: `lazy` is `suffix=//` unless a stop or
+                    // suffix is already given.
+                    if o.suffix.is_none() && o.lazy.is_none() && !o.stop {
+                        o.lazy = Some(pos);
+                    }
                 }
-                "stop" | "suffix" | "max_tokens" | "stop_capture" | "temperature" => {
+                "stop" | "suffix" => {
+                    self.expect(&Tok::Equals, "`=`")?;
+                    let vpos = self.pos();
+                    let v = self.atom()?;
+                    if o.suffix.is_some() || o.stop || o.lazy.is_some() {
+                        return Err(syntax(pos, "cannot have multiple stop/suffix conditions"));
+                    }
+                    if !matches!(
+                        v,
+                        Atom::Value(Value::String(..) | Value::Regex(..) | Value::Name(_), _)
+                    ) {
+                        return Err(syntax(
+                            vpos,
+                            format!("`{key}=` takes a string, a regex or a terminal name"),
+                        ));
+                    }
+                    if key == "suffix" {
+                        o.suffix = Some((Box::new(v), pos));
+                    } else {
+                        o.stop = true;
+                        o.refused.get_or_insert((
+                            "[stop=...]".into(),
+                            pos,
+                            "`stop` hides the stop text from the output by backtracking tokens, which a mask cannot do; use `suffix=` (the text stays in the output)",
+                        ));
+                    }
+                }
+                "stop_capture" => {
+                    self.expect(&Tok::Equals, "`=`")?;
+                    self.value_token()?;
+                    o.stop_capture = Some(pos);
+                }
+                "max_tokens" | "temperature" => {
                     self.expect(&Tok::Equals, "`=`")?;
                     self.value_token()?;
                     if key == "temperature" {
                         o.temperature = true;
                     } else {
-                        o.refused.get_or_insert((format!("[{key}=...]"), pos));
+                        o.refused.get_or_insert((
+                            "[max_tokens=...]".into(),
+                            pos,
+                            "a token budget per rule is not supported yet",
+                        ));
                     }
                 }
                 _ => return Err(syntax(pos, format!("unknown rule option `{key}`"))),

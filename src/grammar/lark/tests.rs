@@ -106,7 +106,6 @@ fn refusals_name_the_construct_and_position() {
     for (text, what, pos) in [
         ("start: <|end|>", "special token", (1, 8)),
         ("start: @sub", "grammar reference", (1, 8)),
-        ("start: x\nx[lazy]: /a+/", "[lazy]", (2, 3)),
         ("start: x\nx[stop=\"\\n\"]: /.*/", "[stop=...]", (2, 3)),
         (
             "start: x\nx[max_tokens=5]: /a+/",
@@ -228,4 +227,68 @@ fn trailing_ignored_text_where_a_lexeme_is_still_predicted() {
     assert!(d.matches(b"abab") && !d.matches(b"ab ") && !d.matches(b"abab "));
     let d = dfa("start: (\"a\" \"b\"){1,2}\n%ignore \" \"\n");
     assert!(d.matches(b"ab ") && !d.matches(b"abab ") && !d.matches(b"a "));
+}
+
+#[test]
+fn lazy_lexemes_end_at_the_first_match() {
+    // `[lazy]`: the shortest word.
+    let d = dfa("start: num \"x\"\nnum[lazy]: /[0-9]+/\n");
+    assert!(d.matches(b"1x") && !d.matches(b"12x"));
+    let d = dfa("start: a\na[lazy]: /.*/\n");
+    assert!(d.matches(b"") && !d.matches(b"a"));
+    // A body that ends with its delimiter: up to the first `<end>`.
+    let d = dfa("start: t \"!\"\nt[lazy]: /(?s:.*)<end>/\n");
+    assert!(d.matches(b"foo<end>!") && d.matches(b"<end>!"));
+    assert!(!d.matches(b"foo<end>bar<end>!"));
+}
+
+#[test]
+fn a_suffix_stays_in_the_text_and_ends_the_lexeme() {
+    let d = dfa("start: t \"!\"\nt[suffix=\"</think>\"]: /(?s:.*)/\n");
+    assert!(d.matches(b"why</think>!") && d.matches(b"</think>!"));
+    assert!(!d.matches(b"a</think>b</think>!") && !d.matches(b"why!"));
+    // A regex or a terminal name as the suffix; capture options allowed.
+    let d = dfa("start: t\nt[capture, suffix=/\\n\\n/, stop_capture=\"s\"]: /[a-z\\n]*/\n");
+    assert!(d.matches(b"ab\n\n") && d.matches(b"a\nb\n\n") && !d.matches(b"a\n\nb\n\n"));
+    let d = dfa("start: t\nt[suffix=END]: /[a-z]*/\nEND: \";\"\n");
+    assert!(d.matches(b"abc;") && !d.matches(b"abc"));
+}
+
+#[test]
+fn lazy_lexemes_that_would_cut_another_are_refused() {
+    // `TEXT` may go on where the lazy header matches: llguidance cuts it.
+    let e = refused("start: hd \"=x\" | TEXT\nhd[lazy]: TEXT \"<f\"\nTEXT: /(.|\\n)*/\n");
+    assert!(e.to_string().contains("lazy lexeme"), "{e}");
+    // `stop` hides its text by backtracking; empty suffixes, max_tokens.
+    for (text, what) in [
+        ("start: t\nt[stop=\"x\"]: /a*/\n", "[stop=...]"),
+        ("start: t\nt[suffix=\"\"]: /a*/\n", "[suffix=\"\"]"),
+        ("start: t\nt[max_tokens=3]: /a*/\n", "[max_tokens=...]"),
+    ] {
+        let e = refused(text);
+        assert!(e.to_string().contains(what), "{text}: {e}");
+    }
+    let e = refused("start: t\nt[lazy, suffix=\"x\"]: /a*/\n");
+    assert!(e.to_string().contains("multiple stop/suffix"), "{e}");
+    let e = refused("start: t\nt[stop_capture=\"s\"]: /a*/\n");
+    assert!(e.to_string().contains("stop_capture"), "{e}");
+}
+
+#[test]
+fn substring_words_cut_as_llguidance_does() {
+    // llguidance's own example (`parser/src/substring.rs`).
+    let w = lower::words("The quick brown fox jumps over the lazy dog.");
+    assert_eq!(w.concat(), "The quick brown fox jumps over the lazy dog.");
+    assert_eq!(w[..4], ["The", " ", "quick", " "]);
+    assert_eq!(w[w.len() - 2..], ["dog", "."]);
+    assert_eq!(lower::words("a  b.,c"), ["a", "  ", "b", ".,", "c"]);
+    assert_eq!(lower::words("빠른 갈색."), ["빠른", " ", "갈색", "."]);
+    assert!(lower::words("").is_empty());
+    let d = dfa("start: A\nA: %regex {\"substring_words\": \"foo bar. baz\"}\n");
+    for ok in ["", "foo", "bar.", ". baz", "foo bar. baz", " "] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in ["fo", "oo", "foo baz", "baz ", "r."] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
 }
