@@ -60,6 +60,10 @@ pub struct ChatRequest {
     /// last chunk of a stream); the playground draws it.
     #[serde(default)]
     pub constrain_trace: Option<bool>,
+    /// With `--reasoning`: at most this many tokens of thinking, then only
+    /// the tokens that close it (`thinking_token_budget` is read as well).
+    #[serde(default, alias = "thinking_token_budget")]
+    pub thinking_budget: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, Default)]

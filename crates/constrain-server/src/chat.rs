@@ -105,7 +105,14 @@ pub fn plan(
     tool_format: Option<ToolFormat>,
     reasoning: bool,
 ) -> Result<Plan, ApiError> {
+    let budget = thinking_budget(req, reasoning)?;
     if let Some(p) = crate::custom::plan(req)? {
+        if budget.is_some() {
+            return Err(ApiError::field(
+                "thinking_budget",
+                "a thinking budget does not apply to custom tools",
+            ));
+        }
         return Ok(p);
     }
     let tool_format = tool_format.or(reasoning.then_some(ToolFormat::Qwen3));
@@ -220,7 +227,7 @@ pub fn plan(
                 }
             };
             let tag = constrain::tags::StructuralTag::from_json(&json!({"type": "structural_tag",
-                "format": {"type": "sequence", "elements": [think_block(), body]}}))
+                "format": {"type": "sequence", "elements": [think_block(budget), body]}}))
             .map_err(|e| {
                 ApiError::field(
                     format_param,
@@ -234,6 +241,17 @@ pub fn plan(
             p.structured = true;
             return Ok(p);
         }
+        if let (Some(_), None, ToolChoice::NoTools) = (budget, &format, &choice) {
+            // Free text after a thinking block held to the budget.
+            let tag = constrain::tags::StructuralTag::from_json(&json!({"type": "structural_tag",
+                "format": {"type": "sequence", "elements": [think_block(budget), {"type": "any_text"}]}}))
+            .map_err(|e| ApiError::field("thinking_budget", e.to_string()))?;
+            p.source = Some(Source::StructuralTag {
+                tag,
+                options: constrain::tags::StructuralTag::schema_options(),
+            });
+            return Ok(p);
+        }
     }
     if let (Some(fmt), None, false) = (tool_format, &format, matches!(choice, ToolChoice::NoTools))
     {
@@ -244,7 +262,7 @@ pub fn plan(
             ToolChoice::Required => constrain::tools::ToolChoice::Required,
             ToolChoice::Named(n) => constrain::tools::ToolChoice::Function(n.clone()),
         };
-        let tag = constrain::tools::structural_tag(
+        let tag = constrain::tools::structural_tag_with_budget(
             fmt,
             &Value::Array(tools.clone()),
             &tc,
@@ -254,6 +272,7 @@ pub fn plan(
             } else {
                 constrain::tools::Reasoning::Disabled
             },
+            budget,
         )
         .map_err(|e| ApiError::field("tools", format!("the tools do not compile: {e}")))?;
         p.source = Some(Source::StructuralTag {
@@ -314,12 +333,33 @@ pub fn plan(
 }
 
 /// An optional `<think>…</think>\n\n` block: no constraint inside but
-/// that it closes (XGrammar's reasoning prefix in `auto` mode).
-fn think_block() -> Value {
+/// that it closes (XGrammar's reasoning prefix in `auto` mode), and at
+/// most `budget` tokens long.
+fn think_block(budget: Option<u32>) -> Value {
+    let mut content = json!({"type": "any_text", "excludes": ["<think>", "</think>"]});
+    if let Some(n) = budget {
+        content["max_tokens"] = json!(n);
+    }
     json!({"type": "optional", "content": {"type": "sequence", "elements": [
-        {"type": "tag", "begin": "<think>",
-         "content": {"type": "any_text", "excludes": ["<think>", "</think>"]}, "end": "</think>"},
+        {"type": "tag", "begin": "<think>", "content": content, "end": "</think>"},
         {"type": "const_string", "value": "\n\n"}]}})
+}
+
+/// The request's `thinking_budget`, which needs `--reasoning`.
+fn thinking_budget(req: &ChatRequest, reasoning: bool) -> Result<Option<u32>, ApiError> {
+    const MAX: i64 = 1_000_000;
+    match req.thinking_budget {
+        None => Ok(None),
+        Some(_) if !reasoning => Err(ApiError::field(
+            "thinking_budget",
+            "a thinking budget needs a reasoning model (constrain serve --reasoning)",
+        )),
+        Some(n @ 0..=MAX) => Ok(Some(n as u32)),
+        Some(_) => Err(ApiError::field(
+            "thinking_budget",
+            format!("thinking_budget is an integer from 0 to {MAX}"),
+        )),
+    }
 }
 
 /// Splits a leading `<think>…</think>` block off `text`: (the reasoning,

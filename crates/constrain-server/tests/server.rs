@@ -1102,4 +1102,64 @@ fn reasoning_comes_back_apart_and_the_schema_holds_after_it() {
         &json!({"messages": user("x"), "max_tokens": 8, "seed": 1}),
     );
     assert!(r.json()["choices"][0]["message"]["reasoning_content"].is_null());
+    // ... and a thinking budget is a 400 naming the field.
+    let r = post(
+        plain,
+        &json!({"messages": user("x"), "max_tokens": 8, "thinking_budget": 4}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["param"], "thinking_budget", "{}", r.body);
+}
+
+#[test]
+fn a_thinking_budget_cuts_a_model_that_would_think_on() {
+    // The model would think for ever; `thinking_budget` closes the block
+    // after so many tokens, and then the schema, the calls or free text.
+    let long = "<think>\nLet me see if this goes on and on and on and on and on and on";
+    let addr = start(
+        ServerConfig {
+            reasoning: true,
+            ..ServerConfig::default()
+        },
+        Fake {
+            prefer: Some(long),
+            ..Fake::default()
+        },
+    );
+    let thought = &long["<think>\n".len()..];
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
+                        "required": ["ok"], "additionalProperties": false});
+    let bodies = [
+        json!({"messages": user("x"), "max_tokens": 80, "seed": 1, "thinking_budget": 4,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}}),
+        json!({"messages": user("x"), "max_tokens": 80, "seed": 2, "thinking_token_budget": 4}),
+        json!({"messages": user("Weather?"), "max_tokens": 200, "seed": 3, "thinking_budget": 4,
+            "tools": weather_tools(), "tool_choice": "required"}),
+    ];
+    for (i, body) in bodies.iter().enumerate() {
+        let r = post(addr, body);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let c = &r.json()["choices"][0];
+        let thinking = c["message"]["reasoning_content"]
+            .as_str()
+            .unwrap_or_else(|| panic!("reasoning_content: {c}"));
+        // Four tokens at most: "\n", "Let", " me", " see" (or fewer).
+        assert!(
+            thought.starts_with(thinking.trim_end()) && thinking.len() <= "Let me see".len(),
+            "{i}: {thinking:?}"
+        );
+        match i {
+            0 => assert_valid(
+                &schema,
+                &serde_json::from_str(c["message"]["content"].as_str().unwrap()).unwrap(),
+            ),
+            2 => assert_calls_valid(c, &weather_tools()),
+            _ => {}
+        }
+    }
+    let r = post(
+        addr,
+        &json!({"messages": user("x"), "max_tokens": 8, "thinking_budget": -1}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
 }
