@@ -511,13 +511,25 @@ impl Compiler {
             }
             Source::StructuralTag { tag, options } => {
                 let every_byte = crate::index::has_every_byte(&self.vocab);
-                let symbols: Vec<(String, Vec<u8>)> = self
-                    .vocab
-                    .symbols()
-                    .map(|(_, text, spelled)| (text.to_string(), spelled.to_vec()))
-                    .collect();
-                let mut low = crate::tags::lower(tag.format(), options, every_byte, &symbols)?;
-                budget = low.budget.as_ref().and_then(|b| b.token_budget(&symbols));
+                let tokens = crate::tags::VocabTokens {
+                    symbols: self
+                        .vocab
+                        .symbols()
+                        .map(|(id, text, spelled)| (id.0, text.to_string(), spelled.to_vec()))
+                        .collect(),
+                    stops: self
+                        .vocab
+                        .added_tokens()
+                        .iter()
+                        .filter(|(id, _, _)| self.vocab.is_eos(*id))
+                        .map(|(id, text, _)| (id.0, text.clone()))
+                        .collect(),
+                };
+                let mut low = crate::tags::lower(tag.format(), options, every_byte, &tokens)?;
+                budget = low
+                    .budget
+                    .as_ref()
+                    .and_then(|b| b.token_budget(&tokens.spellings()));
                 if low.bodies.len() > 1 {
                     return Ok(self
                         .fragments_with(

@@ -452,10 +452,13 @@ fn the_legacy_shape_is_one_triggered_tags() {
 }
 
 fn refusal(tag: Value) -> TagError {
+    refusal_in(vocab().0, tag)
+}
+
+fn refusal_in(v: Arc<Vocabulary>, tag: Value) -> TagError {
     match StructuralTag::from_json(&tag) {
         Err(e) => e,
         Ok(t) => {
-            let (v, _) = vocab();
             let c = Compiler::new(v, CompilerConfig::default());
             match c.compile(&Source::StructuralTag {
                 tag: t,
@@ -502,8 +505,8 @@ fn malformed_and_unsupported_tags_are_refused_by_pointer() {
         ),
         (
             env(json!({"type": "token", "token": 151657})),
-            "/format",
-            "token-level",
+            "/format/token",
+            "no special token",
         ),
         (
             env(json!({"type": "any_text", "max_tokens": 10})),
@@ -1114,5 +1117,96 @@ fn a_thinking_budget_holds_against_logits_that_never_close_it() {
         assert!(!m.is_accepting());
         let call = "\n\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>";
         assert!(m.accept_bytes(call.as_bytes()) && m.is_accepting());
+    }
+}
+
+/// A walk of text and special tokens: each `Err(id)` a token, each
+/// `Ok(text)` its bytes one by one; whether it ends accepted.
+fn walk(c: &Compiled, steps: &[Result<&str, TokenId>]) -> bool {
+    let mut m = c.matcher();
+    steps.iter().all(|s| match s {
+        Ok(text) => text.bytes().all(|b| m.accept_token(TokenId(b as u32))),
+        Err(t) => m.accept_token(*t),
+    }) && m.is_accepting()
+}
+
+#[test]
+fn token_level_formats_match_special_tokens_by_id() {
+    let (v, [eos, call, end_call, think, end_think]) = vocab_with_specials();
+    let c = |fmt: Value| compile(&v, fmt).unwrap_or_else(|e| panic!("{e}"));
+    // `token`: the token, by text or id; never its text spelled in bytes.
+    for t in [json!("<tool_call>"), json!(call.0)] {
+        let k = c(json!({"type": "token", "token": t}));
+        assert!(walk(&k, &[Err(call)]));
+        assert!(!walk(&k, &[Ok("<tool_call>")]));
+        assert!(!walk(&k, &[Err(end_call)]));
+    }
+    // `any_tokens`: text and special tokens but the excluded ones (a stop
+    // token may be named: it is never inside the output anyway).
+    let k = c(
+        json!({"type": "any_tokens", "exclude_tokens": ["<think>", eos.0, "<|endoftext|>"]}),
+    );
+    assert!(walk(&k, &[]));
+    assert!(walk(&k, &[Ok("a"), Err(call), Ok("b"), Err(end_think)]));
+    assert!(!walk(&k, &[Ok("a"), Err(think)]));
+    assert!(walk(&k, &[Ok("<think>")]), "the text is not the token");
+    // `token_triggered_tags`: free tokens until the trigger token, which
+    // opens its tag; the tag's end token is kept out of its content.
+    let tag = json!({"type": "tag", "begin": {"type": "token", "token": "<tool_call>"},
+        "content": {"type": "any_tokens"}, "end": {"type": "token", "token": end_call.0}});
+    let trig = |alo: bool, saf: bool| {
+        c(json!({"type": "token_triggered_tags", "trigger_tokens": ["<tool_call>"],
+            "tags": [tag], "exclude_tokens": ["<think>"], "at_least_one": alo, "stop_after_first": saf}))
+    };
+    let one = [Err(call), Ok("x"), Err(end_think), Err(end_call)];
+    let texts: [Vec<Result<&str, TokenId>>; 6] = [
+        vec![],
+        vec![Ok("hi <tool_call>")],
+        one.to_vec(),
+        [&[Ok("hi")][..], &one].concat(),
+        [&one[..], &[Ok("bye")]].concat(),
+        [&one[..], &one].concat(),
+    ];
+    // As triggered_tags' four modes (see above), on tokens.
+    for ((alo, saf), want) in [
+        ((false, false), [true, true, true, true, true, true]),
+        ((true, false), [false, false, true, false, true, true]),
+        ((false, true), [true, true, true, true, false, false]),
+        ((true, true), [false, false, true, false, false, false]),
+    ] {
+        let k = trig(alo, saf);
+        let got = texts.clone().map(|t| walk(&k, &t));
+        assert_eq!(got, want, "at_least_one {alo}, stop_after_first {saf}");
+        assert!(!walk(&k, &[Ok("a"), Err(think)]), "an excluded token");
+    }
+    // `token_dispatch`: each rule's format after its token.
+    let k = c(json!({"type": "token_dispatch", "rules": [["<think>", {"type": "const_string", "value": "X"}]],
+        "loop": false}));
+    assert!(walk(&k, &[Ok("a"), Err(think), Ok("X")]));
+    assert!(!walk(&k, &[Ok("a"), Err(think), Ok("Y")]));
+    assert!(!walk(&k, &[Err(think), Ok("X"), Err(think), Ok("X")]), "no loop");
+    // Refused by pointer: an ordinary token, a stop token where a token
+    // must stand, a name no token has, exclude_token, a token begin among
+    // string triggers.
+    for (fmt, pointer) in [
+        (json!({"type": "token", "token": 65}), "/format/token"),
+        (json!({"type": "token", "token": "<|endoftext|>"}), "/format/token"),
+        (json!({"type": "token", "token": "<nope>"}), "/format/token"),
+        (
+            json!({"type": "any_tokens", "exclude_tokens": ["<think>", "a"]}),
+            "/format/exclude_tokens/1",
+        ),
+        (json!({"type": "exclude_token", "exclude_tokens": [1]}), "/format"),
+        (
+            json!({"type": "triggered_tags", "triggers": ["<t"], "tags": [tag]}),
+            "/format/tags/0/begin",
+        ),
+        (
+            json!({"type": "token_triggered_tags", "trigger_tokens": ["<think>"], "tags": [tag]}),
+            "/format/tags/0/begin",
+        ),
+    ] {
+        let e = refusal_in(v.clone(), json!({"type": "structural_tag", "format": fmt}));
+        assert_eq!(e.pointer().map(|p| p.0.as_str()), Some(pointer), "{fmt}: {e}");
     }
 }

@@ -13,7 +13,7 @@
 //! boolean algebra ([`super::text`]).
 
 use super::text::Texts;
-use super::{Format, Tag, TagError, TokenRef};
+use super::{Format, Tag, TagError, TokenName, TokenRef};
 use crate::grammar::gbnf::{self, Gbnf, GbnfOptions};
 use crate::schema::regex::{compile_fragments_compact, marker, SchemaFragments, ANY_VALUE};
 use crate::region::TokenBudget;
@@ -170,38 +170,70 @@ fn visit(f: &Format, g: &mut impl FnMut(&Format)) {
             tags.iter().for_each(|t| visit(&t.content, g))
         }
         Format::Dispatch { rules, .. } => rules.iter().for_each(|(_, e)| visit(e, g)),
+        Format::TokenTriggeredTags { tags, .. } => tags.iter().for_each(|t| visit(&t.content, g)),
+        Format::TokenDispatch { rules, .. } => rules.iter().for_each(|(_, e)| visit(e, g)),
         Format::Const { .. }
         | Format::JsonSchema { .. }
         | Format::Grammar { .. }
         | Format::Regex { .. }
-        | Format::AnyText { .. } => {}
+        | Format::AnyText { .. }
+        | Format::Token { .. }
+        | Format::ExcludeToken { .. }
+        | Format::AnyTokens { .. } => {}
     }
+}
+
+/// The vocabulary's tokens a structural tag can name.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct VocabTokens {
+    /// Special tokens that are symbols of the language: (id, text,
+    /// spelling).
+    pub symbols: Vec<(u32, String, Vec<u8>)>,
+    /// Stop tokens: (id, text).
+    pub stops: Vec<(u32, String)>,
+}
+
+impl VocabTokens {
+    /// (text, spelling) of every symbol.
+    pub fn spellings(&self) -> Vec<(String, Vec<u8>)> {
+        self.symbols
+            .iter()
+            .map(|(_, t, b)| (t.clone(), b.clone()))
+            .collect()
+    }
+}
+
+/// The regex of a symbol's spelling.
+fn spelled(b: &[u8]) -> String {
+    let hex: String = b.iter().map(|x| format!("\\x{x:02X}")).collect();
+    format!("(?-u:{hex})")
 }
 
 /// Lowers `f` with `opts` for its embedded schemas. `pda`: whether the
 /// vocabulary can run fragments (every single byte is a token); without
-/// it a recursive schema is refused. `symbols`: the vocabulary's special
-/// tokens as (text, spelling); wherever a begin, an end, a trigger or a
-/// constant holds a symbol's text, the token is allowed there too.
+/// it a recursive schema is refused. `tokens`: the vocabulary's special
+/// tokens; wherever a begin, an end, a trigger or a constant holds a
+/// symbol's text, the token is allowed there too, and the token-level
+/// formats name them.
 pub(crate) fn lower(
     f: &Format,
     opts: &SchemaOptions,
     pda: bool,
-    symbols: &[(String, Vec<u8>)],
+    tokens: &VocabTokens,
 ) -> Result<Lowered, TagError> {
-    let mut symbols: Vec<(String, String)> = symbols
+    let mut symbols: Vec<(String, String)> = tokens
+        .symbols
         .iter()
-        .filter(|(t, _)| !t.is_empty())
-        .map(|(t, b)| {
-            let hex: String = b.iter().map(|x| format!("\\x{x:02X}")).collect();
-            (t.clone(), format!("(?-u:{hex})"))
-        })
+        .filter(|(_, t, _)| !t.is_empty())
+        .map(|(_, t, b)| (t.clone(), spelled(b)))
         .collect();
     // Longest first: a text that holds another symbol's text is read whole.
     symbols.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
     let (budget_at, budget) = leading_budget(f)?.unzip();
     let mut l = Lowerer {
         budget_at,
+        tokens,
+        end_symbols: Vec::new(),
         opts,
         pda,
         symbols,
@@ -229,6 +261,10 @@ pub(crate) fn lower(
 struct Lowerer<'a> {
     /// The `any_text` whose `max_tokens` is kept beside the language.
     budget_at: Option<Pointer>,
+    tokens: &'a VocabTokens,
+    /// The end tokens of the nearest enclosing tag closed by a token,
+    /// which free tokens inside it may not hold.
+    end_symbols: Vec<String>,
     opts: &'a SchemaOptions,
     pda: bool,
     /// Special tokens: (text, regex of the spelling), longest text first.
@@ -387,13 +423,25 @@ impl Lowerer<'_> {
                 let mut by_trigger: Vec<Vec<Text>> = vec![Vec::new(); triggers.len()];
                 let mut whole = Vec::with_capacity(tags.len());
                 for (i, t) in tags.iter().enumerate() {
-                    let TokenRef::Text(begin) = &t.begin;
+                    let bp = at.push("tags").push_index(i).push("begin");
+                    let TokenRef::Text(begin) = &t.begin else {
+                        return Err(TagError::Invalid {
+                            pointer: bp,
+                            message: "a tag of triggered_tags begins with text (token begins are for token_triggered_tags)".into(),
+                        });
+                    };
+                    if t.end_token.is_some() {
+                        return Err(TagError::Invalid {
+                            pointer: bp,
+                            message: "a tag of triggered_tags ends with text (token ends are for token_triggered_tags)".into(),
+                        });
+                    }
                     let owners: Vec<usize> = (0..triggers.len())
                         .filter(|&k| begin.starts_with(&triggers[k]))
                         .collect();
                     let &[k] = owners.as_slice() else {
                         return Err(TagError::Invalid {
-                            pointer: at.push("tags").push_index(i).push("begin"),
+                            pointer: bp,
                             message: if owners.is_empty() {
                                 format!("the begin {begin:?} starts with none of the triggers")
                             } else {
@@ -463,18 +511,170 @@ impl Lowerer<'_> {
                 }
                 self.dispatch(at, &rest, None, false, *looped, excludes, ends)?
             }
+            Format::Token { at, token } => Some(self.symbol(&at.push("token"), token)?),
+            Format::ExcludeToken { at } => {
+                return Err(TagError::Unsupported {
+                    pointer: at.clone(),
+                    construct: "the token-level format \"exclude_token\"".into(),
+                    reason: "one token of any text is no language over bytes (two tokens spell what one does); use any_tokens, or const_string / regex for the text".into(),
+                })
+            }
+            Format::AnyTokens {
+                at,
+                exclude,
+                max_tokens,
+            } => {
+                if max_tokens.is_some() {
+                    return Err(TagError::Unsupported {
+                        pointer: at.push("max_tokens"),
+                        construct: "any_tokens max_tokens".into(),
+                        reason: "a budget in tokens is kept for an any_text that opens the output; use any_text".into(),
+                    });
+                }
+                let mut out = self.excluded(exclude)?;
+                out.extend(self.end_symbols.iter().cloned());
+                Some(self.free_tokens(&out))
+            }
+            Format::TokenTriggeredTags {
+                at,
+                triggers,
+                tags,
+                exclude,
+                at_least_one,
+                stop_after_first,
+            } => {
+                let mut trig = Vec::with_capacity(triggers.len());
+                for (p, t) in triggers {
+                    trig.push(self.symbol(p, t)?);
+                }
+                let mut parts = Vec::with_capacity(tags.len());
+                for (i, t) in tags.iter().enumerate() {
+                    let bp = at.push("tags").push_index(i).push("begin");
+                    let TokenRef::Token(b) = &t.begin else {
+                        return Err(TagError::Invalid {
+                            pointer: bp,
+                            message: "a tag of token_triggered_tags begins with a token ({\"type\": \"token\", ...})".into(),
+                        });
+                    };
+                    if !trig.contains(&self.symbol(&bp, b)?) {
+                        return Err(TagError::Invalid {
+                            pointer: bp,
+                            message: format!("the begin {b} is none of the trigger tokens"),
+                        });
+                    }
+                    parts.push(self.tag(t)?);
+                }
+                let mut out = self.excluded(exclude)?;
+                out.extend(trig);
+                out.extend(self.end_symbols.iter().cloned());
+                let free = Some(self.free_tokens(&out));
+                let one = alt(parts);
+                match (*at_least_one, *stop_after_first) {
+                    (false, false) => cat([free.clone(), repeat(cat([one, free]), 0, None)]),
+                    (true, false) => cat([
+                        one.clone(),
+                        repeat(cat([free.clone(), one]), 0, None),
+                        free,
+                    ]),
+                    (false, true) => cat([free, repeat(one, 0, Some(1))]),
+                    (true, true) => one,
+                }
+            }
+            Format::TokenDispatch {
+                rules,
+                looped,
+                exclude,
+                ..
+            } => {
+                let mut out = self.excluded(exclude)?;
+                out.extend(self.end_symbols.iter().cloned());
+                let mut parts = Vec::with_capacity(rules.len());
+                for ((p, t), f) in rules {
+                    let sym = self.symbol(p, t)?;
+                    out.push(sym.clone());
+                    parts.push(cat([Some(sym), self.format(f, ends)?]));
+                }
+                let free = Some(self.free_tokens(&out));
+                let one = alt(parts);
+                if *looped {
+                    cat([free.clone(), repeat(cat([one, free]), 0, None)])
+                } else {
+                    cat([free, repeat(one, 0, Some(1))])
+                }
+            }
         })
+    }
+
+    /// The spelling (regex) of `t`, which must be a special token.
+    fn symbol(&self, at: &Pointer, t: &TokenName) -> Result<String, TagError> {
+        self.resolve(at, t)?.ok_or_else(|| TagError::Unsupported {
+            pointer: at.clone(),
+            construct: format!("the stop {t}"),
+            reason: "a stop token ends the output and stands nowhere inside it".into(),
+        })
+    }
+
+    /// The spelling (regex) of `t` if it is a special token, `None` if it
+    /// is a stop token; any other token is refused.
+    fn resolve(&self, at: &Pointer, t: &TokenName) -> Result<Option<String>, TagError> {
+        let named = |id: u32, text: &str| match t {
+            TokenName::Id(i) => *i == id,
+            TokenName::Text(s) => s == text,
+        };
+        if let Some((_, _, b)) = self.tokens.symbols.iter().find(|(i, x, _)| named(*i, x)) {
+            return Ok(Some(spelled(b)));
+        }
+        if self.tokens.stops.iter().any(|(i, x)| named(*i, x)) {
+            return Ok(None);
+        }
+        Err(TagError::Unsupported {
+            pointer: at.clone(),
+            construct: format!("{t}"),
+            reason: "it is no special token of the vocabulary: constrain matches special (added) tokens by id; write ordinary text with const_string or regex".into(),
+        })
+    }
+
+    /// The spellings of the special tokens among `exclude` (stop tokens
+    /// are never inside the output, so excluding one changes nothing).
+    fn excluded(&self, exclude: &[(Pointer, TokenName)]) -> Result<Vec<String>, TagError> {
+        let mut out = Vec::new();
+        for (p, t) in exclude {
+            out.extend(self.resolve(p, t)?);
+        }
+        Ok(out)
+    }
+
+    /// Any text and any special token but `excluded` (spellings).
+    fn free_tokens(&self, excluded: &[String]) -> String {
+        let mut parts = vec!["(?s:.)".to_string()];
+        for (_, _, b) in &self.tokens.symbols {
+            let s = spelled(b);
+            if !excluded.contains(&s) && !parts.contains(&s) {
+                parts.push(s);
+            }
+        }
+        format!("(?:{})*", parts.join("|"))
     }
 
     /// `begin content end` (any of the ends).
     fn tag(&mut self, t: &Tag) -> Result<Text, TagError> {
-        let TokenRef::Text(begin) = &t.begin;
-        let content = self.format(&t.content, &t.ends)?;
-        Ok(cat([
-            Some(self.lit(begin)),
-            content,
-            alt(t.ends.iter().map(|e| Some(self.lit(e)))),
-        ]))
+        let begin = match &t.begin {
+            TokenRef::Text(b) => self.lit(b),
+            TokenRef::Token(b) => self.symbol(&t.at.push("begin"), b)?,
+        };
+        let end_symbols = match &t.end_token {
+            Some((p, e)) => vec![self.symbol(p, e)?],
+            None => Vec::new(),
+        };
+        let ends = if end_symbols.is_empty() {
+            alt(t.ends.iter().map(|e| Some(self.lit(e))))
+        } else {
+            Some(end_symbols[0].clone())
+        };
+        let outer = std::mem::replace(&mut self.end_symbols, end_symbols);
+        let content = self.format(&t.content, &t.ends);
+        self.end_symbols = outer;
+        Ok(cat([Some(begin), content?, ends]))
     }
 
     /// Free text that dispatches on the first trigger it completes: each

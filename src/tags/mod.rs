@@ -34,10 +34,14 @@
 //!
 //! ## What is refused, by name
 //!
-//! Token-level formats and token begins/ends (special tokens as symbols),
-//! `any_text.max_tokens`, `minimax_m3_xml`, and
-//! recursive `grammar`s: each is a [`TagError::Unsupported`] naming the
-//! construct and its pointer, never silently dropped.
+//! `exclude_token`, ordinary (not special) tokens in the token-level
+//! formats, `any_text.max_tokens` anywhere but the tag that opens the
+//! output (see [`crate::region`]), `minimax_m3_xml`, and recursive
+//! `grammar`s: each is a [`TagError::Unsupported`] naming the construct and
+//! its pointer, never silently dropped. The token-level formats (`token`,
+//! `any_tokens`, `token_triggered_tags`, `token_dispatch`, token begins
+//! and ends) match special tokens by id: each is a symbol of the language
+//! (see [`crate::vocab::Vocabulary::symbols`]).
 
 mod cohere;
 mod lower;
@@ -45,7 +49,7 @@ mod parse;
 mod text;
 mod xml;
 
-pub(crate) use lower::lower;
+pub(crate) use lower::{lower, VocabTokens};
 
 use crate::schema::{Pointer, SchemaError, SchemaOptions};
 
@@ -102,7 +106,7 @@ impl StructuralTag {
     /// recursive (calls are raw marker bytes there). Special tokens are
     /// matched by their text only here.
     pub fn lowered_text(&self, options: &SchemaOptions) -> Result<String, TagError> {
-        let low = lower(&self.format, options, true, &[])?;
+        let low = lower(&self.format, options, true, &Default::default())?;
         if low.bodies.len() == 1 {
             return Ok(low.bodies[0].clone().unwrap_or_default());
         }
@@ -126,11 +130,33 @@ impl StructuralTag {
     }
 }
 
-/// A tag's begin: text (a token by id is refused for now).
+/// A tag's begin: text, or one token (`{"type": "token", ...}`).
 #[derive(Clone, Debug)]
 pub enum TokenRef {
     /// Spelled text.
     Text(String),
+    /// One token.
+    Token(TokenName),
+}
+
+/// A token as a format names it: by id or by its text. Only special
+/// tokens (symbols of the language) can be matched as tokens; stop tokens
+/// may be excluded (they never stand inside the output anyway).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TokenName {
+    /// A token id.
+    Id(u32),
+    /// A token's text (`"<|tool_call|>"`).
+    Text(String),
+}
+
+impl std::fmt::Display for TokenName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenName::Id(i) => write!(f, "token {i}"),
+            TokenName::Text(t) => write!(f, "token {t:?}"),
+        }
+    }
 }
 
 /// `begin content end`, `end` any of `ends`.
@@ -142,8 +168,10 @@ pub struct Tag {
     pub begin: TokenRef,
     /// What is inside.
     pub content: Box<Format>,
-    /// The texts that may close it (at least one).
+    /// The texts that may close it (at least one, unless `end_token`).
     pub ends: Vec<String>,
+    /// The token that closes it, when `end` is a token.
+    pub end_token: Option<(Pointer, TokenName)>,
 }
 
 /// One node of a structural tag, with its JSON Pointer.
@@ -205,6 +233,34 @@ pub enum Format {
         rules: Vec<(String, Format)>,
         looped: bool,
         excludes: Vec<String>,
+    },
+    /// `token`: one special token.
+    Token { at: Pointer, token: TokenName },
+    /// `exclude_token`: any one token but some (refused when lowered: one
+    /// token of text is no language over bytes).
+    ExcludeToken { at: Pointer },
+    /// `any_tokens`: text and special tokens, but the excluded ones.
+    AnyTokens {
+        at: Pointer,
+        exclude: Vec<(Pointer, TokenName)>,
+        max_tokens: Option<u32>,
+    },
+    /// `token_triggered_tags`: free tokens until a trigger token, which
+    /// opens the tag that begins with it.
+    TokenTriggeredTags {
+        at: Pointer,
+        triggers: Vec<(Pointer, TokenName)>,
+        tags: Vec<Tag>,
+        exclude: Vec<(Pointer, TokenName)>,
+        at_least_one: bool,
+        stop_after_first: bool,
+    },
+    /// `token_dispatch`: `(token, format)` rules over free tokens.
+    TokenDispatch {
+        at: Pointer,
+        rules: Vec<((Pointer, TokenName), Format)>,
+        looped: bool,
+        exclude: Vec<(Pointer, TokenName)>,
     },
 }
 

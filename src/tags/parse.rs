@@ -7,7 +7,7 @@
 //! the first kind whose fields it has, `tag` first, as XGrammar's parser
 //! does. Every refusal names the JSON Pointer of the offending value.
 
-use super::{Format, Tag, TagError, TokenRef};
+use super::{Format, Tag, TagError, TokenName, TokenRef};
 use crate::schema::Pointer;
 use serde_json::{Map, Value};
 
@@ -74,6 +74,7 @@ fn legacy(obj: &Map<String, Value>, at: &Pointer) -> Result<Format, TagError> {
                 any_order: false,
             }),
             ends: vec![end],
+            end_token: None,
         });
     }
     let triggers = strings(obj.get("triggers"), &at.push("triggers"), "triggers")?;
@@ -324,17 +325,65 @@ fn typed(kind: &str, obj: &Map<String, Value>, at: &Pointer) -> Result<Format, T
                 excludes: excludes(field("excludes"), &p("excludes"))?,
             }
         }
-        "token" | "exclude_token" | "any_tokens" | "token_triggered_tags" | "token_dispatch" => {
-            // Parsed for a precise refusal: a token-level format matches
-            // token ids the index does not spell.
-            if kind == "token" {
-                token(field("token"), &p("token"))?;
+        "token" => Format::Token {
+            at: at.clone(),
+            token: token(field("token"), &p("token"))?,
+        },
+        "exclude_token" => {
+            tokens(field("exclude_tokens"), &p("exclude_tokens"))?;
+            Format::ExcludeToken { at: at.clone() }
+        }
+        "any_tokens" => Format::AnyTokens {
+            at: at.clone(),
+            exclude: tokens(field("exclude_tokens"), &p("exclude_tokens"))?,
+            max_tokens: budget(field("max_tokens"), &p("max_tokens"), "max_tokens")?,
+        },
+        "token_triggered_tags" => {
+            let tp = p("trigger_tokens");
+            let triggers = tokens(field("trigger_tokens"), &tp)?;
+            if triggers.is_empty() {
+                return Err(invalid(&tp, "\"trigger_tokens\" must not be empty"));
             }
-            return Err(TagError::Unsupported {
-                pointer: at.clone(),
-                construct: format!("the token-level format \"{kind}\""),
-                reason: "special tokens as grammar symbols are not supported yet; use the token's text in a string-level format".into(),
-            });
+            Format::TokenTriggeredTags {
+                at: at.clone(),
+                triggers,
+                tags: tag_list(field("tags"), &p("tags"))?,
+                exclude: tokens(field("exclude_tokens"), &p("exclude_tokens"))?,
+                at_least_one: boolean(field("at_least_one"), &p("at_least_one"), "at_least_one")?,
+                stop_after_first: boolean(
+                    field("stop_after_first"),
+                    &p("stop_after_first"),
+                    "stop_after_first",
+                )?,
+            }
+        }
+        "token_dispatch" => {
+            let rp = p("rules");
+            let rules = array(field("rules"), &rp, "rules")?;
+            if rules.is_empty() {
+                return Err(invalid(&rp, "\"rules\" must not be empty"));
+            }
+            let mut out = Vec::with_capacity(rules.len());
+            for (i, r) in rules.iter().enumerate() {
+                let ip = rp.push_index(i);
+                let pair = match r {
+                    Value::Array(a) if a.len() == 2 => a,
+                    _ => return Err(invalid(&ip, "a rule must be a [token, format] pair")),
+                };
+                let tp = ip.push_index(0);
+                let t = token(Some(&pair[0]), &tp)?;
+                out.push(((tp, t), format(&pair[1], &ip.push_index(1))?));
+            }
+            let looped = match field("loop") {
+                None => true,
+                v => boolean(v, &p("loop"), "loop")?,
+            };
+            Format::TokenDispatch {
+                at: at.clone(),
+                rules: out,
+                looped,
+                exclude: tokens(field("exclude_tokens"), &p("exclude_tokens"))?,
+            }
         }
         other => {
             return Err(invalid(
@@ -360,16 +409,11 @@ fn tag_fields(obj: &Map<String, Value>, at: &Pointer) -> Result<Tag, TagError> {
     let begin =
         match obj.get("begin") {
             Some(Value::String(s)) => TokenRef::Text(s.clone()),
-            Some(Value::Object(_)) => return Err(TagError::Unsupported {
-                pointer: bp,
-                construct: "a token as a tag's begin".into(),
-                reason:
-                    "special tokens as grammar symbols are not supported yet; use the token's text"
-                        .into(),
-            }),
+            Some(Value::Object(o)) => TokenRef::Token(token_object(o, &bp)?),
             _ => return Err(invalid(&bp, "a tag's \"begin\" must be a string")),
         };
     let ep = at.push("end");
+    let mut end_token = None;
     let ends =
         match obj.get("end") {
             Some(Value::String(s)) => vec![s.clone()],
@@ -379,13 +423,10 @@ fn tag_fields(obj: &Map<String, Value>, at: &Pointer) -> Result<Tag, TagError> {
                 }
                 strings(obj.get("end"), &ep, "end")?
             }
-            Some(Value::Object(_)) => return Err(TagError::Unsupported {
-                pointer: ep,
-                construct: "a token as a tag's end".into(),
-                reason:
-                    "special tokens as grammar symbols are not supported yet; use the token's text"
-                        .into(),
-            }),
+            Some(Value::Object(o)) => {
+                end_token = Some((ep.clone(), token_object(o, &ep)?));
+                Vec::new()
+            }
             _ => {
                 return Err(invalid(
                     &ep,
@@ -398,6 +439,7 @@ fn tag_fields(obj: &Map<String, Value>, at: &Pointer) -> Result<Tag, TagError> {
         begin,
         content: content(obj.get("content"), &at.push("content"))?,
         ends,
+        end_token,
     })
 }
 
@@ -426,13 +468,43 @@ fn content(v: Option<&Value>, at: &Pointer) -> Result<Box<Format>, TagError> {
     }
 }
 
-fn token(v: Option<&Value>, at: &Pointer) -> Result<(), TagError> {
+fn token(v: Option<&Value>, at: &Pointer) -> Result<TokenName, TagError> {
     match v {
-        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(()),
-        Some(Value::String(s)) if !s.is_empty() => Ok(()),
+        Some(Value::Number(n)) => match n.as_u64().and_then(|i| u32::try_from(i).ok()) {
+            Some(i) => Ok(TokenName::Id(i)),
+            None => Err(invalid(at, "a token id must be a non-negative 32-bit integer")),
+        },
+        Some(Value::String(s)) if !s.is_empty() => Ok(TokenName::Text(s.clone())),
         _ => Err(invalid(
             at,
             "a token must be a non-negative id or a non-empty string",
+        )),
+    }
+}
+
+/// A list of tokens (absent: empty), each with its pointer.
+fn tokens(v: Option<&Value>, at: &Pointer) -> Result<Vec<(Pointer, TokenName)>, TagError> {
+    let Some(v) = v else { return Ok(Vec::new()) };
+    let Value::Array(a) = v else {
+        return Err(invalid(at, "a list of tokens must be an array"));
+    };
+    a.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let p = at.push_index(i);
+            token(Some(t), &p).map(|t| (p, t))
+        })
+        .collect()
+}
+
+/// A token format object (`{"type": "token", "token": ...}`) as a tag's
+/// begin or end.
+fn token_object(obj: &Map<String, Value>, at: &Pointer) -> Result<TokenName, TagError> {
+    match obj.get("type") {
+        Some(Value::String(t)) if t == "token" => token(obj.get("token"), &at.push("token")),
+        _ => Err(invalid(
+            &at.push("type"),
+            "a token begin or end is {\"type\": \"token\", \"token\": ...}",
         )),
     }
 }
