@@ -14,7 +14,7 @@
 //! cargo run --release -p constrain-model --example mask_wait -- [--max-tokens N] [FILE...]
 //! ```
 //!
-//! Without files: the first file of each of eight MaskBench groups in
+//! Without files: the first file that compiles of each of eight MaskBench groups in
 //! `../shared/corpora/maskbench-dev`. Needs `scripts/fetch-assets` (the
 //! 0.5B GGUF model).
 
@@ -48,10 +48,27 @@ fn default_files() -> Vec<PathBuf> {
         })
         .unwrap_or_default();
     names.sort();
+    // Per group, its first file (by name) whose schema compiles.
+    let Some(vocab) = assets::qwen_vocab() else {
+        return Vec::new();
+    };
+    let compiler = Compiler::new(vocab, CompilerConfig::default());
+    let compiles = |p: &PathBuf| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|d| d.get("schema").cloned())
+            .is_some_and(|s| compiler.compile(&Source::json_schema(s)).is_ok())
+    };
     GROUPS
         .iter()
-        .filter_map(|g| names.iter().find(|n| n.starts_with(g)))
-        .map(|n| dir.join(n))
+        .filter_map(|g| {
+            names
+                .iter()
+                .filter(|n| n.starts_with(g))
+                .map(|n| dir.join(n))
+                .find(compiles)
+        })
         .collect()
 }
 
