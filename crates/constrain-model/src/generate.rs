@@ -41,6 +41,15 @@
 //! it copies the raw logits before the sampler works on them in place and
 //! draws nothing from the random source, so the output is the same.
 //!
+//! ## Masks during the pass
+//!
+//! The next step's mask depends only on the matcher's state after the
+//! token just taken, known before the model's pass over it starts: with
+//! [`GenerateConfig::mask_overlap`] (the default) a worker thread computes
+//! it during the pass and the step waits only for what is left
+//! (`mask_ahead.rs`; the output is the same either way, and
+//! [`GenerationStats::mask`] counts the steps that waited).
+//!
 //! ## What the sampler sees
 //!
 //! Penalties (`repetition_penalty`...) look at the generated tokens only, not
