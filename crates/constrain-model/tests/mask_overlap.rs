@@ -47,10 +47,12 @@ v ::= [0-9]+ | "[" (v ("," v)*)? "]""#,
 /// A fresh compile (no shared cache), so that each run makes its lazy
 /// index's first visits itself; `lazy`: every DFA past one state is lazy.
 fn compile(source: &Source, vocab: &Arc<Vocabulary>, lazy: bool) -> Arc<TokenIndex> {
-    let mut config = CompilerConfig::default();
-    config.dfa = DfaConfig {
-        lazy_states: if lazy { Some(1) } else { None },
-        ..DfaConfig::default()
+    let config = CompilerConfig {
+        dfa: DfaConfig {
+            lazy_states: if lazy { Some(1) } else { None },
+            ..DfaConfig::default()
+        },
+        ..CompilerConfig::default()
     };
     let c = Compiler::new(vocab.clone(), config);
     c.compile(source).unwrap().index().clone()
