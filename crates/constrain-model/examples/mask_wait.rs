@@ -133,7 +133,15 @@ fn main() {
     let mut totals = [Total::default(), Total::default()];
     println!(
         "{:<44} {:>6} {:>6} | {:>13} {:>9} {:>8} | {:>13} {:>9} {:>8} | same",
-        "schema", "tokens", "masked", "waited (off)", "wait ms", "tok/s", "waited (on)", "wait ms", "tok/s"
+        "schema",
+        "tokens",
+        "masked",
+        "waited (off)",
+        "wait ms",
+        "tok/s",
+        "waited (on)",
+        "wait ms",
+        "tok/s"
     );
     for file in &files {
         let name = file.file_name().unwrap_or_default().to_string_lossy();
@@ -157,7 +165,10 @@ fn main() {
             prompt::Message::system(&system),
             prompt::Message::user("Give one example instance."),
         ]);
-        let prompt_ids = loaded.tokenizer.encode(&tokens).expect("the prompt tokenizes");
+        let prompt_ids = loaded
+            .tokenizer
+            .encode(&tokens)
+            .expect("the prompt tokenizes");
         let mut outs = Vec::new();
         for overlap in [false, true] {
             // A fresh compile per run: each pays its own first visits.
@@ -208,7 +219,10 @@ fn main() {
             on.stats.decode_tokens_per_sec(),
             if off.tokens == on.tokens { "yes" } else { "NO" }
         );
-        assert_eq!(off.tokens, on.tokens, "{name}: the overlap changed the output");
+        assert_eq!(
+            off.tokens, on.tokens,
+            "{name}: the overlap changed the output"
+        );
     }
     for (label, t) in ["without overlap", "with overlap"].iter().zip(&totals) {
         println!(

@@ -32,7 +32,10 @@ fn sources() -> Vec<(&'static str, Source)> {
     });
     vec![
         ("record", Source::json_schema(record)),
-        ("regex", Source::regex(r#"\{"id":[0-9]{1,6},"name":"[a-z ]{0,16}"\}"#)),
+        (
+            "regex",
+            Source::regex(r#"\{"id":[0-9]{1,6},"name":"[a-z ]{0,16}"\}"#),
+        ),
         (
             "grammar",
             Source::gbnf(
