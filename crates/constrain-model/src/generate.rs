@@ -41,6 +41,15 @@
 //! it copies the raw logits before the sampler works on them in place and
 //! draws nothing from the random source, so the output is the same.
 //!
+//! ## Masks during the pass
+//!
+//! The next step's mask depends only on the matcher's state after the
+//! token just taken, known before the model's pass over it starts: with
+//! [`GenerateConfig::mask_overlap`] (the default) a worker thread computes
+//! it during the pass and the step waits only for what is left
+//! (`mask_ahead.rs`; the output is the same either way, and
+//! [`GenerationStats::mask`] counts the steps that waited).
+//!
 //! ## What the sampler sees
 //!
 //! Penalties (`repetition_penalty`...) look at the generated tokens only, not
@@ -69,6 +78,7 @@ pub use constrain::schema::tools_schema;
 mod beam_loop;
 mod engine;
 mod guidance_loop;
+mod mask_ahead;
 mod speculative_loop;
 mod types;
 
@@ -77,8 +87,8 @@ pub use engine::Engine;
 pub use guidance_loop::{generate_guided, generate_guided_traced, Guidance};
 pub use speculative_loop::{generate_speculative, generate_speculative_traced, SpeculativeConfig};
 pub use types::{
-    BeamError, GenerateConfig, GenerateError, Generation, GenerationStats, SpeculativeStats,
-    StopReason,
+    BeamError, GenerateConfig, GenerateError, Generation, GenerationStats, MaskStats,
+    SpeculativeStats, StopReason,
 };
 
 /// Generates from `prompt` with `model`, under `matcher` when given.
@@ -219,6 +229,8 @@ struct Decoder<'a> {
     /// The second sequence of guidance (classifier-free or contrastive),
     /// fed alongside the model's.
     aux: Option<guidance_loop::Aux<'a>>,
+    /// The next step's mask, computed during the model's pass.
+    ahead: mask_ahead::MaskAhead,
 }
 
 impl<'a> Decoder<'a> {
@@ -252,6 +264,7 @@ impl<'a> Decoder<'a> {
             original: Vec::new(),
             trace: trace.then(Vec::new),
             aux: None,
+            ahead: mask_ahead::MaskAhead::new(config.mask_overlap),
         })
     }
 
@@ -281,6 +294,11 @@ impl<'a> Decoder<'a> {
         model: &mut M,
         mut logits: Vec<f32>,
     ) -> Result<Option<Vec<f32>>, GenerateError> {
+        // The mask, before any other use of the matcher: collected from the
+        // worker that computed it during the pass, or computed now.
+        if let Some(m) = self.matcher.as_deref() {
+            self.ahead.wait(m, &mut self.out.stats.mask);
+        }
         if self.aux.is_some() {
             logits = self.guide(logits)?;
         }
@@ -344,6 +362,11 @@ impl<'a> Decoder<'a> {
     ) -> Result<Option<Vec<f32>>, GenerateError> {
         if self.done() {
             return Ok(None);
+        }
+        // The next step's mask depends on the matcher's state only, known
+        // now: computed while the pass runs (`mask_ahead.rs`).
+        if let Some(m) = self.matcher.as_deref() {
+            self.ahead.start(m);
         }
         let logits = model.forward(batch, self.pos)?;
         self.out.stats.model_calls += 1;

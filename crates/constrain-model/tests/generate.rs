@@ -190,6 +190,7 @@ fn run_adversaries(schema: &Value, re: &str, budgets: &[usize]) -> usize {
                         seed,
                         jump_forward: jump,
                         ignore_eos: false,
+                        mask_overlap: seed % 2 == 1,
                     };
                     let mut streamed = Vec::new();
                     let out = generate(

@@ -231,6 +231,7 @@ fn guided_outputs_always_validate() {
                     seed,
                     jump_forward: salt % 2 == 0,
                     ignore_eos: false,
+                    mask_overlap: true,
                 };
                 for scale in [0.0, 1.5, 3.0, -1.0] {
                     let mut uncond = random_model(width, salt + 100);

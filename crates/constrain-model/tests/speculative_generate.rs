@@ -413,6 +413,7 @@ fn sampled_speculative_outputs_always_validate() {
                             seed: i as u64 * 31 + max as u64,
                             jump_forward: max % 2 == 0,
                             ignore_eos: false,
+                            mask_overlap: true,
                         };
                         let what =
                             format!("target {target:?} draft {draft:?} max {max} config {i}");

@@ -63,6 +63,7 @@ fn trace_does_not_change_the_output_and_fields_are_right() {
                 seed,
                 jump_forward: jump,
                 ignore_eos: false,
+                mask_overlap: true,
             };
             let mut plain_bytes = Vec::new();
             let mut m = Matcher::from_index(idx.clone());

@@ -127,6 +127,11 @@ pub struct ServerConfig {
     /// returned as `message.reasoning_content` (streamed as
     /// `delta.reasoning_content`); constraints apply after it.
     pub reasoning: bool,
+    /// Compute each decoding step's mask while the batched pass for the
+    /// previous token runs (default `true`; `--no-mask-overlap` turns it
+    /// off, for measurement: the output is the same either way). See
+    /// [`constrain_model::generate::GenerateConfig::mask_overlap`].
+    pub mask_overlap: bool,
 }
 
 impl Default for ServerConfig {
@@ -145,6 +150,7 @@ impl Default for ServerConfig {
             release_memory: compile::release_memory,
             tool_format: None,
             reasoning: false,
+            mask_overlap: true,
         }
     }
 }

@@ -570,6 +570,7 @@ fn finish(
         // With logprobs or a trace every token is sampled (none appended by
         // jump-forward).
         jump_forward: logprobs.is_none() && !req.constrain_trace.unwrap_or(false),
+        mask_overlap: state.config.mask_overlap,
         ..GenerateConfig::default()
     };
     Ok(Prepared {

@@ -126,6 +126,10 @@ pub struct GenerateArgs {
     /// Do not append forced continuations without sampling.
     #[arg(long)]
     no_jump_forward: bool,
+    /// Compute each step's mask after the model's pass instead of during it
+    /// (the output is the same; for measuring what the overlap saves).
+    #[arg(long)]
+    no_mask_overlap: bool,
     /// Write the step trace (JSON: model, prompt, settings, steps,
     /// sequence_logprob) to FILE; stdout is unchanged. `constrain view FILE`
     /// renders it. With --draft-model the steps show the target's logits,
@@ -539,6 +543,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         seed: a.seed,
         jump_forward: !a.no_jump_forward,
         ignore_eos: false,
+        mask_overlap: !a.no_mask_overlap,
     };
     if let Some(beams) = a.beam {
         return run_beam(&mut engine, &prompt, index, beams, &a, &config);
@@ -671,6 +676,18 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         s.prefill_tokens_per_sec(),
         s.decode_tokens_per_sec()
     );
+    if s.mask.steps > 0 {
+        let m = &s.mask;
+        eprintln!(
+            "masks: {}/{} steps waited for their mask ({:.1}%), {:.2} ms in all, longest {:.3} ms (overlap {})",
+            m.waited,
+            m.steps,
+            100.0 * m.waited_share(),
+            m.wait_time.as_secs_f64() * 1e3,
+            m.max_wait.as_secs_f64() * 1e3,
+            if a.no_mask_overlap { "off" } else { "on" }
+        );
+    }
     if let Some(sp) = &s.speculative {
         eprintln!(
             "speculative: accepted {}/{} draft tokens ({:.1}%), mean accepted length {:.2}",

@@ -78,6 +78,10 @@ pub struct ServeArgs {
     /// block, free of any constraint, returned as `reasoning_content`.
     #[arg(long)]
     reasoning: bool,
+    /// Compute each step's mask after the batched pass instead of during
+    /// it (the output is the same; for measuring what the overlap saves).
+    #[arg(long)]
+    no_mask_overlap: bool,
 }
 
 fn parse_tool_format(s: &str) -> Result<constrain::tools::ToolFormat, String> {
@@ -140,6 +144,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         release_memory: mimalloc_collect,
         tool_format: a.tool_format,
         reasoning: a.reasoning,
+        mask_overlap: !a.no_mask_overlap,
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, name, tokenizer, vocab, factory)?;

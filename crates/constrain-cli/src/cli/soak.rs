@@ -347,6 +347,7 @@ fn worker(sh: &Shared, job: usize) {
                 seed: rng.random(),
                 jump_forward: rng.random_range(0..2) == 0,
                 ignore_eos: false,
+                mask_overlap: true,
             };
             let result = generate(
                 &mut model,

@@ -573,6 +573,9 @@ fn run_speculative<M: LanguageModel + ?Sized, D: LanguageModel + ?Sized>(
         });
     }
     let mut d = Decoder::new(vocab, tokenizer, matcher, prompt, config, on_bytes, trace)?;
+    // Rounds mask several draft positions and roll back: no one next state
+    // is known before a pass, so every mask is computed at its step.
+    d.ahead = super::mask_ahead::MaskAhead::new(false);
     let mut rng = StdRng::seed_from_u64(config.seed ^ RNG_SALT);
     let mut stats = SpeculativeStats::default();
     let mut schedule = Schedule::new(spec);

@@ -27,6 +27,11 @@ pub struct GenerateConfig {
     /// Unconstrained only: never pick EOS, so exactly `max_tokens` tokens are
     /// generated (for benchmarks; default `false`).
     pub ignore_eos: bool,
+    /// Compute each step's mask while the model's pass for the previous
+    /// token runs, on a worker thread (default `true`; the output is the
+    /// same either way: see [`MaskStats`]). The plain and guided loops use
+    /// it; speculative decoding and beam search compute masks at the step.
+    pub mask_overlap: bool,
 }
 
 impl Default for GenerateConfig {
@@ -37,6 +42,7 @@ impl Default for GenerateConfig {
             seed: 0,
             jump_forward: true,
             ignore_eos: false,
+            mask_overlap: true,
         }
     }
 }
@@ -79,6 +85,8 @@ pub struct GenerationStats {
     pub prefill_time: Duration,
     /// Time from the end of prefill to the end of generation.
     pub decode_time: Duration,
+    /// How long the sampled steps waited for their masks.
+    pub mask: MaskStats,
     /// Speculative decoding's counters ([`generate_speculative`](super::generate_speculative)); `None`
     /// otherwise.
     pub speculative: Option<SpeculativeStats>,
@@ -92,6 +100,34 @@ impl GenerationStats {
     /// Output tokens per second after prefill.
     pub fn decode_tokens_per_sec(&self) -> f64 {
         self.generated_tokens as f64 / self.decode_time.as_secs_f64().max(1e-9)
+    }
+}
+
+/// How long the steps of one generation waited for their masks.
+///
+/// A masked step is one that samples under a constraint. With
+/// [`GenerateConfig::mask_overlap`], its mask is computed while the model's
+/// pass runs, and the step *waited* when that had not finished by the time
+/// the logits arrived; without it, every masked step waits for its mask's
+/// whole computation (a lookup for a state seen before, a walk of the token
+/// trie on a lazy index's first visit).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MaskStats {
+    /// Masked steps (sampled under a constraint; forced tokens have none).
+    pub steps: usize,
+    /// Of them, the steps whose mask was not ready when their logits were.
+    pub waited: usize,
+    /// Time from the logits' arrival to the mask in hand, summed over the
+    /// masked steps (a step whose mask was ready adds the lookup only).
+    pub wait_time: Duration,
+    /// The longest of those times.
+    pub max_wait: Duration,
+}
+
+impl MaskStats {
+    /// `waited / steps` (0 without masked steps).
+    pub fn waited_share(&self) -> f64 {
+        self.waited as f64 / self.steps.max(1) as f64
     }
 }
 
