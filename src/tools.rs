@@ -258,6 +258,71 @@ pub fn structural_tag_with_budget(
     reasoning: Reasoning,
     thinking_budget: Option<u32>,
 ) -> Result<StructuralTag, ToolsError> {
+    let opts = TagOptions {
+        parallel,
+        reasoning,
+        thinking_budget,
+        ..TagOptions::default()
+    };
+    structural_tag_with(format, tools, choice, &opts)
+}
+
+/// How [`structural_tag_with`] builds a tag beyond the format, the tools
+/// and the choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TagOptions {
+    /// Whether more than one call may be made.
+    pub parallel: bool,
+    /// Whether the output begins with thinking.
+    pub reasoning: Reasoning,
+    /// At most this many tokens of thinking.
+    pub thinking_budget: Option<u32>,
+    /// `qwen_3` only: a bare `{"name": ..., "arguments": ...}` object (as
+    /// small Qwen models write a call) opens a call too, wherever it starts.
+    pub bare_calls: bool,
+    /// Under `auto` and `required`: once a call opens, the answer is calls
+    /// to its end, one per line (as OpenAI's API answers: the text, then
+    /// the calls); otherwise text may follow them (XGrammar's
+    /// `triggered_tags`).
+    pub calls_last: bool,
+}
+
+impl Default for TagOptions {
+    fn default() -> Self {
+        TagOptions {
+            parallel: true,
+            reasoning: Reasoning::Disabled,
+            thinking_budget: None,
+            bare_calls: false,
+            calls_last: false,
+        }
+    }
+}
+
+/// A bare Qwen call object ([`TagOptions::bare_calls`]).
+const BARE_QWEN: Shape = Shape {
+    trigger: "{\"name\": ",
+    open: "{\"name\": \"",
+    mid: "\", \"arguments\": ",
+    end: "}",
+    style: "json",
+};
+
+/// The structural tag of `tools` under `choice` in `format`, as `opts`
+/// says.
+pub fn structural_tag_with(
+    format: ToolFormat,
+    tools: &Value,
+    choice: &ToolChoice,
+    opts: &TagOptions,
+) -> Result<StructuralTag, ToolsError> {
+    let TagOptions {
+        parallel,
+        reasoning,
+        thinking_budget,
+        bare_calls,
+        calls_last,
+    } = *opts;
     let list = tools
         .as_array()
         .ok_or_else(|| invalid("", "the tools must be an array"))?;
@@ -275,7 +340,11 @@ pub fn structural_tag_with_budget(
             .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
         named.push((name.to_string(), params));
     }
-    let shapes = format.shapes();
+    let mut shapes: Vec<&Shape> = format.shapes().iter().collect();
+    if bare_calls && format == ToolFormat::Qwen3 {
+        shapes.push(&BARE_QWEN);
+    }
+    let triggers: Vec<&str> = shapes.iter().map(|s| s.trigger).collect();
     let tag = |shape: &Shape, name: &str, params: &Value| {
         json!({"type": "tag", "begin": format!("{}{name}{}", shape.open, shape.mid),
                "content": {"type": "json_schema", "json_schema": params, "style": shape.style},
@@ -285,7 +354,7 @@ pub fn structural_tag_with_budget(
     let all_tags = || -> Vec<Value> {
         shapes
             .iter()
-            .flat_map(|sh| named.iter().map(move |(n, p)| tag(sh, n, p)))
+            .flat_map(|&sh| named.iter().map(move |(n, p)| tag(sh, n, p)))
             .collect()
     };
     let free = json!({"type": "any_text", "excludes": THINK});
@@ -293,7 +362,7 @@ pub fn structural_tag_with_budget(
         // Free text that never opens a call.
         ToolChoice::None => {
             let mut ex: Vec<&str> = THINK.to_vec();
-            ex.extend(format.triggers());
+            ex.extend(triggers.iter().copied());
             json!({"type": "any_text", "excludes": ex})
         }
         ToolChoice::Function(want) => {
@@ -303,7 +372,7 @@ pub fn structural_tag_with_budget(
                     format!("tool_choice names {want:?}, which is not among the tools"),
                 )
             })?;
-            tag(&shapes[0], name, params)
+            tag(shapes[0], name, params)
         }
         ToolChoice::Auto | ToolChoice::Required if named.is_empty() => {
             if *choice == ToolChoice::Required {
@@ -314,9 +383,26 @@ pub fn structural_tag_with_budget(
             }
             free
         }
+        ToolChoice::Auto | ToolChoice::Required if calls_last => {
+            let first = json!({
+                "type": "triggered_tags",
+                "triggers": triggers,
+                "tags": all_tags(),
+                "excludes": THINK,
+                "at_least_one": *choice == ToolChoice::Required,
+                "stop_after_first": true,
+            });
+            if parallel {
+                json!({"type": "sequence", "elements": [first, {"type": "star", "content":
+                    {"type": "sequence", "elements": [{"type": "const_string", "value": "\n"},
+                        {"type": "or", "elements": all_tags()}]}}]})
+            } else {
+                first
+            }
+        }
         ToolChoice::Auto | ToolChoice::Required => json!({
             "type": "triggered_tags",
-            "triggers": format.triggers(),
+            "triggers": triggers,
             "tags": all_tags(),
             "excludes": THINK,
             "at_least_one": *choice == ToolChoice::Required,

@@ -1210,3 +1210,41 @@ fn token_level_formats_match_special_tokens_by_id() {
         assert_eq!(e.pointer().map(|p| p.0.as_str()), Some(pointer), "{fmt}: {e}");
     }
 }
+
+#[test]
+fn calls_last_and_bare_qwen_calls() {
+    let (v, _) = vocab();
+    let opts = tools::TagOptions {
+        bare_calls: true,
+        calls_last: true,
+        ..tools::TagOptions::default()
+    };
+    let c = |choice: ToolChoice| {
+        let tag = tools::structural_tag_with(ToolFormat::Qwen3, &weather_tools(), &choice, &opts)
+            .unwrap();
+        Compiler::new(v.clone(), CompilerConfig::default())
+            .compile(&Source::StructuralTag {
+                tag,
+                options: StructuralTag::schema_options(),
+            })
+            .unwrap()
+    };
+    let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+    let bare = "{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}";
+    let auto = c(ToolChoice::Auto);
+    for (text, want) in [
+        ("Let me look.", true),
+        (call, true),
+        (bare, true),
+        (&format!("Sure. {bare}"), true),
+        (&format!("{call}\n{bare}"), true),
+        (&format!("{call} and more text"), false),
+        (&format!("{bare}{call}"), false),
+        ("{\"name\": \"nope\"", false),
+    ] {
+        assert_eq!(accepts(&auto, text), want, "{text:?}");
+    }
+    let required = c(ToolChoice::Required);
+    assert!(accepts(&required, bare) && accepts(&required, &format!("{bare}\n{call}")));
+    assert!(!accepts(&required, "text") && !accepts(&required, &format!("{call}\nok")));
+}

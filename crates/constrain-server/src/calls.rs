@@ -24,9 +24,11 @@ use serde_json::{Map, Value};
 
 /// The texts that open a call in `format` (where the parser starts
 /// looking), each with whether the call's text begins after it (`true`) or
-/// at it (`llama`'s bare object).
-fn openers(format: ToolFormat) -> &'static [(&'static str, bool)] {
+/// at it (`llama`'s bare object); `bare`: Qwen's calls may also be bare
+/// objects ([`constrain::tools::TagOptions::bare_calls`]).
+fn openers(format: ToolFormat, bare: bool) -> &'static [(&'static str, bool)] {
     match format {
+        ToolFormat::Qwen3 if bare => &[("<tool_call>", true), ("{\"name\"", false)],
         ToolFormat::Qwen3 => &[("<tool_call>", true)],
         ToolFormat::Llama => &[("{\"name\"", false), ("<|python_tag|>", true)],
         ToolFormat::Mistral => &[("[TOOL_CALLS]", true)],
@@ -36,8 +38,8 @@ fn openers(format: ToolFormat) -> &'static [(&'static str, bool)] {
 
 /// The texts that open a call in `format` (streamed content is held back
 /// from the first of them).
-pub fn openers_text(format: ToolFormat) -> Vec<&'static str> {
-    openers(format).iter().map(|o| o.0).collect()
+pub fn openers_text(format: ToolFormat, bare: bool) -> Vec<&'static str> {
+    openers(format, bare).iter().map(|o| o.0).collect()
 }
 
 /// What closes a call after its JSON value (none for `llama`, `mistral`).
@@ -135,7 +137,8 @@ fn block(
     let mut values = serde_json::Deserializer::from_str(body).into_iter::<Value>();
     let v = values.next()?.ok()?;
     let after = &body[values.byte_offset()..];
-    let end = close(format);
+    // A bare object (the opener is its own start) has no closing marker.
+    let end = if skip { close(format) } else { "" };
     let used = if end.is_empty() {
         body_at + values.byte_offset()
     } else {
@@ -154,12 +157,22 @@ fn block(
 /// the calls, trimmed; empty when there is none) and its calls, in order.
 /// `tools` (the request's) type the XML formats' raw values.
 pub fn parse_calls(format: ToolFormat, text: &str, tools: &[Value]) -> (String, Vec<ParsedCall>) {
+    parse_calls_in(format, false, text, tools)
+}
+
+/// [`parse_calls`], Qwen's bare call objects read as calls when `bare`.
+pub fn parse_calls_in(
+    format: ToolFormat,
+    bare: bool,
+    text: &str,
+    tools: &[Value],
+) -> (String, Vec<ParsedCall>) {
     let mut content = String::new();
     let mut calls = Vec::new();
     let mut rest = text;
     // The earliest opener in what is left.
     let next = |rest: &str| {
-        openers(format)
+        openers(format, bare)
             .iter()
             .filter_map(|&o| rest.find(o.0).map(|at| (at, o)))
             .min_by_key(|(at, _)| *at)
@@ -191,6 +204,18 @@ mod tests {
             name: name.into(),
             arguments: arguments.into(),
         }
+    }
+
+    #[test]
+    fn qwen_bare_calls_are_calls_only_where_asked() {
+        let text = "{\"name\": \"get_time\", \"arguments\": {}}\nand <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
+        let (content, calls) = parse_calls_in(ToolFormat::Qwen3, true, text, &[]);
+        assert_eq!(content, "and");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].name, "get_time");
+        let (content, calls) = parse_calls(ToolFormat::Qwen3, text, &[]);
+        assert!(content.starts_with("{\"name\": \"get_time\""));
+        assert_eq!(calls.len(), 1);
     }
 
     #[test]

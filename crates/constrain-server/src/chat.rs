@@ -19,30 +19,25 @@
 //! | `json_schema` / `json_object` | the schema / any JSON object |
 //! | `structured_outputs` `json` / `regex` / `grammar` / `choice` / `structural_tag` | that |
 //! | `response_format` `structural_tag` | the tag (free text, reasoning, calls) |
-//! | tools, `tool_choice: "none"` | text that never contains `<tool_call>` |
-//! | tools, `"required"` | `C` (or `C(\nC)*` with `parallel_tool_calls`) |
-//! | tools, `{"type":"function",..}` | one `C` over that tool alone |
-//! | tools, `"auto"` | `T(C…)?`: text `T` without `<tool_call>`, then calls |
+//! | tools, no response format | one structural tag in the call format ([`constrain::tools::structural_tag_with`]) |
+//! | tools and a response format | the format, or calls `C(\nC)*` (`F|C…`) |
+//!
+//! **Tools** compile to one structural tag in the server's `--tool-format`
+//! (default Qwen's `qwen_3`): free text, then calls to the end of the
+//! answer, one per line (`TagOptions::calls_last`): `auto` → text, then
+//! maybe calls; `required` → calls only; a named tool → that one call;
+//! `none` → text that never opens a call. One automaton, one generation
+//! phase, and `max_tokens` never cuts a call (a call that cannot finish is
+//! not opened). Qwen's `<tool_call>` is an added token and a symbol of the
+//! language: the model may write the token or its text. Without
+//! `--tool-format`, a bare `{"name": ..., "arguments": ...}` object opens a
+//! call too (`TagOptions::bare_calls`: what Qwen's small models often write
+//! instead, and what llama.cpp's Hermes parser also takes as a call).
+//! Custom tools ([`crate::custom`]) keep a lazy trigger: free text until
+//! `<tool_call>`, then the call under [`Plan::trigger`].
 //!
 //! where `C` is `<tool_call>\n` + the tools' call schema
 //! ([`constrain::schema::tools_schema`]) + `\n</tool_call>`.
-//!
-//! Qwen opens a call with its own `<tool_call>` token, an added token that
-//! is not in the token index (its text is not spelled by the constraint), so
-//! the server never makes the model spell it byte by byte:
-//!
-//! * under `required` and a named tool, `<tool_call>\n` ends the *prompt*
-//!   (the tokenizer reads it as Qwen's token) and only the rest of the calls
-//!   is constrained ([`Plan::prefix`]);
-//! * under `auto` (no response format) generation has two phases, the lazy
-//!   trigger of vLLM and llguidance: free text, unconstrained, until the
-//!   model writes `<tool_call>` (the token or its text), or opens its answer
-//!   with a bare `{"name"` (what Qwen's small models often do instead, and
-//!   what llama.cpp's Hermes parser also takes as a call); then, from the
-//!   prompt + that text + `<tool_call>\n`, the rest of the calls under
-//!   [`Plan::trigger`] with the tokens left. When too few tokens are left
-//!   for a complete call, the answer is the text, with `finish_reason:
-//!   "length"`: a call is never cut by `max_tokens`.
 //!
 //! With a response format *and* `auto`, the output is either that format or
 //! calls (`F|C…`) in one automaton; they differ in their first byte (`<`
@@ -90,6 +85,9 @@ pub struct Plan {
     /// The format calls are written in, when the tools go through a
     /// structural tag (`--tool-format`); `None`: Qwen's, by the trigger path.
     pub tool_format: Option<ToolFormat>,
+    /// Under `tool_format` Qwen's: a bare `{"name": ...}` object is a call
+    /// too (the default, without `--tool-format`).
+    pub bare_calls: bool,
     /// The request's tools (to type the calls read back).
     pub tools: Vec<Value>,
     /// The answer may begin with a `<think>` block (`--reasoning`).
@@ -115,7 +113,11 @@ pub fn plan(
         }
         return Ok(p);
     }
-    let tool_format = tool_format.or(reasoning.then_some(ToolFormat::Qwen3));
+    // Tools go through a structural tag: the server's format, or Qwen's,
+    // where a bare call object opens a call too (small Qwen models write
+    // one instead of `<tool_call>`).
+    let bare_calls = tool_format.is_none();
+    let tool_format = Some(tool_format.unwrap_or(ToolFormat::Qwen3));
     let tools = req.tools.clone().unwrap_or_default();
     let (format, format_param, format_schema) = response_format(req)?;
     let choice = tool_choice(req, &tools)?;
@@ -208,6 +210,7 @@ pub fn plan(
         prefix: String::new(),
         trigger: None,
         tool_format: None,
+        bare_calls: false,
         tools: Vec::new(),
         reasoning,
     };
@@ -262,17 +265,22 @@ pub fn plan(
             ToolChoice::Required => constrain::tools::ToolChoice::Required,
             ToolChoice::Named(n) => constrain::tools::ToolChoice::Function(n.clone()),
         };
-        let tag = constrain::tools::structural_tag_with_budget(
-            fmt,
-            &Value::Array(tools.clone()),
-            &tc,
+        let opts = constrain::tools::TagOptions {
             parallel,
-            if reasoning {
+            reasoning: if reasoning {
                 constrain::tools::Reasoning::Auto
             } else {
                 constrain::tools::Reasoning::Disabled
             },
-            budget,
+            thinking_budget: budget,
+            bare_calls,
+            calls_last: true,
+        };
+        let tag = constrain::tools::structural_tag_with(
+            fmt,
+            &Value::Array(tools.clone()),
+            &tc,
+            &opts,
         )
         .map_err(|e| ApiError::field("tools", format!("the tools do not compile: {e}")))?;
         p.source = Some(Source::StructuralTag {
@@ -285,6 +293,7 @@ pub fn plan(
         // alone are a document.
         p.structured = matches!(choice, ToolChoice::Required | ToolChoice::Named(_));
         p.tool_format = Some(fmt);
+        p.bare_calls = bare_calls && fmt == ToolFormat::Qwen3;
         p.tools = tools;
         return Ok(p);
     }

@@ -396,6 +396,7 @@ pub fn plan(req: &ChatRequest) -> Result<Option<Plan>, ApiError> {
         prefix: String::new(),
         trigger: None,
         tool_format: None,
+        bare_calls: false,
         tools: req.tools.clone().unwrap_or_default(),
         reasoning: false,
     };

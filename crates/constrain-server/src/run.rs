@@ -33,6 +33,8 @@ pub struct Job {
     /// The calls' format when the tools went through a structural tag
     /// (`--tool-format`), and the request's tools to type them.
     pub tool_format: Option<constrain::tools::ToolFormat>,
+    /// Qwen's bare call objects are calls too (no `--tool-format`).
+    pub bare_calls: bool,
     pub tools: Vec<serde_json::Value>,
     /// A leading `<think>` block is reasoning (`--reasoning`).
     pub reasoning: bool,
@@ -292,7 +294,7 @@ pub fn run_job(
             (None, whole)
         };
         let (mut content, calls) = if let Some(f) = job.tool_format {
-            crate::calls::parse_calls(f, &text, &job.tools)
+            crate::calls::parse_calls_in(f, job.bare_calls, &text, &job.tools)
         } else if crate::custom::active(&job.tools) {
             crate::custom::split_call(&text, &job.tools)
         } else if job.tools_active {
@@ -477,7 +479,7 @@ pub fn content_markers(job: &Job) -> Vec<String> {
     let mut m = Vec::new();
     if let Some(f) = job.tool_format {
         m.extend(
-            crate::calls::openers_text(f)
+            crate::calls::openers_text(f, job.bare_calls)
                 .into_iter()
                 .map(str::to_string),
         );

@@ -528,6 +528,7 @@ fn finish(
         stop,
         prefix,
         tool_format,
+        bare_calls,
         tools,
         reasoning,
         ..
@@ -593,6 +594,7 @@ fn finish(
             stop,
             tools_active,
             tool_format,
+            bare_calls,
             tools,
             reasoning,
             structured,
