@@ -35,7 +35,7 @@ use std::rc::Rc;
 
 mod keywords;
 mod merge;
-mod resources;
+pub(crate) mod resources;
 use keywords::*;
 pub use merge::{json_eq, merge};
 use merge::{lower_hi, raise_lo};

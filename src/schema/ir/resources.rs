@@ -48,6 +48,10 @@ pub struct Resources {
     dynamic: HashMap<String, Vec<(String, String)>>,
     /// Whether `id` (no `$`) names a resource: drafts 3 and 4 only.
     legacy_id: bool,
+    /// The absolute URI (no fragment) named by each `$ref`, `$dynamicRef`
+    /// and `$recursiveRef` of the document (what [`super::super::documents`]
+    /// bundles).
+    referenced: Vec<String>,
 }
 
 /// Whether the document's `$schema` is draft 3 or 4, where the identifier
@@ -69,20 +73,37 @@ impl Resources {
         };
         r.resources.insert(DEFAULT_BASE.to_string(), String::new());
         r.bases.insert(String::new(), DEFAULT_BASE.to_string());
-        r.walk(root, "", DEFAULT_BASE, 0);
+        let legacy = r.legacy_id;
+        r.walk(root, "", DEFAULT_BASE, legacy, 0);
         r
     }
 
-    fn walk(&mut self, v: &Value, at: &str, base: &str, depth: usize) {
+    /// Whether `uri` (absolute, no fragment) names a resource of the document.
+    pub fn has_resource(&self, uri: &str) -> bool {
+        self.resources.contains_key(uri)
+    }
+
+    /// The absolute URIs (no fragment) the document's references name.
+    pub fn referenced(&self) -> &[String] {
+        &self.referenced
+    }
+
+    fn walk(&mut self, v: &Value, at: &str, base: &str, legacy: bool, depth: usize) {
         if depth > MAX_WALK_DEPTH {
             return;
         }
         match v {
             Value::Object(m) => {
                 let mut base = base.to_string();
+                // An embedded resource may be of another draft (a bundled
+                // draft-04 meta-schema inside a 2020-12 document).
+                let legacy = match m.get("$schema").and_then(Value::as_str) {
+                    Some(s) if depth > 0 => s.contains("draft-03") || s.contains("draft-04"),
+                    _ => legacy,
+                };
                 let id = match m.get("$id") {
                     Some(v) => v.as_str(),
-                    None if self.legacy_id => m.get("id").and_then(Value::as_str),
+                    None if legacy => m.get("id").and_then(Value::as_str),
                     None => None,
                 };
                 if let Some(id) = id {
@@ -111,24 +132,30 @@ impl Resources {
                         .or_default()
                         .push((base.clone(), at.to_string()));
                 }
+                for kw in ["$ref", "$dynamicRef", "$recursiveRef"] {
+                    if let Some(Value::String(r)) = m.get(kw) {
+                        let abs = resolve_uri(&base, r);
+                        self.referenced.push(split_fragment(&abs).0.to_string());
+                    }
+                }
                 for (k, c) in m {
                     let child = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
                     match subschemas(k) {
-                        Some(Holds::One) => self.walk(c, &child, &base, depth + 1),
+                        Some(Holds::One) => self.walk(c, &child, &base, legacy, depth + 1),
                         Some(Holds::List) => match c {
                             Value::Array(a) => {
                                 for (i, e) in a.iter().enumerate() {
-                                    self.walk(e, &format!("{child}/{i}"), &base, depth + 1);
+                                    self.walk(e, &format!("{child}/{i}"), &base, legacy, depth + 1);
                                 }
                             }
                             // `items` as one schema (2020-12).
-                            _ => self.walk(c, &child, &base, depth + 1),
+                            _ => self.walk(c, &child, &base, legacy, depth + 1),
                         },
                         Some(Holds::Map) => {
                             if let Value::Object(o) = c {
                                 for (n, e) in o {
                                     let n = n.replace('~', "~0").replace('/', "~1");
-                                    self.walk(e, &format!("{child}/{n}"), &base, depth + 1);
+                                    self.walk(e, &format!("{child}/{n}"), &base, legacy, depth + 1);
                                 }
                             }
                         }
@@ -206,7 +233,7 @@ impl Resources {
 }
 
 /// `(uri, fragment)`: the part before the first `#` and the part after it.
-fn split_fragment(s: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_fragment(s: &str) -> (&str, Option<&str>) {
     match s.split_once('#') {
         Some((u, f)) => (u, Some(f)),
         None => (s, None),

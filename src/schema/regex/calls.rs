@@ -350,7 +350,9 @@ fn fragments_with(
     free_calls: bool,
     shared_refs: bool,
 ) -> Result<SchemaFragments, SchemaError> {
-    let doc = Document::new(schema, opts);
+    // `$ref`s to the meta-schemas resolve to the bundled copies.
+    let schema = crate::schema::documents::bundle(schema, &Default::default());
+    let doc = Document::new(&schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);
     g.calls = Some(Calls {
