@@ -52,6 +52,8 @@ pub struct Resources {
     /// and `$recursiveRef` of the document (what [`super::super::documents`]
     /// bundles).
     referenced: Vec<String>,
+    /// Pointers of the objects with `$recursiveAnchor: true` (2019-09).
+    recursive: Vec<String>,
 }
 
 /// Whether the document's `$schema` is draft 3 or 4, where the identifier
@@ -132,6 +134,9 @@ impl Resources {
                         .or_default()
                         .push((base.clone(), at.to_string()));
                 }
+                if m.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
+                    self.recursive.push(at.to_string());
+                }
                 for kw in ["$ref", "$dynamicRef", "$recursiveRef"] {
                     if let Some(Value::String(r)) = m.get(kw) {
                         let abs = resolve_uri(&base, r);
@@ -200,15 +205,67 @@ impl Resources {
     }
 }
 
+/// The dynamic scope, as far as `$dynamicRef` can see it: for each
+/// `$dynamicAnchor` name that more than one resource of the document
+/// defines, the pointer of that anchor in the *outermost* resource of the
+/// scope that defines it (2020-12 Core §8.2.3.2). Entering a resource only
+/// ever adds names, so a scope is fixed by a finite choice per name.
+pub type Scope = std::collections::BTreeMap<String, String>;
+
 impl Resources {
-    /// The pointer a `$dynamicRef` written at `pointer` names, where it
-    /// resolves statically: its initial target (resolved as a `$ref`) is
-    /// final unless that target carries a `$dynamicAnchor` of the fragment's
-    /// name, and even then when it is the only `$dynamicAnchor` of that name
-    /// in the document (every dynamic scope then finds that one). `Err`:
-    /// why not (several such anchors: the target depends on the dynamic
-    /// scope); `Ok(None)`: it names nothing in this document.
+    /// Whether a `$dynamicRef`'s target can depend on the dynamic scope at
+    /// all: some `$dynamicAnchor` name is defined more than once.
+    pub fn has_dynamic_scope(&self) -> bool {
+        self.dynamic.values().any(|all| all.len() > 1)
+    }
+
+    /// `scope` after entering the resource that holds `pointer`: every
+    /// ambiguous anchor name that resource defines, and the scope lacks,
+    /// is added.
+    pub fn enter(&self, scope: &Scope, pointer: &str) -> Scope {
+        let uri = self.base_at(pointer);
+        let mut out = scope.clone();
+        for (name, all) in &self.dynamic {
+            if all.len() > 1 && !out.contains_key(name) {
+                if let Some((_, p)) = all.iter().find(|(u, _)| u == uri) {
+                    out.insert(name.clone(), p.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The pointer a `$dynamicRef` written at `pointer` names in the dynamic
+    /// `scope`: its initial target (resolved as a `$ref`) unless that target
+    /// carries a `$dynamicAnchor` of the fragment's name, and then the
+    /// anchor of that name in the outermost resource of the scope that has
+    /// one (`scope`; the initial target when none does, or when the
+    /// document defines the name once). `None`: it names nothing here.
     pub fn resolve_dynamic(
+        &self,
+        reference: &str,
+        pointer: &str,
+        root: &Value,
+        scope: &Scope,
+    ) -> Option<String> {
+        let target = self.resolve(reference, pointer, root)?;
+        let abs = resolve_uri(self.base_at(pointer), reference);
+        let name = percent_decode(split_fragment(&abs).1.unwrap_or(""));
+        let Some(all) = self.dynamic.get(&name) else {
+            return Some(target);
+        };
+        if !all.iter().any(|(_, p)| *p == target) {
+            return Some(target);
+        }
+        Some(scope.get(&name).cloned().unwrap_or(target))
+    }
+
+    /// The pointer a `$recursiveRef` (2019-09) written at `pointer` names,
+    /// where it resolves statically: its initial target (`"#"`, the root
+    /// of its resource, resolved as a `$ref`) is final unless that target
+    /// carries `$recursiveAnchor: true`, and even then when it is the only
+    /// such resource of the document. `Err`: why not.
+    pub fn resolve_recursive(
         &self,
         reference: &str,
         pointer: &str,
@@ -217,17 +274,12 @@ impl Resources {
         let Some(target) = self.resolve(reference, pointer, root) else {
             return Ok(None);
         };
-        let abs = resolve_uri(self.base_at(pointer), reference);
-        let name = percent_decode(split_fragment(&abs).1.unwrap_or(""));
-        let Some(all) = self.dynamic.get(&name) else {
-            return Ok(Some(target));
-        };
-        if !all.iter().any(|(_, p)| *p == target) || all.len() == 1 {
+        if !self.recursive.contains(&target) || self.recursive.len() == 1 {
             return Ok(Some(target));
         }
         Err(format!(
-            "{} \"$dynamicAnchor\": \"{name}\" in the document; the target depends on the dynamic scope",
-            all.len()
+            "{} resources with \"$recursiveAnchor\": true in the document; the target depends on the dynamic scope",
+            self.recursive.len()
         ))
     }
 }
@@ -488,16 +540,18 @@ mod tests {
     }
 
     #[test]
-    fn dynamic_refs_resolve_statically_when_one_anchor_can_match() {
+    fn dynamic_refs_resolve_by_the_outermost_anchor_in_scope() {
+        let none = Scope::new();
         let one = json!({
             "$id": "http://e.com/list.json",
             "$dynamicAnchor": "items",
             "items": {"$dynamicRef": "#items"}
         });
         let r = Resources::collect(&one);
+        assert!(!r.has_dynamic_scope());
         assert_eq!(
-            r.resolve_dynamic("#items", "/items", &one),
-            Ok(Some(String::new()))
+            r.resolve_dynamic("#items", "/items", &one, &none),
+            Some(String::new())
         );
         let two = json!({
             "$id": "http://e.com/root.json",
@@ -506,9 +560,19 @@ mod tests {
                                "items": {"$dynamicRef": "#items"}}}
         });
         let r = Resources::collect(&two);
-        assert!(r
-            .resolve_dynamic("#items", "/$defs/list/items", &two)
-            .is_err());
+        assert!(r.has_dynamic_scope());
+        // Entered through the root: the root's anchor is the outermost.
+        let from_root = r.enter(&r.enter(&none, ""), "/$defs/list");
+        assert_eq!(
+            r.resolve_dynamic("#items", "/$defs/list/items", &two, &from_root),
+            Some(String::new())
+        );
+        // Entered at the list alone: its own anchor.
+        let alone = r.enter(&none, "/$defs/list");
+        assert_eq!(
+            r.resolve_dynamic("#items", "/$defs/list/items", &two, &alone),
+            Some("/$defs/list".into())
+        );
         // An initial target without a matching `$dynamicAnchor`: a plain `$ref`.
         let plain = json!({
             "$id": "http://e.com/root.json",
@@ -518,8 +582,31 @@ mod tests {
         });
         let r = Resources::collect(&plain);
         assert_eq!(
-            r.resolve_dynamic("#items", "/$defs/list/items", &plain),
-            Ok(Some("/$defs/list".into()))
+            r.resolve_dynamic("#items", "/$defs/list/items", &plain, &r.enter(&none, "")),
+            Some("/$defs/list".into())
+        );
+    }
+
+    #[test]
+    fn recursive_refs_resolve_statically_when_one_anchor_can_match() {
+        let one = json!({"$recursiveAnchor": true, "items": {"$recursiveRef": "#"}});
+        let r = Resources::collect(&one);
+        assert_eq!(
+            r.resolve_recursive("#", "/items", &one),
+            Ok(Some(String::new()))
+        );
+        let two = json!({
+            "$id": "http://e.com/root.json", "$recursiveAnchor": true,
+            "$defs": {"t": {"$id": "t.json", "$recursiveAnchor": true,
+                            "items": {"$recursiveRef": "#"}},
+                      "u": {"$id": "u.json", "items": {"$recursiveRef": "#"}}}
+        });
+        let r = Resources::collect(&two);
+        assert!(r.resolve_recursive("#", "/$defs/t/items", &two).is_err());
+        // The initial target has no `$recursiveAnchor`: a plain `$ref`.
+        assert_eq!(
+            r.resolve_recursive("#", "/$defs/u/items", &two),
+            Ok(Some("/$defs/u".into()))
         );
     }
 
