@@ -36,6 +36,7 @@ use std::rc::Rc;
 mod keywords;
 mod merge;
 pub(crate) mod resources;
+mod unevaluated;
 use keywords::*;
 pub use merge::{json_eq, merge};
 use merge::{lower_hi, raise_lo};
@@ -558,6 +559,21 @@ impl<'a> Document<'a> {
             }
         };
         let opts = self.opts;
+        // unevaluated*: rewritten into the keywords they amount to where the
+        // evaluated sets are known statically (`ir/unevaluated.rs`).
+        if m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems") {
+            match unevaluated::rewrite(&self.resources, self.root, m, at.as_str()) {
+                Ok(v) => return self.parse_here(&v, at),
+                Err((keyword, detail)) => self.soft(
+                    SchemaError::UnsupportedValue {
+                        what: keyword.into(),
+                        pointer: at.clone(),
+                        detail,
+                    },
+                    opts.lenient,
+                )?,
+            }
+        }
         let mut n = Node {
             at: at.clone(),
             ..Default::default()
