@@ -113,7 +113,8 @@ impl Walk<'_> {
         for kw in ["$dynamicRef", "$recursiveRef"] {
             if m.contains_key(kw) {
                 return Err(format!(
-                    "a \"{kw}\" at {at} (its evaluation depends on the dynamic scope)"
+                    "a \"{kw}\" at {} (its evaluation depends on the dynamic scope)",
+                    show(at)
                 ));
             }
         }
@@ -124,7 +125,7 @@ impl Walk<'_> {
         }
         if let Some(Value::String(r)) = m.get("$ref") {
             let Some(t) = self.res.resolve(r, at, self.root) else {
-                return Err(format!("the $ref \"{r}\" at {at} is unresolvable"));
+                return Err(format!("the $ref \"{r}\" at {} is unresolvable", show(at)));
             };
             if seen.insert(t.clone()) {
                 let target = if t.is_empty() {
@@ -154,7 +155,8 @@ impl Walk<'_> {
             for (p, s) in subs {
                 if evaluates(&self.flat(s, &p, &mut seen.clone(), depth + 1)?) {
                     return Err(format!(
-                        "\"{kw}\" at {at} evaluates {} inside a branch nested in another",
+                        "\"{kw}\" at {} evaluates {} inside a branch nested in another",
+                        show(at),
                         self.what()
                     ));
                 }
@@ -256,6 +258,15 @@ impl Walk<'_> {
     }
 }
 
+/// A JSON Pointer as messages write it.
+fn show(at: &str) -> &str {
+    if at.is_empty() {
+        "(root)"
+    } else {
+        at
+    }
+}
+
 fn evaluates(ev: &Evaluated) -> bool {
     ev.all
         || !ev.names.is_empty()
@@ -326,7 +337,11 @@ pub fn rewrite(
                         .flat(d, &format!("{at}/{dep}/{k}"), &mut BTreeSet::new(), 0)
                         .map_err(fail)?;
                     if evaluates(&ev) {
-                        return Err(fail(format!("\"{dep}\" at {at} evaluates {}", w.what())));
+                        return Err(fail(format!(
+                            "\"{dep}\" at {} evaluates {}",
+                            show(at),
+                            w.what()
+                        )));
                     }
                 }
             }
@@ -342,7 +357,8 @@ pub fn rewrite(
         let branching = usize::from(any.is_some()) + usize::from(one.is_some()) + usize::from(cond);
         if branching > 1 {
             return Err(fail(format!(
-                "more than one of anyOf, oneOf and if at {at} evaluate {}",
+                "more than one of anyOf, oneOf and if at {} evaluate {}",
+                show(at),
                 w.what()
             )));
         }
@@ -388,7 +404,8 @@ pub fn rewrite(
             let n = evs.len();
             if n > MAX_ANY_OF {
                 return Err(fail(format!(
-                    "anyOf at {at} has {n} branches that evaluate {}, over {MAX_ANY_OF}",
+                    "anyOf at {} has {n} branches that evaluate {}, over {MAX_ANY_OF}",
+                    show(at),
                     w.what()
                 )));
             }
@@ -438,7 +455,7 @@ pub fn rewrite(
             .or_insert_with(|| Value::Array(Vec::new()));
         match all_of {
             Value::Array(a) => a.push(json!({"anyOf": alts})),
-            _ => return Err(fail(format!("\"allOf\" at {at} is not an array"))),
+            _ => return Err(fail(format!("\"allOf\" at {} is not an array", show(at)))),
         }
     }
     Ok(Value::Object(out))
