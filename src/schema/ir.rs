@@ -356,7 +356,13 @@ pub struct Document<'a> {
 
 /// Separates a pointer from its dynamic scope in a reference key
 /// ([`Document::get`]); a JSON Pointer never holds it.
-const SCOPE_SEP: char = '\u{0}';
+const SCOPE_SEP: char = '\u{3}';
+
+/// The JSON Pointer of a reference key ([`Document::get`]), its dynamic
+/// scope aside.
+pub fn key_pointer(key: &str) -> &str {
+    key.split(SCOPE_SEP).next().unwrap_or(key)
+}
 
 /// A scope in a reference key: `name=pointer` pairs, `\u{1}`-separated.
 fn encode_scope(scope: &Scope) -> String {

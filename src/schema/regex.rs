@@ -402,7 +402,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 };
                 if let Some(n) = node.as_mut() {
                     if n.at.0.is_empty() && !target.is_empty() {
-                        n.at = Pointer(target.clone());
+                        n.at = Pointer(super::ir::key_pointer(target).to_string());
                     }
                 }
                 Ok(node)

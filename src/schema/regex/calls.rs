@@ -179,7 +179,7 @@ impl Gen<'_, '_> {
         let Ok(id) = u16::try_from(id) else {
             return Err(SchemaError::TooBig {
                 what: "recursive $ref targets".into(),
-                pointer: Pointer(target.to_string()),
+                pointer: Pointer(crate::schema::ir::key_pointer(target).to_string()),
                 size: id as u64,
                 limit: u16::MAX as u64,
                 knob: "the call marker's 16-bit fragment id",
