@@ -216,3 +216,24 @@ fn meta_schema_references_resolve_to_the_bundled_copies() {
         assert_eq!(accepts(&c, t), ok, "{t}");
     }
 }
+
+#[test]
+fn a_nested_schema_keyword_does_not_turn_ids_into_bases() {
+    // Real schemas carry a draft-04 `$schema` and an `id` deep inside a
+    // document whose pointers are written from the root: the `id` there
+    // is not a base (only the root's `$schema` decides).
+    let schema = json!({
+        "definitions": {"lemon": {
+            "$schema": "http://json-schema.org/draft-04/schema",
+            "id": "schema/lemon",
+            "definitions": {"ripe": {"type": "boolean"}},
+            "type": "object",
+            "properties": {"ripe": {"$ref": "#/definitions/lemon/definitions/ripe"}},
+            "additionalProperties": false
+        }},
+        "$ref": "#/definitions/lemon"
+    });
+    let c = compile(&schema, SchemaOptions::default()).unwrap();
+    assert!(accepts(&c, r#"{"ripe":true}"#));
+    assert!(!accepts(&c, r#"{"ripe":1}"#));
+}

@@ -12,8 +12,10 @@
 //! (2020-12 Core §9.3): each reached document becomes an embedded resource
 //! under the root's `$defs`, keyed by its URI and carrying that URI as its
 //! `$id`. `$ref`s then resolve into it exactly as into the main document:
-//! its own `$id` base, anchors, JSON Pointers relative to it, and its draft
-//! (a draft-04 meta-schema keeps `id` as its identifier keyword). Only
+//! its own `$id` base, anchors and JSON Pointers relative to it. (Whether
+//! draft-04's `id` names nested resources is read from the main document's
+//! `$schema` alone: real schemas carry a deeper `$schema` beside an `id`
+//! not meant as a base.) Only
 //! documents some reference names are embedded, to a fixpoint (a registered
 //! document may reference another). The key makes a JSON Pointer into an
 //! embedded document name it, so an error inside a meta-schema says so:

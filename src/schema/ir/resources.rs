@@ -97,12 +97,6 @@ impl Resources {
         match v {
             Value::Object(m) => {
                 let mut base = base.to_string();
-                // An embedded resource may be of another draft (a bundled
-                // draft-04 meta-schema inside a 2020-12 document).
-                let legacy = match m.get("$schema").and_then(Value::as_str) {
-                    Some(s) if depth > 0 => s.contains("draft-03") || s.contains("draft-04"),
-                    _ => legacy,
-                };
                 let id = match m.get("$id") {
                     Some(v) => v.as_str(),
                     None if legacy => m.get("id").and_then(Value::as_str),
