@@ -447,7 +447,7 @@ impl<'a> Document<'a> {
 
     /// The schema at a reference key (parsed once): a JSON Pointer, and
     /// where the document's `$dynamicRef`s can depend on the dynamic scope,
-    /// the scope the reference enters it with ([`Self::ref_key`]): one copy
+    /// the scope the reference enters it with (`ref_key`): one copy
     /// of a subschema per distinct scope, a finite number.
     pub fn get(&self, key: &str) -> Result<Rc<Schema>, SchemaError> {
         if let Some(s) = self.cache.borrow().get(key) {
