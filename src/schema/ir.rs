@@ -35,11 +35,12 @@ use std::rc::Rc;
 
 mod keywords;
 mod merge;
-mod resources;
+pub(crate) mod resources;
+mod unevaluated;
 use keywords::*;
 pub use merge::{json_eq, merge};
 use merge::{lower_hi, raise_lo};
-use resources::Resources;
+use resources::{Resources, Scope};
 
 /// A set of JSON types. `NUMBER` includes the integers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -347,7 +348,33 @@ pub struct Document<'a> {
     opts: &'a SchemaOptions,
     cache: RefCell<HashMap<String, Rc<Schema>>>,
     resources: Resources,
+    /// The dynamic scope of the schema being parsed (innermost last); kept
+    /// only when some `$dynamicAnchor` name is defined more than once.
+    scope: RefCell<Vec<Rc<Scope>>>,
     pub warnings: RefCell<Vec<SchemaWarning>>,
+}
+
+/// Separates a pointer from its dynamic scope in a reference key
+/// ([`Document::get`]); a JSON Pointer never holds it.
+const SCOPE_SEP: char = '\u{3}';
+
+/// The JSON Pointer of a reference key ([`Document::get`]), its dynamic
+/// scope aside.
+pub fn key_pointer(key: &str) -> &str {
+    key.split(SCOPE_SEP).next().unwrap_or(key)
+}
+
+/// A scope in a reference key: `name=pointer` pairs, `\u{1}`-separated.
+fn encode_scope(scope: &Scope) -> String {
+    let parts: Vec<String> = scope.iter().map(|(k, v)| format!("{k}\u{2}{v}")).collect();
+    parts.join("\u{1}")
+}
+
+fn decode_scope(text: &str) -> Scope {
+    text.split('\u{1}')
+        .filter_map(|p| p.split_once('\u{2}'))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 fn as_count(v: &Value) -> Option<u64> {
@@ -375,6 +402,7 @@ impl<'a> Document<'a> {
             opts,
             cache: RefCell::new(HashMap::new()),
             resources: Resources::collect(root),
+            scope: RefCell::new(Vec::new()),
             warnings: RefCell::new(Vec::new()),
         }
     }
@@ -417,11 +445,18 @@ impl<'a> Document<'a> {
         self.get("")
     }
 
-    /// The schema at a JSON Pointer (parsed once).
-    pub fn get(&self, target: &str) -> Result<Rc<Schema>, SchemaError> {
-        if let Some(s) = self.cache.borrow().get(target) {
+    /// The schema at a reference key (parsed once): a JSON Pointer, and
+    /// where the document's `$dynamicRef`s can depend on the dynamic scope,
+    /// the scope the reference enters it with (`ref_key`): one copy
+    /// of a subschema per distinct scope, a finite number.
+    pub fn get(&self, key: &str) -> Result<Rc<Schema>, SchemaError> {
+        if let Some(s) = self.cache.borrow().get(key) {
             return Ok(s.clone());
         }
+        let (target, scope) = match key.split_once(SCOPE_SEP) {
+            Some((t, sc)) => (t, decode_scope(sc)),
+            None => (key, Scope::new()),
+        };
         let at = Pointer(target.to_string());
         let v = if target.is_empty() {
             Some(self.root)
@@ -434,11 +469,33 @@ impl<'a> Document<'a> {
                 pointer: at,
             });
         };
-        let s = Rc::new(self.parse(v, &at)?);
-        self.cache
-            .borrow_mut()
-            .insert(target.to_string(), s.clone());
+        let dynamic = self.resources.has_dynamic_scope();
+        if dynamic {
+            let entered = self.resources.enter(&scope, target);
+            self.scope.borrow_mut().push(Rc::new(entered));
+        }
+        let parsed = self.parse(v, &at);
+        if dynamic {
+            self.scope.borrow_mut().pop();
+        }
+        let s = Rc::new(parsed?);
+        self.cache.borrow_mut().insert(key.to_string(), s.clone());
         Ok(s)
+    }
+
+    /// The key of a reference to `target` made in the current dynamic
+    /// scope: the pointer, and (where the scope matters) the scope after
+    /// entering the target's resource.
+    fn ref_key(&self, target: String) -> String {
+        if !self.resources.has_dynamic_scope() {
+            return target;
+        }
+        let cur = self.scope.borrow().last().cloned().unwrap_or_default();
+        let entered = self.resources.enter(&cur, &target);
+        if entered.is_empty() {
+            return target;
+        }
+        format!("{target}{SCOPE_SEP}{}", encode_scope(&entered))
     }
 
     /// Resolves a `$ref` string to a pointer into this document
@@ -478,8 +535,25 @@ impl<'a> Document<'a> {
             .collect()
     }
 
-    /// Parses one schema value.
+    /// Parses one schema value. A subschema with its own `$id` is a
+    /// resource entered into the dynamic scope.
     pub fn parse(&self, v: &Value, at: &Pointer) -> Result<Schema, SchemaError> {
+        let nested = self.resources.has_dynamic_scope()
+            && !at.as_str().is_empty()
+            && v.get("$id")
+                .is_some_and(|id| id.as_str().is_some_and(|i| !i.starts_with('#')));
+        if !nested {
+            return self.parse_here(v, at);
+        }
+        let cur = self.scope.borrow().last().cloned().unwrap_or_default();
+        let entered = self.resources.enter(&cur, at.as_str());
+        self.scope.borrow_mut().push(Rc::new(entered));
+        let r = self.parse_here(v, at);
+        self.scope.borrow_mut().pop();
+        r
+    }
+
+    fn parse_here(&self, v: &Value, at: &Pointer) -> Result<Schema, SchemaError> {
         let m = match v {
             Value::Bool(b) => return Ok(Schema::Bool(*b)),
             Value::Object(m) => m,
@@ -491,6 +565,21 @@ impl<'a> Document<'a> {
             }
         };
         let opts = self.opts;
+        // unevaluated*: rewritten into the keywords they amount to where the
+        // evaluated sets are known statically (`ir/unevaluated.rs`).
+        if m.contains_key("unevaluatedProperties") || m.contains_key("unevaluatedItems") {
+            match unevaluated::rewrite(&self.resources, self.root, m, at.as_str()) {
+                Ok(v) => return self.parse_here(&v, at),
+                Err((keyword, detail)) => self.soft(
+                    SchemaError::UnsupportedValue {
+                        what: keyword.into(),
+                        pointer: at.clone(),
+                        detail,
+                    },
+                    opts.lenient,
+                )?,
+            }
+        }
         let mut n = Node {
             at: at.clone(),
             ..Default::default()
@@ -515,7 +604,8 @@ impl<'a> Document<'a> {
             if k.starts_with("x-") {
                 continue; // vendor extension (OpenAPI convention): annotation
             }
-            if k == "not" || k == "patternProperties" || k == "$dynamicRef" {
+            if k == "not" || k == "patternProperties" || k == "$dynamicRef" || k == "$recursiveRef"
+            {
                 continue; // parsed below
             }
             if UNSUPPORTED.contains(&k) {
@@ -553,21 +643,45 @@ impl<'a> Document<'a> {
             };
             match self.ref_target(r, at) {
                 Ok(Some(target)) => n.all_of.push(Schema::Ref {
-                    target,
+                    target: self.ref_key(target),
                     at: at.clone(),
                 }),
                 Ok(None) => {}
                 Err(e) => self.soft(e, opts.lenient)?,
             }
         }
-        // $dynamicRef: where it resolves statically, a `$ref`.
+        // $dynamicRef: the target the dynamic scope picks (one copy of the
+        // target per scope). $recursiveRef (2019-09): where it resolves
+        // statically, a `$ref`.
         if let Some(r) = m.get("$dynamicRef") {
             let Value::String(r) = r else {
                 return Err(invalid("\"$dynamicRef\" must be a string".into()));
             };
-            match self.resources.resolve_dynamic(r, at.as_str(), self.root) {
+            let scope = self.scope.borrow().last().cloned().unwrap_or_default();
+            match self
+                .resources
+                .resolve_dynamic(r, at.as_str(), self.root, &scope)
+            {
+                Some(target) => n.all_of.push(Schema::Ref {
+                    target: self.ref_key(target),
+                    at: at.clone(),
+                }),
+                None => self.soft(
+                    SchemaError::Ref {
+                        reference: r.clone(),
+                        pointer: at.clone(),
+                    },
+                    opts.lenient,
+                )?,
+            }
+        }
+        if let Some(r) = m.get("$recursiveRef") {
+            let Value::String(r) = r else {
+                return Err(invalid("\"$recursiveRef\" must be a string".into()));
+            };
+            match self.resources.resolve_recursive(r, at.as_str(), self.root) {
                 Ok(Some(target)) => n.all_of.push(Schema::Ref {
-                    target,
+                    target: self.ref_key(target),
                     at: at.clone(),
                 }),
                 Ok(None) => self.soft(
@@ -579,7 +693,7 @@ impl<'a> Document<'a> {
                 )?,
                 Err(detail) => self.soft(
                     SchemaError::UnsupportedValue {
-                        what: "$dynamicRef".into(),
+                        what: "$recursiveRef".into(),
                         pointer: at.clone(),
                         detail,
                     },

@@ -84,6 +84,7 @@
 //! [`SchemaOptions::default`]: compact whitespace, strict JSON semantics,
 //! recursion depth 3, free-form depth 3, fail closed on everything.
 
+pub mod documents;
 mod eval;
 pub mod formats;
 pub mod ir;
@@ -95,6 +96,7 @@ pub mod tools;
 pub mod whitespace;
 mod witness;
 
+pub use documents::Documents;
 pub use tools::tools_schema;
 
 pub use whitespace::Whitespace;

@@ -108,7 +108,9 @@ pub(crate) fn compile_document(
 }
 
 fn compile_at_depth(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
-    let doc = Document::new(schema, opts);
+    // `$ref`s to the meta-schemas resolve to the bundled copies.
+    let schema = crate::schema::documents::bundle(schema, &Default::default());
+    let doc = Document::new(&schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);
     let regex = g.value(&root, &[])?;
@@ -400,7 +402,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 };
                 if let Some(n) = node.as_mut() {
                     if n.at.0.is_empty() && !target.is_empty() {
-                        n.at = Pointer(target.clone());
+                        n.at = Pointer(super::ir::key_pointer(target).to_string());
                     }
                 }
                 Ok(node)

@@ -148,10 +148,15 @@ impl Compiler {
     /// `(", ", ": ")`: python, XGrammar's default without `any_whitespace`),
     /// `strict_mode` (= `strict`). `indent` other than None raises: no
     /// whitespace policy here writes newlines and indentation.
+    ///
+    /// `documents={uri: schema}` registers other schema documents (dicts or
+    /// JSON text) that `$ref`s may name by absolute URI; they resolve like
+    /// the main document (their own `$id`, anchors, JSON Pointers). Nothing
+    /// is fetched; the JSON Schema meta-schemas are built in.
     #[pyo3(signature = (
         schema, *, whitespace=None, strict=None, whitespace_max=None,
         any_whitespace=None, indent=None, separators=None, strict_mode=None,
-        max_whitespace_cnt=None,
+        max_whitespace_cnt=None, documents=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
@@ -166,8 +171,23 @@ impl Compiler {
         separators: Option<(String, String)>,
         strict_mode: Option<bool>,
         max_whitespace_cnt: Option<usize>,
+        documents: Option<&Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<Compiled> {
-        let schema = json_value(py, schema, "schema")?;
+        let mut schema = json_value(py, schema, "schema")?;
+        if let Some(documents) = documents {
+            let mut docs = constrain::schema::Documents::new();
+            for (uri, doc) in documents.iter() {
+                let uri: String = uri.extract().map_err(|_| {
+                    PyValueError::new_err("documents: the keys are URIs (str)")
+                })?;
+                let doc = json_value(py, &doc, &format!("documents[{uri:?}]"))?;
+                docs.insert(&uri, doc)
+                    .map_err(|e| errors::from_compile(py, e.into()))?;
+            }
+            schema = docs
+                .bundle(&schema)
+                .map_err(|e| errors::from_compile(py, e.into()))?;
+        }
         let strict = match (strict, strict_mode) {
             (Some(a), Some(b)) if a != b => {
                 return Err(PyValueError::new_err(format!(

@@ -27,6 +27,7 @@ pub(super) const ANNOTATIONS: &[&str] = &[
     "$anchor",
     "$dynamicAnchor",
     "$vocabulary",
+    "$recursiveAnchor",
     "definitions",
     "$defs",
 ];
@@ -37,7 +38,6 @@ pub(super) const UNSUPPORTED: &[&str] = &[
     "unevaluatedProperties",
     "unevaluatedItems",
     "$recursiveRef",
-    "$recursiveAnchor",
     "disallow",
     "extends",
     "divisibleBy",

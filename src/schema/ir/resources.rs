@@ -48,6 +48,12 @@ pub struct Resources {
     dynamic: HashMap<String, Vec<(String, String)>>,
     /// Whether `id` (no `$`) names a resource: drafts 3 and 4 only.
     legacy_id: bool,
+    /// The absolute URI (no fragment) named by each `$ref`, `$dynamicRef`
+    /// and `$recursiveRef` of the document (what [`super::super::documents`]
+    /// bundles).
+    referenced: Vec<String>,
+    /// Pointers of the objects with `$recursiveAnchor: true` (2019-09).
+    recursive: Vec<String>,
 }
 
 /// Whether the document's `$schema` is draft 3 or 4, where the identifier
@@ -69,11 +75,22 @@ impl Resources {
         };
         r.resources.insert(DEFAULT_BASE.to_string(), String::new());
         r.bases.insert(String::new(), DEFAULT_BASE.to_string());
-        r.walk(root, "", DEFAULT_BASE, 0);
+        let legacy = r.legacy_id;
+        r.walk(root, "", DEFAULT_BASE, legacy, 0);
         r
     }
 
-    fn walk(&mut self, v: &Value, at: &str, base: &str, depth: usize) {
+    /// Whether `uri` (absolute, no fragment) names a resource of the document.
+    pub fn has_resource(&self, uri: &str) -> bool {
+        self.resources.contains_key(uri)
+    }
+
+    /// The absolute URIs (no fragment) the document's references name.
+    pub fn referenced(&self) -> &[String] {
+        &self.referenced
+    }
+
+    fn walk(&mut self, v: &Value, at: &str, base: &str, legacy: bool, depth: usize) {
         if depth > MAX_WALK_DEPTH {
             return;
         }
@@ -82,7 +99,7 @@ impl Resources {
                 let mut base = base.to_string();
                 let id = match m.get("$id") {
                     Some(v) => v.as_str(),
-                    None if self.legacy_id => m.get("id").and_then(Value::as_str),
+                    None if legacy => m.get("id").and_then(Value::as_str),
                     None => None,
                 };
                 if let Some(id) = id {
@@ -111,24 +128,33 @@ impl Resources {
                         .or_default()
                         .push((base.clone(), at.to_string()));
                 }
+                if m.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
+                    self.recursive.push(at.to_string());
+                }
+                for kw in ["$ref", "$dynamicRef", "$recursiveRef"] {
+                    if let Some(Value::String(r)) = m.get(kw) {
+                        let abs = resolve_uri(&base, r);
+                        self.referenced.push(split_fragment(&abs).0.to_string());
+                    }
+                }
                 for (k, c) in m {
                     let child = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
                     match subschemas(k) {
-                        Some(Holds::One) => self.walk(c, &child, &base, depth + 1),
+                        Some(Holds::One) => self.walk(c, &child, &base, legacy, depth + 1),
                         Some(Holds::List) => match c {
                             Value::Array(a) => {
                                 for (i, e) in a.iter().enumerate() {
-                                    self.walk(e, &format!("{child}/{i}"), &base, depth + 1);
+                                    self.walk(e, &format!("{child}/{i}"), &base, legacy, depth + 1);
                                 }
                             }
                             // `items` as one schema (2020-12).
-                            _ => self.walk(c, &child, &base, depth + 1),
+                            _ => self.walk(c, &child, &base, legacy, depth + 1),
                         },
                         Some(Holds::Map) => {
                             if let Value::Object(o) = c {
                                 for (n, e) in o {
                                     let n = n.replace('~', "~0").replace('/', "~1");
-                                    self.walk(e, &format!("{child}/{n}"), &base, depth + 1);
+                                    self.walk(e, &format!("{child}/{n}"), &base, legacy, depth + 1);
                                 }
                             }
                         }
@@ -173,15 +199,67 @@ impl Resources {
     }
 }
 
+/// The dynamic scope, as far as `$dynamicRef` can see it: for each
+/// `$dynamicAnchor` name that more than one resource of the document
+/// defines, the pointer of that anchor in the *outermost* resource of the
+/// scope that defines it (2020-12 Core §8.2.3.2). Entering a resource only
+/// ever adds names, so a scope is fixed by a finite choice per name.
+pub type Scope = std::collections::BTreeMap<String, String>;
+
 impl Resources {
-    /// The pointer a `$dynamicRef` written at `pointer` names, where it
-    /// resolves statically: its initial target (resolved as a `$ref`) is
-    /// final unless that target carries a `$dynamicAnchor` of the fragment's
-    /// name, and even then when it is the only `$dynamicAnchor` of that name
-    /// in the document (every dynamic scope then finds that one). `Err`:
-    /// why not (several such anchors: the target depends on the dynamic
-    /// scope); `Ok(None)`: it names nothing in this document.
+    /// Whether a `$dynamicRef`'s target can depend on the dynamic scope at
+    /// all: some `$dynamicAnchor` name is defined more than once.
+    pub fn has_dynamic_scope(&self) -> bool {
+        self.dynamic.values().any(|all| all.len() > 1)
+    }
+
+    /// `scope` after entering the resource that holds `pointer`: every
+    /// ambiguous anchor name that resource defines, and the scope lacks,
+    /// is added.
+    pub fn enter(&self, scope: &Scope, pointer: &str) -> Scope {
+        let uri = self.base_at(pointer);
+        let mut out = scope.clone();
+        for (name, all) in &self.dynamic {
+            if all.len() > 1 && !out.contains_key(name) {
+                if let Some((_, p)) = all.iter().find(|(u, _)| u == uri) {
+                    out.insert(name.clone(), p.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The pointer a `$dynamicRef` written at `pointer` names in the dynamic
+    /// `scope`: its initial target (resolved as a `$ref`) unless that target
+    /// carries a `$dynamicAnchor` of the fragment's name, and then the
+    /// anchor of that name in the outermost resource of the scope that has
+    /// one (`scope`; the initial target when none does, or when the
+    /// document defines the name once). `None`: it names nothing here.
     pub fn resolve_dynamic(
+        &self,
+        reference: &str,
+        pointer: &str,
+        root: &Value,
+        scope: &Scope,
+    ) -> Option<String> {
+        let target = self.resolve(reference, pointer, root)?;
+        let abs = resolve_uri(self.base_at(pointer), reference);
+        let name = percent_decode(split_fragment(&abs).1.unwrap_or(""));
+        let Some(all) = self.dynamic.get(&name) else {
+            return Some(target);
+        };
+        if !all.iter().any(|(_, p)| *p == target) {
+            return Some(target);
+        }
+        Some(scope.get(&name).cloned().unwrap_or(target))
+    }
+
+    /// The pointer a `$recursiveRef` (2019-09) written at `pointer` names,
+    /// where it resolves statically: its initial target (`"#"`, the root
+    /// of its resource, resolved as a `$ref`) is final unless that target
+    /// carries `$recursiveAnchor: true`, and even then when it is the only
+    /// such resource of the document. `Err`: why not.
+    pub fn resolve_recursive(
         &self,
         reference: &str,
         pointer: &str,
@@ -190,23 +268,18 @@ impl Resources {
         let Some(target) = self.resolve(reference, pointer, root) else {
             return Ok(None);
         };
-        let abs = resolve_uri(self.base_at(pointer), reference);
-        let name = percent_decode(split_fragment(&abs).1.unwrap_or(""));
-        let Some(all) = self.dynamic.get(&name) else {
-            return Ok(Some(target));
-        };
-        if !all.iter().any(|(_, p)| *p == target) || all.len() == 1 {
+        if !self.recursive.contains(&target) || self.recursive.len() == 1 {
             return Ok(Some(target));
         }
         Err(format!(
-            "{} \"$dynamicAnchor\": \"{name}\" in the document; the target depends on the dynamic scope",
-            all.len()
+            "{} resources with \"$recursiveAnchor\": true in the document; the target depends on the dynamic scope",
+            self.recursive.len()
         ))
     }
 }
 
 /// `(uri, fragment)`: the part before the first `#` and the part after it.
-fn split_fragment(s: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_fragment(s: &str) -> (&str, Option<&str>) {
     match s.split_once('#') {
         Some((u, f)) => (u, Some(f)),
         None => (s, None),
@@ -461,16 +534,18 @@ mod tests {
     }
 
     #[test]
-    fn dynamic_refs_resolve_statically_when_one_anchor_can_match() {
+    fn dynamic_refs_resolve_by_the_outermost_anchor_in_scope() {
+        let none = Scope::new();
         let one = json!({
             "$id": "http://e.com/list.json",
             "$dynamicAnchor": "items",
             "items": {"$dynamicRef": "#items"}
         });
         let r = Resources::collect(&one);
+        assert!(!r.has_dynamic_scope());
         assert_eq!(
-            r.resolve_dynamic("#items", "/items", &one),
-            Ok(Some(String::new()))
+            r.resolve_dynamic("#items", "/items", &one, &none),
+            Some(String::new())
         );
         let two = json!({
             "$id": "http://e.com/root.json",
@@ -479,9 +554,19 @@ mod tests {
                                "items": {"$dynamicRef": "#items"}}}
         });
         let r = Resources::collect(&two);
-        assert!(r
-            .resolve_dynamic("#items", "/$defs/list/items", &two)
-            .is_err());
+        assert!(r.has_dynamic_scope());
+        // Entered through the root: the root's anchor is the outermost.
+        let from_root = r.enter(&r.enter(&none, ""), "/$defs/list");
+        assert_eq!(
+            r.resolve_dynamic("#items", "/$defs/list/items", &two, &from_root),
+            Some(String::new())
+        );
+        // Entered at the list alone: its own anchor.
+        let alone = r.enter(&none, "/$defs/list");
+        assert_eq!(
+            r.resolve_dynamic("#items", "/$defs/list/items", &two, &alone),
+            Some("/$defs/list".into())
+        );
         // An initial target without a matching `$dynamicAnchor`: a plain `$ref`.
         let plain = json!({
             "$id": "http://e.com/root.json",
@@ -491,8 +576,31 @@ mod tests {
         });
         let r = Resources::collect(&plain);
         assert_eq!(
-            r.resolve_dynamic("#items", "/$defs/list/items", &plain),
-            Ok(Some("/$defs/list".into()))
+            r.resolve_dynamic("#items", "/$defs/list/items", &plain, &r.enter(&none, "")),
+            Some("/$defs/list".into())
+        );
+    }
+
+    #[test]
+    fn recursive_refs_resolve_statically_when_one_anchor_can_match() {
+        let one = json!({"$recursiveAnchor": true, "items": {"$recursiveRef": "#"}});
+        let r = Resources::collect(&one);
+        assert_eq!(
+            r.resolve_recursive("#", "/items", &one),
+            Ok(Some(String::new()))
+        );
+        let two = json!({
+            "$id": "http://e.com/root.json", "$recursiveAnchor": true,
+            "$defs": {"t": {"$id": "t.json", "$recursiveAnchor": true,
+                            "items": {"$recursiveRef": "#"}},
+                      "u": {"$id": "u.json", "items": {"$recursiveRef": "#"}}}
+        });
+        let r = Resources::collect(&two);
+        assert!(r.resolve_recursive("#", "/$defs/t/items", &two).is_err());
+        // The initial target has no `$recursiveAnchor`: a plain `$ref`.
+        assert_eq!(
+            r.resolve_recursive("#", "/$defs/u/items", &two),
+            Ok(Some("/$defs/u".into()))
         );
     }
 

@@ -179,7 +179,7 @@ impl Gen<'_, '_> {
         let Ok(id) = u16::try_from(id) else {
             return Err(SchemaError::TooBig {
                 what: "recursive $ref targets".into(),
-                pointer: Pointer(target.to_string()),
+                pointer: Pointer(crate::schema::ir::key_pointer(target).to_string()),
                 size: id as u64,
                 limit: u16::MAX as u64,
                 knob: "the call marker's 16-bit fragment id",
@@ -350,7 +350,9 @@ fn fragments_with(
     free_calls: bool,
     shared_refs: bool,
 ) -> Result<SchemaFragments, SchemaError> {
-    let doc = Document::new(schema, opts);
+    // `$ref`s to the meta-schemas resolve to the bundled copies.
+    let schema = crate::schema::documents::bundle(schema, &Default::default());
+    let doc = Document::new(&schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);
     g.calls = Some(Calls {

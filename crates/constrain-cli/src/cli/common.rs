@@ -215,7 +215,7 @@ pub fn source(src: &SourceArgs, schema: &SchemaArgs) -> anyhow::Result<(Source, 
         ));
     }
     if let Some(path) = &src.schema {
-        let value = read_json(path, "schema")?;
+        let value = schema.prepare(read_json(path, "schema")?, path)?;
         return Ok((
             Source::json_schema(value).with_schema_options(schema.options()),
             format!("schema {}", path.display()),

@@ -254,7 +254,7 @@ fn model_tool_format(a: &GenerateArgs) -> constrain::tools::ToolFormat {
 fn constraint(a: &GenerateArgs) -> anyhow::Result<Constraint> {
     let opts = a.schema_opts.options();
     if let Some(p) = &a.schema {
-        let s = read_json(p, "schema")?;
+        let s = a.schema_opts.prepare(read_json(p, "schema")?, p)?;
         return Ok(Constraint {
             system: prompt::schema_system_message(&s),
             source: Source::json_schema(s).with_schema_options(opts),

@@ -2,8 +2,9 @@
 //! that takes a JSON Schema. `options()` turns them into
 //! [`SchemaOptions`](constrain::schema::SchemaOptions).
 
+use anyhow::Context;
 use clap::{Args, ValueEnum};
-use constrain::schema::{JsonMode, SchemaOptions, Whitespace};
+use constrain::schema::{Documents, JsonMode, SchemaOptions, Whitespace};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WhitespaceArg {
@@ -56,9 +57,68 @@ pub struct SchemaArgs {
     /// depth instead of a few containers deep; first visits cost more.
     #[arg(long)]
     pub free_form_calls: bool,
+    /// Register every `*.json` file in DIR as a schema document that `$ref`s
+    /// may name: under its `$id`, or its `file://` URI when it has none
+    /// (nothing is ever fetched; the JSON Schema meta-schemas are built in).
+    #[arg(long, value_name = "DIR")]
+    pub schema_dir: Option<std::path::PathBuf>,
+}
+
+/// The `file://` URI of a path (made absolute).
+fn file_uri(path: &std::path::Path) -> anyhow::Result<String> {
+    let abs = std::fs::canonicalize(path)
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    Ok(format!("file://{}", abs.display()))
 }
 
 impl SchemaArgs {
+    /// The documents `--schema-dir` registers (none without it).
+    pub fn documents(&self) -> anyhow::Result<Documents> {
+        let mut docs = Documents::new();
+        let Some(dir) = &self.schema_dir else {
+            return Ok(docs);
+        };
+        let entries = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read --schema-dir {}", dir.display()))?;
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+            .collect();
+        paths.sort();
+        for p in paths {
+            let doc = super::common::read_json(&p, "schema document")?;
+            let has_id = doc.get("$id").is_some_and(serde_json::Value::is_string);
+            let r = if has_id {
+                docs.insert_by_id(doc).map(drop)
+            } else {
+                docs.insert(&file_uri(&p)?, doc)
+            };
+            r.with_context(|| format!("cannot register {}", p.display()))?;
+        }
+        Ok(docs)
+    }
+
+    /// The schema read from `path`, with the documents of `--schema-dir`
+    /// it reaches bundled in. With `--schema-dir`, a schema without `$id`
+    /// takes its file URI as its base, so that a relative `$ref`
+    /// (`"address.json"`) names a file beside it.
+    pub fn prepare(
+        &self,
+        mut schema: serde_json::Value,
+        path: &std::path::Path,
+    ) -> anyhow::Result<serde_json::Value> {
+        if self.schema_dir.is_none() {
+            return Ok(schema);
+        }
+        let docs = self.documents()?;
+        if let serde_json::Value::Object(m) = &mut schema {
+            if !m.contains_key("$id") {
+                m.insert("$id".into(), file_uri(path)?.into());
+            }
+        }
+        Ok(docs.bundle(&schema)?)
+    }
+
     /// The options for a structural tag's embedded schemas: as
     /// [`Self::options`], but whitespace defaults to the tag's own default
     /// ([`constrain::tags::StructuralTag::schema_options`]).
