@@ -113,7 +113,7 @@ impl TokenBudget {
                 Region::Past => return Region::Past,
                 Region::Before(mut seen) => {
                     seen.push(b);
-                    if self.begins.iter().any(|x| *x == seen) {
+                    if self.begins.contains(&seen) {
                         let more = token && i + 1 < bytes.len();
                         Region::Open {
                             tokens: u32::from(more),

@@ -299,21 +299,9 @@ fn typed(kind: &str, obj: &Map<String, Value>, at: &Pointer) -> Result<Format, T
             )?,
         },
         "dispatch" => {
-            let rp = p("rules");
-            let rules = array(field("rules"), &rp, "rules")?;
-            if rules.is_empty() {
-                return Err(invalid(&rp, "\"rules\" must not be empty"));
-            }
-            let mut out = Vec::with_capacity(rules.len());
-            for (i, r) in rules.iter().enumerate() {
-                let ip = rp.push_index(i);
-                let pair = match r {
-                    Value::Array(a) if a.len() == 2 => a,
-                    _ => return Err(invalid(&ip, "a rule must be a [pattern, format] pair")),
-                };
-                let pattern = nonempty(Some(&pair[0]), &ip.push_index(0), "pattern")?;
-                out.push((pattern, format(&pair[1], &ip.push_index(1))?));
-            }
+            let out = rules(field("rules"), &p("rules"), "pattern", |v, at| {
+                nonempty(Some(v), at, "pattern")
+            })?;
             let looped = match field("loop") {
                 None => true,
                 v => boolean(v, &p("loop"), "loop")?,
@@ -358,22 +346,9 @@ fn typed(kind: &str, obj: &Map<String, Value>, at: &Pointer) -> Result<Format, T
             }
         }
         "token_dispatch" => {
-            let rp = p("rules");
-            let rules = array(field("rules"), &rp, "rules")?;
-            if rules.is_empty() {
-                return Err(invalid(&rp, "\"rules\" must not be empty"));
-            }
-            let mut out = Vec::with_capacity(rules.len());
-            for (i, r) in rules.iter().enumerate() {
-                let ip = rp.push_index(i);
-                let pair = match r {
-                    Value::Array(a) if a.len() == 2 => a,
-                    _ => return Err(invalid(&ip, "a rule must be a [token, format] pair")),
-                };
-                let tp = ip.push_index(0);
-                let t = token(Some(&pair[0]), &tp)?;
-                out.push(((tp, t), format(&pair[1], &ip.push_index(1))?));
-            }
+            let out = rules(field("rules"), &p("rules"), "token", |v, at| {
+                token(Some(v), at).map(|t| (at.clone(), t))
+            })?;
             let looped = match field("loop") {
                 None => true,
                 v => boolean(v, &p("loop"), "loop")?,
@@ -480,6 +455,31 @@ fn token(v: Option<&Value>, at: &Pointer) -> Result<TokenName, TagError> {
             "a token must be a non-negative id or a non-empty string",
         )),
     }
+}
+
+/// `dispatch` / `token_dispatch` rules: non-empty `[pattern, format]`
+/// pairs, each pattern read by `pattern` (`what` names it in errors).
+fn rules<P>(
+    v: Option<&Value>,
+    at: &Pointer,
+    what: &str,
+    pattern: impl Fn(&Value, &Pointer) -> Result<P, TagError>,
+) -> Result<Vec<(P, Format)>, TagError> {
+    let rules = array(v, at, "rules")?;
+    if rules.is_empty() {
+        return Err(invalid(at, "\"rules\" must not be empty"));
+    }
+    let mut out = Vec::with_capacity(rules.len());
+    for (i, r) in rules.iter().enumerate() {
+        let ip = at.push_index(i);
+        let pair = match r {
+            Value::Array(a) if a.len() == 2 => a,
+            _ => return Err(invalid(&ip, &format!("a rule must be a [{what}, format] pair"))),
+        };
+        let first = pattern(&pair[0], &ip.push_index(0))?;
+        out.push((first, format(&pair[1], &ip.push_index(1))?));
+    }
+    Ok(out)
 }
 
 /// A list of tokens (absent: empty), each with its pointer.
