@@ -572,7 +572,9 @@ impl Compiler {
             None => ByteDfa::build(&regex, &self.config.dfa)?,
         };
         drop(regex);
-        Ok(self.finish(dfa, warnings, stats, t)?.with_token_budget(budget))
+        Ok(self
+            .finish(dfa, warnings, stats, t)?
+            .with_token_budget(budget))
     }
 
     /// A GBNF grammar (also a Lark grammar's rules): its fragments on the

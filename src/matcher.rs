@@ -211,11 +211,7 @@ impl Matcher {
         let budget = self.budget.as_ref()?;
         let rest = budget.closing(self.regions.last()?)?;
         Some(self.closing.get_or_init(|| {
-            TokenBudget::narrow(
-                &rest,
-                self.index.allowed(self.state()),
-                self.index.vocab(),
-            )
+            TokenBudget::narrow(&rest, self.index.allowed(self.state()), self.index.vocab())
         }))
     }
 
@@ -303,7 +299,9 @@ impl Matcher {
             .filter(|_| self.closing_set().is_none_or(|c| c.contains(t)));
         match step {
             Some((next, stop)) => {
-                if let Some(r) = self.next_region(self.index.vocab().spelling(t).unwrap_or(&[]), true) {
+                if let Some(r) =
+                    self.next_region(self.index.vocab().spelling(t).unwrap_or(&[]), true)
+                {
                     self.regions.push(r);
                 }
                 self.closing = OnceLock::new();

@@ -237,7 +237,13 @@ mod tests {
         r = b.step(&r, b"<thi", true);
         assert!(matches!(r, Region::Before(_)));
         r = b.step(&r, b"nk>", true);
-        assert_eq!(r, Region::Open { tokens: 0, tail: Vec::new() });
+        assert_eq!(
+            r,
+            Region::Open {
+                tokens: 0,
+                tail: Vec::new()
+            }
+        );
         r = b.step(&r, b"hm", true);
         assert!(b.closing(&r).is_none());
         r = b.step(&r, b" ok </", true);
@@ -268,7 +274,13 @@ mod tests {
     fn a_token_that_opens_the_region_with_bytes_to_spare_counts() {
         let b = budget(1);
         let r = b.step(&b.start(), b"<think>\n", true);
-        assert_eq!(r, Region::Open { tokens: 1, tail: b"\n".to_vec() });
+        assert_eq!(
+            r,
+            Region::Open {
+                tokens: 1,
+                tail: b"\n".to_vec()
+            }
+        );
         assert!(b.closing(&r).is_some());
         // Bytes without a token count nothing.
         let r = b.step(&b.start(), b"<think>\nabc", false);

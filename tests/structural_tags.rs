@@ -991,7 +991,11 @@ fn a_thinking_budget_closes_the_thinking_after_so_many_tokens() {
     let bits: Vec<u32> = (0..v.logits_width() as u32)
         .filter(|&t| row[t as usize / 32] >> (t % 32) & 1 == 1)
         .collect();
-    assert_eq!(bits, vec![b'<' as u32, end_think.0], "the bitmask is the mask");
+    assert_eq!(
+        bits,
+        vec![b'<' as u32, end_think.0],
+        "the bitmask is the mask"
+    );
     // Once begun, the close only goes forward.
     m.advance(byte('<')).unwrap();
     assert_eq!(m.allowed().iter().collect::<Vec<_>>(), vec![byte('/')]);
@@ -1010,7 +1014,10 @@ fn a_thinking_budget_closes_the_thinking_after_so_many_tokens() {
     m.rollback(m.num_tokens() - 2).unwrap();
     assert!(m.allows(byte('x')), "two tokens of three spent");
     m.advance(byte('m')).unwrap();
-    assert_eq!(m.allowed().iter().collect::<Vec<_>>(), vec![byte('<'), end_think]);
+    assert_eq!(
+        m.allowed().iter().collect::<Vec<_>>(),
+        vec![byte('<'), end_think]
+    );
     m.reset();
     assert!(m.allows(byte('x')));
     // Bytes taken without a token spend nothing.
@@ -1024,7 +1031,10 @@ fn a_thinking_budget_closes_the_thinking_after_so_many_tokens() {
     m.advance(think).unwrap();
     m.advance(byte('a')).unwrap();
     m.advance(byte('b')).unwrap();
-    assert_eq!(m.allowed().iter().collect::<Vec<_>>(), vec![byte('<'), end_think]);
+    assert_eq!(
+        m.allowed().iter().collect::<Vec<_>>(),
+        vec![byte('<'), end_think]
+    );
     m.advance(end_think).unwrap();
     let mut m = c.matcher();
     for ch in "<think>".chars() {
@@ -1143,9 +1153,7 @@ fn token_level_formats_match_special_tokens_by_id() {
     }
     // `any_tokens`: text and special tokens but the excluded ones (a stop
     // token may be named: it is never inside the output anyway).
-    let k = c(
-        json!({"type": "any_tokens", "exclude_tokens": ["<think>", eos.0, "<|endoftext|>"]}),
-    );
+    let k = c(json!({"type": "any_tokens", "exclude_tokens": ["<think>", eos.0, "<|endoftext|>"]}));
     assert!(walk(&k, &[]));
     assert!(walk(&k, &[Ok("a"), Err(call), Ok("b"), Err(end_think)]));
     assert!(!walk(&k, &[Ok("a"), Err(think)]));
@@ -1155,8 +1163,10 @@ fn token_level_formats_match_special_tokens_by_id() {
     let tag = json!({"type": "tag", "begin": {"type": "token", "token": "<tool_call>"},
         "content": {"type": "any_tokens"}, "end": {"type": "token", "token": end_call.0}});
     let trig = |alo: bool, saf: bool| {
-        c(json!({"type": "token_triggered_tags", "trigger_tokens": ["<tool_call>"],
-            "tags": [tag], "exclude_tokens": ["<think>"], "at_least_one": alo, "stop_after_first": saf}))
+        c(
+            json!({"type": "token_triggered_tags", "trigger_tokens": ["<tool_call>"],
+            "tags": [tag], "exclude_tokens": ["<think>"], "at_least_one": alo, "stop_after_first": saf}),
+        )
     };
     let one = [Err(call), Ok("x"), Err(end_think), Err(end_call)];
     let texts: [Vec<Result<&str, TokenId>>; 6] = [
@@ -1180,23 +1190,34 @@ fn token_level_formats_match_special_tokens_by_id() {
         assert!(!walk(&k, &[Ok("a"), Err(think)]), "an excluded token");
     }
     // `token_dispatch`: each rule's format after its token.
-    let k = c(json!({"type": "token_dispatch", "rules": [["<think>", {"type": "const_string", "value": "X"}]],
-        "loop": false}));
+    let k = c(
+        json!({"type": "token_dispatch", "rules": [["<think>", {"type": "const_string", "value": "X"}]],
+        "loop": false}),
+    );
     assert!(walk(&k, &[Ok("a"), Err(think), Ok("X")]));
     assert!(!walk(&k, &[Ok("a"), Err(think), Ok("Y")]));
-    assert!(!walk(&k, &[Err(think), Ok("X"), Err(think), Ok("X")]), "no loop");
+    assert!(
+        !walk(&k, &[Err(think), Ok("X"), Err(think), Ok("X")]),
+        "no loop"
+    );
     // Refused by pointer: an ordinary token, a stop token where a token
     // must stand, a name no token has, exclude_token, a token begin among
     // string triggers.
     for (fmt, pointer) in [
         (json!({"type": "token", "token": 65}), "/format/token"),
-        (json!({"type": "token", "token": "<|endoftext|>"}), "/format/token"),
+        (
+            json!({"type": "token", "token": "<|endoftext|>"}),
+            "/format/token",
+        ),
         (json!({"type": "token", "token": "<nope>"}), "/format/token"),
         (
             json!({"type": "any_tokens", "exclude_tokens": ["<think>", "a"]}),
             "/format/exclude_tokens/1",
         ),
-        (json!({"type": "exclude_token", "exclude_tokens": [1]}), "/format"),
+        (
+            json!({"type": "exclude_token", "exclude_tokens": [1]}),
+            "/format",
+        ),
         (
             json!({"type": "triggered_tags", "triggers": ["<t"], "tags": [tag]}),
             "/format/tags/0/begin",
@@ -1207,7 +1228,11 @@ fn token_level_formats_match_special_tokens_by_id() {
         ),
     ] {
         let e = refusal_in(v.clone(), json!({"type": "structural_tag", "format": fmt}));
-        assert_eq!(e.pointer().map(|p| p.0.as_str()), Some(pointer), "{fmt}: {e}");
+        assert_eq!(
+            e.pointer().map(|p| p.0.as_str()),
+            Some(pointer),
+            "{fmt}: {e}"
+        );
     }
 }
 

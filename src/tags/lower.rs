@@ -15,8 +15,8 @@
 use super::text::Texts;
 use super::{Format, Tag, TagError, TokenName, TokenRef};
 use crate::grammar::gbnf::{self, Gbnf, GbnfOptions};
-use crate::schema::regex::{compile_fragments_compact, marker, SchemaFragments, ANY_VALUE};
 use crate::region::TokenBudget;
+use crate::schema::regex::{compile_fragments_compact, marker, SchemaFragments, ANY_VALUE};
 use crate::schema::{Pointer, SchemaOptions, SchemaWarning};
 
 /// What a structural tag lowers to.

@@ -381,34 +381,32 @@ fn tag_fields(obj: &Map<String, Value>, at: &Pointer) -> Result<Tag, TagError> {
         }
     }
     let bp = at.push("begin");
-    let begin =
-        match obj.get("begin") {
-            Some(Value::String(s)) => TokenRef::Text(s.clone()),
-            Some(Value::Object(o)) => TokenRef::Token(token_object(o, &bp)?),
-            _ => return Err(invalid(&bp, "a tag's \"begin\" must be a string")),
-        };
+    let begin = match obj.get("begin") {
+        Some(Value::String(s)) => TokenRef::Text(s.clone()),
+        Some(Value::Object(o)) => TokenRef::Token(token_object(o, &bp)?),
+        _ => return Err(invalid(&bp, "a tag's \"begin\" must be a string")),
+    };
     let ep = at.push("end");
     let mut end_token = None;
-    let ends =
-        match obj.get("end") {
-            Some(Value::String(s)) => vec![s.clone()],
-            Some(Value::Array(a)) => {
-                if a.is_empty() {
-                    return Err(invalid(&ep, "a tag's \"end\" list must not be empty"));
-                }
-                strings(obj.get("end"), &ep, "end")?
+    let ends = match obj.get("end") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => {
+            if a.is_empty() {
+                return Err(invalid(&ep, "a tag's \"end\" list must not be empty"));
             }
-            Some(Value::Object(o)) => {
-                end_token = Some((ep.clone(), token_object(o, &ep)?));
-                Vec::new()
-            }
-            _ => {
-                return Err(invalid(
-                    &ep,
-                    "a tag's \"end\" must be a string or a list of strings",
-                ))
-            }
-        };
+            strings(obj.get("end"), &ep, "end")?
+        }
+        Some(Value::Object(o)) => {
+            end_token = Some((ep.clone(), token_object(o, &ep)?));
+            Vec::new()
+        }
+        _ => {
+            return Err(invalid(
+                &ep,
+                "a tag's \"end\" must be a string or a list of strings",
+            ))
+        }
+    };
     Ok(Tag {
         at: at.clone(),
         begin,
@@ -447,7 +445,10 @@ fn token(v: Option<&Value>, at: &Pointer) -> Result<TokenName, TagError> {
     match v {
         Some(Value::Number(n)) => match n.as_u64().and_then(|i| u32::try_from(i).ok()) {
             Some(i) => Ok(TokenName::Id(i)),
-            None => Err(invalid(at, "a token id must be a non-negative 32-bit integer")),
+            None => Err(invalid(
+                at,
+                "a token id must be a non-negative 32-bit integer",
+            )),
         },
         Some(Value::String(s)) if !s.is_empty() => Ok(TokenName::Text(s.clone())),
         _ => Err(invalid(
@@ -474,7 +475,12 @@ fn rules<P>(
         let ip = at.push_index(i);
         let pair = match r {
             Value::Array(a) if a.len() == 2 => a,
-            _ => return Err(invalid(&ip, &format!("a rule must be a [{what}, format] pair"))),
+            _ => {
+                return Err(invalid(
+                    &ip,
+                    &format!("a rule must be a [{what}, format] pair"),
+                ))
+            }
         };
         let first = pattern(&pair[0], &ip.push_index(0))?;
         out.push((first, format(&pair[1], &ip.push_index(1))?));

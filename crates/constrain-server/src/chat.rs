@@ -276,13 +276,9 @@ pub fn plan(
             bare_calls,
             calls_last: true,
         };
-        let tag = constrain::tools::structural_tag_with(
-            fmt,
-            &Value::Array(tools.clone()),
-            &tc,
-            &opts,
-        )
-        .map_err(|e| ApiError::field("tools", format!("the tools do not compile: {e}")))?;
+        let tag =
+            constrain::tools::structural_tag_with(fmt, &Value::Array(tools.clone()), &tc, &opts)
+                .map_err(|e| ApiError::field("tools", format!("the tools do not compile: {e}")))?;
         p.source = Some(Source::StructuralTag {
             tag,
             options: constrain::tags::StructuralTag::schema_options(),
