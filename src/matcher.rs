@@ -299,10 +299,11 @@ impl Matcher {
             .filter(|_| self.closing_set().is_none_or(|c| c.contains(t)));
         match step {
             Some((next, stop)) => {
-                if let Some(r) =
-                    self.next_region(self.index.vocab().spelling(t).unwrap_or(&[]), true)
-                {
-                    self.regions.push(r);
+                if self.budget.is_some() {
+                    let bytes = self.index.vocab().spelling(t).unwrap_or(&[]);
+                    if let Some(r) = self.next_region(bytes, true) {
+                        self.regions.push(r);
+                    }
                 }
                 self.closing = OnceLock::new();
                 self.terminated = stop;
