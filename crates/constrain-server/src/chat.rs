@@ -320,17 +320,15 @@ pub fn plan(
             p.tools_active = true;
             p.source_param = "tools";
             let r = tools_regex(None)?;
-            match &f {
-                None => p.trigger = Some(Source::regex(rest(&r, parallel))),
-                Some(f) => {
-                    p.structured = true;
-                    p.source = Some(Source::regex(format!(
-                        "(?:{})|(?:{})",
-                        format_regex(f)?,
-                        calls(&r, parallel)
-                    )));
-                }
-            }
+            // Here with a response format only: without one, the tools
+            // went through the structural tag above.
+            let f = f.ok_or_else(|| ApiError::internal("tools without a response format"))?;
+            p.structured = true;
+            p.source = Some(Source::regex(format!(
+                "(?:{})|(?:{})",
+                format_regex(&f)?,
+                calls(&r, parallel)
+            )));
         }
     }
     p.prompt.push_str(&p.prefix);
