@@ -65,13 +65,7 @@ fn bench(c: &mut Criterion) {
     };
     let compiler = Compiler::new(
         vocab.clone(),
-        CompilerConfig {
-            index: IndexConfig {
-                threads: 1,
-                ..Default::default()
-            },
-            ..Default::default()
-        },
+        CompilerConfig::default().index(IndexConfig::default().threads(1)),
     );
     let words = bitmask_words(vocab.logits_width());
     let mut g = c.benchmark_group("compile");

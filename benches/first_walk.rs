@@ -66,19 +66,11 @@ fn main() {
     let opts = if args.iter().any(|a| a == "--compliant") {
         SchemaOptions::compliant()
     } else {
-        SchemaOptions {
-            whitespace: Whitespace::Flexible { max: 2 },
-            mode: JsonMode::Compliant,
-            ..SchemaOptions::default()
-        }
+        SchemaOptions::default()
+            .whitespace(Whitespace::Flexible { max: 2 })
+            .mode(JsonMode::Compliant)
     };
-    let compiler = Compiler::new(
-        vocab.clone(),
-        CompilerConfig {
-            cache_entries: 0,
-            ..Default::default()
-        },
-    );
+    let compiler = Compiler::new(vocab.clone(), CompilerConfig::default().cache_entries(0));
     // (schema, instances' tokens) of the files taken.
     let mut cases: Vec<(Source, Vec<Vec<TokenId>>)> = Vec::new();
     let mut skipped = 0;

@@ -28,10 +28,7 @@ use std::time::Instant;
 const RECORD: &str = r#"\{"name": "[a-zA-Z_][a-zA-Z0-9_]{0,63}", "email": "[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}", "tags": \[("[^"\\\x00-\x1f]{1,20}"(, "[^"\\\x00-\x1f]{1,20}"){0,4})?\], "age": (0|[1-9][0-9]{0,2}), "bio": "[^"\\\x00-\x1f]{0,200}"\}"#;
 
 fn one_thread() -> IndexConfig {
-    IndexConfig {
-        threads: 1,
-        ..Default::default()
-    }
+    IndexConfig::default().threads(1)
 }
 
 fn eager(re: &str, vocab: &Arc<Vocabulary>) -> TokenIndex {
@@ -40,10 +37,7 @@ fn eager(re: &str, vocab: &Arc<Vocabulary>) -> TokenIndex {
 }
 
 fn lazy(re: &str, vocab: &Arc<Vocabulary>) -> TokenIndex {
-    let cfg = DfaConfig {
-        lazy_states: Some(1),
-        ..Default::default()
-    };
+    let cfg = DfaConfig::default().lazy_states(Some(1));
     let dfa = ByteDfa::build(re, &cfg).unwrap();
     TokenIndex::build_dfa(dfa, vocab.clone(), &one_thread()).unwrap()
 }

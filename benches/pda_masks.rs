@@ -89,15 +89,9 @@ fn report(what: &str, mut v: Vec<f64>) {
 fn compiler(vocab: &Arc<Vocabulary>, split: bool) -> Compiler {
     Compiler::new(
         vocab.clone(),
-        CompilerConfig {
-            index: IndexConfig {
-                threads: 1,
-                pda_split: split,
-                ..Default::default()
-            },
-            cache_entries: 0,
-            ..Default::default()
-        },
+        CompilerConfig::default()
+            .index(IndexConfig::default().threads(1).pda_split(split))
+            .cache_entries(0),
     )
 }
 
@@ -151,11 +145,8 @@ fn main() {
         let mut v = Vec::new();
         let mut n = 0;
         for case in &cases {
-            let source =
-                Source::json_schema(case.schema.clone()).with_schema_options(SchemaOptions {
-                    free_form_calls: true,
-                    ..SchemaOptions::compliant()
-                });
+            let source = Source::json_schema(case.schema.clone())
+                .with_schema_options(SchemaOptions::compliant().free_form_calls(true));
             let Ok(s) = c.compile_uncached(&source) else {
                 continue;
             };

@@ -38,17 +38,15 @@ fn inputs() -> (Vec<f32>, Vec<TokenId>, TokenSet) {
 }
 
 fn full_config() -> SamplingConfig {
-    SamplingConfig {
-        temperature: 0.7,
-        top_k: 50,
-        top_p: 0.9,
-        min_p: 0.05,
-        repetition_penalty: 1.1,
-        frequency_penalty: 0.1,
-        presence_penalty: 0.1,
-        penalty_last_n: Some(256),
-        ..SamplingConfig::default()
-    }
+    SamplingConfig::default()
+        .temperature(0.7)
+        .top_k(50)
+        .top_p(0.9)
+        .min_p(0.05)
+        .repetition_penalty(1.1)
+        .frequency_penalty(0.1)
+        .presence_penalty(0.1)
+        .penalty_last_n(Some(256))
 }
 
 fn bench(c: &mut Criterion) {
@@ -71,33 +69,20 @@ fn bench(c: &mut Criterion) {
     // The figure: penalties over 256 tokens, T 0.7, top-k 50, top-p 0.9, min-p 0.05, draw.
     run("full", full_config(), None);
     run("full_mask100", full_config(), Some(&mask));
-    run(
-        "greedy_penalties",
-        SamplingConfig {
-            temperature: 0.0,
-            ..full_config()
-        },
-        None,
-    );
+    run("greedy_penalties", full_config().temperature(0.0), None);
     run("greedy_mask100", SamplingConfig::greedy(), Some(&mask));
     // Same work as candle's TopP (no top-k, so the whole vocabulary is softmaxed).
     run(
         "top_p_0.9_t_0.7",
-        SamplingConfig {
-            temperature: 0.7,
-            top_p: 0.9,
-            ..SamplingConfig::default()
-        },
+        SamplingConfig::default().temperature(0.7).top_p(0.9),
         None,
     );
     run(
         "top_k_50_top_p_0.9_t_0.7",
-        SamplingConfig {
-            temperature: 0.7,
-            top_k: 50,
-            top_p: 0.9,
-            ..SamplingConfig::default()
-        },
+        SamplingConfig::default()
+            .temperature(0.7)
+            .top_k(50)
+            .top_p(0.9),
         None,
     );
 

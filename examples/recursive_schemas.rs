@@ -56,10 +56,7 @@ fn main() {
         }
     }
     let compiler = Compiler::new(vocab.clone(), CompilerConfig::default());
-    let opts = SchemaOptions {
-        max_depth: 64,
-        ..SchemaOptions::default()
-    };
+    let opts = SchemaOptions::default().max_depth(64);
     // Warm the vocabulary's shared tries.
     compiler
         .compile_uncached(&Source::regex("x"))

@@ -37,13 +37,7 @@ fn main() {
         eprintln!("skipping: the Qwen tokenizer is not fetched (scripts/fetch-assets)");
         return;
     };
-    let config = CompilerConfig {
-        index: IndexConfig {
-            threads: 1,
-            ..IndexConfig::default()
-        },
-        ..CompilerConfig::default()
-    };
+    let config = CompilerConfig::default().index(IndexConfig::default().threads(1));
     let compiler = Compiler::new(vocab.clone(), config);
     // Warm the vocabulary's shared tries.
     compiler.compile(&Source::regex("warm")).unwrap();

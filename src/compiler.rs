@@ -222,6 +222,7 @@ pub const SHARED_FRAGMENT_DFA_BYTES: usize = 8 << 20;
 
 /// How to compile. `Config is a value`: build it, clone it, keep it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CompilerConfig {
     /// Limits and the lazy threshold of the byte DFA (default
     /// [`DfaConfig::default`]: lazy past 128 states).
@@ -235,6 +236,13 @@ pub struct CompilerConfig {
     /// artefact bigger than this is returned but not kept.
     pub cache_bytes: usize,
 }
+
+crate::config_setters!(CompilerConfig {
+    dfa: DfaConfig,
+    index: IndexConfig,
+    cache_entries: usize,
+    cache_bytes: usize,
+});
 
 impl Default for CompilerConfig {
     fn default() -> Self {

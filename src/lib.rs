@@ -48,6 +48,29 @@
 //! The library never prints; the binary does.
 #![forbid(unsafe_code)]
 
+/// Builder-style setters for a configuration value: for every listed
+/// field, a method of the same name that sets it and returns the value
+/// (`SchemaOptions::default().lenient(true).max_depth(5)`). The configs are
+/// `#[non_exhaustive]`, so code outside their crate builds them from
+/// `Default::default()` (or a named constructor) and these setters, and a
+/// new field is never a breaking change.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! config_setters {
+    ($ty:ident { $($field:ident : $fty:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                #[doc = concat!("Sets [`", stringify!($ty), "::", stringify!($field), "`] (builder style).")]
+                #[must_use]
+                pub fn $field(mut self, value: $fty) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
 // Front ends → automata → index engines → matcher → compiler.
 pub mod grammar;
 pub mod schema;

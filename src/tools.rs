@@ -270,6 +270,7 @@ pub fn structural_tag_with_budget(
 /// How [`structural_tag_with`] builds a tag beyond the format, the tools
 /// and the choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TagOptions {
     /// Whether more than one call may be made.
     pub parallel: bool,
@@ -286,6 +287,14 @@ pub struct TagOptions {
     /// `triggered_tags`).
     pub calls_last: bool,
 }
+
+crate::config_setters!(TagOptions {
+    parallel: bool,
+    reasoning: Reasoning,
+    thinking_budget: Option<u32>,
+    bare_calls: bool,
+    calls_last: bool,
+});
 
 impl Default for TagOptions {
     fn default() -> Self {

@@ -11,17 +11,8 @@ fn compiler() -> Compiler {
     let tokens = (0..=255u8).map(|b| (TokenId(b as u32), vec![b]));
     let vocab = Arc::new(Vocabulary::new(tokens, [TokenId(256)], 257).unwrap());
     // Every DFA eager: the subset construction explores every state.
-    let dfa = DfaConfig {
-        lazy_states: None,
-        ..DfaConfig::default()
-    };
-    Compiler::new(
-        vocab,
-        CompilerConfig {
-            dfa,
-            ..CompilerConfig::default()
-        },
-    )
+    let dfa = DfaConfig::default().lazy_states(None);
+    Compiler::new(vocab, CompilerConfig::default().dfa(dfa))
 }
 
 /// A regex whose DFA has 2^12 states: many explored states.

@@ -50,10 +50,7 @@ fn cache_returns_the_same_artefact_and_keys_on_options() {
         Arc::ptr_eq(&first, &again),
         "a second compile is a cache hit"
     );
-    let flexible = SchemaOptions {
-        whitespace: Whitespace::Flexible { max: 2 },
-        ..Default::default()
-    };
+    let flexible = SchemaOptions::default().whitespace(Whitespace::Flexible { max: 2 });
     let other = c
         .compile(&Source::json_schema(schema).with_schema_options(flexible))
         .unwrap();
@@ -72,13 +69,7 @@ fn cache_returns_the_same_artefact_and_keys_on_options() {
 
 #[test]
 fn cache_is_bounded_and_evicts_the_least_recently_used() {
-    let c = Compiler::new(
-        byte_vocab(),
-        CompilerConfig {
-            cache_entries: 2,
-            ..Default::default()
-        },
-    );
+    let c = Compiler::new(byte_vocab(), CompilerConfig::default().cache_entries(2));
     let a = c.compile(&Source::regex("a+")).unwrap();
     let _b = c.compile(&Source::regex("b+")).unwrap();
     // Touch `a+`, so `b+` is the least recently used.
@@ -89,13 +80,7 @@ fn cache_is_bounded_and_evicts_the_least_recently_used() {
     // `b+` was evicted: compiled anew.
     assert!(!Arc::ptr_eq(&_b, &c.compile(&Source::regex("b+")).unwrap()));
 
-    let none = Compiler::new(
-        byte_vocab(),
-        CompilerConfig {
-            cache_entries: 0,
-            ..Default::default()
-        },
-    );
+    let none = Compiler::new(byte_vocab(), CompilerConfig::default().cache_entries(0));
     let x = none.compile(&Source::regex("a+")).unwrap();
     assert!(!Arc::ptr_eq(
         &x,

@@ -16,11 +16,9 @@ use std::path::{Path, PathBuf};
 
 /// Reference builds of the largest schemas take seconds each; bound them.
 fn config() -> DfaConfig {
-    DfaConfig {
-        dfa_size_limit: 16 << 20,
-        determinize_size_limit: 64 << 20,
-        ..DfaConfig::default()
-    }
+    DfaConfig::default()
+        .dfa_size_limit(16 << 20)
+        .determinize_size_limit(64 << 20)
 }
 
 /// Compares the two builds of `pattern`; returns whether it was compared

@@ -45,11 +45,7 @@ fn tiny_vocab() -> Arc<Vocabulary> {
 
 fn index(re: &str, vocab: &Arc<Vocabulary>, eager: bool) -> Arc<TokenIndex> {
     let dfa = ByteDfa::new(re, &DfaConfig::default()).unwrap();
-    let cfg = IndexConfig {
-        eager,
-        threads: 1,
-        ..Default::default()
-    };
+    let cfg = IndexConfig::default().eager(eager).threads(1);
     Arc::new(TokenIndex::build(&dfa, vocab.clone(), &cfg).unwrap())
 }
 
@@ -155,10 +151,7 @@ fn incompatible_vocabulary_and_empty_language_are_build_errors() {
     g.advance(TokenId(0)).unwrap();
     assert_eq!(ids(&g), vec![9], "`z` cannot be spelled: only EOS");
     let dfa = ByteDfa::new("a(z)b", &DfaConfig::default()).unwrap();
-    let lazy = IndexConfig {
-        eager: false,
-        ..Default::default()
-    };
+    let lazy = IndexConfig::default().eager(false);
     assert!(TokenIndex::build(&dfa, v.clone(), &lazy).is_err());
     let dfa = ByteDfa::new("[a&&b]", &DfaConfig::default()).unwrap();
     assert!(matches!(
@@ -401,17 +394,11 @@ fn qwen_lazy_dfa_index_agrees_with_the_eager_one() {
         r#"(?:x"(?:abc|{other}|zz{p}*)|y"(?:abc|{other}))":1"#
     ));
     let mut rng = StdRng::seed_from_u64(19);
-    let cfg = IndexConfig {
-        threads: 1,
-        ..Default::default()
-    };
+    let cfg = IndexConfig::default().threads(1);
     for re in &res {
         let eager = index(re, &vocab, true);
         // A threshold of one state: everything past the start is lazy.
-        let dfa_cfg = DfaConfig {
-            lazy_states: Some(1),
-            ..Default::default()
-        };
+        let dfa_cfg = DfaConfig::default().lazy_states(Some(1));
         let dfa = ByteDfa::build(re, &dfa_cfg).unwrap();
         assert!(matches!(dfa, constrain::Dfa::Lazy(_)), "{re}");
         let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
@@ -526,15 +513,9 @@ fn qwen_key_starts_built_on_the_shared_extra_key_part_match_the_eager_masks() {
 
 /// A lazy index over `re` (lazy from the first state on), one thread.
 fn lazy_index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
-    let dfa_cfg = DfaConfig {
-        lazy_states: Some(1),
-        ..Default::default()
-    };
+    let dfa_cfg = DfaConfig::default().lazy_states(Some(1));
     let dfa = ByteDfa::build(re, &dfa_cfg).unwrap();
-    let cfg = IndexConfig {
-        threads: 1,
-        ..Default::default()
-    };
+    let cfg = IndexConfig::default().threads(1);
     let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
     assert!(lazy.is_lazy(), "{re}");
     lazy
@@ -654,11 +635,9 @@ fn qwen_lazy_dfa_over_its_limit_reports_it() {
     };
     // 2^13 states: far past a 16 KiB table.
     let re = "(?:a|b)*a(?:a|b){12}";
-    let dfa_cfg = DfaConfig {
-        lazy_states: Some(1),
-        dfa_size_limit: 16 << 10,
-        ..Default::default()
-    };
+    let dfa_cfg = DfaConfig::default()
+        .lazy_states(Some(1))
+        .dfa_size_limit(16 << 10);
     let dfa = ByteDfa::build(re, &dfa_cfg).unwrap();
     let idx = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &IndexConfig::default()).unwrap());
     let mut rng = StdRng::seed_from_u64(5);

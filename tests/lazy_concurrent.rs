@@ -28,10 +28,7 @@ fn vocab() -> Arc<Vocabulary> {
 #[test]
 fn threads_walking_one_lazy_index_agree_with_the_eager_one() {
     let vocab = vocab();
-    let cfg = IndexConfig {
-        threads: 1,
-        ..Default::default()
-    };
+    let cfg = IndexConfig::default().threads(1);
     for re in [
         r#"\{"name": "[a-z]{1,12}", "kind": (?:"alpha"|"beta"|"gamma")(?:, "n": -?[0-9]+)?\}"#,
         r#"\[(?:"(?:[^"\\]|\\.)*"(?:, ?"(?:[^"\\]|\\.)*"){0,3})?\]"#,
@@ -46,10 +43,7 @@ fn threads_walking_one_lazy_index_agree_with_the_eager_one() {
             .unwrap(),
         );
         // A threshold of one state: everything past the start is lazy.
-        let dfa_cfg = DfaConfig {
-            lazy_states: Some(1),
-            ..Default::default()
-        };
+        let dfa_cfg = DfaConfig::default().lazy_states(Some(1));
         let lazy = Arc::new(
             TokenIndex::build_dfa(ByteDfa::build(re, &dfa_cfg).unwrap(), vocab.clone(), &cfg)
                 .unwrap(),

@@ -292,10 +292,7 @@ fn rollback_restores_the_stack() {
 #[test]
 fn the_stack_limit_is_a_named_knob() {
     let (v, _) = tiny_vocab();
-    let opts = GbnfOptions {
-        max_stack_depth: 5,
-        ..Default::default()
-    };
+    let opts = GbnfOptions::default().max_stack_depth(5);
     let c = compile(&v, PARENS, opts.clone());
     // root is frame 1, so `p` may nest four deep.
     let ok = format!("{}x{}", "(".repeat(3), ")".repeat(3));
@@ -325,10 +322,7 @@ fn the_stack_limit_is_a_named_knob() {
     let e = c
         .compile(&Source::Gbnf {
             grammar: Gbnf::parse("t", deep).unwrap(),
-            options: GbnfOptions {
-                max_stack_depth: 2,
-                ..Default::default()
-            },
+            options: GbnfOptions::default().max_stack_depth(2),
         })
         .unwrap_err();
     assert!(
@@ -534,10 +528,7 @@ fn budget_at_the_stack_limit_never_cuts_a_structure() {
         let g = Gbnf::parse("t", &text).unwrap();
         let earley = Earley::new(&g);
         for depth in [3usize, 4, 6, 9] {
-            let opts = GbnfOptions {
-                max_stack_depth: depth,
-                ..Default::default()
-            };
+            let opts = GbnfOptions::default().max_stack_depth(depth);
             let c = compile(&v, &text, opts);
             let start_need = c.matcher().tokens_to_accept().unwrap() as usize;
             for max_tokens in start_need + 1..start_need + 30 {
@@ -552,10 +543,7 @@ fn budget_at_the_stack_limit_never_cuts_a_structure() {
 #[test]
 fn the_budget_at_the_stack_limit_counts_the_long_way_out() {
     let (v, _) = tiny_vocab();
-    let opts = GbnfOptions {
-        max_stack_depth: 4,
-        ..Default::default()
-    };
+    let opts = GbnfOptions::default().max_stack_depth(4);
     let c = compile(&v, ROOMY, opts);
     let mut m = c.matcher();
     // root is frame 1; `a` frames 2, 3, 4: `<y>` needs a fifth.

@@ -204,12 +204,10 @@ fn schema_masks_are_identical_with_and_without_the_split() {
                 let mut cfg = CompilerConfig::default();
                 cfg.index.pda_split = split;
                 Compiler::new(v.clone(), cfg)
-                    .compile(&Source::json_schema(schema.clone()).with_schema_options(
-                        SchemaOptions {
-                            free_form_calls: true,
-                            ..SchemaOptions::compliant()
-                        },
-                    ))
+                    .compile(
+                        &Source::json_schema(schema.clone())
+                            .with_schema_options(SchemaOptions::compliant().free_form_calls(true)),
+                    )
                     .unwrap()
             };
             let (split, whole) = (build(true), build(false));

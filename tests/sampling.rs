@@ -135,14 +135,7 @@ fn a_repetition_penalty_flips_the_argmax() {
     // Positive logit divided (3 → 1.5), negative multiplied (-1 → -2).
     assert_eq!(x, [1.5, 2.0, -2.0]);
     assert_eq!(greedy(&x).unwrap(), TokenId(1));
-    let mut s = Sampler::new(
-        SamplingConfig {
-            temperature: 0.0,
-            ..c
-        },
-        0,
-    )
-    .unwrap();
+    let mut s = Sampler::new(c.temperature(0.0), 0).unwrap();
     assert_eq!(
         s.sample(&mut l.clone(), None, &ids(&[0])).unwrap(),
         TokenId(1)
@@ -351,16 +344,17 @@ fn config() -> impl Strategy<Value = SamplingConfig> {
         -1.0f32..1.0,
         proptest::option::of(0usize..8),
     )
-        .prop_map(|(t, k, p, m, r, f, pr, n)| SamplingConfig {
-            temperature: t,
-            top_k: k,
-            top_p: p,
-            min_p: m,
-            repetition_penalty: r,
-            frequency_penalty: f,
-            presence_penalty: pr,
-            penalty_last_n: n,
-            logit_bias: vec![],
+        .prop_map(|(t, k, p, m, r, f, pr, n)| {
+            SamplingConfig::default()
+                .temperature(t)
+                .top_k(k)
+                .top_p(p)
+                .min_p(m)
+                .repetition_penalty(r)
+                .frequency_penalty(f)
+                .presence_penalty(pr)
+                .penalty_last_n(n)
+                .logit_bias(vec![])
         })
 }
 
@@ -561,10 +555,7 @@ fn qwen_width_masked_and_unmasked_agree_with_the_explainer() {
     for i in (0..QWEN as u32).step_by(1500) {
         mask.insert(TokenId(i));
     }
-    let no_top_k = SamplingConfig {
-        top_k: 0,
-        ..conf.clone()
-    };
+    let no_top_k = conf.clone().top_k(0);
     for (m, c) in [
         (None, &conf),
         (Some(&mask), &conf),
@@ -585,14 +576,7 @@ fn qwen_width_masked_and_unmasked_agree_with_the_explainer() {
                 assert!(m.contains(t));
             }
         }
-        let mut g = Sampler::new(
-            SamplingConfig {
-                temperature: 0.0,
-                ..c.clone()
-            },
-            0,
-        )
-        .unwrap();
+        let mut g = Sampler::new(c.clone().temperature(0.0), 0).unwrap();
         let t = g.sample(&mut logits.clone(), m, &history).unwrap();
         assert_eq!(t, greedy(&e.stages.last().unwrap().logits).unwrap());
     }

@@ -30,11 +30,9 @@ fn files(step: usize, filter: &str) -> Vec<std::path::PathBuf> {
 }
 
 fn small_dfa_config() -> DfaConfig {
-    DfaConfig {
-        determinize_size_limit: 256 << 20,
-        dfa_size_limit: 128 << 20,
-        ..Default::default()
-    }
+    DfaConfig::default()
+        .determinize_size_limit(256 << 20)
+        .dfa_size_limit(128 << 20)
 }
 
 #[test]
@@ -304,13 +302,11 @@ fn building_block_sizes() {
                 Whitespace::Flexible { max: 2 },
             ] {
                 for depth in [1usize, 2, 3] {
-                    let o = SchemaOptions {
-                        whitespace: ws,
-                        mode,
-                        free_form_depth: depth,
-                        allow_unknown_keywords: true,
-                        ..Default::default()
-                    };
+                    let o = SchemaOptions::default()
+                        .whitespace(ws)
+                        .mode(mode)
+                        .free_form_depth(depth)
+                        .allow_unknown_keywords(true);
                     let c = match schema::compile(s, &o) {
                         Ok(c) => c,
                         Err(e) => {

@@ -26,10 +26,7 @@ fn tiny_vocab() -> (Arc<Vocabulary>, TokenId) {
 
 /// `o` with free-form values as calls.
 fn calls(o: SchemaOptions) -> SchemaOptions {
-    SchemaOptions {
-        free_form_calls: true,
-        ..o
-    }
+    o.free_form_calls(true)
 }
 
 fn compile(v: &Arc<Vocabulary>, schema: &Value, o: SchemaOptions) -> Arc<Compiled> {
@@ -178,10 +175,7 @@ fn budget_with_any_value_frames_never_cuts_a_value() {
     ] {
         let o = jsonschema::validator_for(&schema).unwrap();
         for depth in [1024usize, 2, 4] {
-            let opts = SchemaOptions {
-                max_stack_depth: depth,
-                ..SchemaOptions::compliant()
-            };
+            let opts = SchemaOptions::compliant().max_stack_depth(depth);
             let c = compile(&v, &schema, opts);
             let start = c.matcher().tokens_to_accept().unwrap() as usize;
             for max_tokens in start..start + 25 {

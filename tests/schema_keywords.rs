@@ -490,10 +490,7 @@ fn refs_and_recursion() {
         &[JsonMode::Strict],
     );
     // Depth is bounded: with max_depth 1 a chain of 3 is not offered.
-    let o = SchemaOptions {
-        max_depth: 1,
-        ..Default::default()
-    };
+    let o = SchemaOptions::default().max_depth(1);
     let d = dfa(&schema::compile(&s, &o).unwrap());
     assert!(d.matches(br#"{"v":1,"next":{"v":2}}"#));
     assert!(!d.matches(br#"{"v":1,"next":{"v":2,"next":{"v":3}}}"#));
@@ -575,10 +572,7 @@ fn annotations_are_ignored_and_lenient_warns() {
     let c = schema::compile(&s, &SchemaOptions::default()).unwrap();
     assert!(c.warnings.is_empty());
     let s = json!({"type": "integer", "not": {"multipleOf": 0.5}});
-    let o = SchemaOptions {
-        lenient: true,
-        ..Default::default()
-    };
+    let o = SchemaOptions::default().lenient(true);
     let c = schema::compile(&s, &o).unwrap();
     assert_eq!(c.warnings.len(), 1);
     assert!(
@@ -586,10 +580,7 @@ fn annotations_are_ignored_and_lenient_warns() {
         "{}",
         c.warnings[0]
     );
-    let o = SchemaOptions {
-        coerce_one_of: true,
-        ..Default::default()
-    };
+    let o = SchemaOptions::default().coerce_one_of(true);
     let c = schema::compile(
         &json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
         &o,

@@ -188,10 +188,7 @@ fn one_of_is_exactly_one() {
     );
     // coerce_one_of keeps compiling it as anyOf.
     let s = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
-    let o = SchemaOptions {
-        coerce_one_of: true,
-        ..Default::default()
-    };
+    let o = SchemaOptions::default().coerce_one_of(true);
     let c = schema::compile(&s, &o).unwrap();
     assert_eq!(c.warnings.len(), 1);
     assert!(dfa(&c).matches(b"1"));
@@ -247,10 +244,7 @@ fn limits_and_unsupported_complements_name_not_and_pointer() {
     // The complement's size is bounded by max_branches.
     let e = schema::compile(
         &json!({"not": {"required": ["a", "b", "c", "d"]}}),
-        &SchemaOptions {
-            max_branches: 3,
-            ..Default::default()
-        },
+        &SchemaOptions::default().max_branches(3),
     )
     .unwrap_err();
     assert!(
@@ -337,10 +331,7 @@ fn pattern_algebra_through_product_automata() {
     // A bounded product: the error names the knob and the pointer.
     let e = schema::compile(
         &json!({"properties": {"s": {"type": "string", "not": {"pattern": "^[a-z]{3,9}[0-9]{2}$"}}}}),
-        &SchemaOptions {
-            max_product_states: 4,
-            ..Default::default()
-        },
+        &SchemaOptions::default().max_product_states(4),
     )
     .unwrap_err();
     assert!(
@@ -495,10 +486,7 @@ fn compliant_mode_ignores_misspelt_keywords_like_validators() {
     );
     let e = schema::compile(
         &json!({"type": "string", "maxlength": 3}),
-        &SchemaOptions {
-            allow_unknown_keywords: true,
-            ..Default::default()
-        },
+        &SchemaOptions::default().allow_unknown_keywords(true),
     )
     .unwrap_err();
     assert!(matches!(e, SchemaError::Unknown { .. }), "{e}");
@@ -553,23 +541,14 @@ fn recursion_unrolls_less_deep_to_fit_the_regex_limit() {
         "$ref": "#/$defs/t"
     });
     let len_at = |d: usize| {
-        schema::compile(
-            &schema,
-            &SchemaOptions {
-                max_depth: d,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .regex
-        .len()
+        schema::compile(&schema, &SchemaOptions::default().max_depth(d))
+            .unwrap()
+            .regex
+            .len()
     };
     let (shallow, deep) = (len_at(1), len_at(3));
     assert!(shallow < deep);
-    let o = SchemaOptions {
-        max_regex_len: shallow,
-        ..Default::default()
-    };
+    let o = SchemaOptions::default().max_regex_len(shallow);
     let c = schema::compile(&schema, &o).unwrap();
     assert_eq!(c.regex.len(), shallow);
     assert!(
@@ -598,14 +577,7 @@ fn recursion_unrolls_less_deep_to_fit_the_regex_limit() {
         }
     }
     // Under a limit that not even depth 0 fits: the error names the knob.
-    let e = schema::compile(
-        &schema,
-        &SchemaOptions {
-            max_regex_len: 10,
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
+    let e = schema::compile(&schema, &SchemaOptions::default().max_regex_len(10)).unwrap_err();
     assert!(
         matches!(
             e,

@@ -107,11 +107,9 @@ fn deep_value(d: usize) -> String {
 /// `depth` as both limits: the stack limit of the exact engine and the
 /// unroll depth of the regular fallback (what `--max-depth` sets).
 fn opts(depth: usize) -> SchemaOptions {
-    SchemaOptions {
-        max_depth: depth,
-        max_stack_depth: depth,
-        ..SchemaOptions::default()
-    }
+    SchemaOptions::default()
+        .max_depth(depth)
+        .max_stack_depth(depth)
 }
 
 fn compile(
@@ -460,11 +458,9 @@ fn past_the_regex_limit_free_form_values_and_definitions_are_shared_fragments() 
     });
     // Free-form values as copies (with `free_form_calls` the text of this
     // schema fits: see tests/schema_free_form.rs), so that the limit is hit.
-    let small = SchemaOptions {
-        max_regex_len: 3000,
-        free_form_calls: false,
-        ..SchemaOptions::compliant()
-    };
+    let small = SchemaOptions::compliant()
+        .max_regex_len(3000)
+        .free_form_calls(false);
     // The plain text is over the limit; the fragments are not.
     assert!(constrain::schema::compile(&schema, &small).is_err());
     let f = compile_fragments(&schema, &small).unwrap();

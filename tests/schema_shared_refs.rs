@@ -51,17 +51,11 @@ fn schema() -> Value {
 }
 
 fn opts(shared_refs_len: usize) -> SchemaOptions {
-    SchemaOptions {
-        shared_refs_len,
-        ..SchemaOptions::default()
-    }
+    SchemaOptions::default().shared_refs_len(shared_refs_len)
 }
 
 fn compile(schema: &Value, o: SchemaOptions, dfa: DfaConfig) -> Arc<Compiled> {
-    let config = CompilerConfig {
-        dfa,
-        ..CompilerConfig::default()
-    };
+    let config = CompilerConfig::default().dfa(dfa);
     Compiler::new(vocab(), config)
         .compile(&Source::json_schema(schema.clone()).with_schema_options(o))
         .unwrap()
@@ -133,19 +127,12 @@ fn a_shared_fragment_past_a_dfa_limit_falls_back_to_the_lazy_dfa() {
     let small = opts(plain.regex.len() / 2);
     // Lazy from the first state: the regular path determinizes nothing up
     // front, while a fragment is determinized whole and passes the limit.
-    let tight = DfaConfig {
-        dfa_size_limit: 4 << 10,
-        lazy_states: Some(1),
-        ..DfaConfig::default()
-    };
-    let config = CompilerConfig {
-        dfa: tight.clone(),
-        ..CompilerConfig::default()
-    };
-    let source = Source::json_schema(schema.clone()).with_schema_options(SchemaOptions {
-        shared_refs_len: usize::MAX,
-        ..SchemaOptions::default()
-    });
+    let tight = DfaConfig::default()
+        .dfa_size_limit(4 << 10)
+        .lazy_states(Some(1));
+    let config = CompilerConfig::default().dfa(tight.clone());
+    let source = Source::json_schema(schema.clone())
+        .with_schema_options(SchemaOptions::default().shared_refs_len(usize::MAX));
     // The threshold off: the lazy DFA compiles (its states past the limit
     // get no masks as matchers reach them: `LazyDfa`).
     let off = Compiler::new(vocab(), config).compile(&source).unwrap();

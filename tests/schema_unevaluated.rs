@@ -19,10 +19,7 @@ fn vocab() -> Arc<Vocabulary> {
 }
 
 fn compile(schema: &Value) -> Result<Arc<Compiled>, CompileError> {
-    let o = SchemaOptions {
-        mode: JsonMode::Compliant,
-        ..SchemaOptions::default()
-    };
+    let o = SchemaOptions::default().mode(JsonMode::Compliant);
     Compiler::new(vocab(), CompilerConfig::default())
         .compile(&Source::json_schema(schema.clone()).with_schema_options(o))
 }

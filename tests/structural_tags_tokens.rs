@@ -305,11 +305,9 @@ fn token_level_formats_match_special_tokens_by_id() {
 #[test]
 fn calls_last_and_bare_qwen_calls() {
     let (v, _) = vocab();
-    let opts = tools::TagOptions {
-        bare_calls: true,
-        calls_last: true,
-        ..tools::TagOptions::default()
-    };
+    let opts = tools::TagOptions::default()
+        .bare_calls(true)
+        .calls_last(true);
     let c = |choice: ToolChoice| {
         let tag = tools::structural_tag_with(ToolFormat::Qwen3, &weather_tools(), &choice, &opts)
             .unwrap();

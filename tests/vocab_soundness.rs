@@ -148,10 +148,7 @@ fn cases() -> Option<Vec<Case>> {
     // depth through the pushdown engine: a larger language than this
     // oracle's; `tests/pda_split.rs` and `tests/schema_free_form.rs` check
     // that path).
-    let opts = SchemaOptions {
-        free_form_calls: false,
-        ..SchemaOptions::compliant()
-    };
+    let opts = SchemaOptions::compliant().free_form_calls(false);
     let mut out = Vec::new();
     for f in FILES {
         let cs = load_file(&dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));

@@ -206,13 +206,7 @@ struct Input {
 /// Smaller than `fuzz_dfa_config`: building the DFA dominates the run time,
 /// and a free-form value (`{}`) already needs a large one.
 fn dfa_config() -> DfaConfig {
-    DfaConfig {
-        nfa_size_limit: 256 << 10,
-        determinize_size_limit: 1 << 20,
-        dfa_size_limit: 512 << 10,
-        minimize: false,
-        lazy_states: None,
-    }
+    DfaConfig::default().nfa_size_limit(256 << 10).determinize_size_limit(1 << 20).dfa_size_limit(512 << 10).minimize(false).lazy_states(None)
 }
 
 fn vocab() -> Arc<Vocabulary> {

@@ -60,6 +60,7 @@ pub const LAZY_STATES: usize = 128;
 /// Size limits for turning a pattern into a DFA. Defaults are documented on
 /// each field; all are in bytes of heap memory.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct DfaConfig {
     /// Largest Thompson NFA (default 256 MiB; an NFA compiled from the
     /// schema compiler's subset counts 16 bytes a state and 8 an edge).
@@ -78,6 +79,14 @@ pub struct DfaConfig {
     /// wherever an eager build costs more than a few milliseconds.
     pub lazy_states: Option<usize>,
 }
+
+crate::config_setters!(DfaConfig {
+    nfa_size_limit: usize,
+    determinize_size_limit: usize,
+    dfa_size_limit: usize,
+    minimize: bool,
+    lazy_states: Option<usize>,
+});
 
 impl Default for DfaConfig {
     fn default() -> Self {

@@ -89,6 +89,7 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// How to build an index. Defaults are documented per field.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct IndexConfig {
     /// Precompute every state's mask at build time (default `true`). When
     /// `false`, masks are computed on first visit and cached.
@@ -112,6 +113,16 @@ pub struct IndexConfig {
     /// (for comparisons).
     pub pda_split: bool,
 }
+
+crate::config_setters!(IndexConfig {
+    eager: bool,
+    threads: usize,
+    horizon: usize,
+    max_states: usize,
+    max_mask_memory: usize,
+    deadline: Option<Instant>,
+    pda_split: bool,
+});
 
 impl Default for IndexConfig {
     fn default() -> Self {

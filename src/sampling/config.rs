@@ -13,12 +13,13 @@ use crate::vocab::TokenId;
 ///
 /// ```
 /// use constrain::sampling::SamplingConfig;
-/// let config = SamplingConfig { temperature: 0.7, top_k: 50, top_p: 0.9, ..SamplingConfig::default() };
+/// let config = SamplingConfig::default().temperature(0.7).top_k(50).top_p(0.9);
 /// config.validate()?;
-/// assert!(SamplingConfig { top_p: 0.0, ..config }.validate().is_err());
+/// assert!(config.clone().top_p(0.0).validate().is_err());
 /// # Ok::<(), constrain::sampling::SamplingError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SamplingConfig {
     /// Divides the logits; `0` means greedy (argmax). Finite and `>= 0`. Default `1.0`.
     pub temperature: f32,
@@ -49,6 +50,18 @@ pub struct SamplingConfig {
     /// sampling, since the width is only known then). Default: empty.
     pub logit_bias: Vec<(TokenId, f32)>,
 }
+
+crate::config_setters!(SamplingConfig {
+    temperature: f32,
+    top_k: usize,
+    top_p: f32,
+    min_p: f32,
+    repetition_penalty: f32,
+    frequency_penalty: f32,
+    presence_penalty: f32,
+    penalty_last_n: Option<usize>,
+    logit_bias: Vec<(TokenId, f32)>,
+});
 
 impl Default for SamplingConfig {
     fn default() -> Self {

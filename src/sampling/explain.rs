@@ -85,7 +85,7 @@ pub struct Explanation {
 ///
 /// ```
 /// use constrain::sampling::{explain, SamplingConfig};
-/// let config = SamplingConfig { top_k: 2, ..SamplingConfig::default() };
+/// let config = SamplingConfig::default().top_k(2);
 /// let e = explain(&[2.0, 1.0, 0.0], None, &[], &config)?;
 /// assert_eq!(e.stages.len(), 2); // logits, top_k
 /// assert_eq!(e.final_probs[2], 0.0);

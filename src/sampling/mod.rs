@@ -54,7 +54,7 @@
 //! ```
 //! use constrain::sampling::{Sampler, SamplingConfig};
 //! use constrain::{TokenId, TokenSet};
-//! let config = SamplingConfig { temperature: 0.7, top_k: 50, top_p: 0.9, ..SamplingConfig::default() };
+//! let config = SamplingConfig::default().temperature(0.7).top_k(50).top_p(0.9);
 //! let mut sampler = Sampler::new(config, 42)?;
 //! let mut mask = TokenSet::new(4);
 //! mask.insert(TokenId(1));

@@ -120,6 +120,7 @@ pub enum JsonMode {
 
 /// Compiler options. `Config is a value`: build it, clone it, keep it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SchemaOptions {
     /// Whitespace policy between JSON tokens (default [`Whitespace::Compact`]).
     pub whitespace: Whitespace,
@@ -234,6 +235,32 @@ pub struct SchemaOptions {
     /// narrowed to the listed order, with a warning.
     pub max_unique_values: usize,
 }
+
+crate::config_setters!(SchemaOptions {
+    whitespace: Whitespace,
+    mode: JsonMode,
+    max_depth: usize,
+    max_stack_depth: usize,
+    lenient: bool,
+    coerce_one_of: bool,
+    allow_unknown_keywords: bool,
+    free_form_depth: usize,
+    extra_value_depth: usize,
+    root_extra_value_depth: usize,
+    free_form_calls: bool,
+    any_order_max_properties: usize,
+    any_order: bool,
+    any_order_max_len: usize,
+    max_repeat: u64,
+    max_length_cap: Option<u64>,
+    max_regex_len: usize,
+    shared_refs_len: usize,
+    max_branches: usize,
+    max_enumerated_multiples: u64,
+    max_product_states: usize,
+    max_product_len: usize,
+    max_unique_values: usize,
+});
 
 impl Default for SchemaOptions {
     fn default() -> Self {

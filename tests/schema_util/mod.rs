@@ -76,11 +76,7 @@ impl Oracle {
 }
 
 pub fn opts(ws: Whitespace, mode: JsonMode) -> SchemaOptions {
-    SchemaOptions {
-        whitespace: ws,
-        mode,
-        ..Default::default()
-    }
+    SchemaOptions::default().whitespace(ws).mode(mode)
 }
 
 pub fn dfa(c: &CompiledSchema) -> ByteDfa {

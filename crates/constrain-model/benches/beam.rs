@@ -83,12 +83,11 @@ fn main() {
             ]))
             .expect("prompt");
         let gcfg = GenerateConfig::greedy(max_tokens);
-        let bcfg = BeamConfig {
-            beams,
-            length_penalty: 1.0,
-            max_tokens,
-            jump_forward: true,
-        };
+        let bcfg = BeamConfig::default()
+            .beams(beams)
+            .length_penalty(1.0)
+            .max_tokens(max_tokens)
+            .jump_forward(true);
         let (mut gw, mut gc, mut bw, mut bc, mut ow, mut oc) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
         let (mut gt, mut gp, mut bt, mut bp, mut op) = (0, 0, 0, 0, 0);

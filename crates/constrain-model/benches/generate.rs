@@ -127,10 +127,7 @@ fn run(gguf: &PathBuf, threads: usize) {
     let (mut c_tps, mut u_tps) = (Vec::new(), Vec::new());
     let mut n_tokens = 0;
     for _ in 0..reps() {
-        let cfg = GenerateConfig {
-            jump_forward: false,
-            ..GenerateConfig::greedy(64)
-        };
+        let cfg = GenerateConfig::greedy(64).jump_forward(false);
         let c = e
             .generate(&p, Some(idx.clone()), &cfg, &mut |_| {})
             .unwrap();
@@ -191,10 +188,7 @@ fn run(gguf: &PathBuf, threads: usize) {
 }
 
 fn unconstrained(e: &mut Engine<QwenModel>, p: &[constrain::TokenId], n: usize) -> Generation {
-    let cfg = GenerateConfig {
-        ignore_eos: true,
-        ..GenerateConfig::greedy(n)
-    };
+    let cfg = GenerateConfig::greedy(n).ignore_eos(true);
     let out = e
         .generate(p, None::<Arc<constrain::TokenIndex>>, &cfg, &mut |_| {})
         .unwrap();

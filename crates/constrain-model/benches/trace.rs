@@ -59,11 +59,7 @@ fn main() {
         ("greedy", GenerateConfig::greedy(max_tokens)),
         (
             "T=1 seed 7",
-            GenerateConfig {
-                max_tokens,
-                seed: 7,
-                ..GenerateConfig::default()
-            },
+            GenerateConfig::default().max_tokens(max_tokens).seed(7),
         ),
     ] {
         let (mut plain, mut traced, mut plain_cpu, mut traced_cpu) =

@@ -181,11 +181,9 @@ fn main() {
                 }
             };
             let mut m: Matcher = compiled.matcher();
-            let config = GenerateConfig {
-                max_tokens,
-                mask_overlap: overlap,
-                ..GenerateConfig::greedy(max_tokens)
-            };
+            let config = GenerateConfig::greedy(max_tokens)
+                .max_tokens(max_tokens)
+                .mask_overlap(overlap);
             match generate(
                 &mut loaded.model,
                 &loaded.vocab,

@@ -46,12 +46,11 @@ fn outputs_are_in_the_language_and_never_worse_than_greedy() {
         for beams in [2, 3, 4] {
             for max_tokens in [needed, needed + 3, 60] {
                 for penalty in [0.0, 1.0, 2.0] {
-                    let cfg = BeamConfig {
-                        beams,
-                        length_penalty: penalty,
-                        max_tokens,
-                        jump_forward: true,
-                    };
+                    let cfg = BeamConfig::default()
+                        .beams(beams)
+                        .length_penalty(penalty)
+                        .max_tokens(max_tokens)
+                        .jump_forward(true);
                     let out = beam_search(
                         &mut random_model(width, salt),
                         &vocab,
@@ -100,19 +99,15 @@ fn one_beam_is_greedy() {
                 Some(&t.tokenizer),
                 Some(&mut m),
                 &prompt,
-                &GenerateConfig {
-                    jump_forward: jump,
-                    ..GenerateConfig::greedy(50)
-                },
+                &GenerateConfig::greedy(50).jump_forward(jump),
                 &mut |_| {},
             )
             .unwrap();
-            let cfg = BeamConfig {
-                beams: 1,
-                length_penalty: 1.0,
-                max_tokens: 50,
-                jump_forward: jump,
-            };
+            let cfg = BeamConfig::default()
+                .beams(1)
+                .length_penalty(1.0)
+                .max_tokens(50)
+                .jump_forward(jump);
             let b = beam_search(
                 &mut random_model(width, salt),
                 &vocab,
@@ -167,12 +162,11 @@ fn beam_finds_the_likelier_sequence() {
             l
         })
     };
-    let cfg = BeamConfig {
-        beams: 2,
-        length_penalty: 1.0,
-        max_tokens: 5,
-        jump_forward: true,
-    };
+    let cfg = BeamConfig::default()
+        .beams(2)
+        .length_penalty(1.0)
+        .max_tokens(5)
+        .jump_forward(true);
     let out = beam_search(
         &mut model(),
         &vocab,
@@ -192,7 +186,7 @@ fn beam_finds_the_likelier_sequence() {
     assert!(!out.from_greedy);
     assert!((out.logprob - 0.45f64.ln()).abs() < 1e-3, "{}", out.logprob);
     // Width 1 is greedy's answer.
-    let cfg1 = BeamConfig { beams: 1, ..cfg };
+    let cfg1 = cfg.beams(1);
     let g = beam_search(
         &mut model(),
         &vocab,
@@ -216,22 +210,12 @@ fn bad_requests_are_errors() {
     let run =
         |cfg: BeamConfig| beam_search(&mut random_model(width, 0), &vocab, None, &m, &prompt, &cfg);
     assert!(matches!(
-        run(BeamConfig {
-            beams: 0,
-            ..Default::default()
-        }),
+        run(BeamConfig::default().beams(0)),
         Err(GenerateError::Beam(_))
     ));
-    assert!(run(BeamConfig {
-        length_penalty: f32::NAN,
-        ..Default::default()
-    })
-    .is_err());
+    assert!(run(BeamConfig::default().length_penalty(f32::NAN)).is_err());
     assert!(matches!(
-        run(BeamConfig {
-            max_tokens: 3,
-            ..Default::default()
-        }),
+        run(BeamConfig::default().max_tokens(3)),
         Err(GenerateError::BudgetTooSmall { .. })
     ));
 }

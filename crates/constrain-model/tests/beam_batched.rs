@@ -142,12 +142,11 @@ fn batched_beam_equals_one_by_one_on_scripted_models() {
             for beams in [2, 3, 4, 6] {
                 for max_tokens in [needed, needed + 2, 40] {
                     for penalty in [0.0, 1.0, 2.0] {
-                        let cfg = BeamConfig {
-                            beams,
-                            length_penalty: penalty,
-                            max_tokens,
-                            jump_forward: true,
-                        };
+                        let cfg = BeamConfig::default()
+                            .beams(beams)
+                            .length_penalty(penalty)
+                            .max_tokens(max_tokens)
+                            .jump_forward(true);
                         let f = random_logits(width, salt);
                         let g = f.clone();
                         let mut plain = FakeModel::new(width, move |s| g(s));
@@ -215,12 +214,11 @@ fn batched_beam_equals_one_by_one_on_tiny_qwen_files() {
             let idx = index(r#"(yes|no|maybe)( [a-z]{1,5}){0,4}"#, &vocab);
             let m = Matcher::from_index(idx);
             for (beams, penalty) in [(2, 1.0), (4, 1.0), (4, 0.0)] {
-                let cfg = BeamConfig {
-                    beams,
-                    length_penalty: penalty,
-                    max_tokens: 20,
-                    jump_forward: true,
-                };
+                let cfg = BeamConfig::default()
+                    .beams(beams)
+                    .length_penalty(penalty)
+                    .max_tokens(20)
+                    .jump_forward(true);
                 let b = beam_search(
                     &mut model,
                     &vocab,
@@ -306,12 +304,11 @@ fn batched_beam_equals_one_by_one_on_the_real_model() {
         let p = tok
             .encode(&chatml(&[Message::system(&system), Message::user(user)]))
             .unwrap();
-        let cfg = BeamConfig {
-            beams: 4,
-            length_penalty: 1.0,
-            max_tokens: 40,
-            jump_forward: true,
-        };
+        let cfg = BeamConfig::default()
+            .beams(4)
+            .length_penalty(1.0)
+            .max_tokens(40)
+            .jump_forward(true);
         let m = Matcher::from_index(index);
         let b = beam_search(&mut model, &vocab, Some(&tok), &m, &p, &cfg).unwrap();
         let o = beam_search(&mut OneByOne(&mut model), &vocab, Some(&tok), &m, &p, &cfg).unwrap();

@@ -184,14 +184,13 @@ fn run_adversaries(schema: &Value, re: &str, budgets: &[usize]) -> usize {
                 for jump in [true, false] {
                     let mut model = adversary(kind, vocab.clone(), idx.clone(), prompt.len(), seed);
                     let mut g = Matcher::from_index(idx.clone());
-                    let cfg = GenerateConfig {
-                        max_tokens: max,
-                        sampling: sampling.clone(),
-                        seed,
-                        jump_forward: jump,
-                        ignore_eos: false,
-                        mask_overlap: seed % 2 == 1,
-                    };
+                    let cfg = GenerateConfig::default()
+                        .max_tokens(max)
+                        .sampling(sampling.clone())
+                        .seed(seed)
+                        .jump_forward(jump)
+                        .ignore_eos(false)
+                        .mask_overlap(seed % 2 == 1);
                     let mut streamed = Vec::new();
                     let out = generate(
                         &mut model,
@@ -295,10 +294,7 @@ fn jump_forward_appends_forced_text_in_batched_passes() {
     let run = |jump: bool| {
         let mut model = FakeModel::uniform(vocab.logits_width());
         let mut g = Matcher::from_index(idx.clone());
-        let cfg = GenerateConfig {
-            jump_forward: jump,
-            ..GenerateConfig::greedy(100)
-        };
+        let cfg = GenerateConfig::greedy(100).jump_forward(jump);
         let out = generate(
             &mut model,
             &vocab,
@@ -348,10 +344,7 @@ fn unconstrained_generation_stops_at_eos_or_budget() {
     .unwrap();
     assert_eq!(out.stop, StopReason::Complete);
     assert!(out.tokens.is_empty() && !out.accepted);
-    let cfg = GenerateConfig {
-        ignore_eos: true,
-        ..GenerateConfig::greedy(7)
-    };
+    let cfg = GenerateConfig::greedy(7).ignore_eos(true);
     let out = generate(
         &mut model,
         &vocab,
@@ -468,10 +461,7 @@ fn engine_prompts_are_chatml_and_seeded_runs_repeat() {
     let mut runs = Vec::new();
     for _ in 0..2 {
         let mut m = adversary(Adversary::Random, vocab.clone(), idx.clone(), 0, 5);
-        let cfg = GenerateConfig {
-            seed: 11,
-            ..GenerateConfig::default()
-        };
+        let cfg = GenerateConfig::default().seed(11);
         let mut g = Matcher::from_index(idx.clone());
         let out = generate(
             &mut m,
@@ -544,13 +534,7 @@ fn typed_generation_returns_a_valid_value_under_adversarial_models() {
             let dummy = index("a", &vocab);
             let model = adversary(kind, vocab.clone(), dummy, 0, 4);
             let mut engine = Engine::new(model, t.tokenizer, t.vocab).unwrap();
-            let cfg = GenerateConfig {
-                seed: 3,
-                ..GenerateConfig {
-                    max_tokens: max,
-                    ..GenerateConfig::default()
-                }
-            };
+            let cfg = GenerateConfig::default().max_tokens(max).seed(3);
             match engine.generate_typed::<Reading>("Weather?", &cfg) {
                 Ok(r) => assert!(r.level as u32 <= 255),
                 // A budget the schema cannot fit is the only acceptable failure.

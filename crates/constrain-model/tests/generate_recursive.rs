@@ -45,10 +45,7 @@ fn budget_safe_generation_under_recursion_ends_valid() {
         .collect();
     let compiler = Compiler::new(vocab.clone(), CompilerConfig::default());
     for schema in schemas() {
-        let opts = SchemaOptions {
-            max_depth: 64,
-            ..SchemaOptions::default()
-        };
+        let opts = SchemaOptions::default().max_depth(64);
         let c = compiler
             .compile(&Source::json_schema(schema.clone()).with_schema_options(opts))
             .unwrap();

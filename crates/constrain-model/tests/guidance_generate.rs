@@ -144,12 +144,10 @@ fn cfg_at_scale_one_is_plain_decoding_without_a_second_pass() {
         (5, SamplingConfig::default()),
     ] {
         for max in [s.needed, 40] {
-            let cfg = GenerateConfig {
-                max_tokens: max,
-                sampling: sampling.clone(),
-                seed,
-                ..GenerateConfig::default()
-            };
+            let cfg = GenerateConfig::default()
+                .max_tokens(max)
+                .sampling(sampling.clone())
+                .seed(seed);
             let want = plain(&s, &mut random_model(width, 3), &cfg);
             let mut uncond = random_model(width, 4);
             let got = guided(
@@ -225,14 +223,13 @@ fn guided_outputs_always_validate() {
                 (1, SamplingConfig::greedy()),
                 (2, SamplingConfig::default()),
             ] {
-                let cfg = GenerateConfig {
-                    max_tokens: max,
-                    sampling,
-                    seed,
-                    jump_forward: salt % 2 == 0,
-                    ignore_eos: false,
-                    mask_overlap: true,
-                };
+                let cfg = GenerateConfig::default()
+                    .max_tokens(max)
+                    .sampling(sampling)
+                    .seed(seed)
+                    .jump_forward(salt % 2 == 0)
+                    .ignore_eos(false)
+                    .mask_overlap(true);
                 for scale in [0.0, 1.5, 3.0, -1.0] {
                     let mut uncond = random_model(width, salt + 100);
                     let mut m = forbidden_model(s.idx.clone(), s.prompt.len(), salt);

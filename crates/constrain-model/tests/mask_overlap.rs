@@ -50,13 +50,11 @@ v ::= [0-9]+ | "[" (v ("," v)*)? "]""#,
 /// A fresh compile (no shared cache), so that each run makes its lazy
 /// index's first visits itself; `lazy`: every DFA past one state is lazy.
 fn compile(source: &Source, vocab: &Arc<Vocabulary>, lazy: bool) -> Arc<TokenIndex> {
-    let config = CompilerConfig {
-        dfa: DfaConfig {
-            lazy_states: if lazy { Some(1) } else { None },
-            ..DfaConfig::default()
-        },
-        ..CompilerConfig::default()
-    };
+    let config = CompilerConfig::default().dfa(DfaConfig::default().lazy_states(if lazy {
+        Some(1)
+    } else {
+        None
+    }));
     let c = Compiler::new(vocab.clone(), config);
     c.compile(source).unwrap().index().clone()
 }
@@ -98,14 +96,12 @@ fn the_output_is_the_same_with_and_without_the_overlap() {
                             let idx = compile(&source, &vocab, lazy);
                             let mut g = Matcher::from_index(idx);
                             let mut model = FakeModel::random(width, seed);
-                            let cfg = GenerateConfig {
-                                max_tokens: max,
-                                sampling: sampling.clone(),
-                                seed,
-                                jump_forward: jump,
-                                mask_overlap: overlap,
-                                ..GenerateConfig::default()
-                            };
+                            let cfg = GenerateConfig::default()
+                                .max_tokens(max)
+                                .sampling(sampling.clone())
+                                .seed(seed)
+                                .jump_forward(jump)
+                                .mask_overlap(overlap);
                             let mut streamed = Vec::new();
                             let mut on = |b: &[u8]| streamed.extend_from_slice(b);
                             let (out, steps) = if traced {
@@ -184,12 +180,10 @@ fn guided_generation_is_the_same_with_and_without_the_overlap() {
                         scale: 1.5,
                     }
                 };
-                let cfg = GenerateConfig {
-                    max_tokens: 48,
-                    seed,
-                    mask_overlap: overlap,
-                    ..GenerateConfig::default()
-                };
+                let cfg = GenerateConfig::default()
+                    .max_tokens(48)
+                    .seed(seed)
+                    .mask_overlap(overlap);
                 generate_guided(
                     &mut model,
                     &vocab,
@@ -246,13 +240,11 @@ fn with_a_pass_that_takes_a_while_the_steps_do_not_wait_for_their_masks() {
             inner: FakeModel::random(width, 7),
             delay: Duration::from_millis(20),
         };
-        let cfg = GenerateConfig {
-            max_tokens: 40,
-            seed: 7,
-            jump_forward: false,
-            mask_overlap: overlap,
-            ..GenerateConfig::default()
-        };
+        let cfg = GenerateConfig::default()
+            .max_tokens(40)
+            .seed(7)
+            .jump_forward(false)
+            .mask_overlap(overlap);
         generate(
             &mut model,
             &vocab,

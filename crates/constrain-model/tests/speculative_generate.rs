@@ -283,10 +283,7 @@ fn greedy_speculative_equals_greedy_with_the_target_alone() {
         for target in [Kind::Random(1), Kind::Forbidden(5)] {
             for max in [s.needed, s.needed + 3, 60] {
                 for jump in [true, false] {
-                    let cfg = GenerateConfig {
-                        jump_forward: jump,
-                        ..GenerateConfig::greedy(max)
-                    };
+                    let cfg = GenerateConfig::greedy(max).jump_forward(jump);
                     let want = plain(&s, target, &cfg);
                     for draft in DRAFTS {
                         for k in [1, 3, 5] {
@@ -335,14 +332,8 @@ fn models_that_cannot_rewind_give_the_same_output() {
             let (b, _, _) = speculative(&s, Kind::Random(7), Kind::Noisy(7), k, &cfg, true);
             assert_eq!(a.tokens, want.tokens);
             assert_eq!(b.tokens, want.tokens);
-            let sampled = GenerateConfig {
-                seed: 11,
-                ..GenerateConfig::default()
-            };
-            let sampled = GenerateConfig {
-                max_tokens: max,
-                ..sampled
-            };
+            let sampled = GenerateConfig::default().seed(11);
+            let sampled = sampled.max_tokens(max);
             let (a, _, _) = speculative(&s, Kind::Random(7), Kind::Noisy(7), k, &sampled, false);
             let (b, _, _) = speculative(&s, Kind::Random(7), Kind::Noisy(7), k, &sampled, true);
             assert_eq!(
@@ -359,10 +350,7 @@ fn models_that_cannot_rewind_give_the_same_output() {
 #[test]
 fn one_verification_pass_per_round() {
     let s = setup("[a-z]{24}");
-    let cfg = GenerateConfig {
-        jump_forward: false,
-        ..GenerateConfig::greedy(60)
-    };
+    let cfg = GenerateConfig::greedy(60).jump_forward(false);
     for k in [1, 2, 4, 8] {
         let (out, _, calls) = speculative(&s, Kind::Random(3), Kind::Random(3), k, &cfg, true);
         let st = out.stats.speculative.clone().unwrap();
@@ -388,18 +376,14 @@ fn one_verification_pass_per_round() {
 fn sampled_speculative_outputs_always_validate() {
     let configs = [
         SamplingConfig::default(),
-        SamplingConfig {
-            temperature: 0.7,
-            top_k: 20,
-            top_p: 0.9,
-            ..SamplingConfig::default()
-        },
-        SamplingConfig {
-            temperature: 1.3,
-            min_p: 0.05,
-            repetition_penalty: 1.3,
-            ..SamplingConfig::default()
-        },
+        SamplingConfig::default()
+            .temperature(0.7)
+            .top_k(20)
+            .top_p(0.9),
+        SamplingConfig::default()
+            .temperature(1.3)
+            .min_p(0.05)
+            .repetition_penalty(1.3),
     ];
     for (schema, re) in [record(), tool_call()] {
         let s = setup(&re);
@@ -407,14 +391,13 @@ fn sampled_speculative_outputs_always_validate() {
             for draft in DRAFTS {
                 for max in [s.needed, s.needed + 2, 48] {
                     for (i, sampling) in configs.iter().enumerate() {
-                        let cfg = GenerateConfig {
-                            max_tokens: max,
-                            sampling: sampling.clone(),
-                            seed: i as u64 * 31 + max as u64,
-                            jump_forward: max % 2 == 0,
-                            ignore_eos: false,
-                            mask_overlap: true,
-                        };
+                        let cfg = GenerateConfig::default()
+                            .max_tokens(max)
+                            .sampling(sampling.clone())
+                            .seed(i as u64 * 31 + max as u64)
+                            .jump_forward(max % 2 == 0)
+                            .ignore_eos(false)
+                            .mask_overlap(true);
                         let what =
                             format!("target {target:?} draft {draft:?} max {max} config {i}");
                         let (out, streamed, _) = speculative(&s, target, draft, 3, &cfg, true);
@@ -479,11 +462,7 @@ fn output_distribution_is_the_targets() {
     let mut drafted = 0;
     let mut accepted = 0;
     for seed in 0..n {
-        let cfg = GenerateConfig {
-            max_tokens: 2,
-            seed,
-            ..GenerateConfig::default()
-        };
+        let cfg = GenerateConfig::default().max_tokens(2).seed(seed);
         let (out, _, _) = speculative(&s, target, Kind::Random(99), 2, &cfg, true);
         let b = &out.bytes;
         assert_eq!(b.len(), 2);
@@ -692,14 +671,9 @@ fn sampled_speculative_trace_covers_every_token() {
     let (schema, re) = record();
     let s = setup(&re);
     for seed in 0..6 {
-        let cfg = GenerateConfig {
-            sampling: SamplingConfig {
-                temperature: 0.9,
-                ..SamplingConfig::default()
-            },
-            seed,
-            ..GenerateConfig::greedy(60)
-        };
+        let cfg = GenerateConfig::greedy(60)
+            .sampling(SamplingConfig::default().temperature(0.9))
+            .seed(seed);
         let mut tm = model(Kind::Random(1), &s.vocab, &s.idx, s.prompt.len());
         let mut dm = model(Kind::Noisy(1), &s.vocab, &s.idx, s.prompt.len());
         let mut g = Matcher::from_index(s.idx.clone());

@@ -47,24 +47,16 @@ fn trace_does_not_change_the_output_and_fields_are_right() {
     for (seed, sampling) in [
         (1, SamplingConfig::default()),
         (2, SamplingConfig::greedy()),
-        (
-            3,
-            SamplingConfig {
-                temperature: 0.7,
-                top_p: 0.9,
-                ..SamplingConfig::default()
-            },
-        ),
+        (3, SamplingConfig::default().temperature(0.7).top_p(0.9)),
     ] {
         for jump in [true, false] {
-            let cfg = GenerateConfig {
-                max_tokens: 40,
-                sampling: sampling.clone(),
-                seed,
-                jump_forward: jump,
-                ignore_eos: false,
-                mask_overlap: true,
-            };
+            let cfg = GenerateConfig::default()
+                .max_tokens(40)
+                .sampling(sampling.clone())
+                .seed(seed)
+                .jump_forward(jump)
+                .ignore_eos(false)
+                .mask_overlap(true);
             let mut plain_bytes = Vec::new();
             let mut m = Matcher::from_index(idx.clone());
             let plain = generate(

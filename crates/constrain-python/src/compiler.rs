@@ -117,10 +117,7 @@ impl Compiler {
         max_threads: usize,
         lazy_states: Option<usize>,
     ) -> Self {
-        let mut config = CompilerConfig {
-            cache_bytes,
-            ..CompilerConfig::default()
-        };
+        let mut config = CompilerConfig::default().cache_bytes(cache_bytes);
         if cache_bytes == 0 {
             config.cache_entries = 0;
         }
@@ -442,13 +439,9 @@ fn schema_options(
     strict: bool,
     whitespace_max: usize,
 ) -> PyResult<SchemaOptions> {
-    Ok(SchemaOptions {
-        whitespace: self::whitespace(whitespace, whitespace_max)?,
-        mode: if strict {
+    Ok(SchemaOptions::default().whitespace(self::whitespace(whitespace, whitespace_max)?).mode(if strict {
             JsonMode::Strict
         } else {
             JsonMode::Compliant
-        },
-        ..SchemaOptions::default()
-    })
+        }))
 }

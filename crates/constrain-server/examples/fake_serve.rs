@@ -69,10 +69,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     let batcher = Batcher::start_with(
         Looped(models),
-        BatchConfig {
-            prefill_chunk,
-            prefix_cache_bytes: 0,
-        },
+        BatchConfig::default()
+            .prefill_chunk(prefill_chunk)
+            .prefix_cache_bytes(0),
     );
     let factory: ModelFactory = Arc::new(move || {
         let h = batcher.handle()?;

@@ -198,6 +198,7 @@ impl<S> Request<S> {
 /// The decode loop's settings (`constrain serve --prefill-chunk`,
 /// `--prefix-cache-mb`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BatchConfig {
     /// Tokens one pass feeds at most, besides one token per decoding
     /// sequence (vLLM's `max_num_batched_tokens`, llama.cpp's `n_batch`): a
@@ -209,6 +210,11 @@ pub struct BatchConfig {
     /// 0 turns it off.
     pub prefix_cache_bytes: usize,
 }
+
+constrain::config_setters!(BatchConfig {
+    prefill_chunk: usize,
+    prefix_cache_bytes: usize,
+});
 
 /// Default per-pass prefill budget (tokens), chosen by measurement on the
 /// 0.5B model (see `docs/server.md`).

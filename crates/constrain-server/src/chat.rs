@@ -265,17 +265,16 @@ pub fn plan(
             ToolChoice::Required => constrain::tools::ToolChoice::Required,
             ToolChoice::Named(n) => constrain::tools::ToolChoice::Function(n.clone()),
         };
-        let opts = constrain::tools::TagOptions {
-            parallel,
-            reasoning: if reasoning {
+        let opts = constrain::tools::TagOptions::default()
+            .parallel(parallel)
+            .reasoning(if reasoning {
                 constrain::tools::Reasoning::Auto
             } else {
                 constrain::tools::Reasoning::Disabled
-            },
-            thinking_budget: budget,
-            bare_calls,
-            calls_last: true,
-        };
+            })
+            .thinking_budget(budget)
+            .bare_calls(bare_calls)
+            .calls_last(true);
         let tag =
             constrain::tools::structural_tag_with(fmt, &Value::Array(tools.clone()), &tc, &opts)
                 .map_err(|e| ApiError::field("tools", format!("the tools do not compile: {e}")))?;

@@ -66,6 +66,7 @@ const BIG_COMPILE: Duration = Duration::from_millis(200);
 
 /// The compile limits (CLI flags).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CompileLimits {
     /// Compiles running at once (`--compile-threads`, default 2).
     pub threads: usize,
@@ -78,6 +79,13 @@ pub struct CompileLimits {
     /// default 512 MiB; 0: nothing kept).
     pub cache_bytes: usize,
 }
+
+constrain::config_setters!(CompileLimits {
+    threads: usize,
+    timeout: Duration,
+    memory_bytes: usize,
+    cache_bytes: usize,
+});
 
 impl Default for CompileLimits {
     fn default() -> Self {

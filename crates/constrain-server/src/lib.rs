@@ -84,6 +84,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// Server settings (the CLI flags and limits).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// Sequences decoded at once (`--parallel`, default 1).
     pub parallel: usize,
@@ -133,6 +134,23 @@ pub struct ServerConfig {
     /// [`constrain_model::generate::GenerateConfig::mask_overlap`].
     pub mask_overlap: bool,
 }
+
+constrain::config_setters!(ServerConfig {
+    parallel: usize,
+    max_queue: usize,
+    api_key: Option<String>,
+    max_body_bytes: usize,
+    default_max_tokens: usize,
+    max_n: usize,
+    read_timeout: std::time::Duration,
+    max_connections: usize,
+    compiler: CompilerConfig,
+    compile: CompileLimits,
+    release_memory: fn(),
+    tool_format: Option<constrain::tools::ToolFormat>,
+    reasoning: bool,
+    mask_overlap: bool,
+});
 
 impl Default for ServerConfig {
     fn default() -> Self {

@@ -257,10 +257,7 @@ pub fn run_job(
                 let needed = trigger.matcher().tokens_to_accept().unwrap_or(u32::MAX) as usize;
                 if budget >= needed.max(1) {
                     out.extend_from_slice(format!("{TOOL_CALL_OPEN}\n").as_bytes());
-                    let config2 = GenerateConfig {
-                        max_tokens: budget,
-                        ..config.clone()
-                    };
+                    let config2 = config.clone().max_tokens(budget);
                     let second = phase(
                         &mut slot,
                         job,

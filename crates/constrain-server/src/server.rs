@@ -342,14 +342,12 @@ fn check(
         }
         logit_bias.push((TokenId(id as u32), b));
     }
-    let sampling = SamplingConfig {
-        temperature,
-        top_p,
-        frequency_penalty: req.frequency_penalty.unwrap_or(0.0),
-        presence_penalty: req.presence_penalty.unwrap_or(0.0),
-        logit_bias,
-        ..SamplingConfig::default()
-    };
+    let sampling = SamplingConfig::default()
+        .temperature(temperature)
+        .top_p(top_p)
+        .frequency_penalty(req.frequency_penalty.unwrap_or(0.0))
+        .presence_penalty(req.presence_penalty.unwrap_or(0.0))
+        .logit_bias(logit_bias);
     sampling
         .validate()
         .map_err(|e| ApiError::bad(None, format!("invalid sampling parameters: {e}")))?;
@@ -564,16 +562,12 @@ fn finish(
         Some(s) => s as u64,
         None => rand::random(),
     };
-    let config = GenerateConfig {
-        max_tokens,
-        sampling,
-        seed,
-        // With logprobs or a trace every token is sampled (none appended by
-        // jump-forward).
-        jump_forward: logprobs.is_none() && !req.constrain_trace.unwrap_or(false),
-        mask_overlap: state.config.mask_overlap,
-        ..GenerateConfig::default()
-    };
+    let config = GenerateConfig::default()
+        .max_tokens(max_tokens)
+        .sampling(sampling)
+        .seed(seed)
+        .jump_forward(logprobs.is_none() && !req.constrain_trace.unwrap_or(false))
+        .mask_overlap(state.config.mask_overlap);
     Ok(Prepared {
         stream: req.stream.unwrap_or(false),
         include_usage: req

@@ -28,10 +28,7 @@ fn concurrent_requests_share_batched_steps_and_all_validate() {
     let batcher = Batcher::start(QwenBatch(loaded.model.weights().clone()));
     let b = batcher.clone();
     let factory: ModelFactory = Arc::new(move || Ok(Box::new(b.handle()?) as SeqModel));
-    let config = ServerConfig {
-        parallel: 4,
-        ..ServerConfig::default()
-    };
+    let config = ServerConfig::default().parallel(4);
     let state = ServerState::new(
         config,
         "tiny-qwen2",

@@ -63,10 +63,7 @@ fn disconnect_after(addr: SocketAddr, body: &Value, after: Duration) -> Duration
 
 fn server() -> SocketAddr {
     start_batched(
-        ServerConfig {
-            parallel: 1,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().parallel(1),
         Fake {
             delay_ms: 20,
             ..Fake::default()

@@ -134,10 +134,9 @@ fn a_decoding_sequence_keeps_stepping_while_a_long_prompt_is_fed_in_chunks() {
     let (model, log) = recorder(false);
     let b = Batcher::start_with(
         model,
-        BatchConfig {
-            prefill_chunk: BUDGET,
-            prefix_cache_bytes: 0,
-        },
+        BatchConfig::default()
+            .prefill_chunk(BUDGET)
+            .prefix_cache_bytes(0),
     );
     let mut a = b.handle().unwrap(); // sequence 0
     let mut long = b.handle().unwrap(); // sequence 1
@@ -205,10 +204,9 @@ fn without_a_budget_a_prompt_is_one_pass() {
     let (model, log) = recorder(false);
     let b = Batcher::start_with(
         model,
-        BatchConfig {
-            prefill_chunk: 0,
-            prefix_cache_bytes: 0,
-        },
+        BatchConfig::default()
+            .prefill_chunk(0)
+            .prefix_cache_bytes(0),
     );
     let mut h = b.handle().unwrap();
     let prompt = toks(10..110);
@@ -227,10 +225,9 @@ fn run_prompts(
     let (model, log) = recorder(forks);
     let b = Batcher::start_with(
         model,
-        BatchConfig {
-            prefill_chunk: 16,
-            prefix_cache_bytes: cache,
-        },
+        BatchConfig::default()
+            .prefill_chunk(16)
+            .prefix_cache_bytes(cache),
     );
     let mut h = b.handle().unwrap();
     let mut rows = Vec::new();

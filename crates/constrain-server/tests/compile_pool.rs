@@ -42,10 +42,7 @@ fn health(addr: SocketAddr) -> Value {
 /// its compile.
 fn server_with(limits: CompileLimits, context: usize) -> SocketAddr {
     start(
-        ServerConfig {
-            compile: limits,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().compile(limits),
         Fake {
             context,
             ..Fake::default()
@@ -90,11 +87,11 @@ fn the_cheap_checks_come_before_the_compile() {
 
 #[test]
 fn a_compile_past_its_time_budget_is_a_400_naming_the_limit() {
-    let addr = server(CompileLimits {
-        timeout: Duration::from_millis(150),
-        threads: 1,
-        ..CompileLimits::default()
-    });
+    let addr = server(
+        CompileLimits::default()
+            .timeout(Duration::from_millis(150))
+            .threads(1),
+    );
     let r = post(addr, &schema_request(&big_enum(30_000, 1), Some(50)));
     assert_eq!(r.status, 400, "{}", r.body);
     let e = &r.json()["error"];
@@ -144,10 +141,7 @@ fn a_structure_over_the_compilers_own_limit_is_the_memory_code_in_the_servers_wo
 
 #[test]
 fn a_compile_past_its_memory_budget_is_a_400_naming_the_limit() {
-    let addr = server(CompileLimits {
-        memory_bytes: 1 << 20,
-        ..CompileLimits::default()
-    });
+    let addr = server(CompileLimits::default().memory_bytes(1 << 20));
     let r = post(
         addr,
         &json!({"messages": user("x"), "structured_outputs": {"regex": "(x{1000}|y{1000}){100}"}, "max_tokens": 5}),
@@ -170,10 +164,7 @@ fn a_compile_past_its_memory_budget_is_a_400_naming_the_limit() {
 
 #[test]
 fn requests_for_a_schema_being_compiled_share_the_compile() {
-    let addr = server(CompileLimits {
-        threads: 1,
-        ..CompileLimits::default()
-    });
+    let addr = server(CompileLimits::default().threads(1));
     let schema = big_enum(10_000, 2);
     let threads: Vec<_> = (0..3)
         .map(|_| {
@@ -221,10 +212,7 @@ fn only_artefacts_that_served_a_request_are_cached() {
 
 #[test]
 fn the_cache_is_bounded_in_bytes() {
-    let addr = server(CompileLimits {
-        cache_bytes: 0,
-        ..CompileLimits::default()
-    });
+    let addr = server(CompileLimits::default().cache_bytes(0));
     let schema = json!({"type": "array", "items": {"type": "integer"}, "maxItems": 3});
     for _ in 0..2 {
         assert_eq!(post(addr, &schema_request(&schema, Some(60))).status, 200);
@@ -251,13 +239,11 @@ fn a_compile_nobody_waits_for_is_dropped() {
 /// `false` when it finished before the second request queued.
 fn abandoned_compile_is_dropped(size: usize) -> bool {
     use std::io::Write;
-    let addr = server(CompileLimits {
-        threads: 1,
-        // The slow compile must finish on a loaded machine: this test is
-        // about the abandoned one, not the budget.
-        timeout: Duration::from_secs(300),
-        ..CompileLimits::default()
-    });
+    let addr = server(
+        CompileLimits::default()
+            .threads(1)
+            .timeout(Duration::from_secs(300)),
+    );
     // One slow compile holds the only turn...
     let slow = schema_request(&big_enum(size, 3), Some(60));
     let first = std::thread::spawn(move || post(addr, &slow));

@@ -88,10 +88,7 @@ fn a_body_http_cannot_frame_is_400() {
 fn a_head_or_body_that_stops_arriving_is_408_within_the_read_timeout() {
     let timeout = Duration::from_millis(800);
     let addr = start(
-        ServerConfig {
-            read_timeout: timeout,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().read_timeout(timeout),
         Fake::default(),
     );
     // A head that stops halfway.
@@ -149,10 +146,7 @@ fn a_head_or_body_that_stops_arriving_is_408_within_the_read_timeout() {
 #[test]
 fn an_idle_keep_alive_connection_is_closed_without_an_answer() {
     let addr = start(
-        ServerConfig {
-            read_timeout: Duration::from_millis(500),
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().read_timeout(Duration::from_millis(500)),
         Fake::default(),
     );
     let mut s = TcpStream::connect(addr).unwrap();
@@ -171,11 +165,9 @@ fn an_idle_keep_alive_connection_is_closed_without_an_answer() {
 #[test]
 fn connections_past_the_cap_are_503_with_retry_after() {
     let addr = start(
-        ServerConfig {
-            max_connections: 2,
-            read_timeout: Duration::from_secs(20),
-            ..ServerConfig::default()
-        },
+        ServerConfig::default()
+            .max_connections(2)
+            .read_timeout(Duration::from_secs(20)),
         Fake::default(),
     );
     let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(addr).unwrap()).collect();
@@ -206,10 +198,7 @@ fn connections_past_the_cap_are_503_with_retry_after() {
 #[test]
 fn the_api_key_is_compared_exactly() {
     let addr = start(
-        ServerConfig {
-            api_key: Some("sekrit".into()),
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().api_key(Some("sekrit".into())),
         Fake::default(),
     );
     let body = json!({"messages": user("x"), "max_tokens": 3}).to_string();

@@ -19,13 +19,7 @@ fn memory_is_flat_over_a_thousand_requests() {
         eprintln!("skipping: /proc/self/statm is not available on this system");
         return;
     }
-    let addr = start(
-        ServerConfig {
-            parallel: 2,
-            ..ServerConfig::default()
-        },
-        Fake::default(),
-    );
+    let addr = start(ServerConfig::default().parallel(2), Fake::default());
     let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 5}}, "required": ["a", "b"]});
     let one = |i: usize| {
         let stream = i % 3 == 0;

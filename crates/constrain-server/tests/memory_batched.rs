@@ -37,18 +37,14 @@ fn memory_is_flat_over_a_thousand_requests_with_the_prefix_cache_evicting() {
     const CACHE: usize = 64 << 10;
     let batcher = Batcher::start_with(
         QwenBatch(loaded.model.weights().clone()),
-        BatchConfig {
-            prefill_chunk: 16,
-            prefix_cache_bytes: CACHE,
-        },
+        BatchConfig::default()
+            .prefill_chunk(16)
+            .prefix_cache_bytes(CACHE),
     );
     let b = batcher.clone();
     let factory: ModelFactory = Arc::new(move || Ok(Box::new(b.handle()?) as SeqModel));
     let state = ServerState::new(
-        ServerConfig {
-            parallel: 2,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().parallel(2),
         "tiny-qwen2",
         loaded.tokenizer,
         loaded.vocab,

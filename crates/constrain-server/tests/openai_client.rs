@@ -43,13 +43,7 @@ fn the_openai_python_client_works_end_to_end() {
             return;
         }
     }
-    let addr = start(
-        ServerConfig {
-            parallel: 4,
-            ..ServerConfig::default()
-        },
-        Fake::default(),
-    );
+    let addr = start(ServerConfig::default().parallel(4), Fake::default());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openai_client.py");
     let out = Command::new(&py)
         .arg(script)

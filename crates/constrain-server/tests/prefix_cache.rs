@@ -22,10 +22,7 @@ fn serve(path: &Path, config: BatchConfig) -> (SocketAddr, Arc<Batcher<QwenBatch
     let b = batcher.clone();
     let factory: ModelFactory = Arc::new(move || Ok(Box::new(b.handle()?) as SeqModel));
     let state = ServerState::new(
-        ServerConfig {
-            parallel: 2,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().parallel(2),
         "tiny-qwen2",
         loaded.tokenizer,
         loaded.vocab,
@@ -94,24 +91,21 @@ fn answers_are_the_same_with_chunked_prefill_and_the_prefix_cache() {
 
     let (plain, _) = serve(
         &path,
-        BatchConfig {
-            prefill_chunk: 0,
-            prefix_cache_bytes: 0,
-        },
+        BatchConfig::default()
+            .prefill_chunk(0)
+            .prefix_cache_bytes(0),
     );
     let (chunked, chunked_b) = serve(
         &path,
-        BatchConfig {
-            prefill_chunk: 7,
-            prefix_cache_bytes: 0,
-        },
+        BatchConfig::default()
+            .prefill_chunk(7)
+            .prefix_cache_bytes(0),
     );
     let (cached, cached_b) = serve(
         &path,
-        BatchConfig {
-            prefill_chunk: 7,
-            prefix_cache_bytes: 64 << 20,
-        },
+        BatchConfig::default()
+            .prefill_chunk(7)
+            .prefix_cache_bytes(64 << 20),
     );
     let want = answers(plain);
     assert!(want.iter().all(|a| !a.is_empty()), "{want:?}");

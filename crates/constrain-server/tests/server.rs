@@ -443,11 +443,7 @@ fn auto_calls_validate_when_the_model_starts_one() {
 #[test]
 fn errors_have_openai_shape_and_status() {
     let addr = start(
-        ServerConfig {
-            api_key: None,
-            max_body_bytes: 4096,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().api_key(None).max_body_bytes(4096),
         Fake {
             context: 400,
             ..Fake::default()
@@ -556,10 +552,7 @@ fn errors_have_openai_shape_and_status() {
 #[test]
 fn api_key_is_required_when_set() {
     let addr = start(
-        ServerConfig {
-            api_key: Some("sekrit".into()),
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().api_key(Some("sekrit".into())),
         Fake::default(),
     );
     let body = json!({"messages": user("x"), "max_tokens": 3}).to_string();
@@ -589,13 +582,7 @@ fn api_key_is_required_when_set() {
 
 #[test]
 fn eight_concurrent_requests_all_validate() {
-    let addr = start(
-        ServerConfig {
-            parallel: 3,
-            ..ServerConfig::default()
-        },
-        Fake::default(),
-    );
+    let addr = start(ServerConfig::default().parallel(3), Fake::default());
     let schema = schemas()[1].clone();
     let handles: Vec<_> = (0..8)
         .map(|i| {
@@ -630,11 +617,7 @@ fn eight_concurrent_requests_all_validate() {
 #[test]
 fn full_queue_answers_503_with_retry_after() {
     let addr = start(
-        ServerConfig {
-            parallel: 1,
-            max_queue: 0,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().parallel(1).max_queue(0),
         Fake {
             delay_ms: 20,
             ..Fake::default()
@@ -666,10 +649,7 @@ fn full_queue_answers_503_with_retry_after() {
 fn a_client_that_disconnects_frees_its_slot() {
     use std::io::{Read, Write};
     let addr = start(
-        ServerConfig {
-            parallel: 1,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().parallel(1),
         Fake {
             delay_ms: 10,
             ..Fake::default()
@@ -984,10 +964,7 @@ fn tool_formats_go_through_one_structural_tag() {
             }
         }
         let addr = start(
-            ServerConfig {
-                tool_format: Some(format),
-                ..ServerConfig::default()
-            },
+            ServerConfig::default().tool_format(Some(format)),
             Fake {
                 prefer: Some(opener),
                 ..Fake::default()
@@ -1031,10 +1008,7 @@ fn reasoning_comes_back_apart_and_the_schema_holds_after_it() {
     // which only its closing marker constrains), then the schema applies;
     // the thinking is `reasoning_content`, streamed as its own deltas.
     let addr = start(
-        ServerConfig {
-            reasoning: true,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().reasoning(true),
         Fake {
             prefer: Some("<think>\nLet me see"),
             ..Fake::default()
@@ -1076,10 +1050,7 @@ fn reasoning_comes_back_apart_and_the_schema_holds_after_it() {
     }
     // With tools: thinking, then the calls (Qwen's format through a tag).
     let tools_addr = start(
-        ServerConfig {
-            reasoning: true,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().reasoning(true),
         Fake {
             prefer: Some("<think>\nA call.</think>\n\n<tool_call>\n"),
             ..Fake::default()
@@ -1117,10 +1088,7 @@ fn a_thinking_budget_cuts_a_model_that_would_think_on() {
     // after so many tokens, and then the schema, the calls or free text.
     let long = "<think>\nLet me see if this goes on and on and on and on and on and on";
     let addr = start(
-        ServerConfig {
-            reasoning: true,
-            ..ServerConfig::default()
-        },
+        ServerConfig::default().reasoning(true),
         Fake {
             prefer: Some(long),
             ..Fake::default()

@@ -67,10 +67,7 @@ fn main() {
         let t = Instant::now();
         drop(hir);
         let hir_drop = ms(t);
-        let config = DfaConfig {
-            nfa_size_limit: usize::MAX,
-            ..DfaConfig::default()
-        };
+        let config = DfaConfig::default().nfa_size_limit(usize::MAX);
         let t = Instant::now();
         let direct = ByteDfa::nfa(&c.regex, &config);
         let direct_ms = ms(t);

@@ -38,10 +38,7 @@ fn main() {
     let vocab = Arc::new(v.with_logits_width(151_936).unwrap());
     let tok = TextTokenizer::from_file(&path).unwrap();
     let root = constrain_testkit::assets::repo_root();
-    let config = CompilerConfig {
-        cache_entries: 0,
-        ..Default::default()
-    };
+    let config = CompilerConfig::default().cache_entries(0);
     let compiler = Compiler::new(vocab.clone(), config);
     // Warm the shared vocabulary tries so compile times are the grammar's.
     let _ = compiler.compile(&Source::regex("x"));

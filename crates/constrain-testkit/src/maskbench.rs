@@ -108,6 +108,7 @@ pub struct Phases {
 
 /// Runner settings.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RunConfig {
     pub timeout: Duration,
     pub schema: SchemaOptions,
@@ -115,16 +116,20 @@ pub struct RunConfig {
     pub index: IndexConfig,
 }
 
+constrain::config_setters!(RunConfig {
+    timeout: Duration,
+    schema: SchemaOptions,
+    dfa: DfaConfig,
+    index: IndexConfig,
+});
+
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             timeout: Duration::from_secs(30),
             schema: SchemaOptions::compliant(),
             dfa: DfaConfig::default(),
-            index: IndexConfig {
-                threads: 1,
-                ..IndexConfig::default()
-            },
+            index: IndexConfig::default().threads(1),
         }
     }
 }
@@ -304,12 +309,10 @@ pub fn compile_source(
 ) -> Result<(Arc<TokenIndex>, Phases), String> {
     let compiler = Compiler::new(
         vocab.clone(),
-        CompilerConfig {
-            dfa: cfg.dfa.clone(),
-            index: cfg.index.clone(),
-            cache_entries: 0,
-            ..Default::default()
-        },
+        CompilerConfig::default()
+            .dfa(cfg.dfa.clone())
+            .index(cfg.index.clone())
+            .cache_entries(0),
     );
     let compiled = compiler
         .compile_uncached(source)

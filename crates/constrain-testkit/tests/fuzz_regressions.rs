@@ -208,11 +208,10 @@ fn qwen_grammar_walks_pass_the_checks() {
         .collect();
     files.sort();
     let mut rng = StdRng::seed_from_u64(5);
-    let opts = WalkOptions {
-        full_masks: false,
-        sample_stride: 97,
-        max_steps: 24,
-    };
+    let opts = WalkOptions::default()
+        .full_masks(false)
+        .sample_stride(97)
+        .max_steps(24);
     for f in files {
         let pattern = constrain::grammar::Grammar::load(&f).unwrap().pattern;
         let dfa = ByteDfa::new(&pattern, &DfaConfig::default()).unwrap();

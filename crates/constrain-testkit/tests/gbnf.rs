@@ -275,13 +275,9 @@ fn cache_key_holds_text_and_options() {
     let a = compiler.compile(&Source::gbnf(text).unwrap()).unwrap();
     let b = compiler.compile(&Source::gbnf(text).unwrap()).unwrap();
     assert!(Arc::ptr_eq(&a, &b), "the same grammar comes from the cache");
-    let deeper =
-        Source::gbnf(text)
-            .unwrap()
-            .with_schema_options(constrain::schema::SchemaOptions {
-                max_depth: 5,
-                ..Default::default()
-            });
+    let deeper = Source::gbnf(text)
+        .unwrap()
+        .with_schema_options(constrain::schema::SchemaOptions::default().max_depth(5));
     let c = compiler.compile(&deeper).unwrap();
     assert!(!Arc::ptr_eq(&a, &c), "another depth is another artefact");
     // Recursion is exact whatever the unrolling depth (the pushdown engine).

@@ -34,10 +34,7 @@ fn baseline(name: &str) -> BTreeSet<String> {
 fn run(files: &[std::path::PathBuf]) -> Vec<CaseResult> {
     let vocab = common::qwen_vocab().unwrap();
     let tok = common::qwen_tokenizer().unwrap();
-    let cfg = RunConfig {
-        timeout: std::time::Duration::from_secs(120),
-        ..RunConfig::default()
-    };
+    let cfg = RunConfig::default().timeout(std::time::Duration::from_secs(120));
     let mut out = Vec::new();
     for f in files {
         for case in maskbench::load_file(f).unwrap() {

@@ -71,6 +71,7 @@ pub struct Gbnf {
 
 /// How a GBNF grammar is compiled. `Config is a value`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct GbnfOptions {
     /// Fallback only (a vocabulary without every single byte, or
     /// [`lower::lower`] called directly): how many times a (non-tail)
@@ -90,6 +91,13 @@ pub struct GbnfOptions {
     /// end) and the index reports the limit.
     pub max_stacks: usize,
 }
+
+crate::config_setters!(GbnfOptions {
+    max_depth: usize,
+    max_nodes: usize,
+    max_stack_depth: usize,
+    max_stacks: usize,
+});
 
 impl Default for GbnfOptions {
     fn default() -> Self {

@@ -154,35 +154,30 @@ impl IndexArgs {
     }
 
     pub fn dfa_config(&self) -> DfaConfig {
-        DfaConfig {
-            dfa_size_limit: self.dfa_size_limit,
-            determinize_size_limit: self
-                .dfa_size_limit
-                .max(DfaConfig::default().determinize_size_limit),
-            nfa_size_limit: self.nfa_size_limit,
-            lazy_states: (self.lazy_states > 0).then_some(self.lazy_states),
-            ..Default::default()
-        }
+        DfaConfig::default()
+            .dfa_size_limit(self.dfa_size_limit)
+            .determinize_size_limit(
+                self.dfa_size_limit
+                    .max(DfaConfig::default().determinize_size_limit),
+            )
+            .nfa_size_limit(self.nfa_size_limit)
+            .lazy_states((self.lazy_states > 0).then_some(self.lazy_states))
     }
 
     /// The compiler's configuration: these limits, no cache (one compile
     /// per process).
     pub fn compiler_config(&self) -> CompilerConfig {
-        CompilerConfig {
-            dfa: self.dfa_config(),
-            index: self.index_config(),
-            cache_entries: 0,
-            ..Default::default()
-        }
+        CompilerConfig::default()
+            .dfa(self.dfa_config())
+            .index(self.index_config())
+            .cache_entries(0)
     }
 
     pub fn index_config(&self) -> IndexConfig {
-        IndexConfig {
-            eager: !self.lazy,
-            threads: self.threads,
-            max_states: self.max_states,
-            ..Default::default()
-        }
+        IndexConfig::default()
+            .eager(!self.lazy)
+            .threads(self.threads)
+            .max_states(self.max_states)
     }
 }
 

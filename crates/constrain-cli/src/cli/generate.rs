@@ -537,14 +537,13 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     );
     let system = a.system.clone().unwrap_or(c.system);
     let prompt = engine.prompt_tokens(&user, Some(&system), a.raw)?;
-    let config = GenerateConfig {
-        max_tokens: a.max_tokens,
-        sampling,
-        seed: a.seed,
-        jump_forward: !a.no_jump_forward,
-        ignore_eos: false,
-        mask_overlap: !a.no_mask_overlap,
-    };
+    let config = GenerateConfig::default()
+        .max_tokens(a.max_tokens)
+        .sampling(sampling)
+        .seed(a.seed)
+        .jump_forward(!a.no_jump_forward)
+        .ignore_eos(false)
+        .mask_overlap(!a.no_mask_overlap);
     if let Some(beams) = a.beam {
         return run_beam(&mut engine, &prompt, index, beams, &a, &config);
     }
@@ -575,10 +574,9 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
     let t_gen = Instant::now();
     let tracing = trace_file.is_some();
     let (out, steps) = if let (Some(s), true) = (second.as_mut(), a.draft_model.is_some()) {
-        let spec = SpeculativeConfig {
-            draft_tokens: a.draft_tokens.unwrap_or(DEFAULT_DRAFT_TOKENS),
-            adaptive: !a.draft_fixed,
-        };
+        let mut spec = SpeculativeConfig::default()
+            .draft_tokens(a.draft_tokens.unwrap_or(DEFAULT_DRAFT_TOKENS));
+        spec.adaptive = !a.draft_fixed;
         if tracing {
             let (o, st) = engine.generate_speculative_traced(
                 &mut s.model,
@@ -785,12 +783,11 @@ fn run_beam<M: model::LanguageModel>(
     a: &GenerateArgs,
     config: &GenerateConfig,
 ) -> anyhow::Result<ExitCode> {
-    let bc = model::generate::BeamConfig {
-        beams,
-        length_penalty: a.length_penalty.unwrap_or(1.0),
-        max_tokens: config.max_tokens,
-        jump_forward: config.jump_forward,
-    };
+    let bc = model::generate::BeamConfig::default()
+        .beams(beams)
+        .length_penalty(a.length_penalty.unwrap_or(1.0))
+        .max_tokens(config.max_tokens)
+        .jump_forward(config.jump_forward);
     let out = engine.beam_search(prompt, index, &bc)?;
     if !out.accepted {
         bail!(

@@ -87,10 +87,7 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
     let vocab = a.index.vocabulary()?;
     let tok = a.index.text_tokenizer()?;
     let load = t_load.elapsed();
-    let mut cfg = RunConfig {
-        timeout: Duration::from_secs_f64(a.timeout_s),
-        ..RunConfig::default()
-    };
+    let mut cfg = RunConfig::default().timeout(Duration::from_secs_f64(a.timeout_s));
     cfg.schema.whitespace = constrain::schema::Whitespace::Flexible {
         max: a.whitespace_max,
     };
@@ -99,10 +96,7 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
         cfg.schema.shared_refs_len = n;
     }
     cfg.dfa = a.index.dfa_config();
-    cfg.index = constrain::index::IndexConfig {
-        threads: 1,
-        ..a.index.index_config()
-    };
+    cfg.index = a.index.index_config().threads(1);
     // The set-up before the first schema's clock starts, on its own line.
     let prepare = maskbench::prepare_vocabulary(&vocab, &cfg)
         .map_err(|e| anyhow::anyhow!("vocabulary set-up failed: {e}"))?;

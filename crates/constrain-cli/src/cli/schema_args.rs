@@ -131,28 +131,27 @@ impl SchemaArgs {
     }
 
     pub fn options(&self) -> SchemaOptions {
-        SchemaOptions {
-            whitespace: match self.whitespace.unwrap_or(WhitespaceArg::Compact) {
+        SchemaOptions::default()
+            .whitespace(match self.whitespace.unwrap_or(WhitespaceArg::Compact) {
                 WhitespaceArg::Compact => Whitespace::Compact,
                 WhitespaceArg::Python => Whitespace::Python,
                 WhitespaceArg::Flexible => Whitespace::Flexible {
                     max: self.whitespace_max,
                 },
-            },
-            mode: match self.json_mode {
+            })
+            .mode(match self.json_mode {
                 JsonModeArg::Strict => JsonMode::Strict,
                 JsonModeArg::Compliant => JsonMode::Compliant,
-            },
-            max_depth: self.max_depth.unwrap_or(SchemaOptions::default().max_depth),
-            max_stack_depth: self
-                .max_depth
-                .unwrap_or(SchemaOptions::default().max_stack_depth),
-            lenient: self.lenient,
-            coerce_one_of: self.coerce_one_of,
-            allow_unknown_keywords: self.allow_unknown_keywords,
-            free_form_calls: self.free_form_calls,
-            ..SchemaOptions::default()
-        }
+            })
+            .max_depth(self.max_depth.unwrap_or(SchemaOptions::default().max_depth))
+            .max_stack_depth(
+                self.max_depth
+                    .unwrap_or(SchemaOptions::default().max_stack_depth),
+            )
+            .lenient(self.lenient)
+            .coerce_one_of(self.coerce_one_of)
+            .allow_unknown_keywords(self.allow_unknown_keywords)
+            .free_form_calls(self.free_form_calls)
     }
 }
 

@@ -121,32 +121,30 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let (tokenizer, vocab, factory) = constrain_server::load_qwen_with(
         &model_path,
         &tok_src,
-        constrain_server::batch::BatchConfig {
-            prefill_chunk: a.prefill_chunk,
-            prefix_cache_bytes: a.prefix_cache_mb.saturating_mul(1 << 20),
-        },
+        constrain_server::batch::BatchConfig::default()
+            .prefill_chunk(a.prefill_chunk)
+            .prefix_cache_bytes(a.prefix_cache_mb.saturating_mul(1 << 20)),
     )?;
     let name = model_path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "constrain".into());
-    let config = ServerConfig {
-        parallel: a.parallel as usize,
-        api_key: a.api_key.clone(),
-        read_timeout: std::time::Duration::from_secs(a.read_timeout_s),
-        max_connections: a.max_connections,
-        compile: constrain_server::compile::CompileLimits {
-            threads: a.compile_threads,
-            timeout: std::time::Duration::from_millis(a.compile_timeout_ms),
-            memory_bytes: a.compile_memory_mb.saturating_mul(1 << 20),
-            cache_bytes: a.cache_mb.saturating_mul(1 << 20),
-        },
-        release_memory: mimalloc_collect,
-        tool_format: a.tool_format,
-        reasoning: a.reasoning,
-        mask_overlap: !a.no_mask_overlap,
-        ..ServerConfig::default()
-    };
+    let config = ServerConfig::default()
+        .parallel(a.parallel as usize)
+        .api_key(a.api_key.clone())
+        .read_timeout(std::time::Duration::from_secs(a.read_timeout_s))
+        .max_connections(a.max_connections)
+        .compile(
+            constrain_server::compile::CompileLimits::default()
+                .threads(a.compile_threads)
+                .timeout(std::time::Duration::from_millis(a.compile_timeout_ms))
+                .memory_bytes(a.compile_memory_mb.saturating_mul(1 << 20))
+                .cache_bytes(a.cache_mb.saturating_mul(1 << 20)),
+        )
+        .release_memory(mimalloc_collect)
+        .tool_format(a.tool_format)
+        .reasoning(a.reasoning)
+        .mask_overlap(!a.no_mask_overlap);
     let state = ServerState::new(config, name, tokenizer, vocab, factory)?;
     let addr = format!("{}:{}", a.host, a.port);
     constrain_server::run_blocking(state, &addr, |bound| {

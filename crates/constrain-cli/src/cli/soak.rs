@@ -132,14 +132,12 @@ impl LanguageModel for RandomModel {
 
 fn random_sampling(rng: &mut StdRng) -> SamplingConfig {
     let pick = |rng: &mut StdRng, xs: &[f32]| xs[rng.random_range(0..xs.len())];
-    SamplingConfig {
-        temperature: pick(rng, &[0.0, 0.3, 0.7, 1.0, 1.5]),
-        top_k: [0, 5, 50][rng.random_range(0..3)],
-        top_p: pick(rng, &[1.0, 0.95, 0.5]),
-        min_p: pick(rng, &[0.0, 0.05]),
-        repetition_penalty: pick(rng, &[1.0, 1.1]),
-        ..SamplingConfig::default()
-    }
+    SamplingConfig::default()
+        .temperature(pick(rng, &[0.0, 0.3, 0.7, 1.0, 1.5]))
+        .top_k([0, 5, 50][rng.random_range(0..3)])
+        .top_p(pick(rng, &[1.0, 0.95, 0.5]))
+        .min_p(pick(rng, &[0.0, 0.05]))
+        .repetition_penalty(pick(rng, &[1.0, 1.1]))
 }
 
 #[derive(Default)]
@@ -219,11 +217,9 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
         args: &a,
         vocab,
         tok,
-        dfa: DfaConfig {
-            dfa_size_limit: a.dfa_size_limit,
-            determinize_size_limit: a.dfa_size_limit,
-            ..DfaConfig::default()
-        },
+        dfa: DfaConfig::default()
+            .dfa_size_limit(a.dfa_size_limit)
+            .determinize_size_limit(a.dfa_size_limit),
         counts: Counts::default(),
         next: Mutex::new(0),
         files,
@@ -276,10 +272,7 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
 fn worker(sh: &Shared, job: usize) {
     let a = sh.args;
     let opts = a.schema.options();
-    let index_cfg = IndexConfig {
-        threads: 1,
-        ..IndexConfig::default()
-    };
+    let index_cfg = IndexConfig::default().threads(1);
     loop {
         let i = {
             let mut next = sh.next.lock().unwrap_or_else(|e| e.into_inner());
@@ -308,15 +301,14 @@ fn worker(sh: &Shared, job: usize) {
         };
         let compiler = Compiler::new(
             sh.vocab.clone(),
-            CompilerConfig {
-                dfa: sh.dfa.clone(),
-                index: IndexConfig {
-                    deadline: Some(Instant::now() + Duration::from_secs_f64(a.timeout_s)),
-                    ..index_cfg.clone()
-                },
-                cache_entries: 0,
-                ..Default::default()
-            },
+            CompilerConfig::default()
+                .dfa(sh.dfa.clone())
+                .index(
+                    index_cfg
+                        .clone()
+                        .deadline(Some(Instant::now() + Duration::from_secs_f64(a.timeout_s))),
+                )
+                .cache_entries(0),
         );
         let source = Source::json_schema(schema.clone()).with_schema_options(opts.clone());
         let index = match compiler.compile(&source) {
@@ -341,14 +333,13 @@ fn worker(sh: &Shared, job: usize) {
         };
         for k in 0..a.samples {
             let mut guide = Matcher::from_index(index.clone());
-            let gen_cfg = GenerateConfig {
-                max_tokens,
-                sampling: random_sampling(&mut rng),
-                seed: rng.random(),
-                jump_forward: rng.random_range(0..2) == 0,
-                ignore_eos: false,
-                mask_overlap: true,
-            };
+            let gen_cfg = GenerateConfig::default()
+                .max_tokens(max_tokens)
+                .sampling(random_sampling(&mut rng))
+                .seed(rng.random())
+                .jump_forward(rng.random_range(0..2) == 0)
+                .ignore_eos(false)
+                .mask_overlap(true);
             let result = generate(
                 &mut model,
                 &sh.vocab,

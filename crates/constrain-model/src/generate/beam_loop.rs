@@ -66,6 +66,7 @@ use std::time::Instant;
 
 /// How to search.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct BeamConfig {
     /// Beam width `N >= 1` (1 = greedy).
     pub beams: usize,
@@ -77,6 +78,13 @@ pub struct BeamConfig {
     /// Jump-forward for the greedy run (default `true`).
     pub jump_forward: bool,
 }
+
+constrain::config_setters!(BeamConfig {
+    beams: usize,
+    length_penalty: f32,
+    max_tokens: usize,
+    jump_forward: bool,
+});
 
 impl Default for BeamConfig {
     fn default() -> Self {

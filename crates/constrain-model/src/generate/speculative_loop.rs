@@ -117,6 +117,7 @@ use std::time::Instant;
 
 /// How to draft.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SpeculativeConfig {
     /// Most tokens the draft proposes per round, `K >= 1` (default 4).
     pub draft_tokens: usize,
@@ -127,6 +128,11 @@ pub struct SpeculativeConfig {
     /// timings.
     pub adaptive: bool,
 }
+
+// `adaptive` is a constructor here ([`SpeculativeConfig::adaptive`]).
+constrain::config_setters!(SpeculativeConfig {
+    draft_tokens: usize,
+});
 
 impl Default for SpeculativeConfig {
     fn default() -> Self {

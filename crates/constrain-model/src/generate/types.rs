@@ -14,6 +14,7 @@ use std::time::Duration;
 
 /// How to generate. Defaults are documented per field.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct GenerateConfig {
     /// Most tokens generated, forced tokens included (default 256).
     pub max_tokens: usize,
@@ -33,6 +34,15 @@ pub struct GenerateConfig {
     /// it; speculative decoding and beam search compute masks at the step.
     pub mask_overlap: bool,
 }
+
+constrain::config_setters!(GenerateConfig {
+    max_tokens: usize,
+    sampling: SamplingConfig,
+    seed: u64,
+    jump_forward: bool,
+    ignore_eos: bool,
+    mask_overlap: bool,
+});
 
 impl Default for GenerateConfig {
     fn default() -> Self {

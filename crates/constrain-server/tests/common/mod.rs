@@ -59,10 +59,9 @@ pub fn start_batched(config: ServerConfig, fake: Fake, prefill_chunk: usize) -> 
     let (tok, models) = fake_factory(fake);
     let batcher = Batcher::start_with(
         Looped(move || models()),
-        BatchConfig {
-            prefill_chunk,
-            prefix_cache_bytes: 0,
-        },
+        BatchConfig::default()
+            .prefill_chunk(prefill_chunk)
+            .prefix_cache_bytes(0),
     );
     let factory: ModelFactory = Arc::new(move || Ok(Box::new(batcher.handle()?) as SeqModel));
     let state = ServerState::new(

@@ -44,13 +44,12 @@ pub enum CaseOutcome {
 
 /// Limits used for fuzz cases (small, so every case is quick).
 pub fn fuzz_dfa_config() -> DfaConfig {
-    DfaConfig {
-        nfa_size_limit: 1 << 20,
-        determinize_size_limit: 4 << 20,
-        dfa_size_limit: 2 << 20,
-        minimize: false,
-        lazy_states: None,
-    }
+    DfaConfig::default()
+        .nfa_size_limit(1 << 20)
+        .determinize_size_limit(4 << 20)
+        .dfa_size_limit(2 << 20)
+        .minimize(false)
+        .lazy_states(None)
 }
 
 impl RegexIndexCase {
@@ -118,12 +117,10 @@ pub fn check_regex_index_case(
         ));
     };
     let build = |eager: bool| {
-        let cfg = IndexConfig {
-            eager,
-            threads: 1,
-            max_states: 20_000,
-            ..Default::default()
-        };
+        let cfg = IndexConfig::default()
+            .eager(eager)
+            .threads(1)
+            .max_states(20_000);
         TokenIndex::build(&dfa, vocab.clone(), &cfg)
     };
     let (eager, lazy) = (build(true), build(false));
@@ -206,10 +203,7 @@ fn check_lazy_dfa_index(
     pattern: &str,
     vocab: &Arc<Vocabulary>,
 ) -> Result<(), Violation> {
-    let cfg = DfaConfig {
-        lazy_states: Some(1),
-        ..fuzz_dfa_config()
-    };
+    let cfg = fuzz_dfa_config().lazy_states(Some(1));
     let dfa = match ByteDfa::build(pattern, &cfg) {
         Ok(d) => d,
         Err(e) => {
@@ -219,11 +213,7 @@ fn check_lazy_dfa_index(
             )
         }
     };
-    let icfg = IndexConfig {
-        threads: 1,
-        max_states: 20_000,
-        ..Default::default()
-    };
+    let icfg = IndexConfig::default().threads(1).max_states(20_000);
     let lazy = match TokenIndex::build_dfa(dfa, vocab.clone(), &icfg) {
         Ok(i) => i,
         Err(e) => {
@@ -360,21 +350,21 @@ impl SamplingCase {
     /// The sampling config of the case (possibly invalid).
     pub fn config(&self) -> constrain::sampling::SamplingConfig {
         let f = |i: usize| f32::from_bits(self.knobs[i]);
-        constrain::sampling::SamplingConfig {
-            temperature: f(0),
-            top_k: self.top_k as usize,
-            top_p: f(1),
-            min_p: f(2),
-            repetition_penalty: f(3),
-            frequency_penalty: f(4),
-            presence_penalty: f(5),
-            penalty_last_n: self.penalty_last_n.map(|n| n as usize),
-            logit_bias: self
-                .logit_bias
-                .iter()
-                .map(|&(id, b)| (TokenId(id), f32::from_bits(b)))
-                .collect(),
-        }
+        constrain::sampling::SamplingConfig::default()
+            .temperature(f(0))
+            .top_k(self.top_k as usize)
+            .top_p(f(1))
+            .min_p(f(2))
+            .repetition_penalty(f(3))
+            .frequency_penalty(f(4))
+            .presence_penalty(f(5))
+            .penalty_last_n(self.penalty_last_n.map(|n| n as usize))
+            .logit_bias(
+                self.logit_bias
+                    .iter()
+                    .map(|&(id, b)| (TokenId(id), f32::from_bits(b)))
+                    .collect(),
+            )
     }
 }
 
@@ -619,11 +609,7 @@ pub fn check_schema_case(
         }
         Err(e) => return Ok(SchemaOutcome::Refused(e.to_string())),
     };
-    let cfg = IndexConfig {
-        threads: 1,
-        max_states: 50_000,
-        ..Default::default()
-    };
+    let cfg = IndexConfig::default().threads(1).max_states(50_000);
     let index = match TokenIndex::build(&dfa, vocab, &cfg) {
         Ok(i) => Arc::new(i),
         Err(e @ IndexError::IncompatibleVocabulary { .. }) => {

@@ -206,12 +206,11 @@ pub fn check_gbnf_case(case: &GbnfCase) -> Result<GbnfOutcome, Violation> {
         Ok(g) => g,
         Err(e) => return Ok(GbnfOutcome::Refused(e.to_string())),
     };
-    let options = GbnfOptions {
-        max_depth: case.max_depth.min(4),
-        max_nodes: 1 << 14,
-        max_stack_depth: 64,
-        max_stacks: 64,
-    };
+    let options = GbnfOptions::default()
+        .max_depth(case.max_depth.min(4))
+        .max_nodes(1 << 14)
+        .max_stack_depth(64)
+        .max_stacks(64);
     // Recursion beyond the immediate kind compiles to the pushdown engine,
     // which is exact (up to its limits, which the index reports).
     let pushdown = matches!(
@@ -231,16 +230,10 @@ pub fn check_gbnf_case(case: &GbnfCase) -> Result<GbnfOutcome, Violation> {
         Ok(v) => Arc::new(v),
         Err(e) => return Ok(GbnfOutcome::Refused(e.to_string())),
     };
-    let config = CompilerConfig {
-        dfa: fuzz_dfa_config(),
-        index: IndexConfig {
-            threads: 1,
-            max_states: 20_000,
-            ..Default::default()
-        },
-        cache_entries: 0,
-        ..Default::default()
-    };
+    let config = CompilerConfig::default()
+        .dfa(fuzz_dfa_config())
+        .index(IndexConfig::default().threads(1).max_states(20_000))
+        .cache_entries(0);
     let compiler = Compiler::new(vocab.clone(), config);
     let source = Source::Gbnf {
         grammar: g.clone(),

@@ -493,6 +493,7 @@ pub fn check_reachable_states<A: ByteAutomaton>(
 
 /// How [`check_walk`] walks.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct WalkOptions {
     /// Compare the whole mask with the oracle at every step ([`Ids::All`]);
     /// otherwise only the chosen token and a strided sample.
@@ -502,6 +503,12 @@ pub struct WalkOptions {
     /// Steps after which the walk heads for acceptance (following the budget).
     pub max_steps: usize,
 }
+
+constrain::config_setters!(WalkOptions {
+    full_masks: bool,
+    sample_stride: usize,
+    max_steps: usize,
+});
 
 impl Default for WalkOptions {
     fn default() -> Self {

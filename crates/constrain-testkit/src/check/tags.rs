@@ -288,11 +288,9 @@ pub fn check_tag_case(case: &TagCase) -> Result<bool, Violation> {
         .collect();
     let eos = TokenId(toks.len() as u32);
     let vocab = Arc::new(Vocabulary::new(toks, [eos], eos.0 as usize + 1).expect("vocabulary"));
-    let config = CompilerConfig {
-        dfa: fuzz_dfa_config(),
-        cache_entries: 0,
-        ..Default::default()
-    };
+    let config = CompilerConfig::default()
+        .dfa(fuzz_dfa_config())
+        .cache_entries(0);
     let source = Source::StructuralTag {
         tag,
         options: StructuralTag::schema_options(),
