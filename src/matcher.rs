@@ -75,7 +75,7 @@ pub struct Matcher {
     /// `states[0]` is the oldest state that can be rolled back to;
     /// `states[i + 1]` follows `tokens[i]`.
     states: Vec<StateId>,
-    tokens: Vec<TokenId>,
+    tokens: Vec<Option<TokenId>>,
     /// Tokens taken before `tokens[0]` (dropped when rollback is bounded).
     dropped: usize,
     terminated: bool,
@@ -183,10 +183,16 @@ impl Matcher {
         *self.states.last().unwrap_or(&self.index.start())
     }
 
-    /// The tokens that can still be rolled back (all tokens taken, EOS
-    /// included, unless rollback is bounded).
-    pub fn tokens(&self) -> &[TokenId] {
+    /// The steps that can still be rolled back (all steps taken, EOS
+    /// included, unless rollback is bounded): the token, or `None` for text
+    /// taken by [`Matcher::accept_bytes`].
+    pub fn steps(&self) -> &[Option<TokenId>] {
         &self.tokens
+    }
+
+    /// The tokens among [`Matcher::steps`], in order (text steps left out).
+    pub fn tokens(&self) -> Vec<TokenId> {
+        self.tokens.iter().flatten().copied().collect()
     }
 
     /// Number of tokens taken since the start (EOS included).
@@ -308,7 +314,7 @@ impl Matcher {
                 self.closing = OnceLock::new();
                 self.terminated = stop;
                 self.states.push(next);
-                self.tokens.push(t);
+                self.tokens.push(Some(t));
                 self.trim();
                 Ok(())
             }
@@ -373,7 +379,7 @@ impl Matcher {
     /// Takes `text` as one step that is no token (XGrammar's
     /// `accept_string`: forced text, jump-forward): `true` when every byte
     /// can follow, `false` (and no change) otherwise. `rollback(1)` undoes
-    /// it; [`Matcher::tokens`] lists it as [`Matcher::TEXT_STEP`]. Empty
+    /// it; [`Matcher::steps`] lists it as `None`. Empty
     /// text is accepted and adds no step.
     pub fn accept_bytes(&mut self, text: &[u8]) -> bool {
         if self.terminated {
@@ -394,14 +400,10 @@ impl Matcher {
         }
         self.closing = OnceLock::new();
         self.states.push(s);
-        self.tokens.push(Self::TEXT_STEP);
+        self.tokens.push(None);
         self.trim();
         true
     }
-
-    /// The id [`Matcher::tokens`] shows for a step taken by
-    /// [`Matcher::accept_bytes`] (no vocabulary has it).
-    pub const TEXT_STEP: TokenId = TokenId(u32::MAX);
 
     /// Whether the text so far is in the language.
     #[inline]

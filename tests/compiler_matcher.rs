@@ -214,7 +214,7 @@ fn bounded_rollback_keeps_only_what_it_needs() {
         assert!(m.accept_token(b(b'q')));
     }
     assert_eq!(m.num_tokens(), 1000);
-    assert!(m.tokens().len() < 3 * 3 + 64 + 1, "old states are dropped");
+    assert!(m.steps().len() < 3 * 3 + 64 + 1, "old states are dropped");
     assert!(m.rollback(4).is_err());
     m.rollback(3).unwrap();
     assert_eq!(m.num_tokens(), 997);

@@ -402,7 +402,7 @@ fn qwen_lazy_dfa_index_agrees_with_the_eager_one() {
         let dfa = ByteDfa::build(re, &dfa_cfg).unwrap();
         assert!(matches!(dfa, constrain::Dfa::Lazy(_)), "{re}");
         let lazy = Arc::new(TokenIndex::build_dfa(dfa, vocab.clone(), &cfg).unwrap());
-        assert!(lazy.is_lazy() && lazy.table().is_none());
+        assert!(lazy.is_lazy() && !lazy.is_complete());
         // Breadth-first over pairs of states reached by the same bytes.
         let mut seen = std::collections::HashSet::new();
         let mut queue = std::collections::VecDeque::from([(eager.start(), lazy.start())]);
@@ -723,7 +723,7 @@ fn qwen_sampled_strings_are_accepted_token_by_token() {
         let idx = index(&re, &vocab, true);
         let oracle = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
         for _ in 0..20 {
-            let bytes = idx.table().unwrap().random_text(&mut rng, 80);
+            let bytes = idx.random_text(&mut rng, 80).unwrap();
             let text = String::from_utf8(bytes).expect("DFA texts are UTF-8");
             assert!(oracle.is_match(&text), "sampled {text:?} not in {re}");
             let mut g = Matcher::from_index(idx.clone());
@@ -756,7 +756,7 @@ fn qwen_random_walks_match_the_regex_oracle() {
                 assert!(
                     !allowed.is_empty(),
                     "dead end in {re} after {:?}",
-                    vocab.decode(g.tokens())
+                    vocab.decode(&g.tokens())
                 );
                 // Prefer finishing after a while so walks end.
                 let eos = vocab.eos()[0];
@@ -777,7 +777,7 @@ fn qwen_random_walks_match_the_regex_oracle() {
                 g.advance(t).unwrap();
                 steps += 1;
             }
-            let bytes = vocab.decode(g.tokens());
+            let bytes = vocab.decode(&g.tokens());
             let text = String::from_utf8(bytes).expect("walk output is UTF-8");
             assert!(
                 oracle.is_match(&text),

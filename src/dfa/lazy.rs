@@ -269,8 +269,14 @@ impl LazyDfa {
 
     /// Fewest bytes from `s` to acceptance (`u32::MAX` for the dead state).
     #[inline]
-    pub fn dist(&self, s: u32) -> u32 {
+    pub(crate) fn dist(&self, s: u32) -> u32 {
         self.det.dist[s as usize]
+    }
+
+    /// Fewest bytes from `s` to acceptance; `None` when no text from `s`
+    /// is accepted (the dead state).
+    pub fn distance(&self, s: u32) -> Option<u32> {
+        Some(self.dist(s)).filter(|&d| d != u32::MAX)
     }
 
     /// The NFA the DFA is determinized from.

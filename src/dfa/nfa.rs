@@ -387,7 +387,7 @@ impl Builder {
     }
 
     /// The distance given for state `q` (0 when not kept).
-    pub fn dist(&self, q: u32) -> u32 {
+    pub(crate) fn dist(&self, q: u32) -> u32 {
         self.dist.as_ref().map_or(0, |d| d[q as usize])
     }
 

@@ -63,11 +63,11 @@ impl ByteAutomaton for crate::dfa::ByteDfa {
     }
 }
 
-pub use crate::vocab::trie::DEAD;
+pub(crate) use crate::vocab::trie::DEAD;
 
 /// Dense transition table over the live, reachable states of an automaton.
 #[derive(Clone, Debug)]
-pub struct LiveTable {
+pub(crate) struct LiveTable {
     pub(crate) classes: [u8; 256],
     /// One representative byte per class.
     pub(crate) reps: Vec<u8>,
@@ -175,11 +175,6 @@ impl LiveTable {
     #[inline]
     pub fn len(&self) -> usize {
         self.accepting.len()
-    }
-
-    /// Whether the table has no states (never true for a built table).
-    pub fn is_empty(&self) -> bool {
-        self.accepting.is_empty()
     }
 
     /// Next state on `byte`, or [`DEAD`].

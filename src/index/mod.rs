@@ -74,7 +74,8 @@ mod steps;
 
 pub use crate::region::TokenBudget;
 pub use crate::vocab::TokenSet;
-pub use automaton::{ByteAutomaton, LiveTable, DEAD};
+pub use automaton::ByteAutomaton;
+pub(crate) use automaton::{LiveTable, DEAD};
 pub use limit::LimitHit;
 
 use crate::vocab::trie::VocabTries;
@@ -361,10 +362,18 @@ impl TokenIndex {
         &self.stats
     }
 
-    /// The compact live transition table (`None` for an index over a lazy
-    /// DFA, which has no complete table).
-    pub fn table(&self) -> Option<&LiveTable> {
-        self.backend.table()
+    /// Whether the index holds the language's complete table of live
+    /// states (the eager engine): every state is known at build time.
+    pub fn is_complete(&self) -> bool {
+        self.backend.table().is_some()
+    }
+
+    /// A random text of the language (random live bytes, stopping at an
+    /// accepting state with probability `1/8`, then the shortest completion
+    /// once `soft_max` bytes are written), for tests and soak runs; `None`
+    /// unless [`TokenIndex::is_complete`].
+    pub fn random_text(&self, rng: &mut impl rand::Rng, soft_max: usize) -> Option<Vec<u8>> {
+        self.backend.table().map(|t| t.random_text(rng, soft_max))
     }
 
     /// The start state.

@@ -23,7 +23,7 @@ pub(crate) const NONE: u32 = u32::MAX;
 /// What a walk's step function returns for a dead transition (the text can
 /// no longer be completed). The index's automata use the same value for "no
 /// state" (`index::DEAD` is this constant).
-pub const DEAD: u32 = u32::MAX;
+pub(crate) const DEAD: u32 = u32::MAX;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TokenTrie {

@@ -4,6 +4,7 @@
 //! type, a required key or one bound; the numeric formats of OpenAPI).
 //! Split from `ir.rs` by job; moved as is.
 
+use super::merge::{lower_hi, raise_lo};
 use super::*;
 
 /// Keywords that are annotations (or structure handled elsewhere) and never

@@ -355,7 +355,13 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
     // Score greedy's completion the way beam scores hypotheses (the EOS it
     // picked, if any, included).
     let mut rescored: Vec<TokenId> = g.tokens.clone();
-    if let Some(&e) = gm.tokens().last().filter(|&&e| vocab.is_eos(e)) {
+    if let Some(e) = gm
+        .steps()
+        .last()
+        .copied()
+        .flatten()
+        .filter(|&e| vocab.is_eos(e))
+    {
         rescored.push(e);
     }
     let mut greedy_lp = 0.0;

@@ -626,7 +626,7 @@ pub fn check_walk<A: ByteAutomaton>(
             &text,
         );
     }
-    if vocab.decode(g.tokens()) != text {
+    if vocab.decode(&g.tokens()) != text {
         return fail("decoding the tokens does not give the output", &text);
     }
     Ok(WalkEnd::Finished(text))
@@ -702,7 +702,7 @@ pub fn check_guide_ops<A: ByteAutomaton>(
                         &text,
                     );
                 }
-                let before = g.tokens().len();
+                let before = g.steps().len();
                 match g.advance(t) {
                     Ok(()) => {
                         if !in_mask {
@@ -714,7 +714,7 @@ pub fn check_guide_ops<A: ByteAutomaton>(
                                 &text,
                             );
                         }
-                        if g.tokens().len() != before + 1 {
+                        if g.steps().len() != before + 1 {
                             return fail("advance did not record the token", &text);
                         }
                         let bytes = vocab.token_bytes(t).unwrap_or_default();
@@ -729,7 +729,7 @@ pub fn check_guide_ops<A: ByteAutomaton>(
                         if was_finished && e != MatcherError::Finished {
                             return fail(format!("advance after EOS answered {e}"), &text);
                         }
-                        if g.state() != s || g.tokens().len() != before {
+                        if g.state() != s || g.steps().len() != before {
                             return fail("a refused advance changed the guide", &text);
                         }
                     }
@@ -737,7 +737,7 @@ pub fn check_guide_ops<A: ByteAutomaton>(
             }
             GuideOp::Rollback(n) => {
                 let n = n as usize;
-                let taken = g.tokens().len();
+                let taken = g.steps().len();
                 let before_state = g.state();
                 match g.rollback(n) {
                     Ok(()) if n > taken => {
@@ -747,7 +747,7 @@ pub fn check_guide_ops<A: ByteAutomaton>(
                         return fail(format!("rollback({n}) of {taken} tokens failed"), &text)
                     }
                     Err(_) => {
-                        if g.state() != before_state || g.tokens().len() != taken {
+                        if g.state() != before_state || g.steps().len() != taken {
                             return fail("a refused rollback changed the guide", &text);
                         }
                     }
@@ -758,7 +758,7 @@ pub fn check_guide_ops<A: ByteAutomaton>(
                         if g.state() != s {
                             return fail(format!("rollback({n}) did not restore the state"), &text);
                         }
-                        if g.tokens().len() != taken - n {
+                        if g.steps().len() != taken - n {
                             return fail(format!("rollback({n}) left the wrong tokens"), &text);
                         }
                         if n > 0 && g.allowed() != mask {
@@ -771,7 +771,7 @@ pub fn check_guide_ops<A: ByteAutomaton>(
                 g.reset();
                 history.truncate(1);
                 text.clear();
-                if g.state() != history[0].0 || !g.tokens().is_empty() {
+                if g.state() != history[0].0 || !g.steps().is_empty() {
                     return fail("reset did not return to the start", &text);
                 }
                 if *g.allowed() != history[0].3 {
@@ -779,7 +779,7 @@ pub fn check_guide_ops<A: ByteAutomaton>(
                 }
             }
         }
-        if vocab.decode(g.tokens()) != text {
+        if vocab.decode(&g.tokens()) != text {
             return fail("the guide's tokens do not decode to the text", &text);
         }
     }
