@@ -391,3 +391,8 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../../../docs/grammars.md")]
 #[cfg(doctest)]
 pub struct GrammarsDoctests;
+
+/// The Rust example of docs/architecture.md, compiled as a doc test.
+#[doc = include_str!("../../../docs/architecture.md")]
+#[cfg(doctest)]
+pub struct ArchitectureDoctests;
