@@ -6,6 +6,7 @@
 use constrain_server::{ModelFactory, SeqModel, ServerConfig, ServerState};
 use constrain_testkit::{tiny, FakeModel};
 use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -246,4 +247,34 @@ pub fn assert_valid(schema: &serde_json::Value, instance: &serde_json::Value) {
 
 pub fn user(text: &str) -> serde_json::Value {
     serde_json::json!([{"role": "user", "content": text}])
+}
+
+pub fn weather_tools() -> Value {
+    json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}, "unit": {"enum": ["c", "f"]}}, "required": ["city", "unit"], "additionalProperties": false}}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 6}}, "required": ["zone"], "additionalProperties": false}}}
+    ])
+}
+
+/// Every call of choice `c` names a tool and its arguments validate.
+pub fn assert_calls_valid(c: &Value, tools: &Value) {
+    for call in c["message"]["tool_calls"].as_array().unwrap() {
+        let args: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_valid(
+            &tool_params(tools, call["function"]["name"].as_str().unwrap()),
+            &args,
+        );
+    }
+}
+
+pub fn tool_params(tools: &Value, name: &str) -> Value {
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == name)
+        .unwrap_or_else(|| panic!("the model called {name:?}, which is not a tool"))["function"]
+        ["parameters"]
+        .clone()
 }
