@@ -7,11 +7,11 @@
 //!
 //! It works in two stages:
 //!
-//! 1. [`ir`]: `Value` → typed [`ir::Schema`]. Every keyword is classified here:
+//! 1. `ir`: `Value` → typed `ir::Schema`. Every keyword is classified here:
 //!    enforced (parsed into a typed field), annotation (dropped silently), or
 //!    unsupported / unknown (an error naming the keyword and its JSON Pointer,
 //!    or a [`SchemaWarning`] in lenient mode). Local `$ref`s stay symbolic
-//!    ([`ir::Schema::Ref`]) so that recursion can be unrolled lazily.
+//!    (`ir::Schema::Ref`) so that recursion can be unrolled lazily.
 //! 2. [`regex`]: IR → regex text. `$ref`s are resolved there (a
 //!    recursive reference is unrolled [`SchemaOptions::max_depth`] times, past
 //!    which that branch is simply not offered), `allOf` members are
@@ -21,8 +21,8 @@
 //!    (`regex/logic.rs`), and scalar languages that must be intersected or
 //!    subtracted go through product automata ([`crate::dfa::algebra`]).
 //!
-//! Numeric ranges ([`numeric`]), string formats ([`formats`]), ECMA-262
-//! patterns ([`pattern`]) and the whitespace policy ([`whitespace`]) live in
+//! Numeric ranges (`numeric`), string formats (`formats`), ECMA-262
+//! patterns (`pattern`) and the whitespace policy ([`whitespace`]) live in
 //! their own files.
 //!
 //! ## Invariants (what the tests check against an independent validator)
@@ -86,10 +86,10 @@
 
 pub mod documents;
 mod eval;
-pub mod formats;
-pub mod ir;
-pub mod numeric;
-pub mod pattern;
+pub(crate) mod formats;
+pub(crate) mod ir;
+pub(crate) mod numeric;
+pub(crate) mod pattern;
 pub(crate) mod pushdown;
 pub mod regex;
 pub mod tools;
