@@ -64,7 +64,7 @@ pub enum TreeError {
     BadP {
         /// JSON Pointer into the tree (`""`: the whole document).
         pointer: String,
-        /// The value found, as JSON text.
+        /// The value found, as text.
         value: String,
     },
     /// Sibling tokens whose probabilities add up to more than 1.

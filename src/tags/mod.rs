@@ -309,8 +309,8 @@ pub enum Format {
         at: Pointer,
         /// The special tokens never allowed, each with where it is named.
         exclude: Vec<(Pointer, TokenName)>,
-        /// The most tokens (`None`: unbounded; only in the tag that opens
-        /// the output).
+        /// The most tokens (`None`: unbounded; any bound is refused when
+        /// lowered, in favour of `any_text.max_tokens`).
         max_tokens: Option<u32>,
     },
     /// `token_triggered_tags`: free tokens until a trigger token, which
