@@ -83,14 +83,18 @@ use std::time::{Duration, Instant};
 pub enum Source {
     /// A JSON Schema document, compiled with `options`.
     JsonSchema {
+        /// The schema document.
         schema: serde_json::Value,
+        /// How the schema is read and the JSON laid out.
         options: SchemaOptions,
     },
     /// An OpenAI `tools` array: the output is one call
     /// `{"name": ..., "arguments": {...}}` to exactly one tool
     /// ([`schema::tools_schema`]), compiled with `options`.
     Tools {
+        /// The `tools` array, as in the request.
         tools: serde_json::Value,
+        /// How the tools' parameter schemas are read and the JSON laid out.
         options: SchemaOptions,
     },
     /// A regex in the `regex` crate's syntax, full-match semantics.
@@ -100,19 +104,31 @@ pub enum Source {
     Grammar(Grammar),
     /// A GBNF grammar (llama.cpp's format), compiled with `options`
     /// ([`Source::gbnf`], or [`Source::grammar_file`] of a `.gbnf` file).
-    Gbnf { grammar: Gbnf, options: GbnfOptions },
+    Gbnf {
+        /// The parsed grammar.
+        grammar: Gbnf,
+        /// Its recursion, size and stack limits.
+        options: GbnfOptions,
+    },
     /// An XGrammar structural tag (free text, reasoning and tool calls in
     /// one language, [`crate::tags`]); its embedded JSON Schemas are
     /// compiled with `options` ([`Source::structural_tag`]: strict, with
     /// whitespace bounded per slot).
     StructuralTag {
+        /// The parsed tag.
         tag: StructuralTag,
+        /// The options of the tag's embedded JSON Schemas.
         options: SchemaOptions,
     },
     /// A Lark grammar (llguidance's dialect), checked against llguidance's
     /// greedy lexer and compiled through its GBNF rules with `options`
     /// ([`Source::lark`], or [`Source::grammar_file`] of a `.lark` file).
-    Lark { grammar: Lark, options: GbnfOptions },
+    Lark {
+        /// The parsed grammar.
+        grammar: Lark,
+        /// The recursion, size and stack limits of the GBNF rules it becomes.
+        options: GbnfOptions,
+    },
 }
 
 impl Source {
@@ -290,7 +306,10 @@ pub enum CompileError {
     Cancelled,
     /// The compile ran past the time budget of its [`CancelToken`].
     #[error("compile passed its time budget of {limit_ms} ms")]
-    TimedOut { limit_ms: u64 },
+    TimedOut {
+        /// The budget, in milliseconds.
+        limit_ms: u64,
+    },
 }
 
 impl CompileError {

@@ -47,6 +47,7 @@
 //! `constrain-testkit` (oracles, MaskBench runner, fake and tiny models).
 //! The library never prints; the binary does.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 /// Builder-style setters for a configuration value: for every listed
 /// field, a method of the same name that sets it and returns the value
@@ -95,20 +96,28 @@ pub mod vocab;
 /// Any error of the library, by stage.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A regex did not become a DFA.
     #[error(transparent)]
     Dfa(#[from] DfaError),
+    /// A token index could not be built.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// A vocabulary could not be loaded.
     #[error(transparent)]
     Vocab(#[from] VocabError),
+    /// A matcher refused a step.
     #[error(transparent)]
     Matcher(#[from] MatcherError),
+    /// A JSON Schema did not compile.
     #[error(transparent)]
     Schema(#[from] schema::SchemaError),
+    /// A grammar file could not be read or compiled.
     #[error(transparent)]
     Grammar(#[from] grammar::GrammarError),
+    /// A GBNF grammar did not parse or lower.
     #[error(transparent)]
     Gbnf(#[from] grammar::gbnf::GbnfError),
+    /// A structural tag was refused.
     #[error(transparent)]
     Tag(#[from] tags::TagError),
 }

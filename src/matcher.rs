@@ -45,22 +45,46 @@ use std::sync::{Arc, OnceLock};
 /// Why the matcher refused a step.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MatcherError {
+    /// The token is not in the current mask.
     #[error("token {token} ({text}) is not allowed after {position} tokens")]
     NotAllowed {
+        /// The refused token.
         token: TokenId,
+        /// A printable form of it ([`Vocabulary::describe`](crate::Vocabulary::describe)).
         text: String,
+        /// How many tokens had been accepted before it.
         position: usize,
     },
+    /// A token after the output was terminated by a stop token.
     #[error("the output is finished: no token may follow end-of-sequence")]
     Finished,
+    /// A rollback of more tokens than can be undone.
     #[error("cannot roll back {requested} tokens: only {available} can be undone (Matcher::with_max_rollback)")]
-    Rollback { requested: usize, available: usize },
+    Rollback {
+        /// Tokens asked to be undone.
+        requested: usize,
+        /// Tokens that can be undone now (at most the
+        /// [`Matcher::with_max_rollback`] bound).
+        available: usize,
+    },
+    /// A bitmask row shorter than the vocabulary's logits width needs.
     #[error(
         "bitmask row has {got} words but the vocabulary needs {needed} (ceil(logits width / 32))"
     )]
-    BitmaskSize { got: usize, needed: usize },
+    BitmaskSize {
+        /// The row's length, in 32-bit words.
+        got: usize,
+        /// The words needed ([`bitmask_words`] of the logits width).
+        needed: usize,
+    },
+    /// A stop token at or past the logits width.
     #[error("stop token {token} is past the logits width {width}")]
-    StopToken { token: TokenId, width: usize },
+    StopToken {
+        /// The offending id.
+        token: TokenId,
+        /// The vocabulary's logits width.
+        width: usize,
+    },
 }
 
 /// Words of one bitmask row for a logits width: `ceil(width / 32)`.

@@ -220,9 +220,15 @@ pub enum Reasoning {
 /// Why a tools array could not become a tag.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolsError {
-    /// The array, a tool or the choice is malformed (the JSON Pointer).
+    /// The array, a tool or the choice is malformed.
     #[error("tools at {pointer}: {message}")]
-    Invalid { pointer: String, message: String },
+    Invalid {
+        /// JSON Pointer into the tools array (empty for the array itself or
+        /// the choice).
+        pointer: String,
+        /// What is wrong there.
+        message: String,
+    },
 }
 
 fn invalid(pointer: impl Into<String>, message: impl Into<String>) -> ToolsError {

@@ -35,10 +35,19 @@ pub enum Op {
 /// Why a combination was not built.
 #[derive(Debug, thiserror::Error)]
 pub enum AlgebraError {
+    /// The product automaton has more states than `max_states`.
     #[error("the product automaton has more than {limit} states")]
-    TooManyStates { limit: usize },
+    TooManyStates {
+        /// The limit passed (`max_states`), in states.
+        limit: usize,
+    },
+    /// The regex read back from the product is longer than `max_len`.
     #[error("the combined regex is longer than {limit} bytes")]
-    TooLong { limit: usize },
+    TooLong {
+        /// The limit passed (`max_len`), in bytes.
+        limit: usize,
+    },
+    /// One of the two regexes did not become a DFA.
     #[error(transparent)]
     Dfa(#[from] DfaError),
 }

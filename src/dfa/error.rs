@@ -13,14 +13,23 @@ use regex_automata::nfa::thompson;
 /// Why a pattern did not become a DFA.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DfaError {
-    /// The pattern does not parse; `offset` is a byte offset into it.
+    /// The pattern does not parse.
     #[error("bad regex at byte {offset}: {message}")]
-    Syntax { offset: usize, message: String },
+    Syntax {
+        /// 0-based byte offset of the error in the pattern.
+        offset: usize,
+        /// The parser's message.
+        message: String,
+    },
     /// The pattern parses but its automaton exceeds a configured limit.
     #[error("regex too big: the {what} exceeds its limit of {limit} bytes (raise it with {knob})")]
     TooBig {
+        /// The structure that grew too big (`NFA`, `DFA`, `determinization
+        /// memory`).
         what: &'static str,
+        /// The limit passed, in bytes.
         limit: usize,
+        /// The [`DfaConfig`] field that raises it (`DfaConfig::dfa_size_limit`).
         knob: &'static str,
     },
     /// Anything else regex-automata refuses.

@@ -5,10 +5,10 @@
 //! end of input, dead) so that products (intersection) or complements of
 //! automata can be indexed exactly like a plain regex DFA.
 //!
-//! [`LiveTable`] is what the index walks: every state reachable from the start
+//! `LiveTable` is what the index walks: every state reachable from the start
 //! that can still reach acceptance, renumbered `0..n`, with transitions over
 //! byte classes; a transition into a state that cannot reach acceptance is
-//! [`DEAD`]. So "the next state is not `DEAD`" *is* "the text can still be
+//! `DEAD`. So "the next state is not `DEAD`" *is* "the text can still be
 //! completed" — the invariant that makes every mask free of dead ends. The
 //! table also keeps, per state, the shortest distance in bytes to acceptance
 //! (the canonical shortest completion and forced bytes are derived from it by

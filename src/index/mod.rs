@@ -142,18 +142,34 @@ impl Default for IndexConfig {
 /// Why an index could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
+    /// The automaton accepts no text at all.
     #[error("the language is empty: no text can ever be accepted")]
     EmptyLanguage,
+    /// The automaton has more live states than [`IndexConfig::max_states`].
     #[error("the automaton has more than {limit} states (raise it with IndexConfig::max_states)")]
-    TooManyStates { limit: usize },
+    TooManyStates {
+        /// The limit passed, in states.
+        limit: usize,
+    },
+    /// The eager masks need more than [`IndexConfig::max_mask_memory`].
     #[error("the masks need more than {limit} bytes (raise it with IndexConfig::max_mask_memory)")]
-    TooMuchMemory { limit: usize },
+    TooMuchMemory {
+        /// The limit passed, in bytes.
+        limit: usize,
+    },
+    /// A live state that no token of the vocabulary can continue.
     #[error("incompatible vocabulary: after {prefix:?} the text can continue but no token fits")]
-    IncompatibleVocabulary { prefix: String },
+    IncompatibleVocabulary {
+        /// Some text that leads to that state (lossy UTF-8).
+        prefix: String,
+    },
+    /// The build passed [`IndexConfig::deadline`].
     #[error("index build passed its deadline")]
     Deadline,
+    /// The build's thread pool could not be started.
     #[error("cannot start the thread pool: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
+    /// The pattern did not become a DFA.
     #[error(transparent)]
     Dfa(#[from] crate::dfa::DfaError),
 }

@@ -39,20 +39,54 @@ use serde_json::Value;
 /// Why a tree was refused; each names where, as a JSON Pointer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TreeError {
+    /// A level of the tree, or a token, that is not a JSON object.
     #[error("the tree must be a JSON object of tokens, e.g. {{\"A\": {{\"p\": 0.4}}}}; found {found} at {pointer:?}")]
-    NotAnObject { pointer: String, found: String },
+    NotAnObject {
+        /// JSON Pointer into the tree (`""`: the whole document).
+        pointer: String,
+        /// The kind of JSON value found instead (`an array`, `null`, ...).
+        found: String,
+    },
+    /// A level with no tokens.
     #[error("the tree at {pointer:?} has no tokens (an empty object); leave out \"next\" to end a sequence")]
-    Empty { pointer: String },
+    Empty {
+        /// JSON Pointer into the tree (`""`: the whole document).
+        pointer: String,
+    },
+    /// A token without its probability `p`.
     #[error("token at {pointer:?} has no \"p\" (its probability, a number in (0, 1])")]
-    MissingP { pointer: String },
+    MissingP {
+        /// JSON Pointer into the tree (`""`: the whole document).
+        pointer: String,
+    },
+    /// A `p` that is not a number in (0, 1].
     #[error("invalid probability at {pointer:?}: {value}; expected a number in (0, 1]")]
-    BadP { pointer: String, value: String },
+    BadP {
+        /// JSON Pointer into the tree (`""`: the whole document).
+        pointer: String,
+        /// The value found, as text.
+        value: String,
+    },
+    /// Sibling tokens whose probabilities add up to more than 1.
     #[error("the probabilities at {pointer:?} sum to {sum}, more than 1")]
-    SumAboveOne { pointer: String, sum: f64 },
+    SumAboveOne {
+        /// JSON Pointer into the tree (`""`: the whole document).
+        pointer: String,
+        /// Their sum.
+        sum: f64,
+    },
+    /// A token with a key other than `p` and `next`.
     #[error("unknown key {key:?} at {pointer:?}: a token has only \"p\" and \"next\"")]
-    UnknownKey { pointer: String, key: String },
+    UnknownKey {
+        /// JSON Pointer into the tree (`""`: the whole document).
+        pointer: String,
+        /// The unknown key.
+        key: String,
+    },
+    /// A beam width of 0.
     #[error("invalid beam width 0: the beam width must be at least 1")]
     ZeroBeam,
+    /// A length penalty that is not finite (the value given).
     #[error("invalid length penalty {0}: must be a finite number")]
     BadLengthPenalty(f64),
 }
@@ -61,14 +95,18 @@ pub enum TreeError {
 /// follow (empty: the sequence ends here).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TreeNode {
+    /// The token, as written in the tree.
     pub token: String,
+    /// Its probability given the path above it, in (0, 1].
     pub p: f64,
+    /// The tokens that may follow, in file order (empty: the sequence ends).
     pub next: Vec<TreeNode>,
 }
 
 /// A toy tree of next-token probabilities (the roots are the first tokens).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BeamTree {
+    /// The first tokens, in file order.
     pub roots: Vec<TreeNode>,
 }
 
@@ -167,6 +205,7 @@ impl BeamTree {
 /// A path through the tree with its probability and score.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hypothesis {
+    /// The tokens of the path, from the root.
     pub tokens: Vec<String>,
     /// Product of the probabilities along the path.
     pub prob: f64,

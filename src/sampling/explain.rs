@@ -57,6 +57,7 @@ impl std::fmt::Display for Stage {
 /// The distribution after one stage.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageProbabilities {
+    /// The stage just applied.
     pub stage: Stage,
     /// One probability per token (0 for removed ones); sums to 1.
     pub probs: Vec<f32>,

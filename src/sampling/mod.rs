@@ -98,8 +98,11 @@ pub enum SamplingError {
     /// A config value out of its range.
     #[error("invalid sampling parameter {name} = {value}: must be {allowed}")]
     InvalidParameter {
+        /// The parameter's name (`temperature`, `top_p`, ...).
         name: &'static str,
+        /// The value given, as text.
         value: String,
+        /// The values allowed (`in [0, 1]`).
         allowed: &'static str,
     },
     /// The mask, the bias or NaN logits left no token to pick.
@@ -109,12 +112,21 @@ pub enum SamplingError {
     AllRemoved,
     /// The mask is not over the same width as the logits.
     #[error("mask width {mask} does not match the logits width {logits}")]
-    MaskWidth { mask: usize, logits: usize },
+    MaskWidth {
+        /// The mask's width (or the second distribution's length), in
+        /// tokens.
+        mask: usize,
+        /// The logits' length, in tokens.
+        logits: usize,
+    },
     /// A token id (in the history or the logit bias) outside the logits.
     #[error("token id {id} in the {what} is outside the logits width {width}")]
     TokenOutOfRange {
+        /// Where the id came from (`logit_bias`, `draft`).
         what: &'static str,
+        /// The offending id.
         id: TokenId,
+        /// The logits' length, in tokens.
         width: usize,
     },
 }

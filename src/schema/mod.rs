@@ -7,11 +7,11 @@
 //!
 //! It works in two stages:
 //!
-//! 1. [`ir`]: `Value` → typed [`ir::Schema`]. Every keyword is classified here:
+//! 1. `ir`: `Value` → typed `ir::Schema`. Every keyword is classified here:
 //!    enforced (parsed into a typed field), annotation (dropped silently), or
 //!    unsupported / unknown (an error naming the keyword and its JSON Pointer,
 //!    or a [`SchemaWarning`] in lenient mode). Local `$ref`s stay symbolic
-//!    ([`ir::Schema::Ref`]) so that recursion can be unrolled lazily.
+//!    (`ir::Schema::Ref`) so that recursion can be unrolled lazily.
 //! 2. [`regex`]: IR → regex text. `$ref`s are resolved there (a
 //!    recursive reference is unrolled [`SchemaOptions::max_depth`] times, past
 //!    which that branch is simply not offered), `allOf` members are
@@ -21,8 +21,8 @@
 //!    (`regex/logic.rs`), and scalar languages that must be intersected or
 //!    subtracted go through product automata ([`crate::dfa::algebra`]).
 //!
-//! Numeric ranges ([`numeric`]), string formats ([`formats`]), ECMA-262
-//! patterns ([`pattern`]) and the whitespace policy ([`whitespace`]) live in
+//! Numeric ranges (`numeric`), string formats (`formats`), ECMA-262
+//! patterns (`pattern`) and the whitespace policy ([`whitespace`]) live in
 //! their own files.
 //!
 //! ## Invariants (what the tests check against an independent validator)
@@ -86,10 +86,10 @@
 
 pub mod documents;
 mod eval;
-pub mod formats;
-pub mod ir;
-pub mod numeric;
-pub mod pattern;
+pub(crate) mod formats;
+pub(crate) mod ir;
+pub(crate) mod numeric;
+pub(crate) mod pattern;
 pub(crate) mod pushdown;
 pub mod regex;
 pub mod tools;
@@ -317,6 +317,7 @@ impl SchemaOptions {
 pub struct Pointer(pub String);
 
 impl Pointer {
+    /// The pointer to the whole document (the empty string).
     pub fn root() -> Pointer {
         Pointer(String::new())
     }
@@ -325,9 +326,12 @@ impl Pointer {
         let escaped = token.replace('~', "~0").replace('/', "~1");
         Pointer(format!("{}/{}", self.0, escaped))
     }
+    /// The pointer to a child array element.
     pub fn push_index(&self, i: usize) -> Pointer {
         Pointer(format!("{}/{}", self.0, i))
     }
+    /// The pointer's text (`""` for the root, else `/`-separated escaped
+    /// tokens).
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -349,40 +353,77 @@ pub enum SchemaError {
     /// A keyword that changes what validates and that the compiler does not
     /// enforce.
     #[error("unsupported keyword \"{keyword}\" at {pointer}")]
-    Unsupported { keyword: String, pointer: Pointer },
+    Unsupported {
+        /// The keyword's name.
+        keyword: String,
+        /// Where, in the schema document.
+        pointer: Pointer,
+    },
     /// A keyword no JSON Schema draft defines and that is not a known
     /// annotation.
     #[error("unknown keyword \"{keyword}\" at {pointer}")]
-    Unknown { keyword: String, pointer: Pointer },
+    Unknown {
+        /// The keyword's name.
+        keyword: String,
+        /// Where, in the schema document.
+        pointer: Pointer,
+    },
     /// A keyword value the compiler supports in general but not this value or
     /// combination (`format: "int32"`, fractional `multipleOf`, ...).
     #[error("unsupported {what} at {pointer}: {detail}")]
     UnsupportedValue {
+        /// The keyword or construct (`format "int128"`, `multipleOf`, ...).
         what: String,
+        /// Where, in the schema document.
         pointer: Pointer,
+        /// Why it is not supported.
         detail: String,
     },
     /// Keywords that contradict each other, so nothing (or not what was
     /// meant) could validate.
     #[error("contradiction at {pointer}: {detail}")]
-    Contradiction { pointer: Pointer, detail: String },
+    Contradiction {
+        /// Where, in the schema document.
+        pointer: Pointer,
+        /// Which keywords contradict each other, and how.
+        detail: String,
+    },
     /// A keyword with a value of the wrong shape.
     #[error("invalid schema at {pointer}: {detail}")]
-    Invalid { pointer: Pointer, detail: String },
+    Invalid {
+        /// Where, in the schema document.
+        pointer: Pointer,
+        /// What is wrong with the value.
+        detail: String,
+    },
     /// A `pattern` the regex engine cannot express (lookaround,
     /// backreferences, ...) or cannot confine.
     #[error("unsupported pattern at {pointer}: {detail}")]
-    Pattern { pointer: Pointer, detail: String },
+    Pattern {
+        /// Where, in the schema document.
+        pointer: Pointer,
+        /// What in the pattern could not be compiled.
+        detail: String,
+    },
     /// A `$ref` that is not a local reference.
     #[error("unresolvable $ref \"{reference}\" at {pointer}")]
-    Ref { reference: String, pointer: Pointer },
+    Ref {
+        /// The `$ref` value as written.
+        reference: String,
+        /// Where, in the schema document.
+        pointer: Pointer,
+    },
     /// A `oneOf` whose branches could not be proven disjoint.
     /// `cause` says why the exact form (`Bᵢ ∧ ¬Bⱼ`) could not be built.
     #[error("oneOf at {pointer}: branches {first} and {second} may both match (set SchemaOptions::coerce_one_of to compile it as anyOf); exactly-one failed: {cause}")]
     OneOfOverlap {
+        /// Where the `oneOf` is, in the schema document.
         pointer: Pointer,
+        /// 0-based index of the first of the two branches.
         first: usize,
+        /// 0-based index of the second of the two branches.
         second: usize,
+        /// Why the exact (complemented) form could not be built.
         cause: String,
     },
     /// A size knob was hit.
@@ -390,16 +431,29 @@ pub enum SchemaError {
         "{what} at {pointer} is {size}, over the limit of {limit} (raise SchemaOptions::{knob})"
     )]
     TooBig {
+        /// What grew too big (`regex text`, `anyOf/oneOf branch
+        /// combinations`, ...).
         what: String,
+        /// Where, in the schema document.
         pointer: Pointer,
+        /// Its size, in the limit's unit (bytes of regex, branches, levels,
+        /// ...).
         size: u64,
+        /// The limit it passed.
         limit: u64,
+        /// The [`SchemaOptions`] field that sets the limit.
         knob: &'static str,
     },
     /// The schema (or the part at the pointer) admits no JSON value at all
     /// within the compiler's bounds.
     #[error("schema at {pointer} admits no value{detail}")]
-    Empty { pointer: Pointer, detail: String },
+    Empty {
+        /// Where, in the schema document.
+        pointer: Pointer,
+        /// The bounds it was searched within, as ` (...)` text appended to
+        /// the message (empty when none).
+        detail: String,
+    },
 }
 
 impl SchemaError {
@@ -435,7 +489,9 @@ impl SchemaError {
 /// Something the compiler did not enforce (lenient mode) or narrowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaWarning {
+    /// Where, in the schema document.
     pub pointer: Pointer,
+    /// What was ignored or narrowed, and how.
     pub message: String,
 }
 

@@ -76,6 +76,7 @@ impl Dec {
         })
     }
 
+    #[cfg(test)]
     pub fn from_i64(v: i64) -> Dec {
         Dec::parse(&v.to_string()).expect("an integer is a number")
     }

@@ -1,17 +1,17 @@
 //! # IR → regex
 //!
-//! `Gen` walks the [`ir::Schema`] tree and writes regex
+//! `Gen` walks the `ir::Schema` tree and writes regex
 //! text. A sub-language is an `Option<String>`: `None` is the empty language
 //! (a `false` schema, a recursion cut, an unsatisfiable range), and it
 //! propagates: a required property with no possible value empties its object,
 //! an optional one is simply never offered.
 //!
-//! - `$ref`: resolved through the [`Document`]; each target may be active at
+//! - `$ref`: resolved through the schema `Document`; each target may be active at
 //!   most `max_depth + 1` times on the current path, past which it is `None`.
 //!   Results are memoised per target and per the recursion state of the refs
 //!   it can reach, so a definition used 500 times is generated once (its text
 //!   is still repeated: a regex cannot share sub-expressions).
-//! - `allOf` (and `$ref` siblings): merged into one node by [`ir::merge`].
+//! - `allOf` (and `$ref` siblings): merged into one node by `ir::merge`.
 //! - `anyOf`: an alternation of the branches, each merged with the node's
 //!   other keywords. `oneOf`: the same after proving that no output of one
 //!   branch validates against another (types, `enum`/`const`, a `required`

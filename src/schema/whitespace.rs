@@ -20,7 +20,10 @@ pub enum Whitespace {
     /// `", "` and `": "`, as Python's `json.dumps` writes.
     Python,
     /// Up to `max` JSON whitespace bytes in every slot.
-    Flexible { max: usize },
+    Flexible {
+        /// The most whitespace bytes per slot.
+        max: usize,
+    },
 }
 
 /// The separators of one policy, as regex fragments.

@@ -178,88 +178,169 @@ pub struct Tag {
 #[derive(Clone, Debug)]
 pub enum Format {
     /// `const_string`: exactly `value`.
-    Const { at: Pointer, value: String },
+    Const {
+        /// Where the format is in the JSON.
+        at: Pointer,
+        /// The text.
+        value: String,
+    },
     /// `json_schema` (and the deprecated `qwen_xml_parameter`).
     JsonSchema {
+        /// Where the format is in the JSON.
         at: Pointer,
+        /// The schema document.
         schema: Value,
+        /// How the value is written: `json`, or an XML parameter style
+        /// (`qwen_xml`, `glm_xml`, ...).
         style: String,
+        /// Whether an object's properties may come in any order.
         any_order: bool,
     },
     /// `grammar`: GBNF / XGrammar EBNF text.
-    Grammar { at: Pointer, text: String },
+    Grammar {
+        /// Where the format is in the JSON.
+        at: Pointer,
+        /// The grammar text.
+        text: String,
+    },
     /// `regex`: a regex, full match.
-    Regex { at: Pointer, pattern: String },
+    Regex {
+        /// Where the format is in the JSON.
+        at: Pointer,
+        /// The pattern, in the `regex` crate's syntax.
+        pattern: String,
+    },
     /// `any_text`.
     AnyText {
+        /// Where the format is in the JSON.
         at: Pointer,
+        /// Strings the text never holds (each non-empty).
         excludes: Vec<String>,
+        /// The most characters (`None`: unbounded).
         max_chars: Option<u32>,
+        /// The most tokens (`None`: unbounded; only in the tag that opens
+        /// the output).
         max_tokens: Option<u32>,
     },
     /// `sequence`.
-    Sequence { at: Pointer, elements: Vec<Format> },
+    Sequence {
+        /// Where the format is in the JSON.
+        at: Pointer,
+        /// The formats, one after another.
+        elements: Vec<Format>,
+    },
     /// `or`.
-    Or { at: Pointer, elements: Vec<Format> },
+    Or {
+        /// Where the format is in the JSON.
+        at: Pointer,
+        /// The alternatives.
+        elements: Vec<Format>,
+    },
     /// `optional` (0..1), `plus` (1..), `star` (0..), `repeat` (min..=max).
     Repeat {
+        /// Where the format is in the JSON.
         at: Pointer,
+        /// The repeated format.
         content: Box<Format>,
+        /// The fewest repetitions.
         min: u32,
+        /// The most repetitions (`None`: unbounded).
         max: Option<u32>,
     },
     /// `tag`.
     Tag(Tag),
     /// `triggered_tags`.
     TriggeredTags {
+        /// Where the format is in the JSON.
         at: Pointer,
+        /// The texts that open a tag once completed (at least one).
         triggers: Vec<String>,
+        /// The tags a trigger may open.
         tags: Vec<Tag>,
+        /// Whether the output must begin with a tag.
         at_least_one: bool,
+        /// Whether at most one tag is allowed, with nothing after it.
         stop_after_first: bool,
+        /// Strings that free text never holds.
         excludes: Vec<String>,
     },
     /// `tags_with_separator`.
     TagsWithSeparator {
+        /// Where the format is in the JSON.
         at: Pointer,
+        /// The tags that may follow one another.
         tags: Vec<Tag>,
+        /// The text between two tags.
         separator: String,
+        /// Whether at least one tag is required.
         at_least_one: bool,
+        /// Whether at most one tag is allowed.
         stop_after_first: bool,
     },
     /// `dispatch`: `(pattern, format)` rules over free text.
     Dispatch {
+        /// Where the format is in the JSON.
         at: Pointer,
+        /// Each pattern that, once completed in free text, must be
+        /// followed by its format.
         rules: Vec<(String, Format)>,
+        /// `loop` (default true): whether free text and dispatches go on
+        /// after the first; otherwise at most one, with nothing after it.
         looped: bool,
+        /// Strings that free text never holds.
         excludes: Vec<String>,
     },
     /// `token`: one special token.
-    Token { at: Pointer, token: TokenName },
+    Token {
+        /// Where the format is in the JSON.
+        at: Pointer,
+        /// The token.
+        token: TokenName,
+    },
     /// `exclude_token`: any one token but some (refused when lowered: one
     /// token of text is no language over bytes).
-    ExcludeToken { at: Pointer },
+    ExcludeToken {
+        /// Where the format is in the JSON.
+        at: Pointer,
+    },
     /// `any_tokens`: text and special tokens, but the excluded ones.
     AnyTokens {
+        /// Where the format is in the JSON.
         at: Pointer,
+        /// The special tokens never allowed, each with where it is named.
         exclude: Vec<(Pointer, TokenName)>,
+        /// The most tokens (`None`: unbounded; any bound is refused when
+        /// lowered, in favour of `any_text.max_tokens`).
         max_tokens: Option<u32>,
     },
     /// `token_triggered_tags`: free tokens until a trigger token, which
     /// opens the tag that begins with it.
     TokenTriggeredTags {
+        /// Where the format is in the JSON.
         at: Pointer,
+        /// The tokens that open a tag (at least one), each with where it is
+        /// named.
         triggers: Vec<(Pointer, TokenName)>,
+        /// The tags a trigger may open.
         tags: Vec<Tag>,
+        /// The special tokens never allowed among the free tokens.
         exclude: Vec<(Pointer, TokenName)>,
+        /// Whether the output must begin with a tag.
         at_least_one: bool,
+        /// Whether at most one tag is allowed, with nothing after it.
         stop_after_first: bool,
     },
     /// `token_dispatch`: `(token, format)` rules over free tokens.
     TokenDispatch {
+        /// Where the format is in the JSON.
         at: Pointer,
+        /// Each token (with where it is named) that must be followed by
+        /// its format.
         rules: Vec<((Pointer, TokenName), Format)>,
+        /// `loop` (default true): whether free tokens and dispatches go on
+        /// after the first; otherwise at most one, with nothing after it.
         looped: bool,
+        /// The special tokens never allowed among the free tokens.
         exclude: Vec<(Pointer, TokenName)>,
     },
 }
@@ -271,47 +352,73 @@ pub enum TagError {
     /// The text is not JSON.
     #[error("structural tag: bad JSON at line {line}, column {column}: {message}")]
     Json {
+        /// 1-based line of the error.
         line: usize,
+        /// 1-based column of the error, in bytes.
         column: usize,
+        /// The JSON parser's message.
         message: String,
     },
     /// A field is missing, has the wrong type, or the shape is malformed.
     #[error("structural tag at {pointer}: {message}")]
-    Invalid { pointer: Pointer, message: String },
+    Invalid {
+        /// JSON Pointer into the tag.
+        pointer: Pointer,
+        /// What is wrong there.
+        message: String,
+    },
     /// A construct XGrammar defines that constrain does not compile yet.
     #[error("structural tag at {pointer}: {construct} is not supported: {reason}")]
     Unsupported {
+        /// JSON Pointer into the tag.
         pointer: Pointer,
+        /// The construct refused (`exclude_token`, `a recursive grammar`).
         construct: String,
+        /// Why it is refused.
         reason: String,
     },
     /// An embedded JSON Schema was refused.
     #[error("structural tag at {pointer}: {source}")]
     Schema {
+        /// JSON Pointer to the schema in the tag.
         pointer: Pointer,
+        /// The schema compiler's error (its pointer is into the schema).
         #[source]
         source: SchemaError,
     },
     /// A `regex` format's pattern does not parse.
     #[error("structural tag at {pointer}: bad regex: {message}")]
-    Regex { pointer: Pointer, message: String },
+    Regex {
+        /// JSON Pointer into the tag.
+        pointer: Pointer,
+        /// The regex parser's message.
+        message: String,
+    },
     /// A `grammar` format was refused.
     #[error("structural tag at {pointer}: {source}")]
     Grammar {
+        /// JSON Pointer into the tag.
         pointer: Pointer,
+        /// The GBNF error, with its line and column in the grammar text.
         #[source]
         source: crate::grammar::gbnf::GbnfError,
     },
     /// A free-text automaton passed a limit.
     #[error("structural tag at {pointer}: {what} passes its limit (raise {limit})")]
     TooBig {
+        /// JSON Pointer into the tag.
         pointer: Pointer,
+        /// What passed its limit, with the underlying error.
         what: String,
+        /// The limit to raise (`SchemaOptions::max_product_states`, ...).
         limit: &'static str,
     },
     /// The tag admits no text at all.
     #[error("structural tag at {pointer}: the format admits no text")]
-    Empty { pointer: Pointer },
+    Empty {
+        /// JSON Pointer into the tag.
+        pointer: Pointer,
+    },
 }
 
 impl TagError {

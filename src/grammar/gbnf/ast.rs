@@ -8,7 +8,9 @@
 /// A position in the grammar text: 1-based line and column (in characters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Pos {
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column, in characters.
     pub column: usize,
 }
 
@@ -23,6 +25,7 @@ impl std::fmt::Display for Pos {
 pub struct Rule {
     /// `[a-zA-Z0-9-]+`.
     pub name: String,
+    /// The expression right of `::=`.
     pub body: Expr,
     /// Where the rule's name starts.
     pub pos: Pos,
@@ -41,17 +44,27 @@ pub enum Expr {
     /// `[...]` / `[^...]`: one character in (or, negated, outside) the
     /// inclusive ranges. `[]` matches nothing, `[^]` any character.
     Class {
+        /// Inclusive character ranges, as written.
         ranges: Vec<(char, char)>,
+        /// Whether the class is `[^...]`.
         negated: bool,
     },
     /// `.`: any one character.
     Any,
     /// A reference to the rule `name`, written at `pos`.
-    Ref { name: String, pos: Pos },
+    Ref {
+        /// The rule referred to.
+        name: String,
+        /// Where the reference is written.
+        pos: Pos,
+    },
     /// `x*`, `x+`, `x?`, `x{m}`, `x{m,}`, `x{m,n}` (`max: None`: unbounded).
     Repeat {
+        /// The repeated expression.
         expr: Box<Expr>,
+        /// The fewest repetitions.
         min: u32,
+        /// The most repetitions (`None`: unbounded).
         max: Option<u32>,
     },
 }

@@ -34,7 +34,6 @@ pub use lookaround::is_match;
 
 mod emit;
 mod translate;
-pub use emit::{char_unit, class_text};
 use emit::{emit, emit_alt};
 pub use translate::{translate_ecma, PatternError};
 

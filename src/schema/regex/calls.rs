@@ -103,8 +103,12 @@ pub enum SchemaFragments {
     /// each body is regex text with call markers (`None`: the body admits
     /// no value).
     Fragments {
+        /// Each fragment's name: `document` for fragment 0, else the JSON
+        /// Pointer of its `$ref` target (or [`ANY_VALUE`]).
         names: Vec<String>,
+        /// Each fragment's regex text, by index (`None`: no value).
         bodies: Vec<Option<String>>,
+        /// What the compiler did not enforce or narrowed.
         warnings: Vec<SchemaWarning>,
     },
 }
