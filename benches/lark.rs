@@ -4,6 +4,9 @@
 //! * `lark/compile/NAME` (criterion): the grammar text → parse, the
 //!   greedy-lexer check, GBNF → automaton → index, uncached, the
 //!   vocabulary's shared tries already built (a warm compile);
+//! * then the same compile 50 times, its median wall time and its mean
+//!   time on a CPU, all threads (`/proc/self/stat`: apart from the time
+//!   other processes hold the cores on a shared machine);
 //! * then, per grammar, the cost of `fill_bitmask` (XGrammar layout) at
 //!   every step of random walks: each grammar compiled afresh, 200 walks of
 //!   at most 64 tokens, each step a uniformly drawn allowed token (EOS when
@@ -98,10 +101,47 @@ fn walks(c: &Compiled, rng: &mut StdRng) -> Vec<f64> {
     out
 }
 
+/// This process's time on a CPU so far, in ms (Linux `/proc/self/stat`,
+/// user and system, 100 ticks a second): a compile's cost apart from the
+/// time other processes hold the cores on a shared machine.
+fn on_cpu() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks * 10.0)
+}
+
 fn masks() {
     let Some(compiler) = compiler() else {
         return;
     };
+    for (name, text) in grammars() {
+        let mut wall = Vec::new();
+        let cpu0 = on_cpu();
+        for _ in 0..50 {
+            let t0 = Instant::now();
+            let s = Source::lark(&text).expect("parses");
+            black_box(compiler.compile_uncached(&s).expect("compiles"));
+            wall.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        let cpu = on_cpu().zip(cpu0).map(|(b, a)| (b - a) / 50.0);
+        wall.sort_by(f64::total_cmp);
+        let last = compiler
+            .compile_uncached(&Source::lark(&text).expect("parses"))
+            .expect("compiles");
+        let st = last.stats();
+        println!(
+            "lark/compile/{name:<15} warm: median {:>7.2} ms wall, {} on a CPU \
+             (last: DFA {:.2} ms, index {:.2} ms, {} states, {} fragments)",
+            wall[25],
+            cpu.map_or("?".into(), |c| format!("{c:.2} ms")),
+            st.dfa_time.as_secs_f64() * 1e3,
+            st.index_time.as_secs_f64() * 1e3,
+            st.dfa_states,
+            st.fragments,
+        );
+    }
     let mut rng = StdRng::seed_from_u64(5);
     for (name, text) in grammars() {
         let c = compiler
