@@ -53,7 +53,7 @@ pub fn nullable_rules(g: &SymGrammar) -> Vec<bool> {
 pub fn nullable(s: &Sym, n: &[bool]) -> bool {
     match s {
         Sym::Lex(_) => false,
-        Sym::Rule(r) => n[*r],
+        Sym::Rule(r) | Sym::Sub(r) => n[*r],
         Sym::Seq(v) => v.iter().all(|x| nullable(x, n)),
         Sym::Alt(v) => v.iter().any(|x| nullable(x, n)),
         Sym::Repeat(x, min, max) => *min == 0 || *max == Some(0) || nullable(x, n),
@@ -65,7 +65,7 @@ fn productive_rules(g: &SymGrammar) -> Vec<bool> {
     fn has(s: &Sym, p: &[bool]) -> bool {
         match s {
             Sym::Lex(_) => true,
-            Sym::Rule(r) => p[*r],
+            Sym::Rule(r) | Sym::Sub(r) => p[*r],
             Sym::Seq(v) | Sym::Alt(v) => v.iter().any(|x| has(x, p)),
             Sym::Repeat(x, _, max) => *max != Some(0) && has(x, p),
         }
@@ -89,9 +89,9 @@ struct Emitter<'g> {
     g: &'g SymGrammar,
     nullable: Vec<bool>,
     productive: Vec<bool>,
-    /// The ignored text before a lexeme: `ignore?` when the ignore
-    /// language is closed under concatenation, else `ignore*`.
-    ignore: Option<Expr>,
+    /// Per lexeme class, the ignored text before a lexeme: `ignore?` when
+    /// the ignore language is closed under concatenation, else `ignore*`.
+    ignores: Vec<Option<Expr>>,
     /// Rules that may begin with a plain lexeme (so a parser state that
     /// predicts them lets `%ignore` text in).
     plain_first: Vec<bool>,
@@ -102,12 +102,20 @@ impl Emitter<'_> {
         match s {
             Sym::Lex(id) => {
                 let t = r(format!("t.{id}"));
-                match (&self.ignore, self.g.lexemes[*id].kind) {
+                let l = &self.g.lexemes[*id];
+                match (&self.ignores[l.class], l.kind) {
                     (Some(i), LexKind::Plain) => Expr::Seq(vec![i.clone(), t]),
                     _ => t,
                 }
             }
             Sym::Rule(id) => r(format!("r.{}", self.g.rules[*id].0)),
+            Sym::Sub(id) => {
+                let mut alts = vec![self.first(s)];
+                if self.nullable[*id] {
+                    alts.push(Expr::Seq(Vec::new()));
+                }
+                alt(alts)
+            }
             Sym::Seq(v) => Expr::Seq(v.iter().map(|x| self.normal(x)).collect()),
             Sym::Alt(v) => Expr::Alt(v.iter().map(|x| self.normal(x)).collect()),
             Sym::Repeat(x, min, max) => Expr::Repeat {
@@ -123,8 +131,10 @@ impl Emitter<'_> {
     fn first(&self, s: &Sym) -> Expr {
         match s {
             Sym::Lex(id) => r(format!("t.{id}")),
-            Sym::Rule(id) if self.productive[*id] => r(format!("f.{}", self.g.rules[*id].0)),
-            Sym::Rule(_) => fail(),
+            Sym::Rule(id) | Sym::Sub(id) if self.productive[*id] => {
+                r(format!("f.{}", self.g.rules[*id].0))
+            }
+            Sym::Rule(_) | Sym::Sub(_) => fail(),
             Sym::Seq(v) => {
                 let mut alts = Vec::new();
                 for i in 0..v.len() {
@@ -172,7 +182,7 @@ impl Emitter<'_> {
     }
 
     fn slot(&self) -> Expr {
-        self.ignore.clone().unwrap_or_else(fail)
+        self.ignores[0].clone().unwrap_or_else(fail)
     }
 
     /// Empty `s` is a slot.
@@ -186,7 +196,7 @@ impl Emitter<'_> {
             alts.push(self.slot());
         }
         match s {
-            Sym::Lex(_) => {}
+            Sym::Lex(_) | Sym::Sub(_) => {}
             Sym::Rule(id) => alts.push(r(format!("e.{}", self.g.rules[*id].0))),
             Sym::Seq(v) => {
                 for i in 0..v.len() {
@@ -227,7 +237,7 @@ impl Emitter<'_> {
     fn tail_first(&self, s: &Sym) -> Expr {
         let mut alts = Vec::new();
         match s {
-            Sym::Lex(_) => {}
+            Sym::Lex(_) | Sym::Sub(_) => {}
             Sym::Rule(id) => alts.push(r(format!("g.{}", self.g.rules[*id].0))),
             Sym::Seq(v) => {
                 for i in 0..v.len() {
@@ -275,8 +285,11 @@ impl Emitter<'_> {
 /// Whether `s` may begin with a plain lexeme (through productive rules).
 fn plain_first(s: &Sym, lexemes: &[super::lower::Lexeme], n: &[bool], pf: &[bool]) -> bool {
     match s {
-        Sym::Lex(id) => lexemes[*id].kind == LexKind::Plain,
+        Sym::Lex(id) => lexemes[*id].kind == LexKind::Plain && lexemes[*id].class == 0,
         Sym::Rule(r) => pf[*r],
+        // A block of its own class: the grammar's ignored text never
+        // stands before it.
+        Sym::Sub(_) => false,
         Sym::Seq(v) => {
             for x in v {
                 if plain_first(x, lexemes, n, pf) {
@@ -317,19 +330,33 @@ fn alt(mut v: Vec<Expr>) -> Expr {
     }
 }
 
-/// The GBNF grammar of `g`; `closed_ignore`: the ignore language is closed
-/// under concatenation.
+fn ignore_name(class: usize) -> String {
+    match class {
+        0 => "ignore".into(),
+        c => format!("ignore.{c}"),
+    }
+}
+
+/// The GBNF grammar of `g`; `closed_ignore[c]`: the ignore language of
+/// class `c` is closed under concatenation.
 pub fn emit(
     g: &SymGrammar,
     name: &str,
     text: &str,
-    closed_ignore: bool,
+    closed_ignore: &[bool],
 ) -> Result<Gbnf, LarkError> {
-    let ignore = g.ignore.as_ref().map(|_| Expr::Repeat {
-        expr: Box::new(r("ignore".into())),
-        min: 0,
-        max: if closed_ignore { Some(1) } else { None },
-    });
+    let ignores = g
+        .ignores
+        .iter()
+        .enumerate()
+        .map(|(c, i)| {
+            i.as_ref().map(|_| Expr::Repeat {
+                expr: Box::new(r(ignore_name(c))),
+                min: 0,
+                max: if closed_ignore[c] { Some(1) } else { None },
+            })
+        })
+        .collect();
     let nullable = nullable_rules(g);
     let productive = productive_rules(g);
     let plain_first = plain_first_rules(g, &nullable, &productive);
@@ -337,10 +364,10 @@ pub fn emit(
         g,
         nullable,
         productive,
-        ignore,
+        ignores,
         plain_first,
     };
-    let trailing = g.ignore.is_some();
+    let trailing = g.ignores[0].is_some();
     let start = g.start;
     let mut root = vec![];
     if e.productive[start] {
@@ -390,12 +417,14 @@ pub fn emit(
             pos: l.pos,
         });
     }
-    if let Some((h, pos)) = &g.ignore {
-        rules.push(Rule {
-            name: "ignore".into(),
-            body: hir_expr(h, *pos, "%ignore")?,
-            pos: *pos,
-        });
+    for (c, i) in g.ignores.iter().enumerate() {
+        if let Some((h, pos)) = i {
+            rules.push(Rule {
+                name: ignore_name(c),
+                body: hir_expr(h, *pos, "%ignore")?,
+                pos: *pos,
+            });
+        }
     }
     Ok(Gbnf {
         name: name.to_string(),

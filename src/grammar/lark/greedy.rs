@@ -276,7 +276,7 @@ impl Sets<'_> {
                 ids: [*id].into(),
                 eos: false,
             },
-            Sym::Rule(r) => self.first[*r].clone(),
+            Sym::Rule(r) | Sym::Sub(r) => self.first[*r].clone(),
             Sym::Seq(v) => {
                 let mut out = Set::default();
                 for x in v {
@@ -303,7 +303,7 @@ impl Sets<'_> {
     fn follow(&mut self, s: &Sym, after: &Set) -> bool {
         match s {
             Sym::Lex(id) => self.follow_lex[*id].union(after),
-            Sym::Rule(r) => self.follow_rule[*r].union(after),
+            Sym::Rule(r) | Sym::Sub(r) => self.follow_rule[*r].union(after),
             Sym::Seq(v) => {
                 let mut changed = false;
                 let mut after = after.clone();
@@ -354,9 +354,10 @@ fn byte_text(b: usize) -> String {
     }
 }
 
-/// Checks `g` (see the module docs). Returns whether the ignore language
-/// is closed under concatenation (then the grammar takes `ignore?`).
-pub fn check(g: &SymGrammar) -> Result<bool, LarkError> {
+/// Checks `g` (see the module docs). Returns, per lexeme class, whether
+/// its ignore language is closed under concatenation (then the grammar
+/// takes `ignore?`).
+pub fn check(g: &SymGrammar) -> Result<Vec<bool>, LarkError> {
     let mut budget = Budget(MAX_CHECK_STATES);
     let n = g.lexemes.len();
     let table_err = |line: usize, column: usize| {
@@ -370,8 +371,11 @@ pub fn check(g: &SymGrammar) -> Result<bool, LarkError> {
     for l in &g.lexemes {
         tables.push(Table::build(&l.hir).map_err(table_err(l.pos.line, l.pos.column))?);
     }
-    let mut closed_ignore = true;
-    if let Some((h, pos)) = &g.ignore {
+    // The ignore lexemes: ids from `n`, one per class that has one.
+    let mut closed_ignore = vec![true; g.ignores.len()];
+    let mut ign_of: Vec<Option<usize>> = vec![None; g.ignores.len()];
+    for (c, i) in g.ignores.iter().enumerate() {
+        let Some((h, pos)) = i else { continue };
         let t = Table::build(h).map_err(table_err(pos.line, pos.column))?;
         if t.nullable() {
             return Err(LarkError::Lexer {
@@ -382,10 +386,12 @@ pub fn check(g: &SymGrammar) -> Result<bool, LarkError> {
         }
         let ii = Table::build(&Hir::concat(vec![h.clone(), h.clone()]))
             .map_err(table_err(pos.line, pos.column))?;
-        closed_ignore = closed(&ii, &t, &mut budget)?;
+        closed_ignore[c] = closed(&ii, &t, &mut budget)?;
+        ign_of[c] = Some(tables.len());
         tables.push(t);
     }
-    let ign = g.ignore.as_ref().map(|_| n);
+    let is_ign = |id: usize| id >= n;
+    let class_of_ign = |id: usize| ign_of.iter().position(|&x| x == Some(id)).unwrap_or(0);
     // FIRST and FOLLOW over lexemes.
     let mut s = Sets {
         g,
@@ -415,11 +421,12 @@ pub fn check(g: &SymGrammar) -> Result<bool, LarkError> {
             break;
         }
     }
-    // What may follow each lexeme (lexemes, and %ignore before a plain one).
+    // What may follow each lexeme (lexemes, and its class's %ignore
+    // before a plain one).
     let next = |id: usize| -> Vec<usize> {
         let f = &s.follow_lex[id];
         let mut v: Vec<usize> = f.ids.iter().copied().collect();
-        if let Some(i) = ign {
+        if let Some(i) = ign_of[g.lexemes[id].class] {
             if f.ids.iter().any(|&x| g.lexemes[x].kind == LexKind::Plain) {
                 v.push(i);
             }
@@ -454,20 +461,20 @@ pub fn check(g: &SymGrammar) -> Result<bool, LarkError> {
         if c.is_empty() {
             continue;
         }
-        if let Some(i) = ign {
+        if let Some(i) = ign_of[g.lexemes[id].class] {
             c.push(i);
         }
         contexts.insert(c);
     }
     let mut ext_memo: HashMap<(usize, usize), Bytes> = HashMap::new();
     for c in &contexts {
-        // %ignore and a lexeme matching the same text; %json and a lexeme
-        // starting alike.
+        // %ignore and a lexeme matching the same text; %json, or a lexeme
+        // of another class, and a lexeme starting alike.
         for &x in c {
-            if Some(x) == ign {
+            if is_ign(x) {
                 continue;
             }
-            if let Some(i) = ign {
+            for &i in c.iter().filter(|&&i| is_ign(i)) {
                 if overlap(&tables[x], &tables[i], &mut budget)? {
                     return Err(conflict(
                         g,
@@ -479,26 +486,34 @@ pub fn check(g: &SymGrammar) -> Result<bool, LarkError> {
                     ));
                 }
             }
-            if g.lexemes[x].kind == LexKind::Json {
-                let fx = tables[x].first();
-                for &y in c {
-                    if y != x && (0..256).any(|b| fx[b] && tables[y].first()[b]) {
-                        return Err(conflict(g, x, format!("%json at {} may begin where {} begins (llguidance picks one sub-grammar there)", label(g, x), label(g, y))));
-                    }
+            let fx = tables[x].first();
+            for &y in c {
+                if y == x || is_ign(y) {
+                    continue;
+                }
+                let json = g.lexemes[x].kind == LexKind::Json;
+                let apart = g.lexemes[x].class != g.lexemes[y].class;
+                if (json || apart) && (0..256).any(|b| fx[b] && tables[y].first()[b]) {
+                    let why = if json {
+                        format!("%json at {}", label(g, x))
+                    } else {
+                        format!("{}, of a %lark block lexed apart,", label(g, x))
+                    };
+                    return Err(conflict(g, x, format!("{why} may begin where {} begins (llguidance picks one sub-grammar there)", label(g, y))));
                 }
             }
         }
         // A lazy lexeme is taken the moment it matches: no other lexeme of
         // the context may still be alive there (llguidance would cut it).
         for &a in c {
-            if Some(a) == ign || !g.lexemes[a].lazy {
+            if is_ign(a) || !g.lexemes[a].lazy {
                 continue;
             }
             for &x in c {
                 if x == a {
                     continue;
                 }
-                let x_lazy = Some(x) != ign && g.lexemes[x].lazy;
+                let x_lazy = !is_ign(x) && g.lexemes[x].lazy;
                 let mut cut = false;
                 walk(&tables[a], &tables[x], &mut budget, |s, t| {
                     cut |= tables[a].accepting[s as usize]
@@ -532,17 +547,18 @@ pub fn check(g: &SymGrammar) -> Result<bool, LarkError> {
                     ext[b] |= e[b];
                 }
             }
-            if Some(a) != ign && g.lexemes[a].kind == LexKind::Json {
+            let json_a = !is_ign(a) && g.lexemes[a].kind == LexKind::Json;
+            if json_a {
                 for b in [b' ', b'\t', b'\n', b'\r'] {
                     ext[b as usize] = true;
                 }
             }
-            let nexts: Vec<usize> = if Some(a) == ign { c.clone() } else { next(a) };
+            let nexts: Vec<usize> = if is_ign(a) { c.clone() } else { next(a) };
             for m in nexts {
-                if Some(a) == ign && Some(m) == ign && closed_ignore {
+                if is_ign(a) && m == a && closed_ignore[class_of_ign(a)] {
                     continue;
                 }
-                let jsonws = Some(m) == ign && Some(a) != ign && g.lexemes[a].kind == LexKind::Json;
+                let jsonws = is_ign(m) && json_a;
                 if let Some(b) = (0..256).find(|&b| {
                     ext[b] && bytes[m][b] && !(jsonws && b" \t\n\r".contains(&(b as u8)))
                 }) {
@@ -568,7 +584,7 @@ fn conflict(g: &SymGrammar, id: usize, message: String) -> LarkError {
         .lexemes
         .get(id)
         .map(|l| l.pos)
-        .or(g.ignore.as_ref().map(|i| i.1))
+        .or(g.ignores.iter().flatten().next().map(|i| i.1))
         .unwrap_or(super::ast::Pos { line: 1, column: 1 });
     LarkError::Lexer {
         line: pos.line,

@@ -18,8 +18,8 @@ use super::LarkError;
 pub enum Tok {
     Ignore,
     Import,
-    /// `%override`, `%declare`, `%if`, `%lark` (recognized, refused by the
-    /// parser by name).
+    /// `%if`, `%lark` (parsed), `%override`, `%declare` (recognized,
+    /// refused by the parser by name).
     Keyword(String),
     Json(serde_json::Value),
     RegexExt(serde_json::Value),

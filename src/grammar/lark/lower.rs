@@ -45,6 +45,9 @@ pub struct Lexeme {
     /// it at the first point it matches, cutting any other lexeme read
     /// beside it; `hir` is then already its shortest-match language.
     pub lazy: bool,
+    /// Its lexeme class (the `%ignore` that may stand before it): 0 for
+    /// the grammar's, another for a `%lark` block llguidance lexes apart.
+    pub class: usize,
 }
 
 /// A rule body over lexemes.
@@ -55,16 +58,21 @@ pub enum Sym {
     Seq(Vec<Sym>),
     Alt(Vec<Sym>),
     Repeat(Box<Sym>, u32, Option<u32>),
+    /// A `%lark` block of its own lexeme class: the rule that is its
+    /// `start` (no ignored text before its first lexeme, none after its
+    /// last).
+    Sub(usize),
 }
 
 /// The grammar over lexemes: rules (name, position, body), `start`'s id,
-/// the lexemes, and the `%ignore` language (the union of its items).
+/// the lexemes, and per lexeme class the `%ignore` language (the union of
+/// its items; class 0 is the grammar's).
 #[derive(Clone, Debug)]
 pub struct SymGrammar {
     pub rules: Vec<(String, Pos, Sym)>,
     pub start: usize,
     pub lexemes: Vec<Lexeme>,
-    pub ignore: Option<(Hir, Pos)>,
+    pub ignores: Vec<Option<(Hir, Pos)>>,
 }
 
 /// Lark's common terminals (`%import common.X`), as llguidance defines them.
@@ -116,6 +124,10 @@ pub const MAX_SUBSTRING_CHUNKS: usize = 256;
 /// bound on the recursion of the lowering over the untrusted text).
 pub const MAX_DEPTH: usize = 500;
 
+/// Most rules lowered for a value of their parameter (parametric rules
+/// are written out for every value reached from `start`).
+pub const MAX_PARAM_INSTANCES: usize = 4096;
+
 /// Bounds on `&` / `~`: product states and regex text of the result.
 const ALGEBRA_STATES: usize = 20_000;
 const ALGEBRA_LEN: usize = 1 << 20;
@@ -126,15 +138,36 @@ struct Defs<'a> {
     imported: HashMap<String, (&'static str, Pos)>,
 }
 
-struct Lowerer<'a> {
+/// One grammar's names: the top one, or a `%lark` block's.
+struct Scope<'a> {
     defs: Defs<'a>,
     rule_ids: HashMap<String, usize>,
+    terminal_hir: HashMap<String, Hir>,
+    /// The lexeme class of its lexemes.
+    class: usize,
+    /// Appended to its rule names (`""` for the top grammar).
+    suffix: String,
+    /// Its `%ignore` items, fully expanded (llguidance merges two
+    /// grammars' lexeme classes exactly when these are the same).
+    ignore_key: Option<String>,
+}
+
+struct Lowerer<'a> {
+    scopes: Vec<Scope<'a>>,
+    cur: usize,
     rules: Vec<(String, Pos, Sym)>,
     lexemes: Vec<Lexeme>,
     lex_ids: HashMap<String, usize>,
-    terminal_hir: HashMap<String, Hir>,
-    in_progress: Vec<String>,
+    ignores: Vec<Option<(Hir, Pos)>>,
+    in_progress: Vec<(usize, String)>,
     depth: usize,
+    /// Some rule sets `temperature` (llguidance then keeps every nested
+    /// grammar in a lexeme class of its own).
+    temperature: bool,
+    /// The parameter of the parametric rule being lowered.
+    param: Option<u64>,
+    /// Rules lowered for a parameter value so far.
+    instances: usize,
     schema: crate::schema::SchemaOptions,
 }
 
@@ -163,87 +196,148 @@ pub fn lower(
     items: &[Item],
     schema: &crate::schema::SchemaOptions,
 ) -> Result<SymGrammar, LarkError> {
-    let mut defs = Defs {
-        rules: HashMap::new(),
-        terminals: HashMap::new(),
-        imported: HashMap::new(),
-    };
-    let mut ignores = Vec::new();
-    let mut first_pos: HashMap<&str, Pos> = HashMap::new();
-    for item in items {
-        match item {
-            Item::Def(d) => {
-                if let Some(p) = first_pos.get(d.name.as_str()) {
-                    return Err(LarkError::Duplicate {
-                        name: d.name.clone(),
-                        line: d.pos.line,
-                        column: d.pos.column,
-                        first_line: p.line,
-                    });
-                }
-                first_pos.insert(&d.name, d.pos);
-                if d.terminal {
-                    defs.terminals.insert(&d.name, d);
-                } else {
-                    defs.rules.insert(&d.name, d);
-                }
-            }
-            Item::Import(names, pos) => {
-                for (path, local) in names {
-                    let found = path
-                        .strip_prefix("common.")
-                        .and_then(|n| COMMON.iter().find(|(c, _)| *c == n));
-                    let Some((_, re)) = found else {
-                        return Err(unsupported(
-                            *pos,
-                            &format!("%import {path}"),
-                            "only Lark's common terminals (`%import common.X`) can be imported",
-                        ));
-                    };
-                    if first_pos.contains_key(local.as_str()) || defs.imported.contains_key(local) {
-                        return Err(LarkError::Duplicate {
-                            name: local.clone(),
-                            line: pos.line,
-                            column: pos.column,
-                            first_line: first_pos.get(local.as_str()).map_or(pos.line, |p| p.line),
-                        });
-                    }
-                    defs.imported.insert(local.clone(), (re, *pos));
-                }
-            }
-            Item::Ignore(e, pos) => ignores.push((e, *pos)),
-            Item::LlGuidance(v, pos) => check_llguidance(v, *pos)?,
-        }
-    }
-    if !defs.rules.contains_key("start") {
-        return Err(LarkError::NoStart);
-    }
     let mut l = Lowerer {
-        defs,
-        rule_ids: HashMap::new(),
+        scopes: Vec::new(),
+        cur: 0,
         rules: Vec::new(),
         lexemes: Vec::new(),
         lex_ids: HashMap::new(),
-        terminal_hir: HashMap::new(),
+        ignores: Vec::new(),
         in_progress: Vec::new(),
         depth: 0,
+        temperature: any_temperature(items),
+        param: None,
+        instances: 0,
         schema: schema.clone(),
     };
-    let mut ignore_parts = Vec::new();
-    for (e, _) in &ignores {
-        ignore_parts.push(l.term_expansions(e)?);
+    let ignore = l.scope(items, 0, None)?;
+    if !l.scopes[0].defs.rules.contains_key("start") {
+        return Err(LarkError::NoStart);
     }
-    let ignore = match ignore_parts.len() {
-        0 => None,
-        _ => Some((Hir::alternation(ignore_parts), ignores[0].1)),
-    };
+    l.ignores.push(ignore);
     let start = l.rule("start", Pos { line: 1, column: 1 })?;
     Ok(SymGrammar {
         rules: l.rules,
         start,
         lexemes: l.lexemes,
-        ignore,
+        ignores: l.ignores,
     })
+}
+
+/// Whether a rule body reads its parameter (a condition other than
+/// `true`, or a reference passing a value computed from it), as
+/// llguidance's `needs_param`.
+fn needs_param(e: &Expansions) -> bool {
+    fn atom(a: &Atom) -> bool {
+        match a {
+            Atom::Group(e) | Atom::Maybe(e) => needs_param(e),
+            Atom::Not(a, _) => atom(a),
+            Atom::Value(Value::NameParam(_, x), _) => x.needs_param(),
+            Atom::Value(..) => false,
+        }
+    }
+    e.alts.iter().any(|a| {
+        a.cond.as_ref().is_some_and(|(c, _)| *c != ParamCond::True)
+            || a.conjuncts.iter().flat_map(|c| &c.0).any(|x| atom(&x.atom))
+    })
+}
+
+/// Whether a rule of the items (or of a `%lark` block in them) sets
+/// `temperature`.
+fn any_temperature(items: &[Item]) -> bool {
+    fn exps(e: &Expansions) -> bool {
+        e.alts
+            .iter()
+            .flat_map(|a| &a.conjuncts)
+            .flat_map(|c| &c.0)
+            .any(|x| atom(&x.atom))
+    }
+    fn atom(a: &Atom) -> bool {
+        match a {
+            Atom::Group(e) | Atom::Maybe(e) => exps(e),
+            Atom::Not(a, _) => atom(a),
+            Atom::Value(Value::NestedLark(items), _) => any_temperature(items),
+            Atom::Value(..) => false,
+        }
+    }
+    items.iter().any(|i| match i {
+        Item::Def(d) => d.options.temperature || exps(&d.body),
+        _ => false,
+    })
+}
+
+/// A canonical text of `%ignore` items with every name expanded: equal
+/// texts are the same regex to llguidance. `None` past a size bound.
+fn ignore_key(defs: &Defs, items: &[&Expansions]) -> Option<String> {
+    const MAX_KEY: usize = 1 << 16;
+    fn exps(defs: &Defs, e: &Expansions, out: &mut String, depth: usize) -> Option<()> {
+        if out.len() > MAX_KEY || depth > MAX_DEPTH {
+            return None;
+        }
+        // One item alone is that item (llguidance's regexes are
+        // hash-consed: a concatenation or a union of one is its operand).
+        if let [Alias {
+            conjuncts,
+            cond: None,
+            ..
+        }] = e.alts.as_slice()
+        {
+            if let [Expansion(x)] = conjuncts.as_slice() {
+                if let [Expr {
+                    atom, repeat: None, ..
+                }] = x.as_slice()
+                {
+                    return atom_key(defs, atom, out, depth + 1);
+                }
+            }
+        }
+        out.push('(');
+        for a in &e.alts {
+            out.push('|');
+            for c in &a.conjuncts {
+                out.push('&');
+                for x in &c.0 {
+                    atom_key(defs, &x.atom, out, depth)?;
+                    out.push_str(&format!("{:?} ", x.repeat));
+                }
+            }
+        }
+        out.push(')');
+        Some(())
+    }
+    fn atom_key(defs: &Defs, a: &Atom, out: &mut String, depth: usize) -> Option<()> {
+        match a {
+            Atom::Group(e) => exps(defs, e, out, depth + 1),
+            Atom::Maybe(e) => {
+                out.push('?');
+                exps(defs, e, out, depth + 1)
+            }
+            Atom::Not(a, _) => {
+                out.push('~');
+                atom_key(defs, a, out, depth + 1)
+            }
+            Atom::Value(Value::Name(n), _) => {
+                if let Some(d) = defs.terminals.get(n.as_str()) {
+                    exps(defs, &d.body, out, depth + 1)
+                } else if let Some((re, _)) = defs.imported.get(n) {
+                    out.push_str(&format!("/{re}/"));
+                    Some(())
+                } else {
+                    None
+                }
+            }
+            Atom::Value(v, _) => {
+                out.push_str(&format!("{v:?}"));
+                Some(())
+            }
+        }
+    }
+    let mut out = String::new();
+    for e in items {
+        exps(defs, e, &mut out, 0)?;
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// `%llguidance {...}`: options that change no language are accepted; the
@@ -286,80 +380,320 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
+    /// Adds the grammar of `items` as a scope of lexeme class `class`
+    /// (`suffix` appended to its rule names; the top grammar has none) and
+    /// lowers its `%ignore` there.
+    fn scope(
+        &mut self,
+        items: &'a [Item],
+        class: usize,
+        at: Option<Pos>,
+    ) -> Result<Option<(Hir, Pos)>, LarkError> {
+        let mut defs = Defs {
+            rules: HashMap::new(),
+            terminals: HashMap::new(),
+            imported: HashMap::new(),
+        };
+        let mut ignores = Vec::new();
+        let mut first_pos: HashMap<&str, Pos> = HashMap::new();
+        for item in items {
+            match item {
+                Item::Def(d) => {
+                    if let Some(p) = first_pos.get(d.name.as_str()) {
+                        return Err(LarkError::Duplicate {
+                            name: d.name.clone(),
+                            line: d.pos.line,
+                            column: d.pos.column,
+                            first_line: p.line,
+                        });
+                    }
+                    first_pos.insert(&d.name, d.pos);
+                    if d.terminal {
+                        defs.terminals.insert(&d.name, d);
+                    } else {
+                        defs.rules.insert(&d.name, d);
+                    }
+                }
+                Item::Import(names, pos) => {
+                    for (path, local) in names {
+                        let found = path
+                            .strip_prefix("common.")
+                            .and_then(|n| COMMON.iter().find(|(c, _)| *c == n));
+                        let Some((_, re)) = found else {
+                            return Err(unsupported(
+                                *pos,
+                                &format!("%import {path}"),
+                                "only Lark's common terminals (`%import common.X`) can be imported",
+                            ));
+                        };
+                        if first_pos.contains_key(local.as_str())
+                            || defs.imported.contains_key(local)
+                        {
+                            return Err(LarkError::Duplicate {
+                                name: local.clone(),
+                                line: pos.line,
+                                column: pos.column,
+                                first_line: first_pos
+                                    .get(local.as_str())
+                                    .map_or(pos.line, |p| p.line),
+                            });
+                        }
+                        defs.imported.insert(local.clone(), (re, *pos));
+                    }
+                }
+                Item::Ignore(e, pos) => ignores.push((e, *pos)),
+                Item::LlGuidance(v, pos) => check_llguidance(v, *pos)?,
+            }
+        }
+        if let Some(p) = at {
+            if !defs.rules.contains_key("start") {
+                return Err(LarkError::Syntax {
+                    line: p.line,
+                    column: p.column,
+                    message: "the %lark block has no `start` rule".into(),
+                });
+            }
+        }
+        let key_items: Vec<&Expansions> = ignores.iter().map(|(e, _)| *e).collect();
+        let ignore_key = ignore_key(&defs, &key_items);
+        let id = self.scopes.len();
+        self.scopes.push(Scope {
+            defs,
+            rule_ids: HashMap::new(),
+            terminal_hir: HashMap::new(),
+            class,
+            suffix: if id == 0 {
+                String::new()
+            } else {
+                format!("@{id}")
+            },
+            ignore_key,
+        });
+        let outer = std::mem::replace(&mut self.cur, id);
+        let mut parts = Vec::new();
+        let mut result = Ok(());
+        for (e, _) in &ignores {
+            match self.term_expansions(e) {
+                Ok(h) => parts.push(h),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.cur = outer;
+        result?;
+        Ok(match parts.len() {
+            0 => None,
+            _ => Some((Hir::alternation(parts), ignores[0].1)),
+        })
+    }
+
+    /// `%lark { items }` at `at`: its `start` rule and whether it shares
+    /// the enclosing grammar's lexeme class. llguidance compiles the block
+    /// as a grammar of its own; it merges its lexeme class with the
+    /// enclosing one when their `%ignore`s are the same regex and no rule
+    /// sets `temperature` — the block then reads as if its rules were
+    /// written in place. Otherwise no ignored text stands at its edges
+    /// (llguidance lets some there, depending on whether the block could
+    /// go on, which is not modelled: constrain accepts less), and an
+    /// enclosing grammar with `%ignore` is refused.
+    fn nested(&mut self, items: &'a [Item], at: Pos) -> Result<Sym, LarkError> {
+        let outer = self.cur;
+        let class = self.ignores.len();
+        self.ignores.push(None);
+        let ignore = self.scope(items, class, Some(at))?;
+        let id = self.scopes.len() - 1;
+        let same = !self.temperature
+            && self.scopes[id].ignore_key.is_some()
+            && self.scopes[id].ignore_key == self.scopes[outer].ignore_key;
+        if same {
+            self.ignores.pop();
+            self.scopes[id].class = self.scopes[outer].class;
+        } else {
+            if self.ignores[self.scopes[outer].class].is_some() {
+                return Err(unsupported(
+                    at,
+                    "%lark { ... } with a %ignore other than the enclosing grammar's",
+                    "llguidance lexes such a block apart, and the ignored text it lets \
+                     after the block depends on whether the block could go on; give the \
+                     block the enclosing grammar's %ignore, or none to both",
+                ));
+            }
+            self.ignores[class] = ignore;
+        }
+        self.cur = id;
+        let param = self.param.take();
+        self.deeper(at)?;
+        let start = self.rule("start", at);
+        self.depth -= 1;
+        self.cur = outer;
+        self.param = param;
+        let start = start?;
+        Ok(if same {
+            Sym::Rule(start)
+        } else {
+            Sym::Sub(start)
+        })
+    }
+
     fn rule(&mut self, name: &str, at: Pos) -> Result<usize, LarkError> {
-        if let Some(&id) = self.rule_ids.get(name) {
+        self.rule_inst(name, None, at)
+    }
+
+    /// The rule `name`, for the parameter `param` when it is parametric.
+    fn rule_inst(&mut self, name: &str, param: Option<u64>, at: Pos) -> Result<usize, LarkError> {
+        let key = match param {
+            Some(v) => format!("{name}::{v:#x}"),
+            None => name.to_string(),
+        };
+        if let Some(&id) = self.scopes[self.cur].rule_ids.get(&key) {
             return Ok(id);
         }
-        let Some(&def) = self.defs.rules.get(name) else {
+        let Some(&def) = self.scopes[self.cur].defs.rules.get(name) else {
             return Err(LarkError::Undefined {
                 name: name.to_string(),
                 line: at.line,
                 column: at.column,
             });
         };
-        if let Some((what, p, why)) = &def.options.refused {
-            return Err(unsupported(*p, what, why));
+        let o = &def.options;
+        let at_def = |message: String| LarkError::Syntax {
+            line: def.pos.line,
+            column: def.pos.column,
+            message,
+        };
+        match (def.parametric, param) {
+            (true, None) => {
+                return Err(LarkError::Syntax {
+                    line: at.line,
+                    column: at.column,
+                    message: format!(
+                        "rule `{name}` is parametric, but no parameter is given (`{name}::...`)"
+                    ),
+                })
+            }
+            (false, Some(_)) => {
+                return Err(LarkError::Syntax {
+                    line: at.line,
+                    column: at.column,
+                    message: format!("rule `{name}` is not parametric, but a parameter is given"),
+                })
+            }
+            _ => {}
         }
-        if let (Some(p), None, false) = (
-            def.options.stop_capture,
-            &def.options.suffix,
-            def.options.stop,
-        ) {
+        if let (Some((_, p)), Some(_)) = (&o.stop, &o.suffix) {
+            return Err(LarkError::Syntax {
+                line: p.line,
+                column: p.column,
+                message: "stop= and suffix= cannot be used together".into(),
+            });
+        }
+        if def.parametric {
+            if o.stop_like().is_some() || o.temperature || o.max_tokens.is_some() {
+                return Err(at_def(format!(
+                    "rule `{name}` is parametric: stop=, suffix=, lazy, temperature= and max_tokens= are not allowed on it"
+                )));
+            }
+            if !needs_param(&def.body) {
+                return Err(at_def(format!(
+                    "rule `{name}` is parametric, but its body does not use the parameter"
+                )));
+            }
+            self.instances += 1;
+            if self.instances > MAX_PARAM_INSTANCES {
+                return Err(LarkError::Limit {
+                    line: at.line,
+                    column: at.column,
+                    message: format!(
+                        "parametric rules reach more than {MAX_PARAM_INSTANCES} parameter values"
+                    ),
+                });
+            }
+        } else if needs_param(&def.body) {
+            return Err(at_def(format!(
+                "rule `{name}` is not parametric (`{name}::_`), but its body uses a parameter"
+            )));
+        }
+        let id = self.rules.len();
+        let full = format!("{key}{}", self.scopes[self.cur].suffix);
+        self.scopes[self.cur].rule_ids.insert(key, id);
+        self.rules.push((full, def.pos, Sym::Seq(Vec::new())));
+        let outer_param = std::mem::replace(&mut self.param, param);
+        let body = self.rule_body(def, at);
+        self.param = outer_param;
+        self.rules[id].2 = body?;
+        Ok(id)
+    }
+
+    fn rule_body(&mut self, def: &'a Def, at: Pos) -> Result<Sym, LarkError> {
+        let o = &def.options;
+        if let Some((0, _)) = o.max_tokens {
+            // As llguidance: no token at all, the empty text.
+            return Ok(Sym::Seq(Vec::new()));
+        }
+        if let Some((_, p)) = o.max_tokens {
+            return Err(unsupported(
+                p,
+                "[max_tokens=...]",
+                "llguidance ends the lexeme after N tokens wherever it stands, even inside a \
+                 word, so the text depends on how it was tokenized; constrain compiles a \
+                 text language (its token budgets apply to the region that opens the output)",
+            ));
+        }
+        if let Some((a, p)) = &o.stop {
+            if !is_empty_string(a) {
+                return Err(unsupported(
+                    *p,
+                    "[stop=...]",
+                    "llguidance takes the stop text out of the output again by backtracking \
+                     its tokens, which a mask over the next token cannot do; `suffix=` keeps \
+                     the same lexeme with its text in the output",
+                ));
+            }
+        }
+        if let (Some(p), None) = (o.stop_capture, o.stop_like()) {
             return Err(LarkError::Syntax {
                 line: p.line,
                 column: p.column,
                 message: "stop_capture requires stop= or suffix=".into(),
             });
         }
-        if def.options.lazy.is_some() || def.options.suffix.is_some() {
-            return self.lazy_rule(name, def, at);
-        }
-        let id = self.rules.len();
-        self.rule_ids.insert(name.to_string(), id);
-        self.rules
-            .push((name.to_string(), def.pos, Sym::Seq(Vec::new())));
         self.deeper(at)?;
-        let body = self.rule_expansions(&def.body);
+        let body = match o.stop_like() {
+            Some(_) => self.lazy_body(def).map(|(h, label, lazy)| {
+                Sym::Lex(self.lexeme_full(h, label, def.pos, LexKind::Plain, lazy))
+            }),
+            None => self.rule_expansions(&def.body),
+        };
         self.depth -= 1;
-        let body = body?;
-        self.rules[id].2 = body;
-        Ok(id)
+        body
     }
 
     /// A rule with `[lazy]` or `[suffix=S]`: one lazy lexeme, the words of
     /// its body (followed by `S`) that no shorter such word begins, as
-    /// llguidance compiles it (`body` then a lookahead of `S`, lazy).
-    fn lazy_rule(&mut self, name: &str, def: &'a Def, at: Pos) -> Result<usize, LarkError> {
-        let id = self.rules.len();
-        self.rule_ids.insert(name.to_string(), id);
-        self.rules
-            .push((name.to_string(), def.pos, Sym::Seq(Vec::new())));
-        self.deeper(at)?;
-        let body = self.lazy_body(def);
-        self.depth -= 1;
-        let (h, label) = body?;
-        let lex = self.lexeme_full(h, label, def.pos, LexKind::Plain, true);
-        self.rules[id].2 = Sym::Lex(lex);
-        Ok(id)
-    }
-
-    fn lazy_body(&mut self, def: &Def) -> Result<(Hir, String), LarkError> {
+    /// llguidance compiles it (`body` then a lookahead of `S`, lazy). With
+    /// `stop=""` or `suffix=""`: one greedy lexeme of its body (`false` is
+    /// returned). llguidance then also lets EOS end the lexeme and hides
+    /// that EOS to go on with what follows; here EOS is allowed only where
+    /// the text is complete, so the texts are those of the plain lexeme.
+    fn lazy_body(&mut self, def: &Def) -> Result<(Hir, String, bool), LarkError> {
         let body = self.term_expansions(&def.body)?;
-        let (whole, label) = match &def.options.suffix {
-            Some((a, p)) if matches!(&**a, Atom::Value(Value::String(s, _), _) if s.is_empty()) => {
-                return Err(unsupported(
-                    *p,
-                    "[suffix=\"\"]",
-                    "an empty stop or suffix ends the lexeme at the end of the text only; leave the option out",
-                ))
+        match def.options.stop_like() {
+            Some((a, _)) if is_empty_string(a) => Ok((body, def.name.clone(), false)),
+            Some((a, _)) => {
+                let whole = Hir::concat(vec![body, self.term_atom(a)?]);
+                let label = if def.options.suffix.as_ref().is_some_and(
+                    |(a, _)| matches!(&**a, Atom::Value(Value::Regex(r, _), _) if r.is_empty()),
+                ) {
+                    format!("{} [lazy]", def.name)
+                } else {
+                    format!("{} [suffix]", def.name)
+                };
+                Ok((shortest(&whole, def.pos)?, label, true))
             }
-            Some((a, _)) => (
-                Hir::concat(vec![body, self.term_atom(a)?]),
-                format!("{} [suffix]", def.name),
-            ),
-            None => (body, format!("{} [lazy]", def.name)),
-        };
-        Ok((shortest(&whole, def.pos)?, label))
+            None => unreachable!("a stop condition"),
+        }
     }
 
     fn lexeme(&mut self, hir: Hir, label: String, pos: Pos, kind: LexKind) -> usize {
@@ -374,7 +708,8 @@ impl<'a> Lowerer<'a> {
         kind: LexKind,
         lazy: bool,
     ) -> usize {
-        let key = format!("{kind:?}{lazy}{hir:?}");
+        let class = self.scopes[self.cur].class;
+        let key = format!("{kind:?}{lazy}{class}{hir:?}");
         if let Some(&id) = self.lex_ids.get(&key) {
             return id;
         }
@@ -385,14 +720,20 @@ impl<'a> Lowerer<'a> {
             pos,
             kind,
             lazy,
+            class,
         });
         self.lex_ids.insert(key, id);
         id
     }
 
-    fn rule_expansions(&mut self, e: &Expansions) -> Result<Sym, LarkError> {
+    fn rule_expansions(&mut self, e: &'a Expansions) -> Result<Sym, LarkError> {
         let mut alts = Vec::new();
         for a in &e.alts {
+            if let Some((c, _)) = &a.cond {
+                if !c.eval(self.param.unwrap_or(0)) {
+                    continue;
+                }
+            }
             if let Some(p) = a.and_pos {
                 return Err(unsupported(
                     p,
@@ -417,7 +758,7 @@ impl<'a> Lowerer<'a> {
         })
     }
 
-    fn rule_expr(&mut self, x: &Expr) -> Result<Sym, LarkError> {
+    fn rule_expr(&mut self, x: &'a Expr) -> Result<Sym, LarkError> {
         let s = self.rule_atom(&x.atom)?;
         Ok(match x.repeat {
             None => s,
@@ -425,7 +766,7 @@ impl<'a> Lowerer<'a> {
         })
     }
 
-    fn rule_atom(&mut self, a: &Atom) -> Result<Sym, LarkError> {
+    fn rule_atom(&mut self, a: &'a Atom) -> Result<Sym, LarkError> {
         match a {
             Atom::Group(e) => self.rule_expansions(e),
             Atom::Maybe(e) => Ok(Sym::Repeat(Box::new(self.rule_expansions(e)?), 0, Some(1))),
@@ -439,8 +780,12 @@ impl<'a> Lowerer<'a> {
                 )))
             }
             Atom::Value(v, p) => match v {
-                Value::Name(n) if self.defs.rules.contains_key(n.as_str()) => {
+                Value::Name(n) if self.scopes[self.cur].defs.rules.contains_key(n.as_str()) => {
                     Ok(Sym::Rule(self.rule(n, *p)?))
+                }
+                Value::NameParam(n, e) => {
+                    let v = e.eval(self.param.unwrap_or(0));
+                    Ok(Sym::Rule(self.rule_inst(n, Some(v), *p)?))
                 }
                 Value::Name(n) => {
                     let h = self.terminal(n, *p)?;
@@ -468,6 +813,7 @@ impl<'a> Lowerer<'a> {
                     &format!("grammar reference `@{g}`"),
                     "sub-grammars are not supported yet",
                 )),
+                Value::NestedLark(items) => self.nested(items, *p),
                 _ => {
                     let h = self.term_atom(a)?;
                     let label = match v {
@@ -484,26 +830,30 @@ impl<'a> Lowerer<'a> {
 
     /// A terminal's regular language (defined, imported, not recursive).
     fn terminal(&mut self, name: &str, at: Pos) -> Result<Hir, LarkError> {
-        if let Some(h) = self.terminal_hir.get(name) {
+        if let Some(h) = self.scopes[self.cur].terminal_hir.get(name) {
             return Ok(h.clone());
         }
-        if self.in_progress.iter().any(|n| n == name) {
+        if self
+            .in_progress
+            .iter()
+            .any(|(c, n)| *c == self.cur && n == name)
+        {
             return Err(LarkError::RecursiveTerminal {
                 name: name.to_string(),
                 line: at.line,
                 column: at.column,
             });
         }
-        let h = if let Some(&def) = self.defs.terminals.get(name) {
+        let h = if let Some(&def) = self.scopes[self.cur].defs.terminals.get(name) {
             self.deeper(at)?;
-            self.in_progress.push(name.to_string());
+            self.in_progress.push((self.cur, name.to_string()));
             let h = self.term_expansions(&def.body);
             self.in_progress.pop();
             self.depth -= 1;
             h?
-        } else if let Some(&(re, _)) = self.defs.imported.get(name) {
+        } else if let Some(&(re, _)) = self.scopes[self.cur].defs.imported.get(name) {
             parse_regex(re, at)?
-        } else if self.defs.rules.contains_key(name) {
+        } else if self.scopes[self.cur].defs.rules.contains_key(name) {
             return Err(LarkError::Syntax {
                 line: at.line,
                 column: at.column,
@@ -516,7 +866,9 @@ impl<'a> Lowerer<'a> {
                 column: at.column,
             });
         };
-        self.terminal_hir.insert(name.to_string(), h.clone());
+        self.scopes[self.cur]
+            .terminal_hir
+            .insert(name.to_string(), h.clone());
         Ok(h)
     }
 
@@ -538,6 +890,13 @@ impl<'a> Lowerer<'a> {
 
     /// `A & B & ~C ...`: the positives intersected, the negated subtracted.
     fn term_alias(&mut self, a: &Alias) -> Result<Hir, LarkError> {
+        if let Some((_, p)) = &a.cond {
+            return Err(unsupported(
+                *p,
+                "%if in a terminal",
+                "conditions belong to parametric rules",
+            ));
+        }
         if a.conjuncts.len() == 1 {
             return self.term_seq(&a.conjuncts[0]);
         }
@@ -649,6 +1008,16 @@ impl<'a> Lowerer<'a> {
                     *p,
                     &format!("grammar reference `@{g}` inside a terminal"),
                     "grammar references cannot be used in terminals",
+                )),
+                Value::NameParam(n, _) => Err(unsupported(
+                    *p,
+                    &format!("parametric reference `{n}::...` inside a terminal"),
+                    "terminals are regular and take no parameter",
+                )),
+                Value::NestedLark(_) => Err(unsupported(
+                    *p,
+                    "%lark { ... } inside a terminal",
+                    "a nested grammar is a rule: use it from a lowercase rule",
                 )),
             },
         }

@@ -50,14 +50,31 @@
 //!
 //! ## Refused by name (fail closed)
 //!
-//! Special tokens (`<|...|>`, `<[id]>`), `@sub` grammars, `%lark {}`,
-//! parametric rules and `%if`, templates, priorities, `%override`,
-//! `%declare`, `stop=` (it hides text by backtracking tokens),
-//! `max_tokens=`, `%regex` other than `substring_chunks` /
-//! `substring_words` / `substring_chars`, `~` outside `A & ~B`, and any
-//! `%llguidance` option other than `no_forcing`. `capture`, `temperature`,
-//! `-> alias` and the marks `?rule` `!rule` change no language and are
-//! accepted.
+//! Special tokens (`<|...|>`, `<[id]>`), `@sub` grammars, templates, priorities, `%override`, `%declare`, a non-empty
+//! `stop=` (it hides text by backtracking tokens), `max_tokens=N` for
+//! `N > 0` (it cuts the lexeme by tokens), `%regex` other than
+//! `substring_chunks` / `substring_words` / `substring_chars`, `~` outside
+//! `A & ~B`, a `%lark {}` block lexed apart inside a grammar with
+//! `%ignore`, and any `%llguidance` option other than `no_forcing`.
+//! `capture`, `temperature`, `-> alias` and the marks `?rule` `!rule`
+//! change no language and are accepted.
+//!
+//! ## Parametric rules
+//!
+//! `name::_` rules ([`ast::ParamExpr`], [`ast::ParamCond`]) are written
+//! out by [`lower`] as one rule per parameter value reached from `start`,
+//! an alternative kept where its `%if` holds (at most
+//! [`lower::MAX_PARAM_INSTANCES`] values).
+//!
+//! ## Nested grammars
+//!
+//! `%lark { ... }` is a grammar of its own ([`lower`] gives it a scope of
+//! names). With the enclosing grammar's `%ignore` (and no `temperature`
+//! anywhere) llguidance lexes it in the enclosing lexeme class: its rules
+//! read as if written in place. Otherwise it is its own class
+//! ([`lower::Sym::Sub`]): its `%ignore` between its own lexemes only, no
+//! ignored text at its edges, and no first byte shared with a lexeme of
+//! another class beside it ([`greedy::check`]).
 //!
 //! ## Lazy lexemes
 //!
@@ -97,7 +114,7 @@ impl Lark {
         let items = parse::parse(lex::lex(text)?)?;
         let sym = lower::lower(&items, &crate::schema::SchemaOptions::default())?;
         let closed = greedy::check(&sym)?;
-        let gbnf = emit::emit(&sym, name, text, closed)?;
+        let gbnf = emit::emit(&sym, name, text, &closed)?;
         Ok(Lark {
             name: name.to_string(),
             text: text.to_string(),

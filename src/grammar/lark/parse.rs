@@ -11,9 +11,12 @@
 //! atom       := ["~"] ("(" expansions ")" | "[" expansions "]" | value)
 //! ```
 //!
-//! Constructs parsed but outside what the compiler enforces exactly
-//! (templates, priorities, parametric rules, `%if`, `%override`,
-//! `%declare`, `%lark`) are refused here, by name and position.
+//! Parametric rules (`name::_`, `name::expr`, `%if cond`) are parsed as
+//! llguidance parses them. Constructs parsed but outside what the compiler
+//! enforces exactly (templates, priorities, `%override`, `%declare`) are
+//! refused here, by name and position. `%lark { ... }`
+//! is parsed as a grammar of its own (llguidance cuts the tokens at the
+//! matching `}` and parses them as items).
 
 use super::ast::*;
 use super::lex::{Spanned, Tok};
@@ -146,12 +149,14 @@ impl Parser {
     fn def(&mut self, raw: String, pos: Pos, terminal: bool) -> Result<Item, LarkError> {
         // Tree-shaping marks change no language.
         let name = raw.trim_start_matches(['!', '?']).to_string();
+        let mut parametric = false;
         if self.peek() == &Tok::DoubleColon {
-            return Err(unsupported(
-                self.pos(),
-                "parametric rule (`name::_`)",
-                "parametric rules are not supported yet",
-            ));
+            if terminal {
+                return Err(syntax(self.pos(), "a terminal cannot be parametric"));
+            }
+            self.bump();
+            self.expect(&Tok::Underscore, "`_` after `::`")?;
+            parametric = true;
         }
         if self.peek() == &Tok::LBrace {
             return Err(unsupported(
@@ -178,6 +183,7 @@ impl Parser {
             name,
             pos,
             terminal,
+            parametric,
             options,
             body,
         }))
@@ -198,17 +204,20 @@ impl Parser {
                     }
                 }
                 "lazy" => {
-                    // As llguidance: `lazy` is `suffix=//` unless a stop or
-                    // suffix is already given.
-                    if o.suffix.is_none() && o.lazy.is_none() && !o.stop {
-                        o.lazy = Some(pos);
+                    // As llguidance: `lazy` is `suffix=//` unless a
+                    // non-empty stop or suffix is already given.
+                    if !o.is_lazy() {
+                        o.suffix = Some((
+                            Box::new(Atom::Value(Value::Regex(String::new(), String::new()), pos)),
+                            pos,
+                        ));
                     }
                 }
                 "stop" | "suffix" => {
                     self.expect(&Tok::Equals, "`=`")?;
                     let vpos = self.pos();
                     let v = self.atom()?;
-                    if o.suffix.is_some() || o.stop || o.lazy.is_some() {
+                    if o.suffix.is_some() || o.stop.is_some() {
                         return Err(syntax(pos, "cannot have multiple stop/suffix conditions"));
                     }
                     if !matches!(
@@ -220,15 +229,11 @@ impl Parser {
                             format!("`{key}=` takes a string, a regex or a terminal name"),
                         ));
                     }
+                    let v = Some((Box::new(v), pos));
                     if key == "suffix" {
-                        o.suffix = Some((Box::new(v), pos));
+                        o.suffix = v;
                     } else {
-                        o.stop = true;
-                        o.refused.get_or_insert((
-                            "[stop=...]".into(),
-                            pos,
-                            "`stop` hides the stop text from the output by backtracking tokens, which a mask cannot do; use `suffix=` (the text stays in the output)",
-                        ));
+                        o.stop = v;
                     }
                 }
                 "stop_capture" => {
@@ -236,17 +241,25 @@ impl Parser {
                     self.value_token()?;
                     o.stop_capture = Some(pos);
                 }
-                "max_tokens" | "temperature" => {
+                "temperature" => {
                     self.expect(&Tok::Equals, "`=`")?;
                     self.value_token()?;
-                    if key == "temperature" {
-                        o.temperature = true;
-                    } else {
-                        o.refused.get_or_insert((
-                            "[max_tokens=...]".into(),
-                            pos,
-                            "a token budget per rule is not supported yet",
-                        ));
+                    o.temperature = true;
+                }
+                "max_tokens" => {
+                    self.expect(&Tok::Equals, "`=`")?;
+                    let vpos = self.pos();
+                    match self.bump() {
+                        Tok::Number(n) => match n.parse::<u64>() {
+                            Ok(n) => o.max_tokens = Some((n, pos)),
+                            Err(_) => {
+                                return Err(syntax(
+                                    vpos,
+                                    format!("expected a token count, found `{n}`"),
+                                ))
+                            }
+                        },
+                        _ => return Err(syntax(vpos, "expected a token count")),
                     }
                 }
                 _ => return Err(syntax(pos, format!("unknown rule option `{key}`"))),
@@ -349,16 +362,17 @@ impl Parser {
                 _ => return Err(syntax(p, "expected a rule name after `->`")),
             }
         }
-        if let Tok::Keyword(k) = self.peek() {
-            if k == "%if" {
-                return Err(unsupported(
-                    self.pos(),
-                    "%if",
-                    "conditions on parametric rules are not supported yet",
-                ));
-            }
+        let mut cond = None;
+        if !self.at_end() && self.peek() == &Tok::Keyword("%if".into()) {
+            let p = self.pos();
+            self.bump();
+            cond = Some((self.param_cond()?, p));
         }
-        Ok(Alias { conjuncts, and_pos })
+        Ok(Alias {
+            conjuncts,
+            and_pos,
+            cond,
+        })
     }
 
     fn expansion(&mut self) -> Result<Expansion, LarkError> {
@@ -379,6 +393,203 @@ impl Parser {
             v.push(self.expr()?);
         }
         Ok(Expansion(v))
+    }
+
+    /// `%lark { items }` (after `%lark`): the tokens up to the matching
+    /// `}`, parsed as a grammar of their own, one level deeper.
+    fn nested(&mut self) -> Result<Vec<Item>, LarkError> {
+        self.expect(&Tok::LBrace, "`{` after %lark")?;
+        let start = self.i;
+        let mut level = 1usize;
+        while self.i < self.toks.len() {
+            match self.toks[self.i].tok {
+                Tok::LBrace => level += 1,
+                Tok::RBrace => level -= 1,
+                _ => {}
+            }
+            if level == 0 {
+                break;
+            }
+            self.i += 1;
+        }
+        if level > 0 {
+            return Err(syntax(
+                self.toks[start - 1].pos,
+                "unmatched `%lark {` (no `}` closes it)",
+            ));
+        }
+        if self.depth + 1 >= MAX_NESTING {
+            return Err(syntax(
+                self.toks[start - 1].pos,
+                format!("grammars and groups nested deeper than {MAX_NESTING}"),
+            ));
+        }
+        let inner = self.toks[start..self.i].to_vec();
+        if inner.last().is_some_and(|t| t.tok != Tok::Newline) {
+            // llguidance parses the block's items as a file's: each ends
+            // with a newline.
+            return Err(syntax(
+                self.toks[self.i].pos,
+                "expected the end of the line before the `}` that closes %lark",
+            ));
+        }
+        self.i += 1;
+        if inner.is_empty() {
+            return Ok(Vec::new());
+        }
+        Parser {
+            toks: inner,
+            i: 0,
+            depth: self.depth + 1,
+        }
+        .items()
+    }
+
+    /// A parameter value: a decimal or `0x` hexadecimal number.
+    fn param_value(&mut self) -> Result<u64, LarkError> {
+        let pos = self.pos();
+        let Tok::Number(n) = self.bump() else {
+            self.i -= 1;
+            return Err(syntax(
+                pos,
+                format!("expected a number, found {}", self.describe()),
+            ));
+        };
+        let v = match n.strip_prefix("0x").or_else(|| n.strip_prefix("0X")) {
+            Some(h) => u64::from_str_radix(h, 16).ok(),
+            None => n.parse::<u64>().ok(),
+        };
+        v.ok_or_else(|| syntax(pos, format!("expected a 64-bit number, found `{n}`")))
+    }
+
+    /// A bit index (`max` 63) or a range end (`max` 64).
+    fn bit(&mut self, max: u64) -> Result<u32, LarkError> {
+        let pos = self.pos();
+        let v = self.param_value()?;
+        if v > max {
+            return Err(syntax(pos, format!("bit {v} is past {max}")));
+        }
+        Ok(v as u32)
+    }
+
+    fn param_ref(&mut self) -> Result<ParamRef, LarkError> {
+        if self.eat(&Tok::Underscore) {
+            return Ok(ParamRef { start: 0, end: 64 });
+        }
+        let pos = self.pos();
+        self.expect(&Tok::LBracket, "`_` or `[start:end]`")?;
+        let start = self.bit(63)?;
+        self.expect(&Tok::Colon, "`:`")?;
+        let end = self.bit(64)?;
+        self.expect(&Tok::RBracket, "`]`")?;
+        if end <= start {
+            return Err(syntax(pos, format!("bit range [{start}:{end}] is empty")));
+        }
+        Ok(ParamRef { start, end })
+    }
+
+    fn in_parens<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, LarkError>,
+    ) -> Result<T, LarkError> {
+        self.expect(&Tok::LParen, "`(`")?;
+        let v = f(self)?;
+        self.expect(&Tok::RParen, "`)`")?;
+        Ok(v)
+    }
+
+    /// `name::EXPR` (llguidance's `parse_param_expr`).
+    fn param_expr(&mut self) -> Result<ParamExpr, LarkError> {
+        if matches!(self.peek(), Tok::Number(_)) {
+            return Ok(ParamExpr::Const(self.param_value()?));
+        }
+        if self.eat(&Tok::Underscore) {
+            return Ok(ParamExpr::SelfRef);
+        }
+        let pos = self.pos();
+        let Tok::Rule(f) = self.bump() else {
+            self.i -= 1;
+            return Err(syntax(
+                pos,
+                format!("expected a parameter expression, found {}", self.describe()),
+            ));
+        };
+        Ok(match f.as_str() {
+            "incr" => ParamExpr::Incr(self.in_parens(Self::param_ref)?),
+            "decr" => ParamExpr::Decr(self.in_parens(Self::param_ref)?),
+            "bit_and" => ParamExpr::And(self.in_parens(Self::param_value)?),
+            "bit_or" => ParamExpr::Or(self.in_parens(Self::param_value)?),
+            "set_bit" => ParamExpr::Or(1u64 << self.in_parens(|p| p.bit(63))?),
+            "clear_bit" => ParamExpr::And(!(1u64 << self.in_parens(|p| p.bit(63))?)),
+            _ => return Err(syntax(pos, format!("unknown parameter expression `{f}`"))),
+        })
+    }
+
+    /// `%if COND` (llguidance's `parse_param_cond`).
+    fn param_cond(&mut self) -> Result<ParamCond, LarkError> {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let pos = self.pos();
+        let Tok::Rule(f) = self.bump() else {
+            self.i -= 1;
+            return Err(syntax(
+                pos,
+                format!("expected a condition, found {}", self.describe()),
+            ));
+        };
+        let cmp = |p: &mut Self, o, e| {
+            p.in_parens(|p| {
+                let r = p.param_ref()?;
+                p.expect(&Tok::Comma, "`,`")?;
+                Ok(ParamCond::Cmp(r, o, e, p.param_value()?))
+            })
+        };
+        let count = |p: &mut Self, o, e| {
+            p.in_parens(|p| {
+                let r = p.param_ref()?;
+                p.expect(&Tok::Comma, "`,`")?;
+                Ok(ParamCond::Count(r, o, e, p.bit(63)?))
+            })
+        };
+        let single = |b: u32| ParamRef {
+            start: b,
+            end: b + 1,
+        };
+        Ok(match f.as_str() {
+            "true" => ParamCond::True,
+            "eq" => cmp(self, Equal, true)?,
+            "ne" => cmp(self, Equal, false)?,
+            "lt" => cmp(self, Less, false)?,
+            "le" => cmp(self, Less, true)?,
+            "gt" => cmp(self, Greater, false)?,
+            "ge" => cmp(self, Greater, true)?,
+            "bit_count_eq" => count(self, Equal, true)?,
+            "bit_count_ne" => count(self, Equal, false)?,
+            "bit_count_lt" => count(self, Less, false)?,
+            "bit_count_le" => count(self, Less, true)?,
+            "bit_count_gt" => count(self, Greater, false)?,
+            "bit_count_ge" => count(self, Greater, true)?,
+            "and" | "or" => {
+                let (a, b) = self.in_parens(|p| {
+                    let a = p.param_cond()?;
+                    p.expect(&Tok::Comma, "`,`")?;
+                    Ok((a, p.param_cond()?))
+                })?;
+                if f == "and" {
+                    ParamCond::And(Box::new(a), Box::new(b))
+                } else {
+                    ParamCond::Or(Box::new(a), Box::new(b))
+                }
+            }
+            "not" => ParamCond::Not(Box::new(self.in_parens(Self::param_cond)?)),
+            "bit_clear" => ParamCond::Cmp(single(self.in_parens(|p| p.bit(63))?), Equal, true, 0),
+            "bit_set" => ParamCond::Cmp(single(self.in_parens(|p| p.bit(63))?), Equal, true, 1),
+            "is_zeros" => ParamCond::Cmp(self.in_parens(Self::param_ref)?, Equal, true, 0),
+            "is_ones" => {
+                let r = self.in_parens(Self::param_ref)?;
+                ParamCond::Cmp(r, Equal, true, r.mask() >> r.start)
+            }
+            _ => return Err(syntax(pos, format!("unknown condition `{f}`"))),
+        })
     }
 
     fn number(&mut self) -> Result<u32, LarkError> {
@@ -521,12 +732,8 @@ impl Parser {
                 Value::Regex(raw[1..end.max(1)].to_string(), flags)
             }
             Tok::Rule(n) | Tok::Token(n) => {
-                if self.peek() == &Tok::DoubleColon {
-                    return Err(unsupported(
-                        self.pos(),
-                        "parametric reference (`name::expr`)",
-                        "parametric rules are not supported yet",
-                    ));
+                if self.eat(&Tok::DoubleColon) {
+                    return Ok(Atom::Value(Value::NameParam(n, self.param_expr()?), pos));
                 }
                 if self.peek() == &Tok::LBrace
                     && !matches!(self.peek_at(1), Some(Tok::Comma | Tok::Number(_)))
@@ -549,13 +756,7 @@ impl Parser {
             Tok::GrammarRef(g) => Value::GrammarRef(g),
             Tok::Json(v) => Value::Json(v),
             Tok::RegexExt(v) => Value::RegexExt(v),
-            Tok::Keyword(k) if k == "%lark" => {
-                return Err(unsupported(
-                    pos,
-                    "%lark { ... }",
-                    "nested Lark grammars are not supported yet",
-                ))
-            }
+            Tok::Keyword(k) if k == "%lark" => Value::NestedLark(self.nested()?),
             _ => {
                 self.i -= 1;
                 return Err(syntax(

@@ -112,8 +112,16 @@ fn refusals_name_the_construct_and_position() {
             "[max_tokens=...]",
             (2, 3),
         ),
-        ("start: x::1\nx::_: \"a\"", "parametric", (1, 9)),
-        ("start: %lark { start: \"a\" }", "%lark", (1, 8)),
+        (
+            "start: x::1\nx::_: \"a\"",
+            "does not use the parameter",
+            (2, 1),
+        ),
+        (
+            "start: \"<\" x\nx: %lark {\nstart: \"a\" \"b\"\n}\n%ignore \" \"\n",
+            "%lark { ... } with a %ignore other than",
+            (2, 4),
+        ),
         ("start: A\nA: ~\"a\"", "`~` outside", (2, 4)),
         ("start: a & b\na: \"a\"\nb: \"b\"", "`&` in a rule", (1, 10)),
         (
@@ -259,11 +267,12 @@ fn lazy_lexemes_that_would_cut_another_are_refused() {
     // `TEXT` may go on where the lazy header matches: llguidance cuts it.
     let e = refused("start: hd \"=x\" | TEXT\nhd[lazy]: TEXT \"<f\"\nTEXT: /(.|\\n)*/\n");
     assert!(e.to_string().contains("lazy lexeme"), "{e}");
-    // `stop` hides its text by backtracking; empty suffixes, max_tokens.
+    // `stop` hides its text by backtracking; max_tokens cuts by tokens.
     for (text, what) in [
         ("start: t\nt[stop=\"x\"]: /a*/\n", "[stop=...]"),
-        ("start: t\nt[suffix=\"\"]: /a*/\n", "[suffix=\"\"]"),
+        ("start: t\nt[stop=/x/]: /a*/\n", "backtracking"),
         ("start: t\nt[max_tokens=3]: /a*/\n", "[max_tokens=...]"),
+        ("start: t\nt[max_tokens=3, lazy]: /a*/\n", "tokenized"),
     ] {
         let e = refused(text);
         assert!(e.to_string().contains(what), "{text}: {e}");
@@ -272,6 +281,118 @@ fn lazy_lexemes_that_would_cut_another_are_refused() {
     assert!(e.to_string().contains("multiple stop/suffix"), "{e}");
     let e = refused("start: t\nt[stop_capture=\"s\"]: /a*/\n");
     assert!(e.to_string().contains("stop_capture"), "{e}");
+    // As llguidance: `lazy` after `stop=""` makes it a suffix too.
+    let e = refused("start: t\nt[stop=\"\", lazy]: /a*/\n");
+    assert!(e.to_string().contains("cannot be used together"), "{e}");
+}
+
+#[test]
+fn empty_stops_and_zero_max_tokens() {
+    // `stop=""` / `suffix=""`: a greedy lexeme of the body (llguidance
+    // lets EOS end it too, and hides that EOS; here EOS ends the output).
+    for g in [
+        "start: t \"b\"\nt[stop=\"\"]: /a+/\n",
+        "start: t \"b\"\nt[suffix=\"\", capture]: /a+/\n",
+    ] {
+        let d = dfa(g);
+        assert!(d.matches(b"ab") && d.matches(b"aaab"), "{g}");
+        assert!(
+            !d.matches(b"a") && !d.matches(b"b") && !d.matches(b"aba"),
+            "{g}"
+        );
+    }
+    // Greedy, so a following lexeme it could run into is a conflict.
+    let e = refused("start: t \"ab\"\nt[stop=\"\"]: /a+/\n");
+    assert!(matches!(e, LarkError::Lexer { .. }), "{e}");
+    // `lazy` after `suffix=""` replaces it (as llguidance): one `a`.
+    let d = dfa("start: t\nt[suffix=\"\", lazy]: /a+/\n");
+    assert!(d.matches(b"a") && !d.matches(b"aa"));
+    // `max_tokens=0`: no token, the empty text (the body is not read).
+    let d = dfa("start: t \"b\"\nt[max_tokens=0]: /a+/\n");
+    assert!(d.matches(b"b") && !d.matches(b"ab"));
+    let d = dfa("start: t \"b\"\nt[max_tokens=0]: undefined\n");
+    assert!(d.matches(b"b"));
+}
+
+#[test]
+fn nested_grammars_with_the_same_ignore_read_in_place() {
+    // The same %ignore (as written, names expanded): one lexeme class, as
+    // if the block's rules were written in place, its names its own.
+    for inner in ["%ignore \" \"", "%ignore SP\nSP: \" \""] {
+        let g = format!(
+            "start: \"a\" x \"b\"\nx: %lark {{\nstart: \"c\" y\ny: \"d\"\n{inner}\n}}\ny: \"e\"\n%ignore \" \"\n"
+        );
+        let d = dfa(&g);
+        for ok in ["acdb", "a cdb", "ac d b", "a c d b"] {
+            assert!(d.matches(ok.as_bytes()), "{g}: {ok:?}");
+        }
+        for bad in ["aceb", " acdb", "acdb ", "acd"] {
+            assert!(!d.matches(bad.as_bytes()), "{g}: {bad:?}");
+        }
+    }
+    // Neither has %ignore; blocks inside blocks.
+    let d = dfa(
+        "start: x x\nx: %lark {\nstart: y | %lark {\n  start: \"z\"\n  }\ny: \"a\" | \"b\"\n}\n",
+    );
+    for ok in ["ab", "az", "zz"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    assert!(!d.matches(b"a b") && !d.matches(b"a"));
+    // The same language written otherwise is taken as another %ignore
+    // (llguidance merges some of these; constrain refuses, the safe side).
+    let e = refused("start: \"a\" x\nx: %lark {\nstart: \"c\"\n%ignore / /\n}\n%ignore \" \"\n");
+    assert!(e.to_string().contains("%ignore other than"), "{e}");
+}
+
+#[test]
+fn nested_grammars_lexed_apart_keep_their_ignore_inside() {
+    // The block's %ignore between its lexemes only; none at its edges
+    // (llguidance lets some after the block when it could go on: constrain
+    // accepts less there).
+    let g =
+        "start: x \",\" x\nx: %lark {\nstart: NUM (\"+\" NUM)*\nNUM: /[0-9]+/\n%ignore \" \"\n}\n";
+    let d = dfa(g);
+    for ok in ["1,2", "1 + 2,3", "1+2,3 +4"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in ["1, 2", " 1,2", "1,2 ", "1 ,2", "1,"] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+    // A rule with `temperature` keeps blocks apart in llguidance: then an
+    // enclosing %ignore is refused.
+    let e = refused("start: \"x\" y\ny[temperature=0.5]: %lark {\nstart: \"a\" \"b\"\n%ignore \" \"\n}\n%ignore \" \"\n");
+    assert!(e.to_string().contains("%lark"), "{e}");
+    assert_eq!(at(&e), (2, 21));
+    // A block's lexeme may not begin where another class's does.
+    let e = refused("start: \"a\" | x\nx: %lark {\nstart: \"ab\" \"c\"\n%ignore \" \"\n}\n");
+    assert!(e.to_string().contains("lexed apart"), "{e}");
+}
+
+#[test]
+fn nested_grammar_errors_say_where() {
+    for (text, what, pos) in [
+        (
+            "start: %lark { start: \"a\" }\n",
+            "end of the line",
+            (1, 27),
+        ),
+        ("start: %lark {\nx: \"a\"\n}\n", "no `start`", (1, 8)),
+        (
+            "start: %lark {\nstart: y\n}\ny: \"a\"\n",
+            "undefined name `y`",
+            (2, 8),
+        ),
+        ("start: %lark {\nstart: \"a\"\n", "unmatched", (1, 14)),
+        (
+            "start: A\nA: %lark {\nstart: \"a\"\n}\n",
+            "inside a terminal",
+            (2, 4),
+        ),
+    ] {
+        let e = refused(text);
+        assert!(e.to_string().contains(what), "{text:?}: {e}");
+        assert_eq!(at(&e), pos, "{text:?}: {e}");
+    }
 }
 
 #[test]
@@ -291,4 +412,97 @@ fn substring_words_cut_as_llguidance_does() {
     for bad in ["fo", "oo", "foo baz", "baz ", "r."] {
         assert!(!d.matches(bad.as_bytes()), "{bad:?}");
     }
+}
+
+#[test]
+fn parametric_rules_are_written_out_per_value() {
+    // Permutations of three (llguidance's `docs/parametric.md`).
+    let d = dfa("start: perm::0x0\nperm::_: \"\" %if is_ones([0:3])\n  | \"a\" perm::set_bit(0) %if bit_clear(0)\n  | \"b\" perm::set_bit(1) %if bit_clear(1)\n  | \"c\" perm::set_bit(2) %if bit_clear(2)\n");
+    for ok in ["abc", "acb", "bac", "bca", "cab", "cba"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in ["", "ab", "aab", "abcc", "abca"] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+    // Counters in bit ranges, saturating; `b*` then `a*`, fewer than 3 each.
+    let d = dfa("start: aa::0\naa::_: \"b\" aa::incr(_) %if lt(_, 3)\n  | bb::_\nbb::_: \"a\" bb::incr(_) %if lt(_, 3)\n  | \"\"\n");
+    for ok in ["", "bba", "bbb", "aaa", "ba"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in ["bbba", "aaaa", "ab"] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+    // decr, and/or/not, bit counts, groups passing the parameter on.
+    let d = dfa("start: x::3\nx::_: \"a\" x::decr(_) %if gt(_, 0) | \"\" %if eq(_, 0)\n");
+    assert!(d.matches(b"aaa") && !d.matches(b"aa") && !d.matches(b"aaaa"));
+    let d = dfa(
+        "start: x::5 x::0x4\nx::_: \"a\" %if or(eq(_, 5), bit_set(3)) | \"b\" %if not(eq(_, 5))\n",
+    );
+    assert!(d.matches(b"ab") && !d.matches(b"aa") && !d.matches(b"ba"));
+    let d = dfa("start: x::0\nx::_: (\"a\" | \"b\") x::incr([0:2]) %if lt([0:2], 2) | \".\"\n%ignore \" \"\n");
+    assert!(d.matches(b"a b .") && d.matches(b".") && !d.matches(b"aba."));
+    let d = dfa("start: p::0\np::_: \"\" %if bit_count_ge(_, 1)\n  | \"a\" p::set_bit(0) %if and(bit_clear(0), bit_count_lt(_, 2))\n  | \"b\" p::set_bit(1) %if and(bit_clear(1), bit_count_lt(_, 2))\n");
+    assert!(d.matches(b"a") && d.matches(b"ba") && !d.matches(b"") && !d.matches(b"aa"));
+    // clear_bit, bit_and, bit_or.
+    let d = dfa("start: x::0xff\nx::_: \"a\" x::clear_bit(0) %if bit_set(0)\n  | \"b\" x::bit_and(0x0f) %if eq([4:8], 15)\n  | \"c\" x::bit_or(0x100) %if eq(_, 0x0e)\n  | \"\" %if bit_set(8)\n");
+    assert!(d.matches(b"abc") && d.matches(b"bac") && !d.matches(b"ab") && !d.matches(b"abca"));
+}
+
+#[test]
+fn parametric_rule_errors_say_where() {
+    for (text, what, pos) in [
+        (
+            "start: x\nx::_: \"a\" %if eq(_, 0)\n",
+            "no parameter is given",
+            (1, 8),
+        ),
+        (
+            "start: x::0\nx: \"a\"\n",
+            "not parametric, but a parameter",
+            (1, 8),
+        ),
+        (
+            "start: x\nx: \"a\" %if eq(_, 0)\n",
+            "body uses a parameter",
+            (2, 1),
+        ),
+        (
+            "start: x::0\nx::_[lazy]: /a/ %if eq(_, 0)\n",
+            "are not allowed on it",
+            (2, 1),
+        ),
+        (
+            "start: A\nA: \"a\" %if eq(_, 0)\n",
+            "%if in a terminal",
+            (2, 8),
+        ),
+        (
+            "start: x::0\nx::_: \"a\" %if true()\n",
+            "end of the line",
+            (2, 19),
+        ),
+        (
+            "start: x::0\nx::_: \"a\" %if lt([3:2], 1)\n",
+            "is empty",
+            (2, 18),
+        ),
+        (
+            "start: x::0\nx::_: \"a\" x::set_bit(64) %if true\n",
+            "past 63",
+            (2, 22),
+        ),
+        (
+            "start: x::0\nx::_: \"a\" x::mul(2)\n",
+            "unknown parameter expression",
+            (2, 14),
+        ),
+        ("X::_: \"a\"\nstart: X\n", "cannot be parametric", (1, 2)),
+    ] {
+        let e = refused(text);
+        assert!(e.to_string().contains(what), "{text:?}: {e}");
+        assert_eq!(at(&e), pos, "{text:?}: {e}");
+    }
+    // Every value reached is a rule: a bound on how many.
+    let e = refused("start: x::0\nx::_: \"a\" x::incr(_) %if lt(_, 100000) | \"b\"\n");
+    assert!(matches!(e, LarkError::Limit { .. }), "{e}");
 }
