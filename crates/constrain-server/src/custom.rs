@@ -189,7 +189,7 @@ pub fn tool_grammar(tool: &CustomTool, at: &str) -> Result<Gbnf, ApiError> {
         Format::Regex(re) => {
             // Checked on its own first, so that an error speaks of the
             // regex and not of the grammar it is wrapped in.
-            constrain::grammar::lark::lower::parse_regex(
+            constrain::grammar::lark::parse_regex(
                 re,
                 constrain::grammar::gbnf::Pos { line: 1, column: 1 },
             )

@@ -84,15 +84,16 @@
 //! [`greedy::check`] refuses a grammar where taking it there could cut
 //! another lexeme of its context. See `docs/lark.md` for the table.
 
-pub mod ast;
-pub mod emit;
+pub(crate) mod ast;
+pub(crate) mod emit;
 pub mod error;
-pub mod greedy;
-pub mod lex;
-pub mod lower;
-pub mod parse;
+pub(crate) mod greedy;
+pub(crate) mod lex;
+pub(crate) mod lower;
+pub(crate) mod parse;
 
 pub use error::LarkError;
+pub use lower::parse_regex;
 
 use super::gbnf::{Gbnf, GbnfError};
 use std::path::{Path, PathBuf};
