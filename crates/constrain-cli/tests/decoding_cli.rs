@@ -204,6 +204,15 @@ fn bad_decoding_values_exit_2() {
         &constrain(&[&base[..], &["--trace", "/nonexistent-dir/t.json"]].concat()),
         "/nonexistent-dir/t.json",
     );
+    // The strategies that do not combine with beam search (docs/decoding.md).
+    bad_input(
+        &constrain(&[&base[..], &["--beam", "2", "--guidance-scale", "2"]].concat()),
+        "--guidance-scale",
+    );
+    bad_input(
+        &constrain(&[&base[..], &["--beam", "2", "--contrastive-model", m]].concat()),
+        "--contrastive-model",
+    );
 }
 
 /// The number after `key ` in the beam summary line on stderr.

@@ -143,8 +143,9 @@ pub struct GenerateArgs {
     /// complete output, scored by summed log-probability / length^A. The
     /// output is written once the search ends (--stream has nothing to
     /// stream early); sampling options do not apply. Not with --draft-model
-    /// or guidance: those change how one sequence's next token is drawn,
-    /// beam search scores many under the model's own distribution.
+    /// (a draft speeds up drawing one sequence; beam search draws none) nor
+    /// with guidance (not built: it needs a second sequence per hypothesis;
+    /// docs/decoding.md lists the strategies that combine).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     beam: Option<usize>,
     /// Length penalty A for --beam (default 1, as Hugging Face).
