@@ -43,14 +43,9 @@ fn compiler() -> Option<Compiler> {
     let vocab = assets::qwen_vocab()?;
     Some(Compiler::new(
         vocab,
-        CompilerConfig {
-            index: IndexConfig {
-                threads: 1,
-                ..Default::default()
-            },
-            cache_entries: 0,
-            ..Default::default()
-        },
+        CompilerConfig::default()
+            .index(IndexConfig::default().threads(1))
+            .cache_entries(0),
     ))
 }
 

@@ -62,12 +62,12 @@
 //! contrastive decoding, a second sequence fed with the first),
 //! `speculative_loop.rs` (a draft model proposes, the model verifies),
 //! `beam_loop.rs` ([`beam_search`]); the values they share are in
-//! `types.rs`, and [`Engine`] (`engine.rs`) runs any of them over a loaded
-//! model.
+//! `types.rs`, what every step does with its logits (the budget rule, the
+//! trace) in `step.rs`, and [`Engine`] (`engine.rs`) runs any of them over
+//! a loaded model.
 
-use crate::trace::{self, TraceStep};
+use crate::trace::TraceStep;
 use crate::LanguageModel;
-use constrain::index::TokenSet;
 use constrain::matcher::Matcher;
 use constrain::sampling::Sampler;
 use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
@@ -80,9 +80,12 @@ mod engine;
 mod guidance_loop;
 mod mask_ahead;
 mod speculative_loop;
+mod step;
 mod types;
 
-pub use beam_loop::{beam_search, BeamConfig, BeamGeneration, Candidate, OneByOne};
+pub use beam_loop::{
+    beam_search, beam_search_traced, BeamConfig, BeamGeneration, Candidate, OneByOne,
+};
 pub use engine::Engine;
 pub use guidance_loop::{generate_guided, generate_guided_traced, Guidance};
 pub use speculative_loop::{generate_speculative, generate_speculative_traced, SpeculativeConfig};
@@ -224,8 +227,8 @@ struct Decoder<'a> {
     /// The logits before sampling, kept only on steps where a budget redraw
     /// is possible.
     original: Vec<f32>,
-    /// The steps so far when tracing.
-    trace: Option<Vec<TraceStep>>,
+    /// The steps so far (recording only when tracing).
+    trace: step::Trail,
     /// The second sequence of guidance (classifier-free or contrastive),
     /// fed alongside the model's.
     aux: Option<guidance_loop::Aux<'a>>,
@@ -262,7 +265,7 @@ impl<'a> Decoder<'a> {
             },
             pos: 0,
             original: Vec::new(),
-            trace: trace.then(Vec::new),
+            trace: step::Trail::new(trace),
             aux: None,
             ahead: mask_ahead::MaskAhead::new(config.mask_overlap),
         })
@@ -272,7 +275,7 @@ impl<'a> Decoder<'a> {
     fn finish(mut self) -> (Generation, Vec<TraceStep>) {
         self.out.stats.generated_tokens = self.out.tokens.len();
         self.out.accepted = self.matcher.as_deref().is_some_and(|m| m.is_accepting());
-        (self.out, self.trace.unwrap_or_default())
+        (self.out, self.trace.into_steps())
     }
 
     /// Feeds the prompt and any forced start of the output in one pass;
@@ -303,17 +306,10 @@ impl<'a> Decoder<'a> {
             logits = self.guide(logits)?;
         }
         // The sampler works in place: the trace reads a copy of the raw logits.
-        let raw = self.trace.as_ref().map(|_| logits.clone());
+        let raw = self.trace.is_on().then(|| logits.clone());
         let t = self.pick(&mut logits)?;
-        if let (Some(raw), Some(steps)) = (raw, self.trace.as_mut()) {
-            let allowed = self.matcher.as_deref().map(|m| m.allowed());
-            steps.push(trace::sampled_step(
-                steps.len(),
-                &raw,
-                allowed,
-                t,
-                self.vocab,
-            ));
+        if let Some(raw) = raw {
+            self.trace_sampled(&raw, t);
         }
         match self.take(t)? {
             Some(batch) => self.forward(model, &batch),
@@ -383,7 +379,7 @@ impl<'a> Decoder<'a> {
     /// redrawn from the same logits restricted to the tokens that do
     /// (rejection sampling, so exactly as if they had been masked up front).
     fn pick(&mut self, logits: &mut [f32]) -> Result<TokenId, GenerateError> {
-        let remaining = self.config.max_tokens - self.out.tokens.len();
+        let remaining = self.remaining();
         let history = &self.out.tokens;
         let Some(m) = self.matcher.as_deref() else {
             if self.config.ignore_eos {
@@ -395,7 +391,8 @@ impl<'a> Decoder<'a> {
         };
         // The sampler works in place: keep the logits only where a redraw
         // can happen.
-        let redraw_possible = !m.always_fits(remaining);
+        let budget = step::Budget::new(m, remaining);
+        let redraw_possible = !budget.always_fits();
         if redraw_possible {
             self.original.clear();
             self.original.extend_from_slice(logits);
@@ -413,14 +410,11 @@ impl<'a> Decoder<'a> {
         if !m.is_allowed(t) {
             return Err(GenerateError::MaskIgnored { token: t });
         }
-        if !redraw_possible || m.fits(t, remaining) {
+        if !redraw_possible || budget.fits(t) {
             return Ok(t);
         }
         self.out.stats.budget_redraws += 1;
-        let mut viable = TokenSet::new(logits.len());
-        for u in m.allowed().iter().filter(|&u| m.fits(u, remaining)) {
-            viable.insert(u);
-        }
+        let viable = budget.viable(logits.len());
         if viable.is_empty() {
             return Err(GenerateError::NoViableToken { remaining });
         }
@@ -430,19 +424,29 @@ impl<'a> Decoder<'a> {
 
     /// Takes the forced continuation (jump-forward), within the budget.
     fn jump_forward(&mut self) -> Result<Vec<TokenId>, GenerateError> {
+        let room = self.remaining();
         let (Some(tok), Some(m)) = (self.tokenizer, self.matcher.as_deref_mut()) else {
             return Ok(Vec::new());
         };
-        let room = self.config.max_tokens - self.out.tokens.len();
         let forced = m.jump_forward(tok, room)?;
         for &t in &forced {
-            if let Some(steps) = self.trace.as_mut() {
-                steps.push(trace::forced_step(steps.len(), t, self.vocab));
-            }
+            self.trace.forced(t, self.vocab);
             self.emit(t);
         }
         self.out.stats.forced_tokens += forced.len();
         Ok(forced)
+    }
+
+    /// Tokens left of `max_tokens`, counting the next one.
+    fn remaining(&self) -> usize {
+        self.config.max_tokens - self.out.tokens.len()
+    }
+
+    /// Records the step of a sampled token `t` picked from the raw
+    /// `logits` under the current mask (when tracing).
+    fn trace_sampled(&mut self, logits: &[f32], t: TokenId) {
+        let allowed = self.matcher.as_deref().map(|m| m.allowed());
+        self.trace.sampled(logits, allowed, t, self.vocab);
     }
 
     /// Appends a taken token to the output and hands its bytes on.

@@ -129,7 +129,7 @@ pub const SCRIPT: &str = r#"
     };
     var render = function(trace) {
       var h = '<div class="ci-root">\n';
-      h += '<p>model <code>' + esc(trace.model) + '</code> \u00b7 ' + trace.steps.length + ' steps \u00b7 sequence log-probability ' + Number(trace.sequence_logprob).toFixed(4) + '</p>\n<p>prompt: <code>' + esc(trace.prompt) + '</code></p>\n';
+      h += '<p>model <code>' + esc(trace.model) + '</code> \u00b7 ' + trace.steps.length + ' steps \u00b7 sequence log-probability ' + Number(trace.sequence_logprob).toFixed(4) + (trace.score == null ? '' : ' \u00b7 beam score ' + Number(trace.score).toFixed(4) + (trace.length_penalty == null ? '' : ' (length penalty ' + trace.length_penalty + ')')) + '</p>\n<p>prompt: <code>' + esc(trace.prompt) + '</code></p>\n';
       h += '<div class="ci-controls"><label>temperature <input type="range"' + attr('data-control', 'temperature') + ' min="0" max="2" step="0.05" value="1"> <span class="ci-t">1.00</span></label><label>top-p <input type="range"' + attr('data-control', 'top-p') + ' min="0.05" max="1" step="0.01" value="1"> <span class="ci-p">1.00</span></label><span>bars: probability among the cached top logits; struck-through tokens are masked by the constraint</span></div>\n';
       trace.steps.forEach(function(s) {
         h += '<section class="ci-step"' + attr('data-step', s.step) + '>\n<h3>step ' + s.step + ' \u00b7 <span class="ci-tok">' + esc(visible(s.token.text)) + '</span> \u00b7 ';
@@ -186,8 +186,14 @@ pub fn component(trace: &Trace) -> String {
     h.push_str("<div class=\"ci-root\">\n<style>");
     h.push_str(STYLE);
     h.push_str("</style>\n");
+    // A beam search's trace has its score.
+    let score = match (trace.score, trace.length_penalty) {
+        (Some(sc), Some(a)) => format!(" · beam score {sc:.4} (length penalty {a})"),
+        (Some(sc), None) => format!(" · beam score {sc:.4}"),
+        _ => String::new(),
+    };
     h.push_str(&format!(
-        "<p>model <code>{}</code> · {} steps · sequence log-probability {:.4}</p>\n<p>prompt: <code>{}</code></p>\n",
+        "<p>model <code>{}</code> · {} steps · sequence log-probability {:.4}{score}</p>\n<p>prompt: <code>{}</code></p>\n",
         escape(&trace.model),
         trace.steps.len(),
         trace.sequence_logprob,

@@ -1,9 +1,9 @@
 //! # Step trace: what the model wanted, what the constraint allowed
 //!
-//! [`generate_traced`](crate::generate::generate_traced) records one
-//! [`TraceStep`] per output token, without changing what is generated (the
-//! trace reads the logits before the sampler touches them and draws nothing
-//! from the random source). `constrain --trace FILE` writes the steps inside
+//! [`generate_traced`](crate::generate::generate_traced) (and the traced
+//! variant of every other loop) records one [`TraceStep`] per output token,
+//! without changing what is generated (the trace reads the logits before
+//! the sampler touches them and draws nothing from the random source). `constrain --trace FILE` writes the steps inside
 //! a [`Trace`] (`model`, `prompt`, `settings`, `steps`, `sequence_logprob`);
 //! `constrain view` turns that file into a page ([`crate::inspector`]).
 //!
@@ -13,7 +13,8 @@
 //! * `token`: `{id, text, bytes, logit}`, the raw logit of the chosen token
 //!   (`null` for a forced token, which no logits were computed for);
 //! * `forced`: taken by jump-forward without sampling: `top` is empty and
-//!   `logprob` is 0 (the constraint left no choice);
+//!   `logprob` is 0 (the constraint left no choice; under beam search, see
+//!   below);
 //! * `logprob`: the chosen token's natural log-probability under the *masked*
 //!   distribution at temperature 1 (`logit − logsumexp(allowed logits)`),
 //!   whatever the sampling settings were: the model's own belief once the
@@ -28,6 +29,13 @@
 //!   ties), each `{id, text, logit, allowed}`.
 //!
 //! `sequence_logprob` is the sum of the steps' `logprob`s.
+//!
+//! A beam search's trace ([`beam_search_traced`](crate::generate::beam_search_traced))
+//! is the winning hypothesis's, with two more fields: `score`
+//! (`sequence_logprob / steps^length_penalty`, the number the search ranked
+//! it by) and `length_penalty`. Its steps' `logprob`s are the ones the search
+//! scored, forced steps included: beam search scores greedy's forced tokens
+//! too, so there a forced step's `logprob` is that score rather than 0.
 //!
 //! The cost is two passes over the logits per step (the max, then the
 //! masked and unmasked sums of `exp` in f32, together) and a top-16
@@ -89,6 +97,13 @@ pub struct Trace {
     pub steps: Vec<TraceStep>,
     /// Sum of the steps' `logprob`s.
     pub sequence_logprob: f64,
+    /// Beam search only: the output's score, `sequence_logprob /
+    /// steps^length_penalty` (absent from other traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Beam search only: the length penalty `A` of the score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length_penalty: Option<f32>,
 }
 
 impl Trace {
@@ -106,7 +121,17 @@ impl Trace {
             settings,
             steps,
             sequence_logprob,
+            score: None,
+            length_penalty: None,
         }
+    }
+
+    /// The trace of a beam search's output: its `score` under length
+    /// penalty `length_penalty`.
+    pub fn with_score(mut self, score: f64, length_penalty: f32) -> Trace {
+        self.score = Some(score);
+        self.length_penalty = Some(length_penalty);
+        self
     }
 }
 

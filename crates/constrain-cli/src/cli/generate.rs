@@ -132,12 +132,20 @@ pub struct GenerateArgs {
     no_mask_overlap: bool,
     /// Write the step trace (JSON: model, prompt, settings, steps,
     /// sequence_logprob) to FILE; stdout is unchanged. `constrain view FILE`
-    /// renders it. With --draft-model the steps show the target's logits,
-    /// with --guidance-scale or --contrastive-model the guided logits.
-    #[arg(long, value_name = "FILE", conflicts_with = "beam")]
+    /// renders it. Combines with every strategy: with --draft-model the
+    /// steps show the target's logits, with --guidance-scale or
+    /// --contrastive-model the guided logits, with --beam the winning
+    /// hypothesis's steps and its score (fields score and length_penalty;
+    /// score = sequence_logprob / steps^A).
+    #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// Constrained beam search with N beams (1 = greedy): the likeliest
-    /// complete output, scored by summed log-probability / length^A.
+    /// complete output, scored by summed log-probability / length^A. The
+    /// output is written once the search ends (--stream has nothing to
+    /// stream early); sampling options do not apply. Not with --draft-model
+    /// (a draft speeds up drawing one sequence; beam search draws none) nor
+    /// with guidance (not built: it needs a second sequence per hypothesis;
+    /// docs/decoding.md lists the strategies that combine).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     beam: Option<usize>,
     /// Length penalty A for --beam (default 1, as Hugging Face).
@@ -545,7 +553,12 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
         .ignore_eos(false)
         .mask_overlap(!a.no_mask_overlap);
     if let Some(beams) = a.beam {
-        return run_beam(&mut engine, &prompt, index, beams, &a, &config);
+        let trace = trace_file.as_mut().map(|f| TraceOut {
+            file: f,
+            model: model_path.display().to_string(),
+            user: &user,
+        });
+        return run_beam(&mut engine, &prompt, index, beams, &a, &config, trace);
     }
     // Classifier-free guidance runs its unconditional sequence on a second
     // copy of the model (its own KV cache); G = 1 needs none.
@@ -639,11 +652,7 @@ pub fn run(a: GenerateArgs) -> anyhow::Result<ExitCode> {
             settings_json(&a, &config),
             steps,
         );
-        let path = a.trace.as_ref().expect("trace file comes from --trace");
-        serde_json::to_writer_pretty(&mut *f, &trace)
-            .map_err(anyhow::Error::from)
-            .and_then(|_| f.write_all(b"\n").map_err(anyhow::Error::from))
-            .with_context(|| format!("cannot write --trace file {}", path.display()))?;
+        write_trace(f, &a, &trace)?;
     }
     let wall = t_gen.elapsed();
     if let Some(e) = stream_err {
@@ -774,7 +783,24 @@ fn same_vocabulary(
     Ok(())
 }
 
-/// `--beam N`: the search, the output on stdout, a summary on stderr.
+/// Writes `trace` to the `--trace` file `f`.
+fn write_trace(f: &mut std::fs::File, a: &GenerateArgs, trace: &Trace) -> anyhow::Result<()> {
+    let path = a.trace.as_deref().unwrap_or(std::path::Path::new("-"));
+    serde_json::to_writer_pretty(&mut *f, trace)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| f.write_all(b"\n").map_err(anyhow::Error::from))
+        .with_context(|| format!("cannot write --trace file {}", path.display()))
+}
+
+/// Where `--beam` writes its trace, and what the trace names.
+struct TraceOut<'a> {
+    file: &'a mut std::fs::File,
+    model: String,
+    user: &'a str,
+}
+
+/// `--beam N`: the search, the output on stdout, a summary on stderr; with
+/// `--trace`, the winning hypothesis's steps and score.
 fn run_beam<M: model::LanguageModel>(
     engine: &mut Engine<M>,
     prompt: &[TokenId],
@@ -782,13 +808,23 @@ fn run_beam<M: model::LanguageModel>(
     beams: usize,
     a: &GenerateArgs,
     config: &GenerateConfig,
+    trace: Option<TraceOut<'_>>,
 ) -> anyhow::Result<ExitCode> {
     let bc = model::generate::BeamConfig::default()
         .beams(beams)
         .length_penalty(a.length_penalty.unwrap_or(1.0))
         .max_tokens(config.max_tokens)
         .jump_forward(config.jump_forward);
-    let out = engine.beam_search(prompt, index, &bc)?;
+    let out = match trace {
+        Some(t) => {
+            let (out, steps) = engine.beam_search_traced(prompt, index, &bc)?;
+            let trace = Trace::new(t.model, t.user, settings_json(a, config), steps)
+                .with_score(out.score, bc.length_penalty);
+            write_trace(t.file, a, &trace)?;
+            out
+        }
+        None => engine.beam_search(prompt, index, &bc)?,
+    };
     if !out.accepted {
         bail!(
             "the output is incomplete after {} tokens: {:?}",
@@ -834,6 +870,13 @@ fn settings_json(a: &GenerateArgs, c: &GenerateConfig) -> serde_json::Value {
     // The strategy, where not plain decoding: whose distribution the steps
     // show (the target's under a draft, the guided one under guidance).
     let mut strategy = serde_json::Map::new();
+    if let Some(n) = a.beam {
+        strategy.insert("beam".into(), n.into());
+        strategy.insert(
+            "length_penalty".into(),
+            serde_json::json!(a.length_penalty.unwrap_or(1.0)),
+        );
+    }
     if let Some(p) = &a.draft_model {
         strategy.insert("draft_model".into(), p.display().to_string().into());
         strategy.insert(

@@ -56,9 +56,27 @@
 //! one that cannot rewind restarts from position 0. [`OneByOne`] forces that
 //! path on any model; both paths give the same output (tested on scripted
 //! models and on the real 0.5B).
+//!
+//! ## Tracing
+//!
+//! [`beam_search_traced`] returns the step trace ([`crate::trace`]) of the
+//! output, the winning hypothesis, with the same search and result. Every
+//! hypothesis carries its own trail of steps (`step.rs`), extended when the
+//! hypothesis is and shared with its siblings up to where they part (a clone
+//! copies one pointer; with tracing off it is empty and costs nothing). A
+//! step shows the logits the hypothesis was extended from, under its mask,
+//! and its `logprob` is exactly the one the search scored, so the trace's
+//! `sequence_logprob` is the output's summed log-probability and
+//! `score = sequence_logprob / steps^A`, the EOS step counted when one ends
+//! the output. When greedy's completion wins, its steps come from the
+//! rescoring pass; the tokens its jump-forward appended are forced steps
+//! (no logits shown) that keep the log-probability the search gave them,
+//! since beam search scores every token. `N = 1` skips that rescoring
+//! (its score is then 0) unless a trace is asked for.
 
-use super::generate;
+use super::step::{Budget, Trail};
 use super::types::{BeamError, GenerateConfig, GenerateError, GenerationStats};
+use crate::trace::{self, TraceStep};
 use crate::{LanguageModel, ModelError, SequenceBatch};
 use constrain::matcher::Matcher;
 use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
@@ -258,13 +276,14 @@ fn best_extensions(
     n: usize,
 ) -> Vec<(TokenId, f64)> {
     use std::cmp::Ordering;
+    let budget = Budget::new(m, remaining);
     let order = |x: &(TokenId, f64), y: &(TokenId, f64)| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0));
     let mut top: Vec<(TokenId, f64)> = Vec::with_capacity(n + 1);
     for c in masked_logprobs(logits, m) {
         if top.len() == n && order(&c, &top[n - 1]) != Ordering::Less {
             continue;
         }
-        if !(vocab.is_eos(c.0) || m.fits(c.0, remaining)) {
+        if !(vocab.is_eos(c.0) || budget.fits(c.0)) {
             continue;
         }
         let at = top.partition_point(|x| order(x, &c) == Ordering::Less);
@@ -316,6 +335,30 @@ struct Hyp {
     tokens: Vec<TokenId>,
     logprob: f64,
     matcher: Matcher,
+    /// Its steps (recording only when tracing).
+    trail: Trail,
+}
+
+/// The trace step of `t`, taken after `logits` under `m` (`i`-th of its
+/// sequence), with `logprob` the log-probability the search scored it with.
+/// `forced`: greedy's jump-forward appended it, a forced step (see the
+/// module docs, "Tracing").
+fn scored_step(
+    i: usize,
+    logits: &[f32],
+    m: &Matcher,
+    t: TokenId,
+    logprob: f64,
+    forced: bool,
+    vocab: &Vocabulary,
+) -> TraceStep {
+    let mut s = if forced {
+        trace::forced_step(i, t, vocab)
+    } else {
+        trace::sampled_step(i, logits, Some(m.allowed()), t, vocab)
+    };
+    s.logprob = logprob;
+    s
 }
 
 /// Beam search of width `config.beams` from `prompt` under `matcher` (see
@@ -328,6 +371,34 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
     prompt: &[TokenId],
     config: &BeamConfig,
 ) -> Result<BeamGeneration, GenerateError> {
+    search(model, vocab, tokenizer, matcher, prompt, config, false).map(|(b, _)| b)
+}
+
+/// [`beam_search`], also returning the output's step trace: the winning
+/// hypothesis's steps, each `logprob` the one the search scored (see the
+/// module docs, "Tracing"). The search and its result are the same as
+/// without the trace, except that `N = 1` then scores greedy's completion
+/// (its `logprob` and `score` are otherwise left at 0).
+pub fn beam_search_traced<M: LanguageModel + ?Sized>(
+    model: &mut M,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    matcher: &Matcher,
+    prompt: &[TokenId],
+    config: &BeamConfig,
+) -> Result<(BeamGeneration, Vec<TraceStep>), GenerateError> {
+    search(model, vocab, tokenizer, matcher, prompt, config, true)
+}
+
+fn search<M: LanguageModel + ?Sized>(
+    model: &mut M,
+    vocab: &Vocabulary,
+    tokenizer: Option<&TextTokenizer>,
+    matcher: &Matcher,
+    prompt: &[TokenId],
+    config: &BeamConfig,
+    trace: bool,
+) -> Result<(BeamGeneration, Vec<TraceStep>), GenerateError> {
     if config.beams == 0 {
         return Err(BeamError::ZeroBeams.into());
     }
@@ -341,7 +412,8 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
         ..GenerateConfig::greedy(config.max_tokens)
     };
     let mut gm = matcher.clone();
-    let g = generate(
+    // Traced, greedy's own steps say which of its tokens were forced.
+    let (g, gsteps) = super::run(
         &mut *model,
         vocab,
         tokenizer,
@@ -349,6 +421,7 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
         prompt,
         &gcfg,
         &mut |_| {},
+        trace,
     )?;
     let mut stats = g.stats.clone();
 
@@ -365,7 +438,8 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
         rescored.push(e);
     }
     let mut greedy_lp = 0.0;
-    if config.beams > 1 {
+    let mut gtrail = Trail::new(trace);
+    if config.beams > 1 || trace {
         let t0 = Instant::now();
         let mut m = matcher.clone();
         rescore(
@@ -375,10 +449,15 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
             &mut stats.model_calls,
             &mut |i, l| {
                 let t = rescored[i];
-                greedy_lp += masked_logprobs(l, &m)
+                let lp = masked_logprobs(l, &m)
                     .into_iter()
                     .find(|&(u, _)| u == t)
                     .map_or(f64::NEG_INFINITY, |(_, lp)| lp);
+                greedy_lp += lp;
+                if gtrail.is_on() {
+                    let forced = gsteps.get(i).is_some_and(|s| s.forced);
+                    gtrail.push(scored_step(i, l, &m, t, lp, forced, vocab));
+                }
                 m.advance(t)?;
                 Ok(())
             },
@@ -392,17 +471,20 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
         eos: rescored.len() > g.tokens.len(),
     };
     if config.beams == 1 {
-        return Ok(BeamGeneration {
-            tokens: g.tokens,
-            bytes: g.bytes,
-            logprob: greedy.logprob,
-            score: greedy.score,
-            from_greedy: true,
-            candidates: vec![greedy.clone()],
-            greedy,
-            accepted: g.accepted,
-            stats,
-        });
+        return Ok((
+            BeamGeneration {
+                tokens: g.tokens,
+                bytes: g.bytes,
+                logprob: greedy.logprob,
+                score: greedy.score,
+                from_greedy: true,
+                candidates: vec![greedy.clone()],
+                greedy,
+                accepted: g.accepted,
+                stats,
+            },
+            gtrail.into_steps(),
+        ));
     }
 
     let t1 = Instant::now();
@@ -430,16 +512,18 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
         tokens: Vec::new(),
         logprob: 0.0,
         matcher: matcher.clone(),
+        trail: Trail::new(trace),
     }];
-    let mut complete: Vec<Candidate> = Vec::new();
+    // Complete hypotheses, with their steps.
+    let mut complete: Vec<(Candidate, Trail)> = Vec::new();
     while !live.is_empty() {
-        // (parent, token, logprob of the extension)
-        let mut ext: Vec<(usize, TokenId, f64)> = Vec::new();
+        // (parent, token, logprob of the extension, logprob of the token)
+        let mut ext: Vec<(usize, TokenId, f64, f64)> = Vec::new();
         for (i, (h, l)) in live.iter().zip(&logits).enumerate() {
             let remaining = config.max_tokens - h.tokens.len();
             // Only the N best of one parent can be among the N best overall.
             let best = best_extensions(l, &h.matcher, vocab, remaining, config.beams);
-            ext.extend(best.into_iter().map(|(t, lp)| (i, t, h.logprob + lp)));
+            ext.extend(best.into_iter().map(|(t, lp)| (i, t, h.logprob + lp, lp)));
         }
         let len_after = |i: usize| live[i].tokens.len() + 1;
         ext.sort_by(|x, y| {
@@ -453,34 +537,49 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
         // Per hypothesis of `next`: its parent's sequence and its token.
         let mut parents = Vec::new();
         let mut fed = Vec::new();
-        for (i, t, lp) in ext {
+        for (i, t, lp, own) in ext {
             let h = &live[i];
             let mut tokens = h.tokens.clone();
+            let mut trail = h.trail.clone();
+            if trail.is_on() {
+                trail.push(scored_step(
+                    trail.len(),
+                    &logits[i],
+                    &h.matcher,
+                    t,
+                    own,
+                    false,
+                    vocab,
+                ));
+            }
             let mut matcher = h.matcher.clone();
             matcher.advance(t)?;
             if vocab.is_eos(t) {
-                complete.push(Candidate {
+                let c = Candidate {
                     score: score(lp, tokens.len() + 1, a),
                     tokens,
                     logprob: lp,
                     eos: true,
-                });
+                };
+                complete.push((c, trail));
                 continue;
             }
             tokens.push(t);
             if matcher.is_finished() || tokens.len() == config.max_tokens {
-                complete.push(Candidate {
+                let c = Candidate {
                     score: score(lp, tokens.len(), a),
                     tokens,
                     logprob: lp,
                     eos: false,
-                });
+                };
+                complete.push((c, trail));
                 continue;
             }
             next.push(Hyp {
                 tokens,
                 logprob: lp,
                 matcher,
+                trail,
             });
             parents.push(i);
             fed.push(t);
@@ -488,8 +587,8 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
         live = next;
         // Hugging Face's stopping heuristic.
         if complete.len() >= config.beams {
-            complete.sort_by(|x, y| y.score.total_cmp(&x.score));
-            let worst = complete[config.beams - 1].score;
+            complete.sort_by(|x, y| y.0.score.total_cmp(&x.0.score));
+            let worst = complete[config.beams - 1].0.score;
             let best_live = live
                 .iter()
                 .map(|h| score(h.logprob, h.tokens.len(), a))
@@ -506,28 +605,34 @@ pub fn beam_search<M: LanguageModel + ?Sized>(
         logits = batch.step(&fed)?;
         passes += 1;
     }
-    complete.sort_by(|x, y| y.score.total_cmp(&x.score));
+    complete.sort_by(|x, y| y.0.score.total_cmp(&x.0.score));
     complete.truncate(config.beams);
     stats.model_calls += if batched { passes } else { feeder.calls };
     stats.decode_time += t1.elapsed();
-    let best = complete.first().filter(|c| c.score > greedy.score).cloned();
+    let best = complete
+        .first()
+        .filter(|c| c.0.score > greedy.score)
+        .cloned();
     let from_greedy = best.is_none();
-    let (tokens, logprob, score_) = match &best {
-        Some(c) => (c.tokens.clone(), c.logprob, c.score),
-        None => (greedy.tokens.clone(), greedy.logprob, greedy.score),
+    let (tokens, logprob, score_, trail) = match best {
+        Some((c, trail)) => (c.tokens, c.logprob, c.score, trail),
+        None => (greedy.tokens.clone(), greedy.logprob, greedy.score, gtrail),
     };
     let mut check = matcher.clone();
     check.accept_tokens(&tokens)?;
     stats.generated_tokens = tokens.len();
-    Ok(BeamGeneration {
-        bytes: vocab.decode(&tokens),
-        tokens,
-        logprob,
-        score: score_,
-        from_greedy,
-        greedy,
-        candidates: complete,
-        accepted: check.is_accepting(),
-        stats,
-    })
+    Ok((
+        BeamGeneration {
+            bytes: vocab.decode(&tokens),
+            tokens,
+            logprob,
+            score: score_,
+            from_greedy,
+            greedy,
+            candidates: complete.into_iter().map(|(c, _)| c).collect(),
+            accepted: check.is_accepting(),
+            stats,
+        },
+        trail.into_steps(),
+    ))
 }

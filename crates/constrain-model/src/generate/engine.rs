@@ -2,7 +2,7 @@
 //! vocabulary and a compiler over it, and runs every loop of this module
 //! (plain, traced, speculative, guided, beam) on a compiled constraint.
 
-use super::beam_loop::{beam_search, BeamConfig, BeamGeneration};
+use super::beam_loop::{beam_search, beam_search_traced, BeamConfig, BeamGeneration};
 use super::guidance_loop::{generate_guided, generate_guided_traced, Guidance};
 use super::speculative_loop::{
     generate_speculative, generate_speculative_traced, SpeculativeConfig,
@@ -295,6 +295,25 @@ impl<M: LanguageModel> Engine<M> {
     ) -> Result<BeamGeneration, GenerateError> {
         let guide = Matcher::from_index(index);
         beam_search(
+            &mut self.model,
+            &self.vocab,
+            Some(&self.tokenizer),
+            &guide,
+            prompt,
+            config,
+        )
+    }
+
+    /// [`Engine::beam_search`], also returning the winning hypothesis's step
+    /// trace (see [`beam_search_traced`]).
+    pub fn beam_search_traced(
+        &mut self,
+        prompt: &[TokenId],
+        index: Arc<TokenIndex>,
+        config: &BeamConfig,
+    ) -> Result<(BeamGeneration, Vec<TraceStep>), GenerateError> {
+        let guide = Matcher::from_index(index);
+        beam_search_traced(
             &mut self.model,
             &self.vocab,
             Some(&self.tokenizer),

@@ -26,11 +26,11 @@
 //! fed the same batches (prompt aside), jump-forward and the budget rule
 //! apply to the guided logits unchanged.
 
+use super::step::Budget;
 use super::types::{GenerateConfig, GenerateError, Generation};
 use super::{check_request, drive, Decoder};
 use crate::trace::TraceStep;
 use crate::LanguageModel;
-use constrain::index::TokenSet;
 use constrain::matcher::Matcher;
 use constrain::sampling::{classifier_free_guidance, contrastive, SamplingError};
 use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
@@ -111,18 +111,15 @@ impl Decoder<'_> {
         Ok(match aux.kind {
             Kind::Cfg(g) => classifier_free_guidance(&cond, &other, g)?,
             Kind::Contrastive(alpha) => {
-                let remaining = self.config.max_tokens - self.out.tokens.len();
+                let remaining = self.remaining();
                 let m = self.matcher.as_deref();
                 // The cutoff's max over the tokens that can be picked: the
                 // allowed ones, or, where the budget rules some out, those
                 // that fit.
-                let viable = m.filter(|m| !m.always_fits(remaining)).map(|m| {
-                    let mut v = TokenSet::new(cond.len());
-                    for u in m.allowed().iter().filter(|&u| m.fits(u, remaining)) {
-                        v.insert(u);
-                    }
-                    v
-                });
+                let viable = m
+                    .map(|m| Budget::new(m, remaining))
+                    .filter(|b| !b.always_fits())
+                    .map(|b| b.viable(cond.len()));
                 let admissible = viable.as_ref().or(m.map(|m| m.allowed()));
                 contrastive(&cond, &other, alpha, admissible)?
             }

@@ -104,9 +104,8 @@
 
 use super::types::{GenerateConfig, GenerateError, Generation, SpeculativeStats};
 use super::{check_request, Decoder};
-use crate::trace::{self, TraceStep};
+use crate::trace::TraceStep;
 use crate::LanguageModel;
-use constrain::index::TokenSet;
 use constrain::matcher::Matcher;
 use constrain::sampling::{verify, Verdict};
 use constrain::vocab::{TextTokenizer, TokenId, Vocabulary};
@@ -305,12 +304,13 @@ impl Decoder<'_> {
         let p = self
             .sampler
             .distribution(work, Some(m.allowed()), history)?;
-        if m.always_fits(remaining) {
+        let budget = super::step::Budget::new(m, remaining);
+        if budget.always_fits() {
             return Ok(p);
         }
         // Each candidate's fit is asked once (memoized lookups, but this is
         // the per-position path when the budget is tight).
-        let fit: Vec<bool> = p.iter().map(|&(t, _)| m.fits(t, remaining)).collect();
+        let fit: Vec<bool> = p.iter().map(|&(t, _)| budget.fits(t)).collect();
         let unfit: f64 = p
             .iter()
             .zip(&fit)
@@ -320,10 +320,7 @@ impl Decoder<'_> {
         if unfit <= 0.0 {
             return Ok(p);
         }
-        let mut viable = TokenSet::new(logits.len());
-        for u in m.allowed().iter().filter(|&u| m.fits(u, remaining)) {
-            viable.insert(u);
-        }
+        let viable = budget.viable(logits.len());
         if viable.is_empty() {
             return Err(GenerateError::NoViableToken { remaining });
         }
@@ -353,21 +350,6 @@ impl Decoder<'_> {
             return Ok(false);
         }
         Ok(!m.clone().jump_forward(tok, room)?.is_empty())
-    }
-
-    /// Records the step of a sampled token `t` picked from the raw
-    /// `logits` under the current mask (when tracing).
-    fn trace_sampled(&mut self, logits: &[f32], t: TokenId) {
-        if let Some(steps) = self.trace.as_mut() {
-            let allowed = self.matcher.as_deref().map(|m| m.allowed());
-            steps.push(trace::sampled_step(
-                steps.len(),
-                logits,
-                allowed,
-                t,
-                self.vocab,
-            ));
-        }
     }
 
     /// The prompt followed by the output so far.
@@ -672,7 +654,7 @@ fn propose<D: LanguageModel + ?Sized>(
     schedule.draft_pass(fed, dt.as_secs_f64());
     stats.draft_calls += 1;
     loop {
-        let remaining = d.config.max_tokens - d.out.tokens.len() - p.tokens.len();
+        let remaining = d.remaining() - p.tokens.len();
         let q = d.effective_distribution(&logits, &p.tokens, remaining)?;
         let x = draw(&q, rng.random()).ok_or(constrain::sampling::SamplingError::AllRemoved)?;
         if let Some(m) = d.matcher.as_deref_mut() {
@@ -764,7 +746,7 @@ fn verify_round<M: LanguageModel + ?Sized>(
     let mut go_on = true;
     let mut all_kept = true;
     for i in 0..k {
-        let remaining = d.config.max_tokens - d.out.tokens.len();
+        let remaining = d.remaining();
         let pt = d.effective_distribution(&rows[i], &[], remaining)?;
         let verdict = verify_sparse(&pt, &p.dists[i], p.tokens[i], rng)?;
         d.trace_sampled(&rows[i], verdict.token());
@@ -783,7 +765,7 @@ fn verify_round<M: LanguageModel + ?Sized>(
         // Every proposal kept (or none made): the target's row after the
         // last one gives one more token (budget-safe like every pick).
         let mut bonus = rows.pop().expect("a row after the last proposal");
-        let raw = d.trace.as_ref().map(|_| bonus.clone());
+        let raw = d.trace.is_on().then(|| bonus.clone());
         let t = d.pick(&mut bonus)?;
         if let Some(raw) = raw {
             d.trace_sampled(&raw, t);
