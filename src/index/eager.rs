@@ -287,7 +287,14 @@ impl Eager {
         let mut short_lists: Vec<Walked> = Vec::new();
         let mut short_fps: Vec<u64> = Vec::new();
         let mut long_lists: Vec<Vec<u32>> = Vec::new();
-        run_with_threads(config.threads, &mut || {
+        // A small automaton is walked by one worker: waking every worker of
+        // the global pool (or starting it) costs more than its few walks.
+        let threads = if n <= SEQUENTIAL_STATES {
+            1
+        } else {
+            config.threads
+        };
+        run_with_threads(threads, &mut || {
             (short_lists, short_fps) = walks
                 .par_iter()
                 .map(|&(s, l)| {
@@ -485,6 +492,9 @@ impl Backend for Eager {
         self.token_live.is_some()
     }
 }
+
+/// Most automaton states walked on the calling thread alone.
+const SEQUENTIAL_STATES: usize = 8;
 
 /// Runs `f` on `threads` workers: 1 is the calling thread only (rayon's
 /// parallel iterators inside `f` then run sequentially on a one-thread

@@ -46,12 +46,14 @@
 //! for EOS or other added tokens; every EOS id is below `logits_width()`.
 
 pub mod bytelevel;
+mod cache;
 pub mod hf;
 mod token_set;
 #[cfg(feature = "tokenizers")]
 mod tokenizer;
 pub(crate) mod trie;
 
+pub use cache::{CacheStatus, CachedVocabulary, VocabCache};
 pub use hf::{StopConfig, TokenEncoding};
 pub(crate) use token_set::mix;
 pub use token_set::TokenSet;
@@ -467,7 +469,15 @@ impl Vocabulary {
     /// are always masked). Errors when `width` is below the number of ids.
     pub fn with_logits_width(mut self, width: usize) -> Result<Self, VocabError> {
         self.set_logits_width(width)?;
-        self.tries = Default::default();
+        // Tries built already (a cached vocabulary's) do not depend on the
+        // width, only their lazily built sets do: kept when not shared.
+        let tries = self
+            .tries
+            .take()
+            .and_then(|t| std::sync::Arc::try_unwrap(t).ok());
+        if let Some(t) = tries {
+            let _ = self.tries.set(std::sync::Arc::new(t.with_width(width)));
+        }
         Ok(self)
     }
 
@@ -554,6 +564,115 @@ impl Vocabulary {
             }
         }
         out
+    }
+
+    /// Writes every field to a cache payload ([`cache`]).
+    pub(crate) fn encode_cache(&self, e: &mut cache::Enc) {
+        e.bytes(&self.bytes);
+        e.u32s(
+            self.spans
+                .iter()
+                .flat_map(|&(s, l)| [s, l])
+                .collect::<Vec<_>>()
+                .into_iter(),
+        );
+        e.u32s(self.eos.iter().map(|t| t.0));
+        e.u64(self.added.len() as u64);
+        for (id, text, special) in &self.added {
+            e.u32(id.0);
+            e.u8(*special as u8);
+            e.bytes(text.as_bytes());
+        }
+        e.u32s(
+            self.symbols
+                .iter()
+                .flat_map(|&(id, k)| [id.0, k as u32])
+                .collect::<Vec<_>>()
+                .into_iter(),
+        );
+        e.bytes(&self.spelled);
+        e.u64(self.logits_width as u64);
+        e.u64(self.max_token_len as u64);
+        e.u64(self.n_text_tokens as u64);
+        e.u8(self.prefix_space as u8);
+    }
+
+    /// Reads what [`Vocabulary::encode_cache`] wrote, checking every span and id.
+    pub(crate) fn decode_cache(d: &mut cache::Dec<'_>) -> Result<Self, String> {
+        let bytes = d.bytes()?.to_vec();
+        let flat = d.u32s()?;
+        if flat.len() % 2 != 0 || flat.len() / 2 > MAX_IDS {
+            return Err("bad token spans".into());
+        }
+        let spans: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+        let n_ids = spans.len();
+        let mut n_text = 0usize;
+        let mut max_len = 0usize;
+        for &(s, l) in &spans {
+            if l != NO_BYTES {
+                if s as usize + l as usize > bytes.len() {
+                    return Err("token span out of range".into());
+                }
+                n_text += 1;
+                max_len = max_len.max(l as usize);
+            }
+        }
+        let eos: Vec<TokenId> = d.u32s()?.into_iter().map(TokenId).collect();
+        let n_added = d.usize()?;
+        if n_added > n_ids {
+            return Err("bad added tokens".into());
+        }
+        let mut added = Vec::with_capacity(n_added);
+        for _ in 0..n_added {
+            let id = d.u32()?;
+            let special = d.u8()? != 0;
+            let text = std::str::from_utf8(d.bytes()?)
+                .map_err(|_| "added token is not UTF-8".to_string())?
+                .to_string();
+            if id as usize >= n_ids {
+                return Err("added token id out of range".into());
+            }
+            added.push((TokenId(id), text, special));
+        }
+        let flat = d.u32s()?;
+        if flat.len() % 2 != 0 {
+            return Err("bad symbols".into());
+        }
+        let symbols: Vec<(TokenId, u16)> = flat
+            .chunks_exact(2)
+            .map(|c| (TokenId(c[0]), c[1] as u16))
+            .collect();
+        let spelled = d.bytes()?.to_vec();
+        let logits_width = d.usize()?;
+        let max_token_len = d.usize()?;
+        let n_text_tokens = d.usize()?;
+        let prefix_space = d.u8()? != 0;
+        let symbols_ok = spelled.len() == 3 * symbols.len()
+            && flat
+                .chunks_exact(2)
+                .all(|c| (c[0] as usize) < n_ids && (c[1] as usize) < added.len());
+        if !symbols_ok
+            || eos.iter().any(|e| e.as_usize() >= n_ids)
+            || n_text != n_text_tokens
+            || max_token_len < max_len
+            || logits_width < n_ids
+            || logits_width > MAX_IDS
+        {
+            return Err("inconsistent vocabulary".into());
+        }
+        Ok(Vocabulary {
+            bytes,
+            spans,
+            eos,
+            added,
+            symbols,
+            spelled,
+            logits_width,
+            max_token_len,
+            n_text_tokens,
+            prefix_space,
+            tries: Default::default(),
+        })
     }
 
     /// A printable form of a token for messages (`"ab"`, `<|im_end|>`, `#151700`).

@@ -33,9 +33,25 @@ impl TextTokenizer {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, VocabError> {
         let inner = tokenizers::Tokenizer::from_bytes(bytes)
             .map_err(|e| VocabError::Json(e.to_string()))?;
-        let mut json: serde_json::Value =
+        // Only the two fields the prefix-space rule reads are built as
+        // values; the rest (the 11 MB vocabulary and merges of Qwen's file)
+        // is skipped, not copied into a second tree.
+        #[derive(serde::Deserialize)]
+        struct Rules {
+            #[serde(default)]
+            normalizer: serde_json::Value,
+            #[serde(default)]
+            pre_tokenizer: serde_json::Value,
+        }
+        let rules: Rules =
             serde_json::from_slice(bytes).map_err(|e| VocabError::Json(e.to_string()))?;
-        let output = if super::hf::adds_prefix_space(&json) {
+        let rules = serde_json::json!({
+            "normalizer": rules.normalizer,
+            "pre_tokenizer": rules.pre_tokenizer,
+        });
+        let output = if super::hf::adds_prefix_space(&rules) {
+            let mut json: serde_json::Value =
+                serde_json::from_slice(bytes).map_err(|e| VocabError::Json(e.to_string()))?;
             super::hf::without_prefix_space(&mut json);
             let text = serde_json::to_string(&json).map_err(|e| VocabError::Json(e.to_string()))?;
             Some(

@@ -261,6 +261,87 @@ impl VocabTries {
         }
     }
 
+    /// The same tries for another logits width: the tries themselves do not
+    /// depend on it; the lazily built parts (sets of that width) start empty.
+    pub fn with_width(self, width: usize) -> VocabTries {
+        if width == self.width {
+            return self;
+        }
+        VocabTries {
+            width,
+            plain_levels: PLAIN_LEVELS.iter().map(|_| Default::default()).collect(),
+            body: Default::default(),
+            byte_chains: Default::default(),
+            shared: Default::default(),
+            ..self
+        }
+    }
+
+    /// Writes the tries built up front to a cache payload (the lazily built
+    /// parts are not cached).
+    pub(crate) fn encode(&self, e: &mut super::cache::Enc) {
+        e.u64(self.horizon as u64);
+        e.u64(self.width as u64);
+        e.u8(self.every_byte as u8);
+        e.bytes(&self.bytes);
+        e.u32s(
+            self.sorted
+                .iter()
+                .flat_map(|&(a, b, id)| [a, b, id])
+                .collect::<Vec<_>>()
+                .into_iter(),
+        );
+        for t in [&self.full, &self.short, &self.long] {
+            t.encode(e);
+        }
+    }
+
+    /// Reads what [`VocabTries::encode`] wrote for `vocab`, checking every
+    /// index the walks follow.
+    pub(crate) fn decode(
+        d: &mut super::cache::Dec<'_>,
+        vocab: &Vocabulary,
+    ) -> Result<VocabTries, String> {
+        let horizon = d.usize()?;
+        let width = d.usize()?;
+        let every_byte = d.u8()? != 0;
+        let bytes = d.bytes()?.to_vec();
+        let flat = d.u32s()?;
+        if flat.len() % 3 != 0 {
+            return Err("bad sorted tokens".into());
+        }
+        let n_ids = vocab.num_ids();
+        let sorted: Vec<(u32, u32, u32)> =
+            flat.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect();
+        if sorted
+            .iter()
+            .any(|&(a, b, id)| a > b || b as usize > bytes.len() || id as usize >= n_ids)
+        {
+            return Err("sorted token out of range".into());
+        }
+        let full = TokenTrie::decode(d, n_ids)?;
+        let short = TokenTrie::decode(d, n_ids)?;
+        let long = TokenTrie::decode(d, n_ids)?;
+        if horizon != crate::index::IndexConfig::default().horizon || width != vocab.logits_width()
+        {
+            return Err("tries built for another horizon or width".into());
+        }
+        Ok(VocabTries {
+            every_byte,
+            full,
+            short,
+            long,
+            horizon,
+            width,
+            bytes,
+            sorted,
+            plain_levels: PLAIN_LEVELS.iter().map(|_| Default::default()).collect(),
+            body: Default::default(),
+            byte_chains: Default::default(),
+            shared: Default::default(),
+        })
+    }
+
     /// The byte-chain tries of the ASCII byte set `set` (bit `b` for byte
     /// `b`), built on first use and shared. At most [`BYTE_CHAINS_CACHED`]
     /// are kept: a new set evicts the one used least recently (an index that
@@ -494,6 +575,62 @@ impl TokenTrie {
 
     pub fn len(&self) -> usize {
         self.byte.len()
+    }
+
+    fn encode(&self, e: &mut super::cache::Enc) {
+        e.bytes(&self.byte);
+        e.u16s(&self.depth);
+        e.u32s(self.end.iter().copied());
+        e.u32s(self.token.iter().copied());
+        e.u32s(
+            self.dups
+                .iter()
+                .flat_map(|&(a, b)| [a, b])
+                .collect::<Vec<_>>()
+                .into_iter(),
+        );
+        e.u64(self.max_depth as u64);
+        e.u32s(self.root.iter().copied());
+    }
+
+    /// Reads a trie, checking that its arrays agree and every node, end and
+    /// token index is in range (tokens below `n_ids`).
+    fn decode(d: &mut super::cache::Dec<'_>, n_ids: usize) -> Result<TokenTrie, String> {
+        let byte = d.bytes()?.to_vec();
+        let depth = d.u16s()?;
+        let end = d.u32s()?;
+        let token = d.u32s()?;
+        let flat = d.u32s()?;
+        let max_depth = d.usize()?;
+        let root = d.u32s()?;
+        let n = byte.len();
+        let ok_token = |t: u32| t == NONE || (t as usize) < n_ids;
+        let ok = depth.len() == n
+            && end.len() == n
+            && token.len() == n
+            && flat.len() % 2 == 0
+            && root.len() == 256
+            && end
+                .iter()
+                .enumerate()
+                .all(|(i, &e)| e as usize > i && e as usize <= n)
+            && depth.iter().all(|&x| x >= 1 && x as usize <= max_depth)
+            && token.iter().all(|&t| ok_token(t))
+            && flat.iter().all(|&t| t != NONE && ok_token(t))
+            && root.iter().all(|&r| r == NONE || (r as usize) < n);
+        if !ok {
+            return Err("inconsistent token trie".into());
+        }
+        Ok(TokenTrie {
+            byte,
+            depth,
+            end,
+            token,
+            dups: flat.chunks_exact(2).map(|c| (c[0], c[1])).collect(),
+            max_depth,
+            root,
+            second: Default::default(),
+        })
     }
 
     /// Per node, whether its bytes (the path from the root) are whole plain

@@ -5,7 +5,7 @@ use super::schema_args::SchemaArgs;
 use anyhow::Context;
 use constrain::dfa::DfaConfig;
 use constrain::index::IndexConfig;
-use constrain::vocab::{TextTokenizer, Vocabulary, QWEN_LOGITS_WIDTH};
+use constrain::vocab::{TextTokenizer, VocabCache, Vocabulary, QWEN_LOGITS_WIDTH};
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -112,7 +112,13 @@ impl IndexArgs {
 
     pub fn vocabulary(&self) -> anyhow::Result<Arc<Vocabulary>> {
         let p = self.checked_tokenizer_path()?;
-        let v = Vocabulary::from_tokenizer_json_file(&p)?;
+        // From the vocabulary cache ($CONSTRAIN_HOME/vocab-cache; off with
+        // CONSTRAIN_NO_CACHE=1) when it holds this tokenizer.
+        let loaded = VocabCache::from_env().load(&p)?;
+        if let Some(w) = &loaded.warning {
+            eprintln!("warning: {w}");
+        }
+        let v = loaded.vocab;
         let width = match self.logits_width {
             Some(w) => w,
             None if is_qwen(&v) => QWEN_LOGITS_WIDTH,
