@@ -47,7 +47,7 @@
 //! `constrain-testkit` (oracles, MaskBench runner, fake and tiny models).
 //! The library never prints; the binary does.
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 /// Builder-style setters for a configuration value: for every listed
 /// field, a method of the same name that sets it and returns the value

@@ -65,7 +65,9 @@ pub enum CacheStatus {
 /// A vocabulary from [`VocabCache::load`], with what happened.
 #[derive(Debug)]
 pub struct CachedVocabulary {
+    /// The vocabulary.
     pub vocab: Vocabulary,
+    /// Where it came from: the cache, or the JSON (and why).
     pub status: CacheStatus,
     /// Why an existing cache file was not used (for stderr).
     pub warning: Option<String>,

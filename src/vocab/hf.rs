@@ -74,7 +74,10 @@ pub enum TokenEncoding {
     ByteLevel,
     /// SentencePiece text with `▁` for space; `byte_fallback`: `<0xNN>`
     /// tokens are single bytes.
-    SentencePiece { byte_fallback: bool },
+    SentencePiece {
+        /// Whether `<0xNN>` tokens stand for single bytes.
+        byte_fallback: bool,
+    },
 }
 
 /// Stop tokens declared by the files beside a `tokenizer.json`.

@@ -105,28 +105,60 @@ pub const DEFAULT_EOS_NAMES: &[&str] = &[
 /// Errors reading or building a vocabulary.
 #[derive(Debug, thiserror::Error)]
 pub enum VocabError {
+    /// The tokenizer file cannot be read.
     #[error("cannot read tokenizer {path}: {source}")]
     Io {
+        /// The file.
         path: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The file is not the `tokenizer.json` shape (the parser's message).
     #[error("malformed tokenizer.json: {0}")]
     Json(String),
+    /// A tokenizer model or decoder constrain does not read (which one).
     #[error("unsupported tokenizer: {0}")]
     Unsupported(String),
+    /// Two tokens share an id.
     #[error("token {id} appears twice in the tokenizer")]
-    DuplicateId { id: u32 },
+    DuplicateId {
+        /// The id.
+        id: u32,
+    },
+    /// A byte-level token holds a character outside the GPT-2 byte table.
     #[error("token {token:?} (id {id}) is not byte-level BPE text: character {ch:?} has no byte")]
-    NotByteLevel { id: u32, token: String, ch: char },
+    NotByteLevel {
+        /// The token's id.
+        id: u32,
+        /// The token as the file writes it.
+        token: String,
+        /// The character with no byte.
+        ch: char,
+    },
+    /// The model's logits row is narrower than the token ids.
     #[error("logits width {width} is smaller than the tokenizer's {ids} ids")]
-    LogitsWidth { width: usize, ids: usize },
+    LogitsWidth {
+        /// The logits width asked for.
+        width: usize,
+        /// How many ids the tokenizer has.
+        ids: usize,
+    },
+    /// No end-of-sequence token (the names looked for).
     #[error("no end-of-sequence token found (looked for {0})")]
     NoEos(String),
+    /// The end-of-sequence id given is not a token.
     #[error("end-of-sequence token {0} is not in the vocabulary")]
     BadEos(u32),
+    /// A stop token named beside the tokenizer is not one of its tokens.
     #[error("stop token {token:?} named in {source_file} is not in the tokenizer")]
-    UnknownStop { token: String, source_file: String },
+    UnknownStop {
+        /// The token's text.
+        token: String,
+        /// The file that names it.
+        source_file: String,
+    },
+    /// Text could not be turned into tokens (the tokenizer's message).
     #[error("cannot tokenize: {0}")]
     Encode(String),
 }

@@ -8,23 +8,33 @@ pub enum LarkError {
     /// The text does not parse.
     #[error("line {line}, column {column}: {message}")]
     Syntax {
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
+        /// What is wrong, in words.
         message: String,
     },
     /// A construct of the dialect the compiler does not enforce (yet).
     #[error("line {line}, column {column}: {construct} is not supported: {reason}")]
     Unsupported {
+        /// The construct, as the grammar spells it.
         construct: String,
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
+        /// Why it is not supported.
         reason: String,
     },
     /// A name is used but not defined.
     #[error("line {line}, column {column}: undefined name `{name}`")]
     Undefined {
+        /// The name.
         name: String,
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
     },
     /// A name is defined twice.
@@ -32,9 +42,13 @@ pub enum LarkError {
         "line {line}, column {column}: `{name}` is defined twice (first at line {first_line})"
     )]
     Duplicate {
+        /// The name.
         name: String,
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
+        /// 1-based line of the first definition.
         first_line: usize,
     },
     /// No `start` rule.
@@ -45,37 +59,52 @@ pub enum LarkError {
         "line {line}, column {column}: terminal `{name}` refers to itself (terminals are regular)"
     )]
     RecursiveTerminal {
+        /// The name.
         name: String,
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
     },
     /// A `/regex/` does not parse.
     #[error("line {line}, column {column}: {message}")]
     Regex {
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
+        /// What is wrong, in words.
         message: String,
     },
     /// A `%json` schema is refused by the JSON Schema compiler.
     #[error("line {line}, column {column}: %json: {message}")]
     Schema {
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
+        /// What is wrong, in words.
         message: String,
     },
     /// llguidance's greedy lexer could split some text differently from
     /// the grammar (see [`super::greedy`]).
     #[error("line {line}, column {column}: lexer conflict: {message}")]
     Lexer {
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
+        /// What is wrong, in words.
         message: String,
     },
     /// A size limit.
     #[error("line {line}, column {column}: limit: {message}")]
     Limit {
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
+        /// What is wrong, in words.
         message: String,
     },
     /// Left recursion through several rules.
@@ -84,8 +113,11 @@ pub enum LarkError {
          (only the immediate form `a: a x | y` is supported)"
     )]
     LeftRecursion {
+        /// The rule.
         rule: String,
+        /// 1-based line of the construct in the grammar text.
         line: usize,
+        /// 1-based column (in characters) on that line.
         column: usize,
     },
 }
