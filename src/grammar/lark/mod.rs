@@ -80,7 +80,7 @@
 //!
 //! `rule[lazy]: BODY` and `rule[suffix=S]: BODY` are one lexeme that
 //! llguidance's lexer takes at the first point `BODY` (then `S`) matches:
-//! [`lower::shortest`] computes that language exactly, and
+//! [`terminals::shortest`] computes that language exactly, and
 //! [`greedy::check`] refuses a grammar where taking it there could cut
 //! another lexeme of its context. See `docs/lark.md` for the table.
 
@@ -91,9 +91,10 @@ pub(crate) mod greedy;
 pub(crate) mod lex;
 pub(crate) mod lower;
 pub(crate) mod parse;
+pub(crate) mod terminals;
 
 pub use error::LarkError;
-pub use lower::parse_regex;
+pub use terminals::parse_regex;
 
 use super::gbnf::{Gbnf, GbnfError};
 use std::path::{Path, PathBuf};

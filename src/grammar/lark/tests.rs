@@ -398,13 +398,13 @@ fn nested_grammar_errors_say_where() {
 #[test]
 fn substring_words_cut_as_llguidance_does() {
     // llguidance's own example (`parser/src/substring.rs`).
-    let w = lower::words("The quick brown fox jumps over the lazy dog.");
+    let w = terminals::words("The quick brown fox jumps over the lazy dog.");
     assert_eq!(w.concat(), "The quick brown fox jumps over the lazy dog.");
     assert_eq!(w[..4], ["The", " ", "quick", " "]);
     assert_eq!(w[w.len() - 2..], ["dog", "."]);
-    assert_eq!(lower::words("a  b.,c"), ["a", "  ", "b", ".,", "c"]);
-    assert_eq!(lower::words("빠른 갈색."), ["빠른", " ", "갈색", "."]);
-    assert!(lower::words("").is_empty());
+    assert_eq!(terminals::words("a  b.,c"), ["a", "  ", "b", ".,", "c"]);
+    assert_eq!(terminals::words("빠른 갈색."), ["빠른", " ", "갈색", "."]);
+    assert!(terminals::words("").is_empty());
     let d = dfa("start: A\nA: %regex {\"substring_words\": \"foo bar. baz\"}\n");
     for ok in ["", "foo", "bar.", ". baz", "foo bar. baz", " "] {
         assert!(d.matches(ok.as_bytes()), "{ok:?}");
