@@ -66,6 +66,7 @@
 //! assistant turns) and the default system message that shows the model the
 //! schema it must follow.
 
+#![deny(missing_docs)]
 pub mod generate;
 pub mod gguf;
 mod gguf_tokenizer;
@@ -256,53 +257,98 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
 /// Errors loading or running a model.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    /// The model file does not exist.
     #[error("model file {path} does not exist (scripts/fetch-assets fetches the default model)")]
-    NotFound { path: String },
+    NotFound {
+        /// Path of the missing model file.
+        path: String,
+    },
+    /// The model file exists but could not be read.
     #[error("cannot read model file {path}: {source}")]
     Io {
+        /// Path of the model file.
         path: String,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The file is not a well-formed GGUF file.
     #[error("{path} is not a valid GGUF file: {reason}")]
-    Corrupt { path: String, reason: String },
+    Corrupt {
+        /// Path of the model file.
+        path: String,
+        /// What is wrong with the file.
+        reason: String,
+    },
+    /// A tensor extends past the end of the file.
     #[error(
         "{path} is truncated: tensor {tensor:?} ends at byte {needed} but the file has {actual} bytes"
     )]
     Truncated {
+        /// Path of the model file.
         path: String,
+        /// Name of the tensor that runs past the end.
         tensor: String,
+        /// Byte offset at which the tensor's data ends.
         needed: u64,
+        /// Actual size of the file in bytes.
         actual: u64,
     },
+    /// The GGUF file's `general.architecture` is not one this crate implements.
     #[error(
         "{path} has architecture {arch:?}; supported architectures are \"qwen2\" and \"qwen3\""
     )]
-    UnsupportedArchitecture { path: String, arch: String },
+    UnsupportedArchitecture {
+        /// Path of the model file.
+        path: String,
+        /// The architecture named in the file.
+        arch: String,
+    },
+    /// A required GGUF metadata key is absent or has an unexpected type.
     #[error("{path}: metadata key {key:?} is missing or has the wrong type ({detail})")]
     Metadata {
+        /// Path of the model file.
         path: String,
+        /// The metadata key that was looked up.
         key: String,
+        /// Why the value could not be used.
         detail: String,
     },
+    /// The tokenizer described by the GGUF metadata could not be built.
     #[error("cannot build the tokenizer stored in the GGUF file: {0}")]
     Tokenizer(String),
+    /// The tokenizer does not fit the model (more ids than logits, no
+    /// end-of-sequence token, or a different end-of-sequence token).
     #[error("tokenizer does not match the model: {0}")]
     Mismatch(String),
+    /// candle failed to load the weights from the file.
     #[error("loading the weights of {path} failed: {source}")]
     Load {
+        /// Path of the model file.
         path: String,
+        /// The underlying candle error.
         #[source]
         source: candle_core::Error,
     },
+    /// candle failed during a forward pass.
     #[error("model forward pass failed at position {pos}: {source}")]
     Forward {
+        /// Position (in tokens) of the first token of the failed pass.
         pos: usize,
+        /// The underlying candle error.
         #[source]
         source: candle_core::Error,
     },
+    /// A forward pass started at a position other than the number of tokens
+    /// fed so far (or 0).
     #[error("forward pass at position {got}, but {expected} tokens have been fed (positions must be contiguous, or 0 to restart)")]
-    Position { expected: usize, got: usize },
+    Position {
+        /// Number of tokens fed so far, the position a continuing pass must use.
+        expected: usize,
+        /// Position the pass was called with.
+        got: usize,
+    },
+    /// A forward pass was called with no tokens.
     #[error("empty batch: forward needs at least one token")]
     EmptyBatch,
     /// A batched pass was called with parts that do not fit together
@@ -310,20 +356,35 @@ pub enum ModelError {
     /// weights).
     #[error("batched forward pass: {0}")]
     Batch(String),
+    /// A token id is not below the model's logits width.
     #[error("token {token} is outside the model's {width} logits")]
-    TokenOutOfRange { token: TokenId, width: usize },
+    TokenOutOfRange {
+        /// The offending token id.
+        token: TokenId,
+        /// Number of logits the model produces per position.
+        width: usize,
+    },
+    /// A sequence would grow beyond the model's context length.
     #[error("sequence of {needed} tokens exceeds the model's context length of {context}")]
-    ContextOverflow { needed: usize, context: usize },
+    ContextOverflow {
+        /// Number of tokens the sequence would hold.
+        needed: usize,
+        /// The model's context length in tokens.
+        context: usize,
+    },
+    /// The thread count was set after candle's thread pools were built.
     #[error(
         "threads must be set before the first model runs (candle's thread pools are already built)"
     )]
     ThreadsFixed,
+    /// A thread count of zero was requested.
     #[error("invalid thread count 0")]
     ZeroThreads,
     /// The caller stopped the sequence (a server whose client went away, a
     /// stop string that matched); returned by wrappers around a model.
     #[error("generation interrupted: {0}")]
     Interrupted(String),
+    /// A vocabulary error from the `constrain` crate.
     #[error(transparent)]
     Vocab(#[from] constrain::vocab::VocabError),
 }

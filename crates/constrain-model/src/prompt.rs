@@ -29,22 +29,26 @@ pub const QWEN_DEFAULT_SYSTEM: &str =
 pub struct Message {
     /// `system`, `user` or `assistant`.
     pub role: String,
+    /// The text of the turn.
     pub content: String,
 }
 
 impl Message {
+    /// A `system` turn with the given text.
     pub fn system(content: impl Into<String>) -> Self {
         Message {
             role: "system".into(),
             content: content.into(),
         }
     }
+    /// A `user` turn with the given text.
     pub fn user(content: impl Into<String>) -> Self {
         Message {
             role: "user".into(),
             content: content.into(),
         }
     }
+    /// An `assistant` turn with the given text.
     pub fn assistant(content: impl Into<String>) -> Self {
         Message {
             role: "assistant".into(),

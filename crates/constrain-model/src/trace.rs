@@ -53,6 +53,7 @@ pub const TOP_LOGITS: usize = 16;
 /// The chosen token of a step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceToken {
+    /// The token id.
     pub id: u32,
     /// The token's text (lossy UTF-8 of its bytes; a special token's name).
     pub text: String,
@@ -65,8 +66,11 @@ pub struct TraceToken {
 /// One of the highest raw logits of a step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TopLogit {
+    /// The token id.
     pub id: u32,
+    /// The token's text (lossy UTF-8 of its bytes; a special token's name).
     pub text: String,
+    /// Its raw logit, before the constraint's mask.
     pub logit: f32,
     /// Whether the constraint allowed it.
     pub allowed: bool,
@@ -75,13 +79,22 @@ pub struct TopLogit {
 /// One output token and what the model saw when it was picked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceStep {
+    /// Index of this token in the output, from 0.
     pub step: usize,
+    /// The token that was appended.
     pub token: TraceToken,
+    /// Whether jump-forward appended the token without consulting the model.
     pub forced: bool,
+    /// Natural-log probability of the token under the masked distribution
+    /// (0 for a forced token).
     pub logprob: f64,
+    /// Number of tokens the constraint allowed (the whole logits width
+    /// unconstrained; 1 for a forced token).
     pub allowed_count: usize,
     /// The probability the constraint removed (`1 − mass kept`).
     pub allowed_mass: Option<f64>,
+    /// The step's highest raw logits, best first (at most [`TOP_LOGITS`];
+    /// empty for a forced token).
     pub top: Vec<TopLogit>,
 }
 
@@ -94,6 +107,7 @@ pub struct Trace {
     pub prompt: String,
     /// The generation settings (sampling, budget, seed...).
     pub settings: serde_json::Value,
+    /// One entry per output token, in order.
     pub steps: Vec<TraceStep>,
     /// Sum of the steps' `logprob`s.
     pub sequence_logprob: f64,

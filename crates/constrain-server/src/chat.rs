@@ -789,6 +789,7 @@ pub fn regex_escape(s: &str) -> String {
 /// A tool call parsed out of the output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedCall {
+    /// The name of the called tool.
     pub name: String,
     /// The arguments, as the JSON text of an object.
     pub arguments: String,

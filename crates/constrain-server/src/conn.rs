@@ -45,7 +45,10 @@ const LINGER: Duration = Duration::from_secs(1);
 /// What the accept loop needs.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// Connections open at once (see [`crate::ServerConfig::max_connections`]).
     pub max_connections: usize,
+    /// Time a request's head, and then its body, may take to arrive (see
+    /// [`crate::ServerConfig::read_timeout`]).
     pub read_timeout: Duration,
 }
 

@@ -64,8 +64,11 @@ pub enum Format {
 /// One custom tool of a request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CustomTool {
+    /// The tool's name (`custom.name`), unique among the request's tools.
     pub name: String,
+    /// What the tool does (`custom.description`); `None` when absent.
     pub description: Option<String>,
+    /// The language of the tool's input (`custom.format`).
     pub format: Format,
 }
 

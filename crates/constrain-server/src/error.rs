@@ -10,7 +10,9 @@ use serde_json::json;
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{status}: {message}")]
 pub struct ApiError {
+    /// The HTTP status of the answer.
     pub status: StatusCode,
+    /// The human-readable explanation (OpenAI's `error.message`).
     pub message: String,
     /// OpenAI's `type`: `invalid_request_error`, `authentication_error`,
     /// `server_error`, ...
@@ -18,6 +20,8 @@ pub struct ApiError {
     /// The request field at fault, when there is one (`max_tokens`,
     /// `response_format.json_schema.schema`, ...).
     pub param: Option<String>,
+    /// OpenAI's machine-readable `code` (`context_length_exceeded`, ...);
+    /// `None` answers `null`.
     pub code: Option<&'static str>,
     /// Seconds for a `Retry-After` header (queue full).
     pub retry_after: Option<u64>,
@@ -45,6 +49,7 @@ impl ApiError {
         Self::bad(Some(param.to_string()), message)
     }
 
+    /// The same error with OpenAI's `code` set.
     pub fn with_code(mut self, code: &'static str) -> Self {
         self.code = Some(code);
         self

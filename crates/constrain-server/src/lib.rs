@@ -54,6 +54,7 @@
 //! request's failure touches no other (each has its own matcher, sampler and
 //! model instance).
 
+#![deny(missing_docs)]
 pub mod api;
 pub mod batch;
 pub mod calls;
@@ -175,14 +176,19 @@ impl Default for ServerConfig {
 
 /// Everything the handlers share.
 pub struct ServerState {
+    /// The server's settings.
     pub config: ServerConfig,
     /// The id the server answers with (`model` in responses, `/v1/models`).
     pub model_name: String,
+    /// Turns the rendered prompt into tokens.
     pub tokenizer: TextTokenizer,
+    /// The model's vocabulary, widened to its logits width.
     pub vocab: Arc<Vocabulary>,
     /// The compile pool and its cache of artefacts that served.
     pub compiles: Arc<CompilePool>,
+    /// Hands out the model slots that decode requests.
     pub scheduler: Arc<Scheduler>,
+    /// The model's context length in tokens.
     pub context_length: usize,
     /// Unix time the server started.
     pub started: u64,

@@ -19,26 +19,34 @@ use std::sync::Arc;
 pub struct Job {
     /// The prompt, as text (a trigger phase re-tokenizes it with the text so far).
     pub prompt_text: String,
+    /// The prompt's tokens.
     pub prompt: Vec<TokenId>,
+    /// The output's constraint; `None` for free text.
     pub compiled: Option<Arc<Compiled>>,
     /// Under `tool_choice: "auto"`: the constraint after `<tool_call>\n`.
     pub trigger: Option<Arc<Compiled>>,
     /// Output text the prompt already holds (see [`crate::chat::Plan::prefix`]).
     pub prefix: String,
+    /// Generation settings (budget, sampling, seed of the first choice).
     pub config: GenerateConfig,
+    /// Number of choices to generate; choice `i` uses seed `config.seed + i`.
     pub n: usize,
     /// Stop strings (free text only).
     pub stop: Vec<String>,
+    /// Tool calls may appear in the output (see [`crate::chat::Plan::tools_active`]).
     pub tools_active: bool,
     /// The calls' format when the tools went through a structural tag
     /// (`--tool-format`), and the request's tools to type them.
     pub tool_format: Option<constrain::tools::ToolFormat>,
     /// Qwen's bare call objects are calls too (no `--tool-format`).
     pub bare_calls: bool,
+    /// The request's `tools`, as given.
     pub tools: Vec<serde_json::Value>,
     /// A leading `<think>` block is reasoning (`--reasoning`).
     pub reasoning: bool,
+    /// The constraint describes a document (see [`crate::chat::Plan::structured`]).
     pub structured: bool,
+    /// Set when the client goes away; generation stops at the next step.
     pub cancel: Arc<AtomicBool>,
     /// `top_logprobs` when `logprobs` is asked for (jump-forward is then
     /// off, so that every output token is sampled from a distribution).
@@ -56,10 +64,13 @@ pub struct ChoiceOut {
     pub content: String,
     /// The thinking, with `--reasoning` (`message.reasoning_content`).
     pub reasoning: Option<String>,
+    /// The tool calls parsed out of the output, in order.
     pub calls: Vec<ParsedCall>,
     /// The calls are custom tool calls (`arguments` holds the input).
     pub custom: bool,
+    /// OpenAI's `finish_reason`: `stop`, `length` or `tool_calls`.
     pub finish_reason: &'static str,
+    /// Tokens generated for this choice.
     pub completion_tokens: usize,
     /// OpenAI's `logprobs.content` entries, when asked for.
     pub logprobs: Option<Vec<serde_json::Value>>,

@@ -138,6 +138,7 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// The slot's model.
     pub fn model(&mut self) -> &mut SeqModel {
         self.model
             .as_mut()
@@ -207,9 +208,14 @@ impl Drop for CancelScope {
 /// the inner forward pass `cancel` is the thread's [`current_cancel`], so
 /// that a pass fed in chunks stops between them.
 pub struct Interruptible<'a, M: LanguageModel + ?Sized> {
+    /// The wrapped model.
     pub inner: &'a mut M,
+    /// Set when the client goes away.
     pub cancel: &'a Arc<AtomicBool>,
+    /// Set when a stop string matched.
     pub stop: &'a AtomicBool,
+    /// Receives a copy of the logits of each forward pass's last position;
+    /// `None` keeps none.
     pub last: Option<&'a std::cell::RefCell<Vec<f32>>>,
 }
 

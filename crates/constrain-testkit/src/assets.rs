@@ -14,6 +14,8 @@ pub fn constrain_home() -> PathBuf {
         })
 }
 
+/// The Qwen `tokenizer.json` under the assets directory, or `None` (with a
+/// "skipping" message on stderr) when it has not been fetched.
 pub fn tokenizer_path() -> Option<PathBuf> {
     let p = constrain_home().join("tokenizer.json");
     if p.exists() {
@@ -40,6 +42,8 @@ pub fn qwen_vocab() -> Option<Arc<Vocabulary>> {
     .clone()
 }
 
+/// The Qwen text tokenizer, loaded once per test binary; `None` when
+/// `tokenizer.json` has not been fetched.
 pub fn qwen_tokenizer() -> Option<&'static TextTokenizer> {
     static T: OnceLock<Option<TextTokenizer>> = OnceLock::new();
     T.get_or_init(|| Some(TextTokenizer::from_file(tokenizer_path()?).expect("tokenizer loads")))

@@ -21,6 +21,7 @@
 //! * [`budget`]: the tiny byte vocabulary and the adversarial `max_tokens`
 //!   run of the budget-safety tests.
 
+#![deny(missing_docs)]
 pub mod assets;
 pub mod budget;
 pub mod check;

@@ -35,8 +35,11 @@ use std::time::{Duration, Instant};
 /// One instance to check.
 #[derive(Clone, Debug)]
 pub struct Instance {
+    /// The JSON document to check against the schema.
     pub data: Value,
+    /// Whether the document is valid under the schema.
     pub valid: bool,
+    /// The test's description (empty when the file gives none).
     pub description: String,
 }
 
@@ -45,7 +48,9 @@ pub struct Instance {
 pub struct Case {
     /// `file` for MaskBench, `file#group-index` for the test suite.
     pub name: String,
+    /// The JSON Schema.
     pub schema: Value,
+    /// The documents to check against it.
     pub instances: Vec<Instance>,
 }
 
@@ -53,18 +58,27 @@ pub struct Case {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The schema compiled, every valid instance was accepted and every
+    /// invalid one rejected.
     Pass,
+    /// The schema did not compile.
     CompileError,
+    /// The compile ran past the time limit.
     Timeout,
+    /// At least one valid instance was rejected (and no invalid one accepted).
     ValidRejected,
+    /// At least one invalid instance was accepted.
     InvalidAccepted,
 }
 
 /// The result of one instance.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct InstanceResult {
+    /// Whether the instance is valid under the schema.
     pub valid: bool,
+    /// Whether the engine allowed every token of the instance and then EOS.
     pub accepted: bool,
+    /// Number of tokens of the instance's text (0 when it did not tokenize).
     pub tokens: usize,
     /// Where a valid instance was rejected (token index) or why.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,14 +88,21 @@ pub struct InstanceResult {
 /// The result of one schema.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CaseResult {
+    /// The case's name (see [`Case::name`]).
     pub name: String,
+    /// The schema's outcome class.
     pub outcome: Outcome,
+    /// The compile error or timeout message; `None` when the schema compiled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Time to first mask (the whole compile) in µs; `None` when the schema
+    /// did not compile.
     pub ttfm_us: Option<f64>,
     /// Where TTFM went: schema → regex, regex → DFA, DFA → token index (µs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases_us: Option<Phases>,
+    /// Number of states of the token index; `None` when the schema did not
+    /// compile.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live_states: Option<usize>,
     /// Whether the DFA and masks were built on demand (a DFA past
@@ -90,10 +111,16 @@ pub struct CaseResult {
     pub lazy: bool,
     /// Tokens whose mask step took more than 20 µs (the TBM p99 target).
     pub tbm_over_20us: usize,
+    /// Tokens of the instances the engine was run on, all together.
     pub tokens: usize,
+    /// Number of valid instances rejected.
     pub valid_rejected: usize,
+    /// Number of invalid instances accepted.
     pub invalid_accepted: usize,
+    /// One result per instance, in the case's order.
     pub instances: Vec<InstanceResult>,
+    /// Time of each mask step (mask plus commit of one token) in µs, in
+    /// order; not serialized.
     #[serde(skip)]
     pub tbm_us: Vec<f64>,
 }
@@ -101,8 +128,11 @@ pub struct CaseResult {
 /// The parts of one compile, in microseconds.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct Phases {
+    /// Schema to regular expression.
     pub schema: f64,
+    /// Regular expression to DFA.
     pub dfa: f64,
+    /// DFA to token index.
     pub index: f64,
 }
 
@@ -110,9 +140,13 @@ pub struct Phases {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct RunConfig {
+    /// Time limit of one schema's compile (default 30 s).
     pub timeout: Duration,
+    /// How schemas are read (default [`SchemaOptions::compliant`]).
     pub schema: SchemaOptions,
+    /// DFA construction settings (default [`DfaConfig::default`]).
     pub dfa: DfaConfig,
+    /// Token index settings (default one thread).
     pub index: IndexConfig,
 }
 
@@ -137,10 +171,20 @@ impl Default for RunConfig {
 /// Why a corpus file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
+    /// The file could not be read or is not JSON.
     #[error("cannot read {path}: {msg}")]
-    Read { path: PathBuf, msg: String },
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        msg: String,
+    },
+    /// The file is JSON of neither supported shape.
     #[error("{path} is neither MaskBench nor JSON-Schema-Test-Suite format")]
-    Format { path: PathBuf },
+    Format {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 /// Reads the cases of one file (either format).
@@ -477,13 +521,19 @@ pub fn run_case(
 /// Percentiles of a sample.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Percentiles {
+    /// The median.
     pub p50: f64,
+    /// The 90th percentile.
     pub p90: f64,
+    /// The 99th percentile.
     pub p99: f64,
+    /// The largest value.
     pub max: f64,
 }
 
 impl Percentiles {
+    /// The percentiles of `v` (nearest rank, sorting `v` in place); all 0
+    /// when `v` is empty.
     pub fn of(v: &mut [f64]) -> Percentiles {
         if v.is_empty() {
             return Percentiles::default();
@@ -502,14 +552,23 @@ impl Percentiles {
 /// The summary of a run; exactly these keys are written.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Summary {
+    /// Number of schemas run.
     pub schemas: usize,
+    /// Schemas whose outcome is [`Outcome::Pass`].
     pub passing: usize,
+    /// Schemas that did not compile.
     pub compile_error: usize,
+    /// Schemas whose compile ran past the time limit.
     pub timeout: usize,
+    /// Valid instances rejected, over all schemas.
     pub valid_rejected: usize,
+    /// Invalid instances accepted, over all schemas.
     pub invalid_accepted: usize,
+    /// Tokens checked, over all schemas.
     pub tokens: usize,
+    /// Time to first mask over the compiled schemas, in µs.
     pub ttfm_us: Percentiles,
+    /// Time between masks over all checked tokens, in µs.
     pub tbm_us: Percentiles,
 }
 

@@ -21,16 +21,23 @@ pub struct TinySpec {
     /// `general.architecture`: `"qwen2"`, `"qwen3"`, or anything else to test
     /// the unsupported-architecture error.
     pub arch: String,
+    /// Width of the hidden state (default 32).
     pub hidden: usize,
+    /// Number of transformer blocks (default 2).
     pub layers: usize,
+    /// Number of attention query heads (default 4).
     pub heads: usize,
+    /// Number of key/value heads (default 2).
     pub kv_heads: usize,
+    /// Width of the feed-forward layer (default 64).
     pub ffn: usize,
+    /// The context length written to the metadata, in tokens (default 512).
     pub context: usize,
     /// Extra embedding rows past the tokenizer (padded logits, as Qwen has).
     pub pad: usize,
     /// Whether to write the `tokenizer.ggml.*` metadata.
     pub tokenizer: bool,
+    /// Seed of the random weights (default 7).
     pub seed: u64,
     /// `tokenizer.chat_template`, written with the tokenizer when set.
     pub chat_template: Option<String>,

@@ -135,7 +135,10 @@ pub struct BeamGeneration {
     pub tokens: Vec<TokenId>,
     /// Its bytes.
     pub bytes: Vec<u8>,
+    /// The best candidate's summed log-probabilities (EOS included when it
+    /// ended the output).
     pub logprob: f64,
+    /// The best candidate's length-penalized score, `logprob / length^A`.
     pub score: f64,
     /// Whether the best is greedy's completion (textbook beam search found
     /// nothing better, or `N = 1`).

@@ -148,10 +148,12 @@ pub struct Generation {
     pub tokens: Vec<TokenId>,
     /// Output bytes.
     pub bytes: Vec<u8>,
+    /// Why generation stopped.
     pub stop: StopReason,
     /// Under a guide: whether the output is in the language (always `true`
     /// unless the guide could not bound the budget). `false` unconstrained.
     pub accepted: bool,
+    /// Token counts and timings of this generation.
     pub stats: GenerationStats,
 }
 
@@ -166,50 +168,106 @@ impl Generation {
 /// Why generation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
+    /// The constraint cannot be satisfied within `max_tokens`.
     #[error("max_tokens {max_tokens} is too small: the constraint needs at least {needed} tokens")]
-    BudgetTooSmall { max_tokens: usize, needed: u32 },
+    BudgetTooSmall {
+        /// The configured token budget.
+        max_tokens: usize,
+        /// The fewest tokens that reach an accepting state of the constraint.
+        needed: u32,
+    },
+    /// The prompt has no tokens.
     #[error("the prompt is empty")]
     EmptyPrompt,
+    /// The prompt alone does not fit in the model's context.
     #[error("the prompt has {prompt} tokens but the model's context is {context} tokens")]
-    PromptTooLong { prompt: usize, context: usize },
-    #[error("prompt ({prompt} tokens) + max_tokens ({max_tokens}) exceeds the model's context of {context} tokens; lower max_tokens to at most {}", context.saturating_sub(*prompt))]
-    ContextTooSmall {
+    PromptTooLong {
+        /// Prompt length in tokens.
         prompt: usize,
-        max_tokens: usize,
+        /// The model's context length in tokens.
         context: usize,
     },
+    /// The prompt plus `max_tokens` does not fit in the model's context.
+    #[error("prompt ({prompt} tokens) + max_tokens ({max_tokens}) exceeds the model's context of {context} tokens; lower max_tokens to at most {}", context.saturating_sub(*prompt))]
+    ContextTooSmall {
+        /// Prompt length in tokens.
+        prompt: usize,
+        /// The configured token budget.
+        max_tokens: usize,
+        /// The model's context length in tokens.
+        context: usize,
+    },
+    /// The model's logits width differs from the vocabulary's.
     #[error("the model has {model} logits but the vocabulary has {vocab}")]
-    WidthMismatch { model: usize, vocab: usize },
+    WidthMismatch {
+        /// The model's logits width.
+        model: usize,
+        /// The vocabulary's logits width.
+        vocab: usize,
+    },
+    /// A second model (speculative draft, guidance model) has a different
+    /// logits width from the main model.
     #[error("the {role} model has {other} logits but the model has {model}: it must share the model's vocabulary")]
     SecondModelWidth {
+        /// What the second model is for: `"draft"`, `"unconditional"` or
+        /// `"amateur"`.
         role: &'static str,
+        /// The main model's logits width.
         model: usize,
+        /// The second model's logits width.
         other: usize,
     },
+    /// Speculative decoding was configured with `draft_tokens` 0.
     #[error("invalid draft_tokens 0: the draft must propose at least 1 token per step")]
     ZeroDraftTokens,
+    /// The matcher cannot roll back as many tokens as the draft may propose.
     #[error("the matcher's rollback window is {window} tokens but draft_tokens is {draft_tokens}: speculative decoding rolls back up to draft_tokens tokens (Matcher::with_max_rollback)")]
-    RollbackWindow { window: usize, draft_tokens: usize },
+    RollbackWindow {
+        /// The matcher's rollback window in tokens.
+        window: usize,
+        /// The configured number of draft tokens per step.
+        draft_tokens: usize,
+    },
+    /// The sampler returned a token that the guide's mask forbids.
     #[error("the sampler picked token {token}, which the guide forbids")]
-    MaskIgnored { token: TokenId },
+    MaskIgnored {
+        /// The forbidden token that was picked.
+        token: TokenId,
+    },
+    /// A lazily built automaton reached a size limit, leaving no token allowed.
     #[error("the constraint's automaton hit a resource limit while generating: {limit}")]
-    LimitHit { limit: constrain::index::LimitHit },
+    LimitHit {
+        /// The limit that was reached.
+        limit: constrain::index::LimitHit,
+    },
+    /// No allowed token leaves the output completable within the budget left.
     #[error("no token keeps the output completable within the {remaining} tokens left")]
-    NoViableToken { remaining: usize },
+    NoViableToken {
+        /// Tokens left in the budget.
+        remaining: usize,
+    },
+    /// The generated text could not be deserialized into the requested type.
     #[error("the model's output does not deserialize: {0}")]
     Json(#[from] serde_json::Error),
+    /// The model failed.
     #[error(transparent)]
     Model(#[from] ModelError),
+    /// The matcher failed.
     #[error(transparent)]
     Matcher(#[from] MatcherError),
+    /// The sampler's parameters are invalid or sampling failed.
     #[error(transparent)]
     Sampling(#[from] SamplingError),
+    /// The vocabulary is unusable.
     #[error(transparent)]
     Vocab(#[from] VocabError),
+    /// Building or querying the constraint's index failed.
     #[error(transparent)]
     Index(#[from] constrain::Error),
+    /// The constraint did not compile.
     #[error(transparent)]
     Compile(#[from] CompileError),
+    /// The beam search parameters are invalid.
     #[error(transparent)]
     Beam(#[from] BeamError),
 }
@@ -272,8 +330,10 @@ impl SpeculativeStats {
 /// Why beam search was refused, beyond [`GenerateError`].
 #[derive(Debug, thiserror::Error)]
 pub enum BeamError {
+    /// A beam width of 0 was requested.
     #[error("invalid beam width 0: the beam width must be at least 1")]
     ZeroBeams,
+    /// The length penalty is NaN or infinite.
     #[error("invalid length penalty {0}: must be a finite number")]
     LengthPenalty(f32),
 }

@@ -79,15 +79,27 @@ impl Architecture {
 /// The shape of the network, from the GGUF metadata.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
+    /// The model family (`general.architecture`).
     pub arch: Architecture,
+    /// Width of the hidden state (`embedding_length`).
     pub hidden: usize,
+    /// Number of transformer blocks (`block_count`).
     pub layers: usize,
+    /// Number of attention query heads.
     pub heads: usize,
+    /// Number of key/value heads (grouped-query attention); divides `heads`.
     pub kv_heads: usize,
+    /// Size of one attention head (Qwen2: `hidden / heads`; Qwen3:
+    /// `attention.key_length`); even.
     pub head_dim: usize,
+    /// Maximum sequence length in tokens (`context_length`).
     pub context_length: usize,
+    /// Number of logits per position (rows of the output matrix).
     pub logits_width: usize,
+    /// Epsilon of the RMS norms (`attention.layer_norm_rms_epsilon`).
     pub rms_eps: f32,
+    /// Base frequency of the rotary position embedding (`rope.freq_base`,
+    /// default 10000).
     pub rope_base: f32,
 }
 

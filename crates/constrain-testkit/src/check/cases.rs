@@ -339,10 +339,14 @@ pub struct SamplingCase {
     pub history: Vec<u32>,
     /// `temperature, top_p, min_p, repetition, frequency, presence` as bits.
     pub knobs: [u32; 6],
+    /// The `top_k` setting (0 keeps every token).
     pub top_k: u32,
+    /// How many recent tokens the penalties look at; `None` is the whole
+    /// history.
     pub penalty_last_n: Option<u32>,
     /// (id, bias bits).
     pub logit_bias: Vec<(u32, u32)>,
+    /// Seed of the sampler.
     pub seed: u64,
 }
 
@@ -376,7 +380,12 @@ pub enum SamplingOutcome {
     /// Sampling answered a typed error (consistent with the inputs).
     Error(String),
     /// A token was picked from a distribution of this many tokens.
-    Picked { token: TokenId, support: usize },
+    Picked {
+        /// The picked token.
+        token: TokenId,
+        /// Number of tokens with a nonzero probability.
+        support: usize,
+    },
 }
 
 /// Sampling invariants for one case: the picked token is allowed by the mask,

@@ -48,8 +48,11 @@ pub enum GbnfOutcome {
     Refused(String),
     /// Checked: how many texts each side accepted.
     Checked {
+        /// Whether a rule of the grammar reaches itself ([`is_recursive`]).
         recursive: bool,
+        /// Texts the matcher accepted.
         matcher_accepted: usize,
+        /// Texts the Earley recognizer accepted.
         recognizer_accepted: usize,
     },
 }

@@ -33,9 +33,13 @@ const MARKERS: [(&str, &str); 3] = [("<a>", "</a>"), ("<b>", "</b>"), ("x<", ">"
 /// One fuzz case: the tag's JSON, texts to judge, walk choices.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TagCase {
+    /// The structural tag, as JSON.
     pub tag: Value,
+    /// Texts to judge against the reference (the first 16 are used).
     pub texts: Vec<String>,
+    /// Seed of the texts sampled from the tag and their mutations.
     pub seed: u64,
+    /// Picks among the allowed tokens on the steered walks (cycled).
     pub choices: Vec<u8>,
 }
 
