@@ -87,7 +87,7 @@ pub enum LarkError {
         message: String,
     },
     /// llguidance's greedy lexer could split some text differently from
-    /// the grammar (see [`super::greedy`]).
+    /// the grammar (see `greedy`).
     #[error("line {line}, column {column}: lexer conflict: {message}")]
     Lexer {
         /// 1-based line of the construct in the grammar text.

@@ -20,11 +20,11 @@
 //!
 //! ## Pipeline
 //!
-//! [`lex`] and [`parse`] read the text into [`ast::Item`]s (errors carry
-//! line and column); [`lower`] resolves names and makes each lexeme a
-//! `regex_syntax` `Hir` and each rule a tree over lexemes; [`greedy`]
+//! `lex` and `parse` read the text into `ast::Item`s (errors carry
+//! line and column); `lower` resolves names and makes each lexeme a
+//! `regex_syntax` `Hir` and each rule a tree over lexemes; `greedy`
 //! checks that llguidance's lexer splits every text as the grammar does;
-//! [`emit`] writes the result as GBNF rules ([`crate::grammar::gbnf`]),
+//! `emit` writes the result as GBNF rules ([`crate::grammar::gbnf`]),
 //! which the GBNF lowering compiles: inlined to one DFA when regular,
 //! recursion exact on the pushdown engine ([`crate::pda`]) otherwise. So a
 //! Lark grammar has every guarantee a GBNF one has (no dead end, EOS only
@@ -34,7 +34,7 @@
 //!
 //! llguidance's lexer is greedy and never backtracks: with `/a+/ "ab"`,
 //! `aab` is refused (the `a+` lexeme takes both `a`s). A grammar over
-//! characters would accept it. [`greedy::check`] proves, per lexeme and
+//! characters would accept it. `greedy::check` proves, per lexeme and
 //! what may follow it, that no such split exists, and refuses the grammar
 //! (naming both lexemes and a byte) when it cannot: what is compiled is
 //! then llguidance's language, or refused. The remaining differences,
@@ -61,27 +61,27 @@
 //!
 //! ## Parametric rules
 //!
-//! `name::_` rules ([`ast::ParamExpr`], [`ast::ParamCond`]) are written
-//! out by [`lower`] as one rule per parameter value reached from `start`,
+//! `name::_` rules (`ast::ParamExpr`, `ast::ParamCond`) are written
+//! out by `lower` as one rule per parameter value reached from `start`,
 //! an alternative kept where its `%if` holds (at most
-//! [`lower::MAX_PARAM_INSTANCES`] values).
+//! `lower::MAX_PARAM_INSTANCES` values).
 //!
 //! ## Nested grammars
 //!
-//! `%lark { ... }` is a grammar of its own ([`lower`] gives it a scope of
+//! `%lark { ... }` is a grammar of its own (`lower` gives it a scope of
 //! names). With the enclosing grammar's `%ignore` (and no `temperature`
 //! anywhere) llguidance lexes it in the enclosing lexeme class: its rules
 //! read as if written in place. Otherwise it is its own class
-//! ([`lower::Sym::Sub`]): its `%ignore` between its own lexemes only, no
+//! (`lower::Sym::Sub`): its `%ignore` between its own lexemes only, no
 //! ignored text at its edges, and no first byte shared with a lexeme of
-//! another class beside it ([`greedy::check`]).
+//! another class beside it (`greedy::check`).
 //!
 //! ## Lazy lexemes
 //!
 //! `rule[lazy]: BODY` and `rule[suffix=S]: BODY` are one lexeme that
 //! llguidance's lexer takes at the first point `BODY` (then `S`) matches:
-//! [`terminals::shortest`] computes that language exactly, and
-//! [`greedy::check`] refuses a grammar where taking it there could cut
+//! `terminals::shortest` computes that language exactly, and
+//! `greedy::check` refuses a grammar where taking it there could cut
 //! another lexeme of its context. See `docs/lark.md` for the table.
 
 pub(crate) mod ast;
