@@ -383,12 +383,16 @@ impl Enc {
             self.buf.extend_from_slice(&x.to_le_bytes());
         }
     }
-    pub fn u32s(&mut self, xs: impl ExactSizeIterator<Item = u32>) {
-        self.u64(xs.len() as u64);
-        self.buf.reserve(4 * xs.len());
+    /// A count, then the values (the count is written once they are).
+    pub fn u32s(&mut self, xs: impl IntoIterator<Item = u32>) {
+        let at = self.buf.len();
+        self.u64(0);
+        let mut n = 0u64;
         for x in xs {
             self.buf.extend_from_slice(&x.to_le_bytes());
+            n += 1;
         }
+        self.buf[at..at + 8].copy_from_slice(&n.to_le_bytes());
     }
 }
 

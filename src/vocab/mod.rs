@@ -601,13 +601,7 @@ impl Vocabulary {
     /// Writes every field to a cache payload ([`cache`]).
     pub(crate) fn encode_cache(&self, e: &mut cache::Enc) {
         e.bytes(&self.bytes);
-        e.u32s(
-            self.spans
-                .iter()
-                .flat_map(|&(s, l)| [s, l])
-                .collect::<Vec<_>>()
-                .into_iter(),
-        );
+        e.u32s(self.spans.iter().flat_map(|&(s, l)| [s, l]));
         e.u32s(self.eos.iter().map(|t| t.0));
         e.u64(self.added.len() as u64);
         for (id, text, special) in &self.added {
@@ -615,13 +609,7 @@ impl Vocabulary {
             e.u8(*special as u8);
             e.bytes(text.as_bytes());
         }
-        e.u32s(
-            self.symbols
-                .iter()
-                .flat_map(|&(id, k)| [id.0, k as u32])
-                .collect::<Vec<_>>()
-                .into_iter(),
-        );
+        e.u32s(self.symbols.iter().flat_map(|&(id, k)| [id.0, k as u32]));
         e.bytes(&self.spelled);
         e.u64(self.logits_width as u64);
         e.u64(self.max_token_len as u64);

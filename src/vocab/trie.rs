@@ -284,13 +284,7 @@ impl VocabTries {
         e.u64(self.width as u64);
         e.u8(self.every_byte as u8);
         e.bytes(&self.bytes);
-        e.u32s(
-            self.sorted
-                .iter()
-                .flat_map(|&(a, b, id)| [a, b, id])
-                .collect::<Vec<_>>()
-                .into_iter(),
-        );
+        e.u32s(self.sorted.iter().flat_map(|&(a, b, id)| [a, b, id]));
         for t in [&self.full, &self.short, &self.long] {
             t.encode(e);
         }
@@ -582,13 +576,7 @@ impl TokenTrie {
         e.u16s(&self.depth);
         e.u32s(self.end.iter().copied());
         e.u32s(self.token.iter().copied());
-        e.u32s(
-            self.dups
-                .iter()
-                .flat_map(|&(a, b)| [a, b])
-                .collect::<Vec<_>>()
-                .into_iter(),
-        );
+        e.u32s(self.dups.iter().flat_map(|&(a, b)| [a, b]));
         e.u64(self.max_depth as u64);
         e.u32s(self.root.iter().copied());
     }
