@@ -589,3 +589,31 @@ fn recursion_unrolls_less_deep_to_fit_the_regex_limit() {
         "{e}"
     );
 }
+
+/// `allOf` of object schemas: a key that one side matches with a pattern
+/// and the other side neither declares nor matches must pass the other
+/// side's `additionalProperties`; a pattern both sides name takes both
+/// schemas (llguidance's `test_json_pattern_properties` cases).
+#[test]
+fn all_of_pattern_properties_meet_the_other_sides_additional_properties() {
+    check(
+        json!({"allOf": [{"additionalProperties": false},
+                         {"patternProperties": {"^f": {"type": "integer"}}}]}),
+        &[json!({})],
+        &[json!({"foo": 42}), json!({"bar": 1})],
+    );
+    check(
+        json!({"allOf": [{"patternProperties": {"^f": {"type": "integer", "minimum": 0}}},
+                         {"patternProperties": {"^f": {"type": "integer", "maximum": 3}}}]}),
+        &[json!({"foo": 0}), json!({"foo": 3, "fox": 1})],
+        &[json!({"foo": 4}), json!({"foo": -1}), json!({"fox": 1, "foo": 5})],
+    );
+    check(
+        json!({"allOf": [{"properties": {"fa": {}},
+                          "patternProperties": {"^g": {}},
+                          "additionalProperties": {"type": "string"}},
+                         {"patternProperties": {"^f": {"type": "integer"}}}]}),
+        &[json!({"fa": 1}), json!({"g": 2}), json!({"x": "y"})],
+        &[json!({"fb": 1}), json!({"fa": "x"}), json!({"x": 1})],
+    );
+}

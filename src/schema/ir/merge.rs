@@ -191,9 +191,7 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
         }
         props.push((k.clone(), both(undeclared(a, k)?, Some(t.clone()))));
     }
-    n.pattern_properties = a.pattern_properties.clone();
-    n.pattern_properties
-        .extend(b.pattern_properties.iter().cloned());
+    n.pattern_properties = merged_patterns(a, b);
     n.never = a.never || b.never;
     n.not_types = a.not_types.union(b.not_types);
     for f in &b.forbid_keys {
@@ -232,6 +230,71 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
     n.any_of.extend(b.any_of.iter().cloned());
     n.one_of.extend(b.one_of.iter().cloned());
     Ok(n)
+}
+
+/// The `patternProperties` of `allOf: [a, b]`. A pattern both sides name
+/// takes both schemas. A key that matches a pattern of one side only, and
+/// that the other side neither declares nor matches with a pattern of its
+/// own, must also pass that other side's `additionalProperties`: an entry
+/// for exactly those keys (the pattern, less the other side's patterns and
+/// names, written with lookahead) carries it.
+fn merged_patterns(a: &Node, b: &Node) -> Vec<(Located<String>, Schema)> {
+    let mut out = a.pattern_properties.clone();
+    let add = |out: &mut Vec<(Located<String>, Schema)>, p: Located<String>, s: &Schema| {
+        match out.iter_mut().find(|(q, _)| q.value == p.value) {
+            Some((_, t)) => *t = both(Some(t.clone()), Some(s.clone())),
+            None => out.push((p, s.clone())),
+        }
+    };
+    for (p, s) in &b.pattern_properties {
+        add(&mut out, p.clone(), s);
+    }
+    for (side, other) in [(a, b), (b, a)] {
+        let Some(rest) = &side.additional else {
+            continue;
+        };
+        if matches!(rest, Schema::Bool(true)) {
+            continue;
+        }
+        for (p, _) in &other.pattern_properties {
+            if side.pattern_properties.iter().any(|(q, _)| q.value == p.value) {
+                continue;
+            }
+            let value = outside(&p.value, side);
+            let at = p.at.clone();
+            add(&mut out, Located { value, at }, rest);
+        }
+    }
+    out
+}
+
+/// An ECMA-262 pattern for the keys matching `p` that `side` neither
+/// declares nor matches with one of its patterns.
+fn outside(p: &str, side: &Node) -> String {
+    if side.pattern_properties.is_empty() && side.properties.is_empty() {
+        return p.to_string();
+    }
+    let mut r = format!("^(?=[\\s\\S]*(?:{p}))");
+    for (q, _) in &side.pattern_properties {
+        r.push_str(&format!("(?![\\s\\S]*(?:{}))", q.value));
+    }
+    if !side.properties.is_empty() {
+        let names: Vec<String> = side.properties.iter().map(|(k, _)| ecma_escape(k)).collect();
+        r.push_str(&format!("(?!(?:{})$)", names.join("|")));
+    }
+    r
+}
+
+/// `s` as an ECMA-262 pattern matching exactly `s`.
+fn ecma_escape(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if "\\^$.|?*+()[]{}/-".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The intersection of two optional sub-schemas (`None` = unconstrained).
