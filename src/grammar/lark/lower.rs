@@ -283,6 +283,13 @@ fn check_llguidance(v: &serde_json::Value, pos: Pos) -> Result<(), LarkError> {
         });
     };
     for (k, val) in obj {
+        if !val.is_boolean() {
+            return Err(LarkError::Syntax {
+                line: pos.line,
+                column: pos.column,
+                message: format!("%llguidance option `{k}` takes true or false"),
+            });
+        }
         let harmless = matches!(
             k.as_str(),
             "no_forcing" | "allow_initial_skip" | "allow_invalid_utf8" | "ignore_once"
@@ -297,6 +304,61 @@ fn check_llguidance(v: &serde_json::Value, pos: Pos) -> Result<(), LarkError> {
         }
     }
     Ok(())
+}
+
+/// The options of a `%json` block's top-level `"x-guidance"` object
+/// (llguidance's `JsonCompileOptions`) as constrain enforces them. The
+/// block's text is always compact JSON with the canonical escapes, so an
+/// option is accepted where every such text is also in llguidance's
+/// language (flexible whitespace, general `\u` escapes, `coerce_one_of`,
+/// separators and whitespace patterns that match the compact spelling);
+/// `lenient` is constrain's lenient mode. The rest is refused by name.
+fn x_guidance(
+    schema: &serde_json::Value,
+    base: &crate::schema::SchemaOptions,
+    pos: Pos,
+) -> Result<crate::schema::SchemaOptions, LarkError> {
+    use serde_json::Value as J;
+    let mut opts = base.clone();
+    let Some(x) = schema.get("x-guidance") else {
+        return Ok(opts);
+    };
+    let Some(obj) = x.as_object() else {
+        return Err(unsupported(
+            pos,
+            "%json \"x-guidance\"",
+            "it must be an object",
+        ));
+    };
+    let matches = |pattern: &str, text: &str| {
+        regex_automata::meta::Regex::new(&format!("^(?:{pattern})$"))
+            .is_ok_and(|r| r.is_match(text))
+    };
+    for (k, v) in obj {
+        let bad = |why: &str| unsupported(pos, &format!("%json \"x-guidance\" option `{k}`"), why);
+        match (k.as_str(), v) {
+            ("whitespace_flexible" | "coerce_one_of" | "json_allow_general_unicode_escapes", J::Bool(_)) => {}
+            ("lenient", J::Bool(b)) => opts.lenient = *b,
+            ("item_separator", J::String(r)) if matches(r, ",") => {}
+            ("key_separator", J::String(r)) if matches(r, ":") => {}
+            ("whitespace_pattern", J::Null) => {}
+            ("whitespace_pattern", J::String(r)) if matches(r, "") => {}
+            ("json_allowed_escapes", J::Null) => {}
+            ("json_allowed_escapes", J::String(e)) if "nrbtf\\\"u".chars().all(|c| e.contains(c)) => {}
+            ("item_separator" | "key_separator" | "whitespace_pattern", _) => {
+                return Err(bad(
+                    "the block is written as compact JSON, which this pattern does not match",
+                ))
+            }
+            ("json_allowed_escapes", _) => {
+                return Err(bad(
+                    "JSON strings are written with every standard escape (`\\n`, `\\t`, `\\b`, `\\f`, `\\r`, `\\\"`, `\\\\`, `\\u00XX`); a narrower set is not enforced",
+                ))
+            }
+            _ => return Err(bad("unknown option, or a value of the wrong type")),
+        }
+    }
+    Ok(opts)
 }
 
 impl<'a> Lowerer<'a> {
@@ -725,13 +787,13 @@ impl<'a> Lowerer<'a> {
                 }
                 Value::String(s, _) if s.is_empty() => Ok(Sym::Seq(Vec::new())),
                 Value::Json(schema) => {
-                    let c = crate::schema::compile(schema, &self.schema).map_err(|e| {
-                        LarkError::Schema {
+                    let opts = x_guidance(schema, &self.schema, *p)?;
+                    let c =
+                        crate::schema::compile(schema, &opts).map_err(|e| LarkError::Schema {
                             line: p.line,
                             column: p.column,
                             message: e.to_string(),
-                        }
-                    })?;
+                        })?;
                     let h = parse_regex(&c.regex, *p)?;
                     Ok(Sym::Lex(self.lexeme(h, "%json".into(), *p, LexKind::Json)))
                 }
