@@ -606,7 +606,11 @@ fn all_of_pattern_properties_meet_the_other_sides_additional_properties() {
         json!({"allOf": [{"patternProperties": {"^f": {"type": "integer", "minimum": 0}}},
                          {"patternProperties": {"^f": {"type": "integer", "maximum": 3}}}]}),
         &[json!({"foo": 0}), json!({"foo": 3, "fox": 1})],
-        &[json!({"foo": 4}), json!({"foo": -1}), json!({"fox": 1, "foo": 5})],
+        &[
+            json!({"foo": 4}),
+            json!({"foo": -1}),
+            json!({"fox": 1, "foo": 5}),
+        ],
     );
     check(
         json!({"allOf": [{"properties": {"fa": {}},
@@ -615,5 +619,41 @@ fn all_of_pattern_properties_meet_the_other_sides_additional_properties() {
                          {"patternProperties": {"^f": {"type": "integer"}}}]}),
         &[json!({"fa": 1}), json!({"g": 2}), json!({"x": "y"})],
         &[json!({"fb": 1}), json!({"fa": "x"}), json!({"x": 1})],
+    );
+}
+
+/// `propertyNames` beside `patternProperties`: every key is in the name
+/// language, and a key takes the schemas of the patterns it matches (else
+/// `additionalProperties`); a finite name set becomes declared keys.
+#[test]
+fn property_names_with_pattern_properties() {
+    check(
+        json!({"type": "object", "propertyNames": {"maxLength": 3},
+               "patternProperties": {"^a": {"type": "integer"}}}),
+        &[json!({"ab": 1}), json!({})],
+        &[json!({"abcd": 1}), json!({"ab": "x"})],
+    );
+    check(
+        json!({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"},
+               "patternProperties": {"^a": {"type": "integer"}, "b$": {"maximum": 3}},
+               "additionalProperties": {"type": "string"}}),
+        &[json!({"ab": 1, "c": "x"}), json!({"ab": 2})],
+        &[
+            json!({"ab": 1, "c": 2}),
+            json!({"aB": 1}),
+            json!({"C": "x"}),
+            json!({"ab": 4}),
+        ],
+    );
+    check(
+        json!({"type": "object", "propertyNames": {"enum": ["ab", "c", "d"]},
+               "patternProperties": {"^a": {"type": "integer"}},
+               "additionalProperties": {"type": "string"}, "required": ["ab"]}),
+        &[json!({"ab": 1, "c": "x"}), json!({"ab": 1})],
+        &[
+            json!({"ab": "x"}),
+            json!({"e": "x", "ab": 1}),
+            json!({"c": "x"}),
+        ],
     );
 }

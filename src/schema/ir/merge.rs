@@ -240,11 +240,12 @@ pub fn merge(a: &Node, b: &Node) -> Result<Node, SchemaError> {
 /// names, written with lookahead) carries it.
 fn merged_patterns(a: &Node, b: &Node) -> Vec<(Located<String>, Schema)> {
     let mut out = a.pattern_properties.clone();
-    let add = |out: &mut Vec<(Located<String>, Schema)>, p: Located<String>, s: &Schema| {
-        match out.iter_mut().find(|(q, _)| q.value == p.value) {
-            Some((_, t)) => *t = both(Some(t.clone()), Some(s.clone())),
-            None => out.push((p, s.clone())),
-        }
+    let add = |out: &mut Vec<(Located<String>, Schema)>, p: Located<String>, s: &Schema| match out
+        .iter_mut()
+        .find(|(q, _)| q.value == p.value)
+    {
+        Some((_, t)) => *t = both(Some(t.clone()), Some(s.clone())),
+        None => out.push((p, s.clone())),
     };
     for (p, s) in &b.pattern_properties {
         add(&mut out, p.clone(), s);
@@ -257,7 +258,11 @@ fn merged_patterns(a: &Node, b: &Node) -> Vec<(Located<String>, Schema)> {
             continue;
         }
         for (p, _) in &other.pattern_properties {
-            if side.pattern_properties.iter().any(|(q, _)| q.value == p.value) {
+            if side
+                .pattern_properties
+                .iter()
+                .any(|(q, _)| q.value == p.value)
+            {
                 continue;
             }
             let value = outside(&p.value, side);
@@ -279,7 +284,11 @@ fn outside(p: &str, side: &Node) -> String {
         r.push_str(&format!("(?![\\s\\S]*(?:{}))", q.value));
     }
     if !side.properties.is_empty() {
-        let names: Vec<String> = side.properties.iter().map(|(k, _)| ecma_escape(k)).collect();
+        let names: Vec<String> = side
+            .properties
+            .iter()
+            .map(|(k, _)| ecma_escape(k))
+            .collect();
         r.push_str(&format!("(?!(?:{})$)", names.join("|")));
     }
     r

@@ -356,26 +356,30 @@ impl<'d, 'a> Gen<'d, 'a> {
         if says_nothing {
             return self.object(&m, forbid);
         }
-        if !m.pattern_properties.is_empty() {
-            return Err(unsupported(
-                "\"propertyNames\" together with \"patternProperties\"",
-            ));
-        }
-        let Some(extra) = self.extras_schema(&m) else {
+        let patterns = !m.pattern_properties.is_empty();
+        let extra = self.extras_schema(&m);
+        if extra.is_none() && !patterns {
             return self.object(&m, forbid);
-        };
+        }
         if let Some(vals) = &name.enumeration {
             // Finitely many names: each allowed undeclared one is an
-            // optional declared key with the extra keys' schema.
+            // optional declared key with the schema of the patterns it
+            // matches, else the extra keys' schema.
             for v in vals {
                 let Some(k) = v.as_str() else { continue };
                 if m.properties.iter().any(|(d, _)| d == k) || forbid.iter().any(|f| f == k) {
                     continue;
                 }
-                if as_name(k) == Some(true) {
-                    m.properties.push((k.to_string(), extra.clone()));
+                if as_name(k) != Some(true) {
+                    continue;
+                }
+                if !super::object::pattern_hits(&m.pattern_properties, k)?.is_empty() {
+                    m.properties.push((k.to_string(), Schema::Bool(true)));
+                } else if let Some(e) = &extra {
+                    m.properties.push((k.to_string(), e.clone()));
                 }
             }
+            fold_patterns(&mut m)?;
             m.additional = Some(Schema::Bool(false));
             return self.object(&m, forbid);
         }
@@ -406,6 +410,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }
             }
             let Some(key) = key else {
+                fold_patterns(&mut m)?;
                 m.additional = Some(Schema::Bool(false));
                 return self.object(&m, forbid);
             };
@@ -419,9 +424,44 @@ impl<'d, 'a> Gen<'d, 'a> {
             "extra keys not offered (propertyNames cannot be intersected with the declared names)"
                 .into(),
         );
+        fold_patterns(&mut m)?;
         m.additional = Some(Schema::Bool(false));
         self.object(&m, forbid)
     }
+}
+
+/// `patternProperties` folded into the declared keys (each declared or
+/// required key takes the schemas of the patterns it matches) and then
+/// dropped: no key beyond the declared ones is offered.
+fn fold_patterns(m: &mut Node) -> Result<(), SchemaError> {
+    if m.pattern_properties.is_empty() {
+        return Ok(());
+    }
+    for r in &m.required {
+        if !m.properties.iter().any(|(k, _)| k == r) {
+            let rest = match &m.additional {
+                Some(s) => s.clone(),
+                None => Schema::Bool(true),
+            };
+            let hits = super::object::pattern_hits(&m.pattern_properties, r)?;
+            let s = if hits.is_empty() {
+                rest
+            } else {
+                Schema::Bool(true)
+            };
+            m.properties.push((r.clone(), s));
+        }
+    }
+    for (k, s) in m.properties.iter_mut() {
+        let hits = super::object::pattern_hits(&m.pattern_properties, k)?;
+        if !hits.is_empty() {
+            let mut all = vec![s.clone()];
+            all.extend(hits);
+            *s = super::object::all_of(&m.at, all);
+        }
+    }
+    m.pattern_properties.clear();
+    Ok(())
 }
 
 /// Every JSON string in its one canonical spelling (no `\u` escapes; the

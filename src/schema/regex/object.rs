@@ -272,7 +272,9 @@ impl Gen<'_, '_> {
                 v.dedup();
                 v
             };
-            if !trivial && distinct.len() > 1 {
+            // With a `propertyNames` key language, keys are split by
+            // region too (each region within that language).
+            if (!trivial && distinct.len() > 1) || names_key.is_some() {
                 // Several patterns: every key meets each pattern that
                 // matches it (declared keys here; extra keys by region in
                 // `pattern_regions`).
@@ -679,7 +681,7 @@ fn any_order_tree_into(
 
 /// The schemas of the `patternProperties` entries whose pattern matches
 /// `key` (an error when a pattern cannot be compiled).
-fn pattern_hits(
+pub(super) fn pattern_hits(
     pats: &[(ir::Located<String>, Schema)],
     key: &str,
 ) -> Result<Vec<Schema>, SchemaError> {
@@ -700,7 +702,7 @@ fn pattern_hits(
 }
 
 /// `allOf` of `parts` as one schema.
-fn all_of(at: &Pointer, parts: Vec<Schema>) -> Schema {
+pub(super) fn all_of(at: &Pointer, parts: Vec<Schema>) -> Schema {
     Schema::Node(Box::new(Node {
         at: at.clone(),
         all_of: parts,
