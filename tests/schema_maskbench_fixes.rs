@@ -757,3 +757,31 @@ fn root_extra_values_nest_two_containers_in_compliant_mode() {
     }
     assert!(walked > 100);
 }
+
+/// A negative lookahead inside a repetition (`^((?!clyde).)*$`, a
+/// MaskBench miss): every character is checked not to start a match, so
+/// the strings are those with no match anywhere.
+#[test]
+fn tempered_characters_exclude_every_match() {
+    check(
+        json!({"type": "string", "pattern": "^((?!clyde).)*$"}),
+        &[json!(""), json!("abc"), json!("clyd"), json!("c l y d e")],
+        &[
+            json!("clyde"),
+            json!("a clyde b"),
+            json!("xxclydeclyde"),
+            json!("\n"),
+        ],
+    );
+    check(
+        json!({"type": "string", "pattern": "^(?:(?!ab|c[0-9])[a-z0-9])+$"}),
+        &[json!("acbd"), json!("a"), json!("c"), json!("b9c")],
+        &[
+            json!(""),
+            json!("xab"),
+            json!("c1"),
+            json!("zzc0"),
+            json!("A"),
+        ],
+    );
+}

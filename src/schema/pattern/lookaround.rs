@@ -8,9 +8,12 @@
 //! included) and intersects it with, or subtracts, each condition's
 //! language by product automata over canonical spellings (one spelling per
 //! string, so that subtracting spellings subtracts strings), within the
-//! default `max_product_states` / `max_product_len`. [`is_match`] runs such
-//! a pattern on a text (key patterns of `patternProperties`). Lookaround
-//! anywhere else stays an error of [`translate_ecma`].
+//! default `max_product_states` / `max_product_len`. A whole pattern
+//! `^(?:(?!X)A)*$` (a "tempered" character `A` that never starts a match of
+//! `X`) is the strings of `^(?:A)*$` with no match of `X` anywhere, a
+//! negative condition of the same kind. [`is_match`] runs such a pattern on
+//! a text (key patterns of `patternProperties`). Lookaround anywhere else
+//! stays an error of [`translate_ecma`].
 
 use super::{compile_pattern, translate_ecma, CompiledPattern, PatternError};
 
@@ -84,6 +87,9 @@ pub(super) fn split_lookaround(pattern: &str) -> Option<Lookaround> {
         return None;
     }
     let chars: Vec<char> = pattern.chars().collect();
+    if let Some(t) = tempered(&chars) {
+        return Some(t);
+    }
     let mut conds = Vec::new();
     let mut head = 0;
     let mut rest = String::new();
@@ -163,6 +169,79 @@ pub(super) fn split_lookaround(pattern: &str) -> Option<Lookaround> {
     }
     conds.extend(tail_conds);
     Some(Lookaround { rest, conds })
+}
+
+/// A whole pattern `^(?:(?!X)A)*$` (or `+`, or a capturing group), with
+/// `A` one character (`.`, a class, an escape or a literal) and `X` not
+/// matching the empty string: every character is checked not to start a
+/// match of `X`, so the strings are those of `^(?:A)*$` with no match of
+/// `X` anywhere (a match cannot start at the very end, `X` being
+/// non-empty): the negative condition "`X` matches somewhere".
+fn tempered(chars: &[char]) -> Option<Lookaround> {
+    let n = chars.len();
+    if n < 8 || chars[0] != '^' || chars[n - 1] != '$' || chars[n - 2] == '\\' {
+        return None;
+    }
+    let rep = chars[n - 2];
+    if rep != '*' && rep != '+' {
+        return None;
+    }
+    if chars[1] != '(' || group_end(chars, 1)? != n - 2 {
+        return None;
+    }
+    let body_start = if chars[2..].starts_with(&['?', ':']) {
+        4
+    } else {
+        2
+    };
+    if !chars[body_start..].starts_with(&['(', '?', '!']) {
+        return None;
+    }
+    let look_end = group_end(chars, body_start)?;
+    let x: String = chars[body_start + 3..look_end - 1].iter().collect();
+    let atom: String = chars[look_end..n - 3].iter().collect();
+    if !single_char_atom(&atom) || x.contains("(?=") || x.contains("(?!") || x.contains("(?<") {
+        return None;
+    }
+    // `X` must not match the empty string (else only zero iterations pass).
+    let hir = regex_syntax::parse(&translate_ecma(&x).ok()?).ok()?;
+    if hir.properties().minimum_len().unwrap_or(0) == 0 {
+        return None;
+    }
+    Some(Lookaround {
+        rest: format!("^(?:{atom}){rep}$"),
+        conds: vec![(true, format!("(?:{x})"))],
+    })
+}
+
+/// Whether `a` is one character of a pattern: `.`, a class `[...]`, an
+/// escape (`\\w`, `\\.`, ...; not a back-reference or `\\u`/`\\x` code)
+/// or a literal character that is not a metacharacter.
+fn single_char_atom(a: &str) -> bool {
+    let c: Vec<char> = a.chars().collect();
+    match c.as_slice() {
+        ['.'] => true,
+        [x] => !"^$\\|?*+()[]{}".contains(*x),
+        ['\\', x] => {
+            !x.is_ascii_digit() && !matches!(x, 'b' | 'B' | 'u' | 'x' | 'c' | 'k' | 'p' | 'P')
+        }
+        ['[', .., ']'] => {
+            // One class: no `]` left unescaped inside.
+            let mut i = 1;
+            if c.get(1) == Some(&'^') {
+                i += 1;
+            }
+            while i < c.len() - 1 {
+                match c[i] {
+                    '\\' => i += 2,
+                    ']' | '[' => return false,
+                    _ => i += 1,
+                }
+            }
+            i == c.len() - 1
+        }
+        _ => false,
+    }
 }
 
 /// The strings of `split.rest` (within the lengths) that meet every
