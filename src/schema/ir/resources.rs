@@ -97,10 +97,13 @@ impl Resources {
         match v {
             Value::Object(m) => {
                 let mut base = base.to_string();
-                let id = match m.get("$id") {
-                    Some(v) => v.as_str(),
-                    None if legacy => m.get("id").and_then(Value::as_str),
-                    None => None,
+                // Draft 3 / 4 name resources with `id` only (`$id` is an
+                // unknown keyword there, as validators of those drafts
+                // read it); later drafts with `$id`.
+                let id = if legacy {
+                    m.get("id").and_then(Value::as_str)
+                } else {
+                    m.get("$id").and_then(Value::as_str)
                 };
                 if let Some(id) = id {
                     let abs = resolve_uri(&base, id);
@@ -638,10 +641,18 @@ mod tests {
             Some("/definitions/Mod.Def")
         );
         let draft4 = json!({"$schema": "http://json-schema.org/draft-04/schema#",
-                            "definitions": {"A": {"id": "http://e.com/a.json"}}});
+                            "definitions": {"A": {"id": "http://e.com/a.json"},
+                                            "B": {"$id": "b.json",
+                                                  "oneOf": [{"$ref": "#/definitions/A"}]}}});
         let r = Resources::collect(&draft4);
         assert_eq!(
             r.resolve("http://e.com/a.json", "", &draft4).as_deref(),
+            Some("/definitions/A")
+        );
+        // `$id` is no identifier in draft 4: the `$ref` stays in the root.
+        assert_eq!(
+            r.resolve("#/definitions/A", "/definitions/B/oneOf/0", &draft4)
+                .as_deref(),
             Some("/definitions/A")
         );
     }
