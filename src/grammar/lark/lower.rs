@@ -20,6 +20,7 @@
 use super::ast::*;
 use super::parse::unsupported;
 use super::terminals::{parse_regex, shortest, substring, ALGEBRA_LEN, ALGEBRA_STATES, COMMON};
+use super::scan::{any_temperature, check_llguidance, ignore_key, needs_param};
 use super::LarkError;
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Repetition};
 use std::collections::HashMap;
@@ -84,10 +85,11 @@ pub const MAX_DEPTH: usize = 500;
 /// are written out for every value reached from `start`).
 pub const MAX_PARAM_INSTANCES: usize = 4096;
 
-struct Defs<'a> {
-    rules: HashMap<&'a str, &'a Def>,
-    terminals: HashMap<&'a str, &'a Def>,
-    imported: HashMap<String, (&'static str, Pos)>,
+/// One grammar's definitions by name.
+pub(super) struct Defs<'a> {
+    pub rules: HashMap<&'a str, &'a Def>,
+    pub terminals: HashMap<&'a str, &'a Def>,
+    pub imported: HashMap<String, (&'static str, Pos)>,
 }
 
 /// One grammar's names: the top one, or a `%lark` block's.
@@ -154,149 +156,6 @@ pub fn lower(
         lexemes: l.lexemes,
         ignores: l.ignores,
     })
-}
-
-/// Whether a rule body reads its parameter (a condition other than
-/// `true`, or a reference passing a value computed from it), as
-/// llguidance's `needs_param`.
-fn needs_param(e: &Expansions) -> bool {
-    fn atom(a: &Atom) -> bool {
-        match a {
-            Atom::Group(e) | Atom::Maybe(e) => needs_param(e),
-            Atom::Not(a, _) => atom(a),
-            Atom::Value(Value::NameParam(_, x), _) => x.needs_param(),
-            Atom::Value(..) => false,
-        }
-    }
-    e.alts.iter().any(|a| {
-        a.cond.as_ref().is_some_and(|(c, _)| *c != ParamCond::True)
-            || a.conjuncts.iter().flat_map(|c| &c.0).any(|x| atom(&x.atom))
-    })
-}
-
-/// Whether a rule of the items (or of a `%lark` block in them) sets
-/// `temperature`.
-fn any_temperature(items: &[Item]) -> bool {
-    fn exps(e: &Expansions) -> bool {
-        e.alts
-            .iter()
-            .flat_map(|a| &a.conjuncts)
-            .flat_map(|c| &c.0)
-            .any(|x| atom(&x.atom))
-    }
-    fn atom(a: &Atom) -> bool {
-        match a {
-            Atom::Group(e) | Atom::Maybe(e) => exps(e),
-            Atom::Not(a, _) => atom(a),
-            Atom::Value(Value::NestedLark(items), _) => any_temperature(items),
-            Atom::Value(..) => false,
-        }
-    }
-    items.iter().any(|i| match i {
-        Item::Def(d) => d.options.temperature || exps(&d.body),
-        _ => false,
-    })
-}
-
-/// A canonical text of `%ignore` items with every name expanded: equal
-/// texts are the same regex to llguidance. `None` past a size bound.
-fn ignore_key(defs: &Defs, items: &[&Expansions]) -> Option<String> {
-    const MAX_KEY: usize = 1 << 16;
-    fn exps(defs: &Defs, e: &Expansions, out: &mut String, depth: usize) -> Option<()> {
-        if out.len() > MAX_KEY || depth > MAX_DEPTH {
-            return None;
-        }
-        // One item alone is that item (llguidance's regexes are
-        // hash-consed: a concatenation or a union of one is its operand).
-        if let [Alias {
-            conjuncts,
-            cond: None,
-            ..
-        }] = e.alts.as_slice()
-        {
-            if let [Expansion(x)] = conjuncts.as_slice() {
-                if let [Expr {
-                    atom, repeat: None, ..
-                }] = x.as_slice()
-                {
-                    return atom_key(defs, atom, out, depth + 1);
-                }
-            }
-        }
-        out.push('(');
-        for a in &e.alts {
-            out.push('|');
-            for c in &a.conjuncts {
-                out.push('&');
-                for x in &c.0 {
-                    atom_key(defs, &x.atom, out, depth)?;
-                    out.push_str(&format!("{:?} ", x.repeat));
-                }
-            }
-        }
-        out.push(')');
-        Some(())
-    }
-    fn atom_key(defs: &Defs, a: &Atom, out: &mut String, depth: usize) -> Option<()> {
-        match a {
-            Atom::Group(e) => exps(defs, e, out, depth + 1),
-            Atom::Maybe(e) => {
-                out.push('?');
-                exps(defs, e, out, depth + 1)
-            }
-            Atom::Not(a, _) => {
-                out.push('~');
-                atom_key(defs, a, out, depth + 1)
-            }
-            Atom::Value(Value::Name(n), _) => {
-                if let Some(d) = defs.terminals.get(n.as_str()) {
-                    exps(defs, &d.body, out, depth + 1)
-                } else if let Some((re, _)) = defs.imported.get(n) {
-                    out.push_str(&format!("/{re}/"));
-                    Some(())
-                } else {
-                    None
-                }
-            }
-            Atom::Value(v, _) => {
-                out.push_str(&format!("{v:?}"));
-                Some(())
-            }
-        }
-    }
-    let mut out = String::new();
-    for e in items {
-        exps(defs, e, &mut out, 0)?;
-        out.push('\n');
-    }
-    Some(out)
-}
-
-/// `%llguidance {...}`: options that change no language are accepted; the
-/// rest are refused by name.
-fn check_llguidance(v: &serde_json::Value, pos: Pos) -> Result<(), LarkError> {
-    let Some(obj) = v.as_object() else {
-        return Err(LarkError::Syntax {
-            line: pos.line,
-            column: pos.column,
-            message: "%llguidance takes a JSON object".into(),
-        });
-    };
-    for (k, val) in obj {
-        let harmless = matches!(
-            k.as_str(),
-            "no_forcing" | "allow_initial_skip" | "allow_invalid_utf8" | "ignore_once"
-        ) && val == &serde_json::Value::Bool(false)
-            || k == "no_forcing";
-        if !harmless {
-            return Err(unsupported(
-                pos,
-                &format!("%llguidance option `{k}`"),
-                "only `no_forcing` (no effect on the language) and options left false are accepted",
-            ));
-        }
-    }
-    Ok(())
 }
 
 impl<'a> Lowerer<'a> {

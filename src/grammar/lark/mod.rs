@@ -91,6 +91,7 @@ pub(crate) mod greedy;
 pub(crate) mod lex;
 pub(crate) mod lower;
 pub(crate) mod parse;
+pub(crate) mod scan;
 pub(crate) mod terminals;
 
 pub use error::LarkError;
