@@ -538,20 +538,7 @@ impl Compiler {
             }
             Source::StructuralTag { tag, options } => {
                 let every_byte = crate::index::has_every_byte(&self.vocab);
-                let tokens = crate::tags::VocabTokens {
-                    symbols: self
-                        .vocab
-                        .symbols()
-                        .map(|(id, text, spelled)| (id.0, text.to_string(), spelled.to_vec()))
-                        .collect(),
-                    stops: self
-                        .vocab
-                        .added_tokens()
-                        .iter()
-                        .filter(|(id, _, _)| self.vocab.is_eos(*id))
-                        .map(|(id, text, _)| (id.0, text.clone()))
-                        .collect(),
-                };
+                let tokens = self.vocab_tokens();
                 let mut low = crate::tags::lower(tag.format(), options, every_byte, &tokens)?;
                 budget = low
                     .budget
@@ -579,8 +566,18 @@ impl Compiler {
                 return self.compile_gbnf(grammar, options, stats, t);
             }
             Source::Lark { grammar, options } => {
+                let gbnf = if grammar.has_special_tokens() {
+                    let tokens = self.vocab_tokens();
+                    grammar.with_tokens(&crate::grammar::lark::tokens::TokenTable {
+                        symbols: &tokens.symbols,
+                        stops: &tokens.stops,
+                        num_ids: self.vocab.num_ids(),
+                    })?
+                } else {
+                    std::borrow::Cow::Borrowed(&grammar.gbnf)
+                };
                 return self
-                    .compile_gbnf(&grammar.gbnf, options, stats, t)
+                    .compile_gbnf(&gbnf, options, stats, t)
                     .map_err(|e| match e {
                         CompileError::Gbnf(g) => match grammar.map_error(g) {
                             Ok(l) => CompileError::Lark(l),
@@ -602,6 +599,25 @@ impl Compiler {
         Ok(self
             .finish(dfa, warnings, stats, t)?
             .with_token_budget(budget))
+    }
+
+    /// The vocabulary's special tokens (grammar symbols) and stop tokens,
+    /// as structural tags and Lark grammars name them.
+    fn vocab_tokens(&self) -> crate::tags::VocabTokens {
+        crate::tags::VocabTokens {
+            symbols: self
+                .vocab
+                .symbols()
+                .map(|(id, text, spelled)| (id.0, text.to_string(), spelled.to_vec()))
+                .collect(),
+            stops: self
+                .vocab
+                .added_tokens()
+                .iter()
+                .filter(|(id, _, _)| self.vocab.is_eos(*id))
+                .map(|(id, text, _)| (id.0, text.clone()))
+                .collect(),
+        }
     }
 
     /// A GBNF grammar (also a Lark grammar's rules): its fragments on the

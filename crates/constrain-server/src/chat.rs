@@ -182,6 +182,10 @@ pub fn plan(
                 }),
             Source::Regex(r) => Ok(r.clone()),
             Source::Grammar(g) => Ok(g.pattern.clone()),
+            Source::Lark { grammar, .. } if grammar.has_special_tokens() => Err(ApiError::field(
+                format_param,
+                "a grammar with special tokens (`<|...|>`, `<[id]>`) cannot sit beside tools",
+            )),
             // The lowered tree printed as a regex, to sit beside the tools.
             Source::Gbnf { grammar, options }
             | Source::Lark {

@@ -19,8 +19,9 @@
 
 use super::ast::*;
 use super::parse::unsupported;
-use super::terminals::{parse_regex, shortest, substring, ALGEBRA_LEN, ALGEBRA_STATES, COMMON};
 use super::scan::{any_temperature, check_llguidance, ignore_key, needs_param};
+use super::terminals::{parse_regex, shortest, substring, ALGEBRA_LEN, ALGEBRA_STATES, COMMON};
+use super::tokens::{placeholder, Special, MAX_SPECIALS};
 use super::LarkError;
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Repetition};
 use std::collections::HashMap;
@@ -75,6 +76,9 @@ pub struct SymGrammar {
     pub start: usize,
     pub lexemes: Vec<Lexeme>,
     pub ignores: Vec<Option<(Hir, Pos)>>,
+    /// The distinct special-token references; the `k`-th is the lexeme of
+    /// its placeholder ([`super::tokens::placeholder`]).
+    pub specials: Vec<Special>,
 }
 
 /// Deepest chain of rules or terminals lowered inside one another (a
@@ -123,6 +127,7 @@ struct Lowerer<'a> {
     /// Rules lowered for a parameter value so far.
     instances: usize,
     schema: crate::schema::SchemaOptions,
+    specials: Vec<Special>,
 }
 
 /// Lowers the items: `start` and what it reaches.
@@ -143,6 +148,7 @@ pub fn lower(
         param: None,
         instances: 0,
         schema: schema.clone(),
+        specials: Vec::new(),
     };
     let ignore = l.scope(items, 0, None)?;
     if !l.scopes[0].defs.rules.contains_key("start") {
@@ -155,6 +161,7 @@ pub fn lower(
         start,
         lexemes: l.lexemes,
         ignores: l.ignores,
+        specials: l.specials,
     })
 }
 
@@ -326,6 +333,36 @@ impl<'a> Lowerer<'a> {
         } else {
             Sym::Sub(start)
         })
+    }
+
+    /// A special token: the lexeme of its placeholder (see `tokens`).
+    fn special(&mut self, written: &str, at: Pos) -> Result<Sym, LarkError> {
+        let spec = super::tokens::parse(written, at)?;
+        let k = match self.specials.iter().position(|s| s.written == written) {
+            Some(k) => k,
+            None if self.specials.len() >= MAX_SPECIALS => {
+                return Err(LarkError::Limit {
+                    line: at.line,
+                    column: at.column,
+                    message: format!("more than {MAX_SPECIALS} distinct special tokens"),
+                })
+            }
+            None => {
+                self.specials.push(Special {
+                    written: written.to_string(),
+                    spec,
+                    pos: at,
+                });
+                self.specials.len() - 1
+            }
+        };
+        let h = Hir::literal(placeholder(k));
+        Ok(Sym::Lex(self.lexeme(
+            h,
+            written.to_string(),
+            at,
+            LexKind::Plain,
+        )))
     }
 
     fn rule(&mut self, name: &str, at: Pos) -> Result<usize, LarkError> {
@@ -594,11 +631,7 @@ impl<'a> Lowerer<'a> {
                     let h = parse_regex(&c.regex, *p)?;
                     Ok(Sym::Lex(self.lexeme(h, "%json".into(), *p, LexKind::Json)))
                 }
-                Value::SpecialToken(s) => Err(unsupported(
-                    *p,
-                    &format!("special token `{s}`"),
-                    "special tokens are not supported yet (a token id is not text)",
-                )),
+                Value::SpecialToken(s) => self.special(s, *p),
                 Value::GrammarRef(g) => Err(unsupported(
                     *p,
                     &format!("grammar reference `@{g}`"),

@@ -93,6 +93,7 @@ pub(crate) mod lower;
 pub(crate) mod parse;
 pub(crate) mod scan;
 pub(crate) mod terminals;
+pub(crate) mod tokens;
 
 pub use error::LarkError;
 pub use terminals::parse_regex;
@@ -107,8 +108,12 @@ pub struct Lark {
     pub name: String,
     /// The grammar text (the cache key of the compiled grammar).
     pub text: String,
-    /// The grammar as GBNF rules (what is compiled).
+    /// The grammar as GBNF rules (what is compiled). A grammar with
+    /// special tokens holds placeholders in them until the vocabulary is
+    /// known (the compiler then puts in the tokens).
     pub gbnf: Gbnf,
+    /// The distinct special-token references.
+    pub(crate) specials: Vec<tokens::Special>,
 }
 
 impl Lark {
@@ -122,7 +127,35 @@ impl Lark {
             name: name.to_string(),
             text: text.to_string(),
             gbnf,
+            specials: sym.specials,
         })
+    }
+
+    /// Whether the grammar names special tokens (its GBNF rules then hold
+    /// placeholders until the compiler puts in the tokens of its
+    /// vocabulary).
+    pub fn has_special_tokens(&self) -> bool {
+        !self.specials.is_empty()
+    }
+
+    /// The GBNF rules with every special token put in as the vocabulary
+    /// spells it as a grammar symbol; a name or id that is not a special,
+    /// non-stop token of the vocabulary is refused at the reference.
+    pub(crate) fn with_tokens(
+        &self,
+        table: &tokens::TokenTable,
+    ) -> Result<std::borrow::Cow<'_, Gbnf>, LarkError> {
+        if self.specials.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(&self.gbnf));
+        }
+        let spellings = self
+            .specials
+            .iter()
+            .map(|s| tokens::resolve(s, table))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(std::borrow::Cow::Owned(tokens::substitute(
+            &self.gbnf, &spellings,
+        )))
     }
 
     /// Reads and parses a Lark file (errors name the file).

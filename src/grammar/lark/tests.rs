@@ -104,7 +104,21 @@ fn separable_lexemes_compile() {
 #[test]
 fn refusals_name_the_construct_and_position() {
     for (text, what, pos) in [
-        ("start: <|end|>", "special token", (1, 8)),
+        (
+            "start: A\nA: <|end|>",
+            "special token `<|end|>` inside a terminal",
+            (2, 4),
+        ),
+        (
+            "start: A\nA: \"a\" <[5]>",
+            "special token `<[5]>` inside a terminal",
+            (2, 8),
+        ),
+        ("start: \"a\" <[200-100]>", "invalid token range", (1, 12)),
+        ("start: <[,]>", "empty token range", (1, 8)),
+        ("start: <[1-2-3]>", "invalid token range", (1, 8)),
+        ("start: <[^*]>", "negated wildcard", (1, 8)),
+        ("start: <[*,100]>", "wildcard token range", (1, 8)),
         ("start: @sub", "grammar reference", (1, 8)),
         ("start: x\nx[stop=\"\\n\"]: /.*/", "[stop=...]", (2, 3)),
         (
@@ -505,4 +519,18 @@ fn parametric_rule_errors_say_where() {
     // Every value reached is a rule: a bound on how many.
     let e = refused("start: x::0\nx::_: \"a\" x::incr(_) %if lt(_, 100000) | \"b\"\n");
     assert!(matches!(e, LarkError::Limit { .. }), "{e}");
+}
+
+#[test]
+fn special_tokens_are_lexemes_no_text_runs_into() {
+    // Each distinct reference is one placeholder lexeme; text lexemes next
+    // to it never conflict with it (no text holds its bytes).
+    let g = Lark::parse("t", "start: /[a-z<|>]*/ <|end|> (<|end|> | <[7]>)* \"x\"\n").unwrap();
+    assert!(g.has_special_tokens());
+    assert_eq!(g.specials.len(), 2);
+    assert!(!Lark::parse("t", "start: \"<|end|>\"\n")
+        .unwrap()
+        .has_special_tokens());
+    // Without the vocabulary the language has no text with a token in it.
+    assert!(!dfa("start: \"a\" | <|end|>\n").matches(b"<|end|>"));
 }
