@@ -195,6 +195,18 @@ impl Source {
         })
     }
 
+    /// llguidance's grammar list (`{"grammars": [...]}`, its `TopLevelGrammar`
+    /// JSON) with the default options: the first grammar is the output's,
+    /// `@name` in a Lark grammar the grammar of that name
+    /// ([`Lark::parse_grammar_list`]). [`Source::lark`] takes the same
+    /// text too (a text that begins with `{`).
+    pub fn llguidance(text: &str) -> Result<Source, CompileError> {
+        Ok(Source::Lark {
+            grammar: Lark::parse_grammar_list("llguidance", text)?,
+            options: GbnfOptions::default(),
+        })
+    }
+
     /// The same source with other schema options (no effect on a regex or a
     /// regex grammar file; a GBNF grammar takes their `max_depth`, which
     /// bounds only its unrolled fallback: its recursion is exact on the

@@ -210,3 +210,51 @@ fn qwen_special_tokens_by_name_and_id() {
         );
     }
 }
+
+#[test]
+fn grammar_lists_carry_special_tokens_into_named_grammars() {
+    let (v, [_, call, end_call, _, _]) = vocab_with_specials();
+    let list = |call_grammar: &str| {
+        serde_json::json!({"grammars": [
+            {"name": "main", "lark_grammar": "start: /[a-z ]*/ @call*\n"},
+            {"name": "call", "lark_grammar": call_grammar},
+            {"name": "args", "json_schema": {"type": "object",
+                "properties": {"n": {"type": "integer"}},
+                "required": ["n"], "additionalProperties": false}},
+        ]})
+        .to_string()
+    };
+    let compiler = Compiler::new(v.clone(), CompilerConfig::default());
+    let src = Source::llguidance(&list("start: <tool_call> @args </tool_call>\n")).unwrap();
+    let c = compiler.compile(&src).unwrap();
+    let mut t = text("hi ");
+    for _ in 0..2 {
+        t.push(call);
+        t.extend(text("{\"n\":12}"));
+        t.push(end_call);
+    }
+    assert_eq!(walk(&c, &t), (true, true));
+    assert!(
+        !walk(&c, &[call, byte('{'), byte('}')]).0,
+        "the schema holds"
+    );
+    // Source::lark takes the list too, and the cache tells lists apart.
+    let same = compiler
+        .compile(&Source::lark(&list("start: <tool_call> @args </tool_call>\n")).unwrap())
+        .unwrap();
+    assert!(Arc::ptr_eq(&c, &same));
+    let other = compiler
+        .compile(&Source::llguidance(&list("start: <tool_call> @args\n")).unwrap())
+        .unwrap();
+    assert!(!Arc::ptr_eq(&c, &other));
+    // A token the vocabulary lacks, named in a grammar of the list.
+    let e = compiler
+        .compile(&Source::llguidance(&list("start: \"X\" <|nope|>\n")).unwrap())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.starts_with("line 1, column 12:") && e.ends_with("(in grammar `call`)"),
+        "{e}"
+    );
+}

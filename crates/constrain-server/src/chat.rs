@@ -489,6 +489,14 @@ fn response_format(
             }
             ("json", schema) => (Some(Source::json_schema(schema.clone())), param, Some(schema.clone())),
             ("regex", Value::String(r)) => (Some(Source::regex(r.clone())), param, None),
+            // llguidance's grammar list (`{"grammars": [...]}`), as vLLM's
+            // guidance backend takes it.
+            ("grammar", Value::String(g)) if g.trim_start().starts_with('{') => {
+                let source = Source::llguidance(g).map_err(|e| {
+                    ApiError::field("structured_outputs.grammar", format!("the grammar list is refused: {e}"))
+                })?;
+                (Some(source), param, None)
+            }
             // GBNF (llama.cpp's format; vLLM passes `grammar` to its
             // backends as EBNF) when a rule is defined with `::=`.
             ("grammar", Value::String(g)) if g.contains("::=") => {

@@ -22,6 +22,7 @@ use super::parse::unsupported;
 use super::scan::{any_temperature, check_llguidance, ignore_key, needs_param};
 use super::terminals::{parse_regex, shortest, substring, ALGEBRA_LEN, ALGEBRA_STATES, COMMON};
 use super::tokens::{placeholder, Special, MAX_SPECIALS};
+use super::toplevel::{SubBody, SubGrammar};
 use super::LarkError;
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Repetition};
 use std::collections::HashMap;
@@ -128,11 +129,19 @@ struct Lowerer<'a> {
     instances: usize,
     schema: crate::schema::SchemaOptions,
     specials: Vec<Special>,
+    /// The grammar list `@name` refers to (`None`: plain Lark text), and
+    /// the first grammar's name.
+    list: Option<(&'a str, &'a [SubGrammar])>,
+    /// The grammars of the list being lowered inside one another.
+    in_grammars: Vec<&'a str>,
 }
 
 /// Lowers the items: `start` and what it reaches.
-pub fn lower(
-    items: &[Item],
+/// `list`: the grammar list `@name` refers to, and the name of the first
+/// grammar (whose items these are).
+pub fn lower<'a>(
+    items: &'a [Item],
+    list: Option<(&'a str, &'a [SubGrammar])>,
     schema: &crate::schema::SchemaOptions,
 ) -> Result<SymGrammar, LarkError> {
     let mut l = Lowerer {
@@ -144,11 +153,17 @@ pub fn lower(
         ignores: Vec::new(),
         in_progress: Vec::new(),
         depth: 0,
-        temperature: any_temperature(items),
+        temperature: any_temperature(items)
+            || list.is_some_and(|(_, subs)| {
+                subs.iter()
+                    .any(|s| matches!(&s.body, SubBody::Lark(i) if any_temperature(i)))
+            }),
         param: None,
         instances: 0,
         schema: schema.clone(),
         specials: Vec::new(),
+        list,
+        in_grammars: Vec::new(),
     };
     let ignore = l.scope(items, 0, None)?;
     if !l.scopes[0].defs.rules.contains_key("start") {
@@ -296,11 +311,20 @@ impl<'a> Lowerer<'a> {
     /// (llguidance lets some there, depending on whether the block could
     /// go on, which is not modelled: constrain accepts less), and an
     /// enclosing grammar with `%ignore` is refused.
-    fn nested(&mut self, items: &'a [Item], at: Pos) -> Result<Sym, LarkError> {
+    fn nested(
+        &mut self,
+        items: &'a [Item],
+        at: Pos,
+        grammar: Option<&str>,
+    ) -> Result<Sym, LarkError> {
+        let inside = |e: LarkError| match grammar {
+            Some(g) => e.in_grammar(g),
+            None => e,
+        };
         let outer = self.cur;
         let class = self.ignores.len();
         self.ignores.push(None);
-        let ignore = self.scope(items, class, Some(at))?;
+        let ignore = self.scope(items, class, Some(at)).map_err(inside)?;
         let id = self.scopes.len() - 1;
         let same = !self.temperature
             && self.scopes[id].ignore_key.is_some()
@@ -310,9 +334,15 @@ impl<'a> Lowerer<'a> {
             self.scopes[id].class = self.scopes[outer].class;
         } else {
             if self.ignores[self.scopes[outer].class].is_some() {
+                let what = match grammar {
+                    Some(g) => format!("`@{g}` with a %ignore other than the enclosing grammar's"),
+                    None => {
+                        "%lark { ... } with a %ignore other than the enclosing grammar's".into()
+                    }
+                };
                 return Err(unsupported(
                     at,
-                    "%lark { ... } with a %ignore other than the enclosing grammar's",
+                    &what,
                     "llguidance lexes such a block apart, and the ignored text it lets \
                      after the block depends on whether the block could go on; give the \
                      block the enclosing grammar's %ignore, or none to both",
@@ -327,12 +357,73 @@ impl<'a> Lowerer<'a> {
         self.depth -= 1;
         self.cur = outer;
         self.param = param;
-        let start = start?;
+        let start = start.map_err(inside)?;
         Ok(if same {
             Sym::Rule(start)
         } else {
             Sym::Sub(start)
         })
+    }
+
+    /// A JSON Schema block (`%json`, or a `json_schema` grammar of the
+    /// list): one lexeme.
+    fn json(&mut self, schema: &serde_json::Value, at: Pos, label: &str) -> Result<Sym, LarkError> {
+        let c = crate::schema::compile(schema, &self.schema).map_err(|e| LarkError::Schema {
+            line: at.line,
+            column: at.column,
+            message: match label {
+                "%json" => e.to_string(),
+                g => format!("{g}: {e}"),
+            },
+        })?;
+        let h = parse_regex(&c.regex, at)?;
+        Ok(Sym::Lex(self.lexeme(h, label.into(), at, LexKind::Json)))
+    }
+
+    /// `@name`: the grammar of the list of that name, used where it is
+    /// written (a Lark grammar as a `%lark` block of its text, a JSON
+    /// Schema as a `%json` block). Numeric references, a name the list
+    /// lacks, no list, and a grammar reached again inside itself are
+    /// errors at the reference.
+    fn grammar_ref(&mut self, g: &str, at: Pos) -> Result<Sym, LarkError> {
+        let what = format!("grammar reference `@{g}`");
+        let syntax = |message: String| LarkError::Syntax {
+            line: at.line,
+            column: at.column,
+            message,
+        };
+        if g.parse::<u64>().is_ok() {
+            return Err(unsupported(at, &what, "numeric grammar references are not supported (llguidance no longer accepts them); refer to the grammar by its name"));
+        }
+        let Some((main, subs)) = self.list else {
+            return Err(unsupported(at, &what, "there is no grammar list to refer to: give the grammars as llguidance's JSON list `{\"grammars\": [...]}`"));
+        };
+        let Some(sub) = subs.iter().find(|s| s.name == g) else {
+            return Err(syntax(format!(
+                "unknown grammar `@{g}` (no grammar of the list has that name)"
+            )));
+        };
+        if main == g || self.in_grammars.contains(&sub.name.as_str()) {
+            return Err(syntax(format!(
+                "grammar `@{g}` is used inside itself (through {}); a grammar list cannot be recursive",
+                self.in_grammars.iter().map(|n| format!("`@{n}`")).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        match &sub.body {
+            SubBody::Json(schema) => self.json(schema, at, &format!("@{g}")),
+            SubBody::Lark(items) => {
+                let has_start = items
+                    .iter()
+                    .any(|i| matches!(i, Item::Def(d) if d.name == "start" && !d.terminal));
+                if !has_start {
+                    return Err(syntax(format!("grammar `@{g}` has no `start` rule")));
+                }
+                self.in_grammars.push(&sub.name);
+                let r = self.nested(items, at, Some(&sub.name));
+                self.in_grammars.pop();
+                r
+            }
+        }
     }
 
     /// A special token: the lexeme of its placeholder (see `tokens`).
@@ -352,6 +443,7 @@ impl<'a> Lowerer<'a> {
                     written: written.to_string(),
                     spec,
                     pos: at,
+                    grammar: self.in_grammars.last().map(|g| g.to_string()),
                 });
                 self.specials.len() - 1
             }
@@ -542,6 +634,10 @@ impl<'a> Lowerer<'a> {
             return id;
         }
         let id = self.lexemes.len();
+        let label = match self.in_grammars.last() {
+            Some(g) => format!("{label} of @{g}"),
+            None => label,
+        };
         self.lexemes.push(Lexeme {
             hir,
             label,
@@ -620,24 +716,10 @@ impl<'a> Lowerer<'a> {
                     Ok(Sym::Lex(self.lexeme(h, n.clone(), *p, LexKind::Plain)))
                 }
                 Value::String(s, _) if s.is_empty() => Ok(Sym::Seq(Vec::new())),
-                Value::Json(schema) => {
-                    let c = crate::schema::compile(schema, &self.schema).map_err(|e| {
-                        LarkError::Schema {
-                            line: p.line,
-                            column: p.column,
-                            message: e.to_string(),
-                        }
-                    })?;
-                    let h = parse_regex(&c.regex, *p)?;
-                    Ok(Sym::Lex(self.lexeme(h, "%json".into(), *p, LexKind::Json)))
-                }
+                Value::Json(schema) => self.json(schema, *p, "%json"),
                 Value::SpecialToken(s) => self.special(s, *p),
-                Value::GrammarRef(g) => Err(unsupported(
-                    *p,
-                    &format!("grammar reference `@{g}`"),
-                    "sub-grammars are not supported yet",
-                )),
-                Value::NestedLark(items) => self.nested(items, *p),
+                Value::GrammarRef(g) => self.grammar_ref(g, *p),
+                Value::NestedLark(items) => self.nested(items, *p, None),
                 _ => {
                     let h = self.term_atom(a)?;
                     let label = match v {

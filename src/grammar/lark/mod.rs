@@ -94,6 +94,7 @@ pub(crate) mod parse;
 pub(crate) mod scan;
 pub(crate) mod terminals;
 pub(crate) mod tokens;
+pub(crate) mod toplevel;
 
 pub use error::LarkError;
 pub use terminals::parse_regex;
@@ -117,10 +118,38 @@ pub struct Lark {
 }
 
 impl Lark {
-    /// Parses, lowers and checks Lark text (see the module docs).
+    /// Parses, lowers and checks Lark text (see the module docs). A text
+    /// that begins with `{` is llguidance's grammar list
+    /// ([`Lark::parse_grammar_list`]).
     pub fn parse(name: &str, text: &str) -> Result<Lark, LarkError> {
+        if toplevel::is_grammar_list(text) {
+            return Lark::parse_grammar_list(name, text);
+        }
         let items = parse::parse(lex::lex(text)?)?;
-        let sym = lower::lower(&items, &crate::schema::SchemaOptions::default())?;
+        let sym = lower::lower(&items, None, &crate::schema::SchemaOptions::default())?;
+        let closed = greedy::check(&sym)?;
+        let gbnf = emit::emit(&sym, name, text, &closed)?;
+        Ok(Lark {
+            name: name.to_string(),
+            text: text.to_string(),
+            gbnf,
+            specials: sym.specials,
+        })
+    }
+
+    /// Parses llguidance's grammar list (`TopLevelGrammar` JSON:
+    /// `{"grammars": [{"name": "main", "lark_grammar": "..."}, {"name":
+    /// "sub", "json_schema": {...}}]}`): the first grammar is the output's,
+    /// and `@sub` in a Lark grammar is the grammar of that name, used where
+    /// it is written (a Lark grammar as a `%lark { ... }` block, a JSON
+    /// Schema as `%json`). An error inside one grammar of the list is
+    /// [`LarkError::InGrammar`], at its line and column in that grammar's
+    /// text.
+    pub fn parse_grammar_list(name: &str, text: &str) -> Result<Lark, LarkError> {
+        let top = toplevel::parse(text)?;
+        let list = Some((top.main_name.as_str(), top.subs.as_slice()));
+        let sym = lower::lower(&top.main, list, &crate::schema::SchemaOptions::default())
+            .map_err(|e| e.in_grammar(&top.main_name))?;
         let closed = greedy::check(&sym)?;
         let gbnf = emit::emit(&sym, name, text, &closed)?;
         Ok(Lark {
@@ -151,7 +180,12 @@ impl Lark {
         let spellings = self
             .specials
             .iter()
-            .map(|s| tokens::resolve(s, table))
+            .map(|s| {
+                tokens::resolve(s, table).map_err(|e| match &s.grammar {
+                    Some(g) => e.in_grammar(g),
+                    None => e,
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(std::borrow::Cow::Owned(tokens::substitute(
             &self.gbnf, &spellings,

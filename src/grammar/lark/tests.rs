@@ -534,3 +534,141 @@ fn special_tokens_are_lexemes_no_text_runs_into() {
     // Without the vocabulary the language has no text with a token in it.
     assert!(!dfa("start: \"a\" | <|end|>\n").matches(b"<|end|>"));
 }
+
+/// llguidance's grammar list of (name, Lark text or JSON Schema) entries.
+fn list(entries: &[(&str, serde_json::Value)]) -> String {
+    let gs: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(n, g)| match g {
+            serde_json::Value::String(t) => serde_json::json!({"name": n, "lark_grammar": t}),
+            s => serde_json::json!({"name": n, "json_schema": s}),
+        })
+        .collect();
+    serde_json::json!({ "grammars": gs }).to_string()
+}
+
+#[test]
+fn grammar_references_use_the_named_grammar_where_written() {
+    use serde_json::json;
+    let text = list(&[
+        (
+            "main",
+            json!("start: a \"=\" @num \";\" @obj a\na: \"a\"\n"),
+        ),
+        ("num", json!("start: a+\na: /[0-9]/\n")),
+        ("obj", json!({"type": "integer"})),
+    ]);
+    let d = dfa(&text);
+    for ok in ["a=12;5a", "a=0;-3a"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in ["a=;5a", "a=1;xa", "a=1;5", "a=a;5a"] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+    // A JSON Schema first is the whole output; Source::lark's text and
+    // Lark::parse_grammar_list read the same list.
+    let d = dfa(&list(&[("main", json!({"type": "boolean"}))]));
+    assert!(d.matches(b"true") && !d.matches(b"1"));
+    // With the same %ignore the named grammar reads as if written in place.
+    let text = list(&[
+        ("main", json!("start: \"x\" @sub\n%ignore \" \"\n")),
+        ("sub", json!("start: \"y\" \"z\"\n%ignore \" \"\n")),
+    ]);
+    assert!(dfa(&text).matches(b"x y z"));
+    let text = list(&[
+        ("main", json!("start: \"x\" @sub\n%ignore \" \"\n")),
+        ("sub", json!("start: \"y\"\n")),
+    ]);
+    assert!(refused(&text)
+        .to_string()
+        .contains("`@sub` with a %ignore other than"));
+}
+
+#[test]
+fn grammar_list_errors_say_what_and_where() {
+    use serde_json::json;
+    let main = |t: &str| {
+        list(&[
+            ("main", json!(t)),
+            ("sub", json!("start: \"s\"\n")),
+            ("j", json!({"type": "integer"})),
+        ])
+    };
+    for (text, what, pos) in [
+        (main("start: @nope"), "unknown grammar `@nope`", (1, 8)),
+        (
+            main("start: \"a\" @1"),
+            "numeric grammar references",
+            (1, 12),
+        ),
+        (
+            main("start: A\nA: @sub"),
+            "grammar reference `@sub` inside a terminal",
+            (2, 4),
+        ),
+        (
+            list(&[
+                ("main", json!("start: @a")),
+                ("a", json!("start: \"x\" @main")),
+            ]),
+            "grammar `@main` is used inside itself",
+            (1, 12),
+        ),
+        (
+            list(&[
+                ("main", json!("start: @a")),
+                ("a", json!("start: \"x\"\n  | @a")),
+            ]),
+            "grammar `@a` is used inside itself (through `@a`)",
+            (2, 5),
+        ),
+        (
+            list(&[("main", json!("start: @a")), ("a", json!("start: b"))]),
+            "undefined name `b` (in grammar `a`)",
+            (1, 8),
+        ),
+        (
+            list(&[("main", json!("start: @a")), ("a", json!("\nstart: \"b"))]),
+            "(in grammar `a`)",
+            (2, 8),
+        ),
+        (
+            list(&[("main", json!("start: @a")), ("a", json!("x: \"b\""))]),
+            "grammar `@a` has no `start` rule",
+            (1, 8),
+        ),
+        ("{\"grammars\": [}".into(), "not JSON", (1, 15)),
+        ("{\"grammars\": []}".into(), "empty", (1, 1)),
+        (
+            "{\"grammars\": [{\"lark_grammar\": \"start: \\\"a\\\"\"}], \"max_tokens\": 5}".into(),
+            "max_tokens",
+            (1, 1),
+        ),
+        (
+            "{\"grammars\": [{\"nodes\": []}]}".into(),
+            "field `nodes` of grammars[0]",
+            (1, 1),
+        ),
+        (
+            "{\"grammars\": [{\"name\": \"a\"}]}".into(),
+            "either `lark_grammar` or `json_schema`",
+            (1, 1),
+        ),
+        (
+            list(&[
+                ("main", json!("start: @a")),
+                ("a", json!("start: \"x\"")),
+                ("a", json!({})),
+            ]),
+            "duplicate grammar name `a`",
+            (1, 1),
+        ),
+    ] {
+        let e = refused(&text);
+        assert!(e.to_string().contains(what), "{text}: {e}");
+        assert_eq!(at(&e), pos, "{text}: {e}");
+    }
+    // Plain Lark text has no list to refer to.
+    let e = refused("start: @sub");
+    assert!(e.to_string().contains("no grammar list"), "{e}");
+}

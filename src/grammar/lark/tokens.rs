@@ -52,6 +52,8 @@ pub struct Special {
     pub written: String,
     pub spec: TokenSpec,
     pub pos: Pos,
+    /// The grammar of the list it is written in (`None`: the first).
+    pub grammar: Option<String>,
 }
 
 /// The placeholder of the `k`-th reference.
