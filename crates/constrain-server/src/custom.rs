@@ -509,6 +509,12 @@ mod tests {
             "tool_choice": "required"}));
         let e = plan(&r).unwrap_err();
         assert!(e.message.contains("regex does not parse"), "{}", e.message);
+        // A tool's input is text: special tokens are refused by name.
+        let r = req(json!({"messages": [{"role": "user", "content": "hi"}],
+            "tools": [lark_tool("t", "start: \"a\" <|im_end|>")],
+            "tool_choice": "required"}));
+        let e = plan(&r).unwrap_err();
+        assert!(e.message.contains("special tokens"), "{}", e.message);
     }
 
     #[test]
