@@ -50,14 +50,25 @@
 //!
 //! ## Refused by name (fail closed)
 //!
-//! Special tokens (`<|...|>`, `<[id]>`), `@sub` grammars, templates, priorities, `%override`, `%declare`, a non-empty
+//! Templates, priorities, `%override`, `%declare`, a non-empty
 //! `stop=` (it hides text by backtracking tokens), `max_tokens=N` for
 //! `N > 0` (it cuts the lexeme by tokens), `%regex` other than
 //! `substring_chunks` / `substring_words` / `substring_chars`, `~` outside
 //! `A & ~B`, a `%lark {}` block lexed apart inside a grammar with
-//! `%ignore`, and any `%llguidance` option other than `no_forcing`.
-//! `capture`, `temperature`, `-> alias` and the marks `?rule` `!rule`
+//! `%ignore`, any `%llguidance` option other than `no_forcing`, stop and
+//! ordinary tokens named as special tokens, `<[*]>`, and `@name` without a
+//! grammar list, unknown, numeric or used inside itself. `capture`, `temperature`, `-> alias` and the marks `?rule` `!rule`
 //! change no language and are accepted.
+//!
+//! ## Special tokens and grammar lists
+//!
+//! `<|im_end|>`, `<[151657]>` and token ranges (`tokens`) are lexemes of
+//! placeholder bytes no text holds; compiling puts in the spelling of the
+//! token as a grammar symbol of the vocabulary, and refuses stop tokens,
+//! ordinary tokens and names the vocabulary lacks. llguidance's grammar
+//! list (`toplevel`, [`Lark::parse_grammar_list`]) gives `@name` the
+//! grammar of that name: a Lark grammar lowered as a `%lark` block, a JSON
+//! Schema as `%json`; recursion through `@` is refused.
 //!
 //! ## Parametric rules
 //!
