@@ -86,6 +86,10 @@ pub struct SymGrammar {
 /// bound on the recursion of the lowering over the untrusted text).
 pub const MAX_DEPTH: usize = 500;
 
+/// Most grammars of a list lowered (each once per lexeme class it is used
+/// from; a bound on the work of `@name` chains).
+pub const MAX_GRAMMAR_USES: usize = 1024;
+
 /// Most rules lowered for a value of their parameter (parametric rules
 /// are written out for every value reached from `start`).
 pub const MAX_PARAM_INSTANCES: usize = 4096;
@@ -134,6 +138,9 @@ struct Lowerer<'a> {
     list: Option<(&'a str, &'a [SubGrammar])>,
     /// The grammars of the list being lowered inside one another.
     in_grammars: Vec<&'a str>,
+    /// Each grammar of the list lowered once per lexeme class it is used
+    /// from: (name, that class) → its start.
+    grammar_uses: HashMap<(&'a str, usize), Sym>,
 }
 
 /// Lowers the items: `start` and what it reaches.
@@ -164,6 +171,7 @@ pub fn lower<'a>(
         specials: Vec::new(),
         list,
         in_grammars: Vec::new(),
+        grammar_uses: HashMap::new(),
     };
     let ignore = l.scope(items, 0, None)?;
     if !l.scopes[0].defs.rules.contains_key("start") {
@@ -418,10 +426,25 @@ impl<'a> Lowerer<'a> {
                 if !has_start {
                     return Err(syntax(format!("grammar `@{g}` has no `start` rule")));
                 }
+                let key = (sub.name.as_str(), self.scopes[self.cur].class);
+                if let Some(s) = self.grammar_uses.get(&key) {
+                    return Ok(s.clone());
+                }
+                if self.grammar_uses.len() >= MAX_GRAMMAR_USES {
+                    return Err(LarkError::Limit {
+                        line: at.line,
+                        column: at.column,
+                        message: format!(
+                            "grammars of the list lowered more than {MAX_GRAMMAR_USES} times"
+                        ),
+                    });
+                }
                 self.in_grammars.push(&sub.name);
                 let r = self.nested(items, at, Some(&sub.name));
                 self.in_grammars.pop();
-                r
+                let r = r?;
+                self.grammar_uses.insert(key, r.clone());
+                Ok(r)
             }
         }
     }

@@ -672,3 +672,25 @@ fn grammar_list_errors_say_what_and_where() {
     let e = refused("start: @sub");
     assert!(e.to_string().contains("no grammar list"), "{e}");
 }
+
+#[test]
+fn a_grammar_used_many_times_is_lowered_once_per_class() {
+    // Each grammar uses the next twice: 2^24 uses, one lowering each.
+    let mut entries: Vec<(String, serde_json::Value)> = (0..24)
+        .map(|i| {
+            (
+                format!("g{i}"),
+                serde_json::json!(format!("start: @g{} @g{}\n", i + 1, i + 1)),
+            )
+        })
+        .collect();
+    entries.push(("g24".into(), serde_json::json!("start: \"x\"\n")));
+    let refs: Vec<(&str, serde_json::Value)> = entries
+        .iter()
+        .map(|(n, g)| (n.as_str(), g.clone()))
+        .collect();
+    let t = std::time::Instant::now();
+    let g = Lark::parse("t", &list(&refs)).expect("parses");
+    assert!(t.elapsed().as_secs() < 10);
+    assert!(g.gbnf.rules.len() < 400, "{} rules", g.gbnf.rules.len());
+}
