@@ -154,8 +154,9 @@ impl Source {
         Source::Regex(pattern.into())
     }
 
-    /// Reads a grammar file: GBNF when its extension is `.gbnf`, a regex
-    /// grammar file (`grammars/*.regex`) otherwise.
+    /// Reads a grammar file: GBNF when its extension is `.gbnf`, Lark for
+    /// `.lark`, llguidance's grammar list for `.json`, a regex grammar file
+    /// (`grammars/*.regex`) otherwise.
     pub fn grammar_file(path: impl AsRef<Path>) -> Result<Source, CompileError> {
         Ok(match crate::grammar::load(path)? {
             GrammarFile::Regex(g) => Source::Grammar(g),

@@ -247,6 +247,14 @@ fn grammar_lists_carry_special_tokens_into_named_grammars() {
         .compile(&Source::llguidance(&list("start: <tool_call> @args\n")).unwrap())
         .unwrap();
     assert!(!Arc::ptr_eq(&c, &other));
+    // A `.json` grammar file is the same list.
+    let path = std::env::temp_dir().join(format!("lark-list-{}.json", std::process::id()));
+    std::fs::write(&path, list("start: <tool_call> @args </tool_call>\n")).unwrap();
+    let from_file = compiler
+        .compile(&Source::grammar_file(&path).unwrap())
+        .unwrap();
+    std::fs::remove_file(&path).ok();
+    assert_eq!(walk(&from_file, &t), (true, true));
     // A token the vocabulary lacks, named in a grammar of the list.
     let e = compiler
         .compile(&Source::llguidance(&list("start: \"X\" <|nope|>\n")).unwrap())
