@@ -203,7 +203,10 @@ fn qwen_special_tokens_by_name_and_id() {
         ("start: <[64]>", "token 64"),
         ("start: <|nope|>", "special token `<|nope|>`"),
     ] {
-        let e = compile(&v, g).err().expect("refused").to_string();
+        let Err(e) = compile(&v, g) else {
+            panic!("{g}: compiled")
+        };
+        let e = e.to_string();
         assert!(
             e.contains(what) && e.starts_with("line 1, column "),
             "{g}: {e}"
@@ -256,11 +259,11 @@ fn grammar_lists_carry_special_tokens_into_named_grammars() {
     std::fs::remove_file(&path).ok();
     assert_eq!(walk(&from_file, &t), (true, true));
     // A token the vocabulary lacks, named in a grammar of the list.
-    let e = compiler
-        .compile(&Source::llguidance(&list("start: \"X\" <|nope|>\n")).unwrap())
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(e) = compiler.compile(&Source::llguidance(&list("start: \"X\" <|nope|>\n")).unwrap())
+    else {
+        panic!("compiled")
+    };
+    let e = e.to_string();
     assert!(
         e.starts_with("line 1, column 12:") && e.ends_with("(in grammar `call`)"),
         "{e}"
