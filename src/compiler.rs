@@ -154,8 +154,9 @@ impl Source {
         Source::Regex(pattern.into())
     }
 
-    /// Reads a grammar file: GBNF when its extension is `.gbnf`, a regex
-    /// grammar file (`grammars/*.regex`) otherwise.
+    /// Reads a grammar file: GBNF when its extension is `.gbnf`, Lark for
+    /// `.lark`, llguidance's grammar list for `.json`, a regex grammar file
+    /// (`grammars/*.regex`) otherwise.
     pub fn grammar_file(path: impl AsRef<Path>) -> Result<Source, CompileError> {
         Ok(match crate::grammar::load(path)? {
             GrammarFile::Regex(g) => Source::Grammar(g),
@@ -191,6 +192,18 @@ impl Source {
     pub fn lark(text: &str) -> Result<Source, CompileError> {
         Ok(Source::Lark {
             grammar: Lark::parse("lark", text)?,
+            options: GbnfOptions::default(),
+        })
+    }
+
+    /// llguidance's grammar list (`{"grammars": [...]}`, its `TopLevelGrammar`
+    /// JSON) with the default options: the first grammar is the output's,
+    /// `@name` in a Lark grammar the grammar of that name
+    /// ([`Lark::parse_grammar_list`]). [`Source::lark`] takes the same
+    /// text too (a text that begins with `{`).
+    pub fn llguidance(text: &str) -> Result<Source, CompileError> {
+        Ok(Source::Lark {
+            grammar: Lark::parse_grammar_list("llguidance", text)?,
             options: GbnfOptions::default(),
         })
     }
@@ -538,20 +551,7 @@ impl Compiler {
             }
             Source::StructuralTag { tag, options } => {
                 let every_byte = crate::index::has_every_byte(&self.vocab);
-                let tokens = crate::tags::VocabTokens {
-                    symbols: self
-                        .vocab
-                        .symbols()
-                        .map(|(id, text, spelled)| (id.0, text.to_string(), spelled.to_vec()))
-                        .collect(),
-                    stops: self
-                        .vocab
-                        .added_tokens()
-                        .iter()
-                        .filter(|(id, _, _)| self.vocab.is_eos(*id))
-                        .map(|(id, text, _)| (id.0, text.clone()))
-                        .collect(),
-                };
+                let tokens = self.vocab_tokens();
                 let mut low = crate::tags::lower(tag.format(), options, every_byte, &tokens)?;
                 budget = low
                     .budget
@@ -579,8 +579,18 @@ impl Compiler {
                 return self.compile_gbnf(grammar, options, stats, t);
             }
             Source::Lark { grammar, options } => {
+                let gbnf = if grammar.has_special_tokens() {
+                    let tokens = self.vocab_tokens();
+                    grammar.with_tokens(&crate::grammar::lark::tokens::TokenTable {
+                        symbols: &tokens.symbols,
+                        stops: &tokens.stops,
+                        num_ids: self.vocab.num_ids(),
+                    })?
+                } else {
+                    std::borrow::Cow::Borrowed(&grammar.gbnf)
+                };
                 return self
-                    .compile_gbnf(&grammar.gbnf, options, stats, t)
+                    .compile_gbnf(&gbnf, options, stats, t)
                     .map_err(|e| match e {
                         CompileError::Gbnf(g) => match grammar.map_error(g) {
                             Ok(l) => CompileError::Lark(l),
@@ -602,6 +612,25 @@ impl Compiler {
         Ok(self
             .finish(dfa, warnings, stats, t)?
             .with_token_budget(budget))
+    }
+
+    /// The vocabulary's special tokens (grammar symbols) and stop tokens,
+    /// as structural tags and Lark grammars name them.
+    fn vocab_tokens(&self) -> crate::tags::VocabTokens {
+        crate::tags::VocabTokens {
+            symbols: self
+                .vocab
+                .symbols()
+                .map(|(id, text, spelled)| (id.0, text.to_string(), spelled.to_vec()))
+                .collect(),
+            stops: self
+                .vocab
+                .added_tokens()
+                .iter()
+                .filter(|(id, _, _)| self.vocab.is_eos(*id))
+                .map(|(id, text, _)| (id.0, text.clone()))
+                .collect(),
+        }
     }
 
     /// A GBNF grammar (also a Lark grammar's rules): its fragments on the

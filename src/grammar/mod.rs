@@ -15,7 +15,8 @@
 //!   llguidance's greedy lexer and written as GBNF rules ([`lark`]).
 //!
 //! [`load`] dispatches on the file extension: `.gbnf` is GBNF, `.lark` is
-//! Lark, anything else is a regex file.
+//! Lark, `.json` llguidance's grammar list (`{"grammars": [...]}`, read as
+//! Lark), anything else is a regex file.
 
 mod error;
 pub mod gbnf;
@@ -32,7 +33,7 @@ pub enum GrammarFile {
     Regex(Grammar),
     /// A `*.gbnf` file.
     Gbnf(gbnf::Gbnf),
-    /// A `*.lark` file.
+    /// A `*.lark` file, or a `*.json` grammar list.
     Lark(lark::Lark),
 }
 
@@ -42,10 +43,11 @@ pub fn is_gbnf_path(path: &std::path::Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("gbnf"))
 }
 
-/// Whether `path` names a Lark file (extension `.lark`, any case).
+/// Whether `path` names a Lark file (extension `.lark`, or `.json` for
+/// llguidance's grammar list; any case).
 pub fn is_lark_path(path: &std::path::Path) -> bool {
     path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("lark"))
+        .is_some_and(|e| e.eq_ignore_ascii_case("lark") || e.eq_ignore_ascii_case("json"))
 }
 
 /// Reads a grammar file, choosing the format by its extension.

@@ -182,6 +182,10 @@ pub fn plan(
                 }),
             Source::Regex(r) => Ok(r.clone()),
             Source::Grammar(g) => Ok(g.pattern.clone()),
+            Source::Lark { grammar, .. } if grammar.has_special_tokens() => Err(ApiError::field(
+                format_param,
+                "a grammar with special tokens (`<|...|>`, `<[id]>`) cannot sit beside tools",
+            )),
             // The lowered tree printed as a regex, to sit beside the tools.
             Source::Gbnf { grammar, options }
             | Source::Lark {
@@ -485,6 +489,14 @@ fn response_format(
             }
             ("json", schema) => (Some(Source::json_schema(schema.clone())), param, Some(schema.clone())),
             ("regex", Value::String(r)) => (Some(Source::regex(r.clone())), param, None),
+            // llguidance's grammar list (`{"grammars": [...]}`), as vLLM's
+            // guidance backend takes it.
+            ("grammar", Value::String(g)) if g.trim_start().starts_with('{') => {
+                let source = Source::llguidance(g).map_err(|e| {
+                    ApiError::field("structured_outputs.grammar", format!("the grammar list is refused: {e}"))
+                })?;
+                (Some(source), param, None)
+            }
             // GBNF (llama.cpp's format; vLLM passes `grammar` to its
             // backends as EBNF) when a rule is defined with `::=`.
             ("grammar", Value::String(g)) if g.contains("::=") => {

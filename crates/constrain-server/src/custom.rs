@@ -204,9 +204,16 @@ pub fn tool_grammar(tool: &CustomTool, at: &str) -> Result<Gbnf, ApiError> {
         Format::Regex(_) => "regex",
         _ => "grammar",
     };
-    Lark::parse(&tool.name, &lark)
-        .map(|l| l.gbnf)
-        .map_err(|e| ApiError::field(&param, format!("the {what} is refused: {e}")))
+    let l = Lark::parse(&tool.name, &lark)
+        .map_err(|e| ApiError::field(&param, format!("the {what} is refused: {e}")))?;
+    if l.has_special_tokens() {
+        // A tool's input is text between the call's markers.
+        return Err(ApiError::field(
+            &param,
+            "special tokens (`<|...|>`, `<[id]>`) are not supported in a custom tool's grammar",
+        ));
+    }
+    Ok(l.gbnf)
 }
 
 /// `/` escaped (outside escapes) so the regex sits between Lark's slashes.
@@ -233,7 +240,7 @@ fn rename(e: &mut Expr, prefix: &str) {
         Expr::Alt(v) | Expr::Seq(v) => v.iter_mut().for_each(|x| rename(x, prefix)),
         Expr::Ref { name, .. } => *name = format!("{prefix}{name}"),
         Expr::Repeat { expr, .. } => rename(expr, prefix),
-        Expr::Literal(_) | Expr::Class { .. } | Expr::Any => {}
+        Expr::Literal(_) | Expr::Class { .. } | Expr::Any | Expr::Bytes(_) => {}
     }
 }
 
@@ -502,6 +509,12 @@ mod tests {
             "tool_choice": "required"}));
         let e = plan(&r).unwrap_err();
         assert!(e.message.contains("regex does not parse"), "{}", e.message);
+        // A tool's input is text: special tokens are refused by name.
+        let r = req(json!({"messages": [{"role": "user", "content": "hi"}],
+            "tools": [lark_tool("t", "start: \"a\" <|im_end|>")],
+            "tool_choice": "required"}));
+        let e = plan(&r).unwrap_err();
+        assert!(e.message.contains("special tokens"), "{}", e.message);
     }
 
     #[test]

@@ -308,6 +308,22 @@ fn structured_outputs_grammar_tells_lark_from_gbnf() {
     );
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(r.json()["error"]["param"], "structured_outputs.grammar");
+    // llguidance's grammar list, `@sub` naming a grammar of it.
+    let grammars = json!({"grammars": [
+        {"name": "main", "lark_grammar": "start: item (\",\" item)*\nitem: @sub\n"},
+        {"name": "sub", "lark_grammar": "start: /[a-c]+/\n"},
+    ]})
+    .to_string();
+    let r = post(
+        addr,
+        &json!({"messages": user("x"), "structured_outputs": {"grammar": grammars}, "max_tokens": 12, "seed": 1}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let c = r.json()["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(list.is_match(&c), "{c:?}");
 }
 
 #[test]

@@ -184,6 +184,9 @@ impl Builder<'_> {
             Expr::Literal(cs) => cs.iter().map(|&c| Sym::T(vec![(c, c)], false)).collect(),
             Expr::Class { ranges, negated } => vec![Sym::T(ranges.clone(), *negated)],
             Expr::Any => vec![Sym::T(Vec::new(), true)],
+            // Raw bytes (a special token's spelling) are no text: nothing
+            // over characters matches them.
+            Expr::Bytes(_) => vec![Sym::T(Vec::new(), false)],
             Expr::Ref { name, .. } => vec![Sym::N(self.ids[name.as_str()])],
             Expr::Seq(v) => v.iter().flat_map(|c| self.seq(c)).collect(),
             Expr::Alt(_) => {
@@ -262,6 +265,8 @@ fn gen(
             out.push(c);
         }
         Expr::Any => out.push(*pool.get(rng.random_range(0..pool.len().max(1)))?),
+        // Raw bytes are no text.
+        Expr::Bytes(_) => return None,
         Expr::Ref { name, .. } => {
             if depth == 0 {
                 return None;

@@ -3,7 +3,8 @@
 //! A group `( ... )` is not a node of its own: it is the [`Expr::Alt`] (or
 //! the single sequence) inside it. An empty [`Expr::Seq`] is the empty
 //! string. Every character is a Unicode scalar value (`char`); the parser
-//! rejects surrogates and values past U+10FFFF.
+//! rejects surrogates and values past U+10FFFF. [`Expr::Bytes`], written
+//! only by front ends, holds raw bytes.
 
 /// A position in the grammar text: 1-based line and column (in characters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -51,6 +52,11 @@ pub enum Expr {
     },
     /// `.`: any one character.
     Any,
+    /// These bytes in order, not necessarily UTF-8 (never empty). The GBNF
+    /// text parser never writes it: front ends do, for the spelling of a
+    /// special token (a byte string no text holds, see
+    /// [`crate::Vocabulary::spelling`]).
+    Bytes(Vec<u8>),
     /// A reference to the rule `name`, written at `pos`.
     Ref {
         /// The rule referred to.
@@ -76,7 +82,7 @@ impl Expr {
             Expr::Alt(v) | Expr::Seq(v) => v.iter().for_each(|e| e.for_each_ref(f)),
             Expr::Ref { name, pos } => f(name, *pos),
             Expr::Repeat { expr, .. } => expr.for_each_ref(f),
-            Expr::Literal(_) | Expr::Class { .. } | Expr::Any => {}
+            Expr::Literal(_) | Expr::Class { .. } | Expr::Any | Expr::Bytes(_) => {}
         }
     }
 

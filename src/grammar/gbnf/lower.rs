@@ -213,7 +213,7 @@ fn nullable(e: &Expr, n: &[bool], ids: &HashMap<&str, usize>) -> bool {
     match e {
         Expr::Alt(v) => v.iter().any(|c| nullable(c, n, ids)),
         Expr::Seq(v) => v.iter().all(|c| nullable(c, n, ids)),
-        Expr::Literal(_) | Expr::Class { .. } | Expr::Any => false,
+        Expr::Literal(_) | Expr::Class { .. } | Expr::Any | Expr::Bytes(_) => false,
         Expr::Ref { name, .. } => n[ids[name.as_str()]],
         Expr::Repeat { expr, min, max } => *min == 0 || *max == Some(0) || nullable(expr, n, ids),
     }
@@ -237,7 +237,7 @@ fn leftmost(e: &Expr, n: &[bool], ids: &HashMap<&str, usize>, out: &mut Vec<usiz
                 leftmost(expr, n, ids, out)
             }
         }
-        Expr::Literal(_) | Expr::Class { .. } | Expr::Any => {}
+        Expr::Literal(_) | Expr::Class { .. } | Expr::Any | Expr::Bytes(_) => {}
     }
 }
 
@@ -386,6 +386,7 @@ impl Lowerer<'_> {
                 let s: String = chars.iter().collect();
                 self.sized(Hir::literal(s.into_bytes()), 1)
             }
+            Expr::Bytes(b) => self.sized(Hir::literal(b.clone()), 1),
             Expr::Any => self.sized(Hir::class(Class::Unicode(any_char())), 1),
             Expr::Class { ranges, negated } => {
                 let mut c = ClassUnicode::new(

@@ -448,6 +448,8 @@ pub fn hir_expr(h: &Hir, pos: Pos, label: &str) -> Result<Expr, LarkError> {
         HirKind::Empty => Expr::Seq(Vec::new()),
         HirKind::Literal(l) => match std::str::from_utf8(&l.0) {
             Ok(s) => Expr::Literal(s.chars().collect()),
+            // A special token's placeholder (the lexeme is that literal alone).
+            Err(_) if super::tokens::placeholder_index(&l.0).is_some() => Expr::Bytes(l.0.to_vec()),
             Err(_) => return Err(refuse("a byte literal that is not UTF-8")),
         },
         HirKind::Class(Class::Unicode(c)) => Expr::Class {

@@ -120,4 +120,27 @@ pub enum LarkError {
         /// 1-based column (in characters) on that line.
         column: usize,
     },
+    /// An error inside one grammar of an llguidance grammar list (its
+    /// line and column are in that grammar's text).
+    #[error("{error} (in grammar `{grammar}`)")]
+    InGrammar {
+        /// The grammar's name in the list (`grammars[i]` when it has none).
+        grammar: String,
+        /// The error, positioned in that grammar's text.
+        error: Box<LarkError>,
+    },
+}
+
+impl LarkError {
+    /// The error as one inside the grammar `grammar` of a list (an error
+    /// already placed in a grammar stays where it is).
+    pub fn in_grammar(self, grammar: &str) -> LarkError {
+        match self {
+            e @ LarkError::InGrammar { .. } => e,
+            e => LarkError::InGrammar {
+                grammar: grammar.to_string(),
+                error: Box::new(e),
+            },
+        }
+    }
 }

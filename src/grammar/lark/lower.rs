@@ -19,7 +19,10 @@
 
 use super::ast::*;
 use super::parse::unsupported;
+use super::scan::{any_temperature, check_llguidance, ignore_key, needs_param};
 use super::terminals::{parse_regex, shortest, substring, ALGEBRA_LEN, ALGEBRA_STATES, COMMON};
+use super::tokens::{placeholder, Special, MAX_SPECIALS};
+use super::toplevel::{SubBody, SubGrammar};
 use super::LarkError;
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Repetition};
 use std::collections::HashMap;
@@ -74,20 +77,28 @@ pub struct SymGrammar {
     pub start: usize,
     pub lexemes: Vec<Lexeme>,
     pub ignores: Vec<Option<(Hir, Pos)>>,
+    /// The distinct special-token references; the `k`-th is the lexeme of
+    /// its placeholder ([`super::tokens::placeholder`]).
+    pub specials: Vec<Special>,
 }
 
 /// Deepest chain of rules or terminals lowered inside one another (a
 /// bound on the recursion of the lowering over the untrusted text).
 pub const MAX_DEPTH: usize = 500;
 
+/// Most grammars of a list lowered (each once per lexeme class it is used
+/// from; a bound on the work of `@name` chains).
+pub const MAX_GRAMMAR_USES: usize = 1024;
+
 /// Most rules lowered for a value of their parameter (parametric rules
 /// are written out for every value reached from `start`).
 pub const MAX_PARAM_INSTANCES: usize = 4096;
 
-struct Defs<'a> {
-    rules: HashMap<&'a str, &'a Def>,
-    terminals: HashMap<&'a str, &'a Def>,
-    imported: HashMap<String, (&'static str, Pos)>,
+/// One grammar's definitions by name.
+pub(super) struct Defs<'a> {
+    pub rules: HashMap<&'a str, &'a Def>,
+    pub terminals: HashMap<&'a str, &'a Def>,
+    pub imported: HashMap<String, (&'static str, Pos)>,
 }
 
 /// One grammar's names: the top one, or a `%lark` block's.
@@ -121,11 +132,23 @@ struct Lowerer<'a> {
     /// Rules lowered for a parameter value so far.
     instances: usize,
     schema: crate::schema::SchemaOptions,
+    specials: Vec<Special>,
+    /// The grammar list `@name` refers to (`None`: plain Lark text), and
+    /// the first grammar's name.
+    list: Option<(&'a str, &'a [SubGrammar])>,
+    /// The grammars of the list being lowered inside one another.
+    in_grammars: Vec<&'a str>,
+    /// Each grammar of the list lowered once per lexeme class it is used
+    /// from: (name, that class) → its start.
+    grammar_uses: HashMap<(&'a str, usize), Sym>,
 }
 
 /// Lowers the items: `start` and what it reaches.
-pub fn lower(
-    items: &[Item],
+/// `list`: the grammar list `@name` refers to, and the name of the first
+/// grammar (whose items these are).
+pub fn lower<'a>(
+    items: &'a [Item],
+    list: Option<(&'a str, &'a [SubGrammar])>,
     schema: &crate::schema::SchemaOptions,
 ) -> Result<SymGrammar, LarkError> {
     let mut l = Lowerer {
@@ -137,10 +160,18 @@ pub fn lower(
         ignores: Vec::new(),
         in_progress: Vec::new(),
         depth: 0,
-        temperature: any_temperature(items),
+        temperature: any_temperature(items)
+            || list.is_some_and(|(_, subs)| {
+                subs.iter()
+                    .any(|s| matches!(&s.body, SubBody::Lark(i) if any_temperature(i)))
+            }),
         param: None,
         instances: 0,
         schema: schema.clone(),
+        specials: Vec::new(),
+        list,
+        in_grammars: Vec::new(),
+        grammar_uses: HashMap::new(),
     };
     let ignore = l.scope(items, 0, None)?;
     if !l.scopes[0].defs.rules.contains_key("start") {
@@ -153,212 +184,8 @@ pub fn lower(
         start,
         lexemes: l.lexemes,
         ignores: l.ignores,
+        specials: l.specials,
     })
-}
-
-/// Whether a rule body reads its parameter (a condition other than
-/// `true`, or a reference passing a value computed from it), as
-/// llguidance's `needs_param`.
-fn needs_param(e: &Expansions) -> bool {
-    fn atom(a: &Atom) -> bool {
-        match a {
-            Atom::Group(e) | Atom::Maybe(e) => needs_param(e),
-            Atom::Not(a, _) => atom(a),
-            Atom::Value(Value::NameParam(_, x), _) => x.needs_param(),
-            Atom::Value(..) => false,
-        }
-    }
-    e.alts.iter().any(|a| {
-        a.cond.as_ref().is_some_and(|(c, _)| *c != ParamCond::True)
-            || a.conjuncts.iter().flat_map(|c| &c.0).any(|x| atom(&x.atom))
-    })
-}
-
-/// Whether a rule of the items (or of a `%lark` block in them) sets
-/// `temperature`.
-fn any_temperature(items: &[Item]) -> bool {
-    fn exps(e: &Expansions) -> bool {
-        e.alts
-            .iter()
-            .flat_map(|a| &a.conjuncts)
-            .flat_map(|c| &c.0)
-            .any(|x| atom(&x.atom))
-    }
-    fn atom(a: &Atom) -> bool {
-        match a {
-            Atom::Group(e) | Atom::Maybe(e) => exps(e),
-            Atom::Not(a, _) => atom(a),
-            Atom::Value(Value::NestedLark(items), _) => any_temperature(items),
-            Atom::Value(..) => false,
-        }
-    }
-    items.iter().any(|i| match i {
-        Item::Def(d) => d.options.temperature || exps(&d.body),
-        _ => false,
-    })
-}
-
-/// A canonical text of `%ignore` items with every name expanded: equal
-/// texts are the same regex to llguidance. `None` past a size bound.
-fn ignore_key(defs: &Defs, items: &[&Expansions]) -> Option<String> {
-    const MAX_KEY: usize = 1 << 16;
-    fn exps(defs: &Defs, e: &Expansions, out: &mut String, depth: usize) -> Option<()> {
-        if out.len() > MAX_KEY || depth > MAX_DEPTH {
-            return None;
-        }
-        // One item alone is that item (llguidance's regexes are
-        // hash-consed: a concatenation or a union of one is its operand).
-        if let [Alias {
-            conjuncts,
-            cond: None,
-            ..
-        }] = e.alts.as_slice()
-        {
-            if let [Expansion(x)] = conjuncts.as_slice() {
-                if let [Expr {
-                    atom, repeat: None, ..
-                }] = x.as_slice()
-                {
-                    return atom_key(defs, atom, out, depth + 1);
-                }
-            }
-        }
-        out.push('(');
-        for a in &e.alts {
-            out.push('|');
-            for c in &a.conjuncts {
-                out.push('&');
-                for x in &c.0 {
-                    atom_key(defs, &x.atom, out, depth)?;
-                    out.push_str(&format!("{:?} ", x.repeat));
-                }
-            }
-        }
-        out.push(')');
-        Some(())
-    }
-    fn atom_key(defs: &Defs, a: &Atom, out: &mut String, depth: usize) -> Option<()> {
-        match a {
-            Atom::Group(e) => exps(defs, e, out, depth + 1),
-            Atom::Maybe(e) => {
-                out.push('?');
-                exps(defs, e, out, depth + 1)
-            }
-            Atom::Not(a, _) => {
-                out.push('~');
-                atom_key(defs, a, out, depth + 1)
-            }
-            Atom::Value(Value::Name(n), _) => {
-                if let Some(d) = defs.terminals.get(n.as_str()) {
-                    exps(defs, &d.body, out, depth + 1)
-                } else if let Some((re, _)) = defs.imported.get(n) {
-                    out.push_str(&format!("/{re}/"));
-                    Some(())
-                } else {
-                    None
-                }
-            }
-            Atom::Value(v, _) => {
-                out.push_str(&format!("{v:?}"));
-                Some(())
-            }
-        }
-    }
-    let mut out = String::new();
-    for e in items {
-        exps(defs, e, &mut out, 0)?;
-        out.push('\n');
-    }
-    Some(out)
-}
-
-/// `%llguidance {...}`: options that change no language are accepted; the
-/// rest are refused by name.
-fn check_llguidance(v: &serde_json::Value, pos: Pos) -> Result<(), LarkError> {
-    let Some(obj) = v.as_object() else {
-        return Err(LarkError::Syntax {
-            line: pos.line,
-            column: pos.column,
-            message: "%llguidance takes a JSON object".into(),
-        });
-    };
-    for (k, val) in obj {
-        if !val.is_boolean() {
-            return Err(LarkError::Syntax {
-                line: pos.line,
-                column: pos.column,
-                message: format!("%llguidance option `{k}` takes true or false"),
-            });
-        }
-        let harmless = matches!(
-            k.as_str(),
-            "no_forcing" | "allow_initial_skip" | "allow_invalid_utf8" | "ignore_once"
-        ) && val == &serde_json::Value::Bool(false)
-            || k == "no_forcing";
-        if !harmless {
-            return Err(unsupported(
-                pos,
-                &format!("%llguidance option `{k}`"),
-                "only `no_forcing` (no effect on the language) and options left false are accepted",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The options of a `%json` block's top-level `"x-guidance"` object
-/// (llguidance's `JsonCompileOptions`) as constrain enforces them. The
-/// block's text is always compact JSON with the canonical escapes, so an
-/// option is accepted where every such text is also in llguidance's
-/// language (flexible whitespace, general `\u` escapes, `coerce_one_of`,
-/// separators and whitespace patterns that match the compact spelling);
-/// `lenient` is constrain's lenient mode. The rest is refused by name.
-fn x_guidance(
-    schema: &serde_json::Value,
-    base: &crate::schema::SchemaOptions,
-    pos: Pos,
-) -> Result<crate::schema::SchemaOptions, LarkError> {
-    use serde_json::Value as J;
-    let mut opts = base.clone();
-    let Some(x) = schema.get("x-guidance") else {
-        return Ok(opts);
-    };
-    let Some(obj) = x.as_object() else {
-        return Err(unsupported(
-            pos,
-            "%json \"x-guidance\"",
-            "it must be an object",
-        ));
-    };
-    let matches = |pattern: &str, text: &str| {
-        regex_automata::meta::Regex::new(&format!("^(?:{pattern})$"))
-            .is_ok_and(|r| r.is_match(text))
-    };
-    for (k, v) in obj {
-        let bad = |why: &str| unsupported(pos, &format!("%json \"x-guidance\" option `{k}`"), why);
-        match (k.as_str(), v) {
-            ("whitespace_flexible" | "coerce_one_of" | "json_allow_general_unicode_escapes", J::Bool(_)) => {}
-            ("lenient", J::Bool(b)) => opts.lenient = *b,
-            ("item_separator", J::String(r)) if matches(r, ",") => {}
-            ("key_separator", J::String(r)) if matches(r, ":") => {}
-            ("whitespace_pattern", J::Null) => {}
-            ("whitespace_pattern", J::String(r)) if matches(r, "") => {}
-            ("json_allowed_escapes", J::Null) => {}
-            ("json_allowed_escapes", J::String(e)) if "nrbtf\\\"u".chars().all(|c| e.contains(c)) => {}
-            ("item_separator" | "key_separator" | "whitespace_pattern", _) => {
-                return Err(bad(
-                    "the block is written as compact JSON, which this pattern does not match",
-                ))
-            }
-            ("json_allowed_escapes", _) => {
-                return Err(bad(
-                    "JSON strings are written with every standard escape (`\\n`, `\\t`, `\\b`, `\\f`, `\\r`, `\\\"`, `\\\\`, `\\u00XX`); a narrower set is not enforced",
-                ))
-            }
-            _ => return Err(bad("unknown option, or a value of the wrong type")),
-        }
-    }
-    Ok(opts)
 }
 
 impl<'a> Lowerer<'a> {
@@ -492,11 +319,20 @@ impl<'a> Lowerer<'a> {
     /// (llguidance lets some there, depending on whether the block could
     /// go on, which is not modelled: constrain accepts less), and an
     /// enclosing grammar with `%ignore` is refused.
-    fn nested(&mut self, items: &'a [Item], at: Pos) -> Result<Sym, LarkError> {
+    fn nested(
+        &mut self,
+        items: &'a [Item],
+        at: Pos,
+        grammar: Option<&str>,
+    ) -> Result<Sym, LarkError> {
+        let inside = |e: LarkError| match grammar {
+            Some(g) => e.in_grammar(g),
+            None => e,
+        };
         let outer = self.cur;
         let class = self.ignores.len();
         self.ignores.push(None);
-        let ignore = self.scope(items, class, Some(at))?;
+        let ignore = self.scope(items, class, Some(at)).map_err(inside)?;
         let id = self.scopes.len() - 1;
         let same = !self.temperature
             && self.scopes[id].ignore_key.is_some()
@@ -506,9 +342,15 @@ impl<'a> Lowerer<'a> {
             self.scopes[id].class = self.scopes[outer].class;
         } else {
             if self.ignores[self.scopes[outer].class].is_some() {
+                let what = match grammar {
+                    Some(g) => format!("`@{g}` with a %ignore other than the enclosing grammar's"),
+                    None => {
+                        "%lark { ... } with a %ignore other than the enclosing grammar's".into()
+                    }
+                };
                 return Err(unsupported(
                     at,
-                    "%lark { ... } with a %ignore other than the enclosing grammar's",
+                    &what,
                     "llguidance lexes such a block apart, and the ignored text it lets \
                      after the block depends on whether the block could go on; give the \
                      block the enclosing grammar's %ignore, or none to both",
@@ -523,12 +365,120 @@ impl<'a> Lowerer<'a> {
         self.depth -= 1;
         self.cur = outer;
         self.param = param;
-        let start = start?;
+        let start = start.map_err(inside)?;
         Ok(if same {
             Sym::Rule(start)
         } else {
             Sym::Sub(start)
         })
+    }
+
+    /// A JSON Schema block (`%json`, or a `json_schema` grammar of the
+    /// list): one lexeme.
+    fn json(&mut self, schema: &serde_json::Value, at: Pos, label: &str) -> Result<Sym, LarkError> {
+        let opts = super::scan::x_guidance(schema, &self.schema, at)?;
+        let c = crate::schema::compile(schema, &opts).map_err(|e| LarkError::Schema {
+            line: at.line,
+            column: at.column,
+            message: match label {
+                "%json" => e.to_string(),
+                g => format!("{g}: {e}"),
+            },
+        })?;
+        let h = parse_regex(&c.regex, at)?;
+        Ok(Sym::Lex(self.lexeme(h, label.into(), at, LexKind::Json)))
+    }
+
+    /// `@name`: the grammar of the list of that name, used where it is
+    /// written (a Lark grammar as a `%lark` block of its text, a JSON
+    /// Schema as a `%json` block). Numeric references, a name the list
+    /// lacks, no list, and a grammar reached again inside itself are
+    /// errors at the reference.
+    fn grammar_ref(&mut self, g: &str, at: Pos) -> Result<Sym, LarkError> {
+        let what = format!("grammar reference `@{g}`");
+        let syntax = |message: String| LarkError::Syntax {
+            line: at.line,
+            column: at.column,
+            message,
+        };
+        if g.parse::<u64>().is_ok() {
+            return Err(unsupported(at, &what, "numeric grammar references are not supported (llguidance no longer accepts them); refer to the grammar by its name"));
+        }
+        let Some((main, subs)) = self.list else {
+            return Err(unsupported(at, &what, "there is no grammar list to refer to: give the grammars as llguidance's JSON list `{\"grammars\": [...]}`"));
+        };
+        let Some(sub) = subs.iter().find(|s| s.name == g) else {
+            return Err(syntax(format!(
+                "unknown grammar `@{g}` (no grammar of the list has that name)"
+            )));
+        };
+        if main == g || self.in_grammars.contains(&sub.name.as_str()) {
+            return Err(syntax(format!(
+                "grammar `@{g}` is used inside itself (through {}); a grammar list cannot be recursive",
+                self.in_grammars.iter().map(|n| format!("`@{n}`")).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        match &sub.body {
+            SubBody::Json(schema) => self.json(schema, at, &format!("@{g}")),
+            SubBody::Lark(items) => {
+                let has_start = items
+                    .iter()
+                    .any(|i| matches!(i, Item::Def(d) if d.name == "start" && !d.terminal));
+                if !has_start {
+                    return Err(syntax(format!("grammar `@{g}` has no `start` rule")));
+                }
+                let key = (sub.name.as_str(), self.scopes[self.cur].class);
+                if let Some(s) = self.grammar_uses.get(&key) {
+                    return Ok(s.clone());
+                }
+                if self.grammar_uses.len() >= MAX_GRAMMAR_USES {
+                    return Err(LarkError::Limit {
+                        line: at.line,
+                        column: at.column,
+                        message: format!(
+                            "grammars of the list lowered more than {MAX_GRAMMAR_USES} times"
+                        ),
+                    });
+                }
+                self.in_grammars.push(&sub.name);
+                let r = self.nested(items, at, Some(&sub.name));
+                self.in_grammars.pop();
+                let r = r?;
+                self.grammar_uses.insert(key, r.clone());
+                Ok(r)
+            }
+        }
+    }
+
+    /// A special token: the lexeme of its placeholder (see `tokens`).
+    fn special(&mut self, written: &str, at: Pos) -> Result<Sym, LarkError> {
+        let spec = super::tokens::parse(written, at)?;
+        let k = match self.specials.iter().position(|s| s.written == written) {
+            Some(k) => k,
+            None if self.specials.len() >= MAX_SPECIALS => {
+                return Err(LarkError::Limit {
+                    line: at.line,
+                    column: at.column,
+                    message: format!("more than {MAX_SPECIALS} distinct special tokens"),
+                })
+            }
+            None => {
+                self.specials.push(Special {
+                    written: written.to_string(),
+                    spec,
+                    pos: at,
+                    grammar: self.in_grammars.last().map(|g| g.to_string()),
+                });
+                self.specials.len() - 1
+            }
+        };
+        let h = Hir::literal(placeholder(k));
+        Ok(Sym::Lex(self.lexeme(
+            h,
+            written.to_string(),
+            at,
+            LexKind::Plain,
+        )))
     }
 
     fn rule(&mut self, name: &str, at: Pos) -> Result<usize, LarkError> {
@@ -708,6 +658,10 @@ impl<'a> Lowerer<'a> {
             return id;
         }
         let id = self.lexemes.len();
+        let label = match self.in_grammars.last() {
+            Some(g) => format!("{label} of @{g}"),
+            None => label,
+        };
         self.lexemes.push(Lexeme {
             hir,
             label,
@@ -786,28 +740,10 @@ impl<'a> Lowerer<'a> {
                     Ok(Sym::Lex(self.lexeme(h, n.clone(), *p, LexKind::Plain)))
                 }
                 Value::String(s, _) if s.is_empty() => Ok(Sym::Seq(Vec::new())),
-                Value::Json(schema) => {
-                    let opts = x_guidance(schema, &self.schema, *p)?;
-                    let c =
-                        crate::schema::compile(schema, &opts).map_err(|e| LarkError::Schema {
-                            line: p.line,
-                            column: p.column,
-                            message: e.to_string(),
-                        })?;
-                    let h = parse_regex(&c.regex, *p)?;
-                    Ok(Sym::Lex(self.lexeme(h, "%json".into(), *p, LexKind::Json)))
-                }
-                Value::SpecialToken(s) => Err(unsupported(
-                    *p,
-                    &format!("special token `{s}`"),
-                    "special tokens are not supported yet (a token id is not text)",
-                )),
-                Value::GrammarRef(g) => Err(unsupported(
-                    *p,
-                    &format!("grammar reference `@{g}`"),
-                    "sub-grammars are not supported yet",
-                )),
-                Value::NestedLark(items) => self.nested(items, *p),
+                Value::Json(schema) => self.json(schema, *p, "%json"),
+                Value::SpecialToken(s) => self.special(s, *p),
+                Value::GrammarRef(g) => self.grammar_ref(g, *p),
+                Value::NestedLark(items) => self.nested(items, *p, None),
                 _ => {
                     let h = self.term_atom(a)?;
                     let label = match v {

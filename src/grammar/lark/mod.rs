@@ -50,14 +50,25 @@
 //!
 //! ## Refused by name (fail closed)
 //!
-//! Special tokens (`<|...|>`, `<[id]>`), `@sub` grammars, templates, priorities, `%override`, `%declare`, a non-empty
+//! Templates, priorities, `%override`, `%declare`, a non-empty
 //! `stop=` (it hides text by backtracking tokens), `max_tokens=N` for
 //! `N > 0` (it cuts the lexeme by tokens), `%regex` other than
 //! `substring_chunks` / `substring_words` / `substring_chars`, `~` outside
 //! `A & ~B`, a `%lark {}` block lexed apart inside a grammar with
-//! `%ignore`, and any `%llguidance` option other than `no_forcing`.
-//! `capture`, `temperature`, `-> alias` and the marks `?rule` `!rule`
+//! `%ignore`, any `%llguidance` option other than `no_forcing`, stop and
+//! ordinary tokens named as special tokens, `<[*]>`, and `@name` without a
+//! grammar list, unknown, numeric or used inside itself. `capture`, `temperature`, `-> alias` and the marks `?rule` `!rule`
 //! change no language and are accepted.
+//!
+//! ## Special tokens and grammar lists
+//!
+//! `<|im_end|>`, `<[151657]>` and token ranges (`tokens`) are lexemes of
+//! placeholder bytes no text holds; compiling puts in the spelling of the
+//! token as a grammar symbol of the vocabulary, and refuses stop tokens,
+//! ordinary tokens and names the vocabulary lacks. llguidance's grammar
+//! list (`toplevel`, [`Lark::parse_grammar_list`]) gives `@name` the
+//! grammar of that name: a Lark grammar lowered as a `%lark` block, a JSON
+//! Schema as `%json`; recursion through `@` is refused.
 //!
 //! ## Parametric rules
 //!
@@ -91,7 +102,10 @@ pub(crate) mod greedy;
 pub(crate) mod lex;
 pub(crate) mod lower;
 pub(crate) mod parse;
+pub(crate) mod scan;
 pub(crate) mod terminals;
+pub(crate) mod tokens;
+pub(crate) mod toplevel;
 
 pub use error::LarkError;
 pub use terminals::parse_regex;
@@ -106,22 +120,87 @@ pub struct Lark {
     pub name: String,
     /// The grammar text (the cache key of the compiled grammar).
     pub text: String,
-    /// The grammar as GBNF rules (what is compiled).
+    /// The grammar as GBNF rules (what is compiled). A grammar with
+    /// special tokens holds placeholders in them until the vocabulary is
+    /// known (the compiler then puts in the tokens).
     pub gbnf: Gbnf,
+    /// The distinct special-token references.
+    pub(crate) specials: Vec<tokens::Special>,
 }
 
 impl Lark {
-    /// Parses, lowers and checks Lark text (see the module docs).
+    /// Parses, lowers and checks Lark text (see the module docs). A text
+    /// that begins with `{` is llguidance's grammar list
+    /// ([`Lark::parse_grammar_list`]).
     pub fn parse(name: &str, text: &str) -> Result<Lark, LarkError> {
+        if toplevel::is_grammar_list(text) {
+            return Lark::parse_grammar_list(name, text);
+        }
         let items = parse::parse(lex::lex(text)?)?;
-        let sym = lower::lower(&items, &crate::schema::SchemaOptions::default())?;
+        let sym = lower::lower(&items, None, &crate::schema::SchemaOptions::default())?;
         let closed = greedy::check(&sym)?;
         let gbnf = emit::emit(&sym, name, text, &closed)?;
         Ok(Lark {
             name: name.to_string(),
             text: text.to_string(),
             gbnf,
+            specials: sym.specials,
         })
+    }
+
+    /// Parses llguidance's grammar list (`TopLevelGrammar` JSON:
+    /// `{"grammars": [{"name": "main", "lark_grammar": "..."}, {"name":
+    /// "sub", "json_schema": {...}}]}`): the first grammar is the output's,
+    /// and `@sub` in a Lark grammar is the grammar of that name, used where
+    /// it is written (a Lark grammar as a `%lark { ... }` block, a JSON
+    /// Schema as `%json`). An error inside one grammar of the list is
+    /// [`LarkError::InGrammar`], at its line and column in that grammar's
+    /// text.
+    pub fn parse_grammar_list(name: &str, text: &str) -> Result<Lark, LarkError> {
+        let top = toplevel::parse(text)?;
+        let list = Some((top.main_name.as_str(), top.subs.as_slice()));
+        let sym = lower::lower(&top.main, list, &crate::schema::SchemaOptions::default())
+            .map_err(|e| e.in_grammar(&top.main_name))?;
+        let closed = greedy::check(&sym)?;
+        let gbnf = emit::emit(&sym, name, text, &closed)?;
+        Ok(Lark {
+            name: name.to_string(),
+            text: text.to_string(),
+            gbnf,
+            specials: sym.specials,
+        })
+    }
+
+    /// Whether the grammar names special tokens (its GBNF rules then hold
+    /// placeholders until the compiler puts in the tokens of its
+    /// vocabulary).
+    pub fn has_special_tokens(&self) -> bool {
+        !self.specials.is_empty()
+    }
+
+    /// The GBNF rules with every special token put in as the vocabulary
+    /// spells it as a grammar symbol; a name or id that is not a special,
+    /// non-stop token of the vocabulary is refused at the reference.
+    pub(crate) fn with_tokens(
+        &self,
+        table: &tokens::TokenTable,
+    ) -> Result<std::borrow::Cow<'_, Gbnf>, LarkError> {
+        if self.specials.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(&self.gbnf));
+        }
+        let spellings = self
+            .specials
+            .iter()
+            .map(|s| {
+                tokens::resolve(s, table).map_err(|e| match &s.grammar {
+                    Some(g) => e.in_grammar(g),
+                    None => e,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(std::borrow::Cow::Owned(tokens::substitute(
+            &self.gbnf, &spellings,
+        )))
     }
 
     /// Reads and parses a Lark file (errors name the file).

@@ -104,7 +104,21 @@ fn separable_lexemes_compile() {
 #[test]
 fn refusals_name_the_construct_and_position() {
     for (text, what, pos) in [
-        ("start: <|end|>", "special token", (1, 8)),
+        (
+            "start: A\nA: <|end|>",
+            "special token `<|end|>` inside a terminal",
+            (2, 4),
+        ),
+        (
+            "start: A\nA: \"a\" <[5]>",
+            "special token `<[5]>` inside a terminal",
+            (2, 8),
+        ),
+        ("start: \"a\" <[200-100]>", "invalid token range", (1, 12)),
+        ("start: <[,]>", "empty token range", (1, 8)),
+        ("start: <[1-2-3]>", "invalid token range", (1, 8)),
+        ("start: <[^*]>", "negated wildcard", (1, 8)),
+        ("start: <[*,100]>", "wildcard token range", (1, 8)),
         ("start: @sub", "grammar reference", (1, 8)),
         ("start: x\nx[stop=\"\\n\"]: /.*/", "[stop=...]", (2, 3)),
         (
@@ -505,4 +519,178 @@ fn parametric_rule_errors_say_where() {
     // Every value reached is a rule: a bound on how many.
     let e = refused("start: x::0\nx::_: \"a\" x::incr(_) %if lt(_, 100000) | \"b\"\n");
     assert!(matches!(e, LarkError::Limit { .. }), "{e}");
+}
+
+#[test]
+fn special_tokens_are_lexemes_no_text_runs_into() {
+    // Each distinct reference is one placeholder lexeme; text lexemes next
+    // to it never conflict with it (no text holds its bytes).
+    let g = Lark::parse("t", "start: /[a-z<|>]*/ <|end|> (<|end|> | <[7]>)* \"x\"\n").unwrap();
+    assert!(g.has_special_tokens());
+    assert_eq!(g.specials.len(), 2);
+    assert!(!Lark::parse("t", "start: \"<|end|>\"\n")
+        .unwrap()
+        .has_special_tokens());
+    // Without the vocabulary the language has no text with a token in it.
+    assert!(!dfa("start: \"a\" | <|end|>\n").matches(b"<|end|>"));
+}
+
+/// llguidance's grammar list of (name, Lark text or JSON Schema) entries.
+fn list(entries: &[(&str, serde_json::Value)]) -> String {
+    let gs: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(n, g)| match g {
+            serde_json::Value::String(t) => serde_json::json!({"name": n, "lark_grammar": t}),
+            s => serde_json::json!({"name": n, "json_schema": s}),
+        })
+        .collect();
+    serde_json::json!({ "grammars": gs }).to_string()
+}
+
+#[test]
+fn grammar_references_use_the_named_grammar_where_written() {
+    use serde_json::json;
+    let text = list(&[
+        (
+            "main",
+            json!("start: a \"=\" @num \";\" @obj a\na: \"a\"\n"),
+        ),
+        ("num", json!("start: a+\na: /[0-9]/\n")),
+        ("obj", json!({"type": "integer"})),
+    ]);
+    let d = dfa(&text);
+    for ok in ["a=12;5a", "a=0;-3a"] {
+        assert!(d.matches(ok.as_bytes()), "{ok:?}");
+    }
+    for bad in ["a=;5a", "a=1;xa", "a=1;5", "a=a;5a"] {
+        assert!(!d.matches(bad.as_bytes()), "{bad:?}");
+    }
+    // A JSON Schema first is the whole output; Source::lark's text and
+    // Lark::parse_grammar_list read the same list.
+    let d = dfa(&list(&[("main", json!({"type": "boolean"}))]));
+    assert!(d.matches(b"true") && !d.matches(b"1"));
+    // With the same %ignore the named grammar reads as if written in place.
+    let text = list(&[
+        ("main", json!("start: \"x\" @sub\n%ignore \" \"\n")),
+        ("sub", json!("start: \"y\" \"z\"\n%ignore \" \"\n")),
+    ]);
+    assert!(dfa(&text).matches(b"x y z"));
+    let text = list(&[
+        ("main", json!("start: \"x\" @sub\n%ignore \" \"\n")),
+        ("sub", json!("start: \"y\"\n")),
+    ]);
+    assert!(refused(&text)
+        .to_string()
+        .contains("`@sub` with a %ignore other than"));
+}
+
+#[test]
+fn grammar_list_errors_say_what_and_where() {
+    use serde_json::json;
+    let main = |t: &str| {
+        list(&[
+            ("main", json!(t)),
+            ("sub", json!("start: \"s\"\n")),
+            ("j", json!({"type": "integer"})),
+        ])
+    };
+    for (text, what, pos) in [
+        (main("start: @nope"), "unknown grammar `@nope`", (1, 8)),
+        (
+            main("start: \"a\" @1"),
+            "numeric grammar references",
+            (1, 12),
+        ),
+        (
+            main("start: A\nA: @sub"),
+            "grammar reference `@sub` inside a terminal",
+            (2, 4),
+        ),
+        (
+            list(&[
+                ("main", json!("start: @a")),
+                ("a", json!("start: \"x\" @main")),
+            ]),
+            "grammar `@main` is used inside itself",
+            (1, 12),
+        ),
+        (
+            list(&[
+                ("main", json!("start: @a")),
+                ("a", json!("start: \"x\"\n  | @a")),
+            ]),
+            "grammar `@a` is used inside itself (through `@a`)",
+            (2, 5),
+        ),
+        (
+            list(&[("main", json!("start: @a")), ("a", json!("start: b"))]),
+            "undefined name `b` (in grammar `a`)",
+            (1, 8),
+        ),
+        (
+            list(&[("main", json!("start: @a")), ("a", json!("\nstart: \"b"))]),
+            "(in grammar `a`)",
+            (2, 8),
+        ),
+        (
+            list(&[("main", json!("start: @a")), ("a", json!("x: \"b\""))]),
+            "grammar `@a` has no `start` rule",
+            (1, 8),
+        ),
+        ("{\"grammars\": [}".into(), "not JSON", (1, 15)),
+        ("{\"grammars\": []}".into(), "empty", (1, 1)),
+        (
+            "{\"grammars\": [{\"lark_grammar\": \"start: \\\"a\\\"\"}], \"max_tokens\": 5}".into(),
+            "max_tokens",
+            (1, 1),
+        ),
+        (
+            "{\"grammars\": [{\"nodes\": []}]}".into(),
+            "field `nodes` of grammars[0]",
+            (1, 1),
+        ),
+        (
+            "{\"grammars\": [{\"name\": \"a\"}]}".into(),
+            "either `lark_grammar` or `json_schema`",
+            (1, 1),
+        ),
+        (
+            list(&[
+                ("main", json!("start: @a")),
+                ("a", json!("start: \"x\"")),
+                ("a", json!({})),
+            ]),
+            "duplicate grammar name `a`",
+            (1, 1),
+        ),
+    ] {
+        let e = refused(&text);
+        assert!(e.to_string().contains(what), "{text}: {e}");
+        assert_eq!(at(&e), pos, "{text}: {e}");
+    }
+    // Plain Lark text has no list to refer to.
+    let e = refused("start: @sub");
+    assert!(e.to_string().contains("no grammar list"), "{e}");
+}
+
+#[test]
+fn a_grammar_used_many_times_is_lowered_once_per_class() {
+    // Each grammar uses the next twice: 2^24 uses, one lowering each.
+    let mut entries: Vec<(String, serde_json::Value)> = (0..24)
+        .map(|i| {
+            (
+                format!("g{i}"),
+                serde_json::json!(format!("start: @g{} @g{}\n", i + 1, i + 1)),
+            )
+        })
+        .collect();
+    entries.push(("g24".into(), serde_json::json!("start: \"x\"\n")));
+    let refs: Vec<(&str, serde_json::Value)> = entries
+        .iter()
+        .map(|(n, g)| (n.as_str(), g.clone()))
+        .collect();
+    let t = std::time::Instant::now();
+    let g = Lark::parse("t", &list(&refs)).expect("parses");
+    assert!(t.elapsed().as_secs() < 10);
+    assert!(g.gbnf.rules.len() < 400, "{} rules", g.gbnf.rules.len());
 }
