@@ -19,7 +19,9 @@ tok = L.LLTokenizer("byte")
 
 
 def llg(grammar, text):
-    m = L.LLMatcher(tok, L.LLMatcher.grammar_from_lark(grammar), log_level=0)
+    # A grammar list (llguidance's TopLevelGrammar JSON) goes in as it is.
+    g = grammar if grammar.lstrip().startswith("{") else L.LLMatcher.grammar_from_lark(grammar)
+    m = L.LLMatcher(tok, g, log_level=0)
     if m.is_error():
         raise RuntimeError(m.get_error())
     ts = tok.tokenize_bytes(text.encode())
