@@ -18,6 +18,7 @@
 //! Lark, `.json` llguidance's grammar list (`{"grammars": [...]}`, read as
 //! Lark), anything else is a regex file.
 
+pub mod convert;
 mod error;
 pub mod gbnf;
 pub mod lark;

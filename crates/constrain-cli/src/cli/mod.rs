@@ -10,6 +10,7 @@ mod common;
 mod compile;
 mod distribution;
 mod generate;
+mod grammar;
 mod maskbench;
 mod schema_args;
 mod serve;
@@ -49,6 +50,8 @@ enum Command {
     Soak(Box<soak::SoakArgs>),
     /// Serve the OpenAI chat completions API (JSON Schema, tools, streaming) over HTTP.
     Serve(serve::ServeArgs),
+    /// Grammar tools: `grammar convert --from gbnf --to lark FILE` (and back), exact.
+    Grammar(grammar::GrammarArgs),
     /// Send a bounded load of streamed requests to a running server; print latency, TTFT, tokens/s, errors.
     BenchServe(bench_serve::BenchServeArgs),
 }
@@ -102,6 +105,7 @@ pub fn main() -> ExitCode {
         Some(Command::BenchServe(a)) => bench_serve::run(a),
         Some(Command::Beam(a)) => beam::run(a),
         Some(Command::View(a)) => view::run(a),
+        Some(Command::Grammar(a)) => grammar::run(a),
         None => generate::run(cli.generate),
     };
     match result {
