@@ -190,6 +190,15 @@ pub(super) fn short_walks(
                     },
                 );
             }
+            // A big subtree's hits as a bitset: a walk then takes them in
+            // one union instead of id by id.
+            if let Walked::List(list) = &walked {
+                if list.len() > SUB_SET_MIN {
+                    let mut set = TokenSet::new(width);
+                    list.iter().for_each(|&t| set.insert(TokenId(t)));
+                    walked = Walked::Set(set);
+                }
+            }
             (walked, fp)
         })
         .collect();
@@ -221,6 +230,9 @@ pub(super) fn short_walks(
         })
         .unzip()
 }
+
+/// Most hits of a subtree kept as a list of ids.
+const SUB_SET_MIN: usize = 1024;
 
 /// The first trie id of the byte chains' tries (below: plain levels).
 const CHAIN_TRIE: u32 = 256;

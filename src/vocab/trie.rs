@@ -827,6 +827,10 @@ impl TokenTrie {
             hit(self.token[node]);
         }
         let (mut i, to) = (node + 1, self.end[node] as usize);
+        if max_depth >= self.max_depth {
+            self.walk_range(i, to, &mut stack, &mut next, &mut hit);
+            return;
+        }
         while i < to {
             let d = self.depth[i] as usize;
             if d > max_depth {
