@@ -80,7 +80,7 @@ pub(super) fn short_walks(
     let mut chains: Vec<(u128, Arc<ByteChainTokens>)> = Vec::new();
     let mut sub_of: FastMap<(u32, u32, u32), u32> = FastMap::default();
     let mut subs: Vec<Sub> = Vec::new();
-    let mut plans: Vec<(Option<(usize, usize)>, Vec<u32>)> = Vec::with_capacity(walks.len());
+    let mut plans: Vec<Plan> = Vec::with_capacity(walks.len());
     // The byte chains of the walks, taken where their set's tries are
     // built already or serve enough walks to pay for their build.
     let found: Vec<Option<([u32; BYTE_CHAIN_CAP + 1], u128)>> = walks
@@ -230,6 +230,10 @@ pub(super) fn short_walks(
         })
         .unzip()
 }
+
+/// A walk's plan: its base set (a byte chain's index and live length), and
+/// its subtrees in trie order.
+type Plan = (Option<(usize, usize)>, Vec<u32>);
 
 /// Most hits of a subtree kept as a list of ids.
 const SUB_SET_MIN: usize = 1024;
