@@ -235,6 +235,39 @@ fn qwen_eager_and_lazy_masks_agree() {
     }
 }
 
+/// Counted classes (byte chains) and word loops in several contexts (class
+/// walks put together from shared subtrees): the eager masks equal the
+/// per-state walks of the whole trie, before and after the byte chains'
+/// tries are cached, and at another horizon.
+#[test]
+fn qwen_eager_masks_from_chains_and_shared_subtrees_agree_with_per_state_walks() {
+    let Some(vocab) = common::qwen_vocab() else {
+        return;
+    };
+    let res = [
+        r"[1-9][0-9]{0,8},[A-Za-z][A-Za-z .'-]{0,40},[a-z0-9._+-]+@[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}(\n[0-9]{1,3})*",
+        r"(ls( -[lah]+)*( [A-Za-z0-9_./~-]+)*|cat( [A-Za-z0-9_./~-]+)+|echo( [A-Za-z0-9_.,:=/-]+)*)( *(&&|;|\|) *(ls( [A-Za-z0-9_./~-]+)*|echo( [A-Za-z0-9_.,:=/-]+)*))*",
+        r"[a-z_]{1,30}\([A-Za-z0-9 ]{0,20}\)",
+    ];
+    for horizon in [16, 16, 20] {
+        for re in res {
+            let dfa = ByteDfa::new(re, &DfaConfig::default()).unwrap();
+            let build = |eager: bool| {
+                let cfg = IndexConfig::default()
+                    .eager(eager)
+                    .threads(1)
+                    .horizon(horizon);
+                TokenIndex::build(&dfa, vocab.clone(), &cfg).unwrap()
+            };
+            let (eager, walked) = (build(true), build(false));
+            for s in 0..eager.num_states() as u32 {
+                let s = constrain::index::StateId(s);
+                assert_eq!(eager.allowed(s), walked.allowed(s), "state {s:?} of {re}");
+            }
+        }
+    }
+}
+
 /// The answers of `Matcher::allows` and the bitmask rows a lazy index
 /// writes (small masks straight from their id lists, before anything asks
 /// for their bitsets) equal the eager index's masks, along random walks;

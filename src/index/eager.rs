@@ -12,6 +12,7 @@
 
 use super::arena::Slots;
 use super::backend::{self, Backend, Classes};
+use super::class_walks::{short_walks, Walked};
 use super::steps::reverse_reach;
 use super::{
     plain_successors, ByteAutomaton, FastMap, IndexConfig, IndexError, IndexStats, LiveTable,
@@ -257,13 +258,6 @@ impl Eager {
             .collect();
         stats.horizon_classes = walks.len();
         let table = &self.table;
-        let short_trie = |l: u8| {
-            if l == NO_LEVEL {
-                &tries.short
-            } else {
-                &tries.plain_level(l as usize).rest_short
-            }
-        };
         let long_trie = |l: u8| {
             if l == NO_LEVEL {
                 &tries.long
@@ -295,24 +289,8 @@ impl Eager {
             config.threads
         };
         run_with_threads(threads, &mut || {
-            (short_lists, short_fps) = walks
-                .par_iter()
-                .map(|&(s, l)| {
-                    let mut walked = Walked::List(Vec::new());
-                    let mut fp = 0u64;
-                    if !past_deadline() {
-                        short_trie(l).walk(
-                            s,
-                            |s, b| table.next(s, b),
-                            |t| {
-                                walked.push(t, width);
-                                fp = fp.wrapping_add(mix(t));
-                            },
-                        );
-                    }
-                    (walked, fp)
-                })
-                .unzip();
+            (short_lists, short_fps) =
+                short_walks(table, &class_of, &walks, tries, width, &past_deadline);
             // Liveness of the first `rounds` bytes is the same across a class:
             // when no long token survives that far from the representative,
             // none does from any state of the class, and the per-state walk
@@ -519,40 +497,6 @@ fn walk_into(trie: &TokenTrie, table: &LiveTable, s: u32, set: &mut TokenSet) {
     for &(first, dup) in &trie.dups {
         if set.contains(TokenId(first)) {
             set.insert(TokenId(dup));
-        }
-    }
-}
-
-/// The result of one short walk: its ids in trie order, or a bitset once
-/// the list would be larger than one.
-#[derive(PartialEq, Eq)]
-enum Walked {
-    List(Vec<u32>),
-    Set(TokenSet),
-}
-
-impl Walked {
-    #[inline]
-    fn push(&mut self, t: u32, width: usize) {
-        match self {
-            Walked::List(list) => {
-                list.push(t);
-                if list.len() * 32 > width {
-                    let mut set = TokenSet::new(width);
-                    for &x in list.iter() {
-                        set.insert(TokenId(x));
-                    }
-                    *self = Walked::Set(set);
-                }
-            }
-            Walked::Set(set) => set.insert(TokenId(t)),
-        }
-    }
-
-    fn add_to(&self, set: &mut TokenSet) {
-        match self {
-            Walked::List(list) => list.iter().for_each(|&t| set.insert(TokenId(t))),
-            Walked::Set(b) => set.union_with(b),
         }
     }
 }

@@ -32,7 +32,10 @@
 //! `horizon` rounds finds those classes; one representative per class walks
 //! the trie of *short* tokens, and every state walks the small trie of the few
 //! *long* tokens on its own. Masks are deduplicated (one `Arc` per distinct
-//! set), and class walks run in parallel on a rayon pool (`threads`).
+//! set), and class walks run in parallel on a rayon pool (`threads`). The
+//! class walks are put together from subtrees walked once each, and a
+//! counted class or a word's loop takes its tokens from the vocabulary's
+//! byte-chain tries (`class_walks.rs`).
 //!
 //! In lazy mode a state's mask is computed on first visit (one walk of the
 //! full trie) and cached in the shared index; both modes give identical masks.
@@ -66,6 +69,7 @@
 mod arena;
 pub mod automaton;
 mod backend;
+mod class_walks;
 mod eager;
 mod lazy;
 mod limit;

@@ -344,6 +344,13 @@ impl VocabTries {
     /// walk the states of every other one the slow way: over the MaskBench
     /// dev half, 11,176 such walks over 104 sets, 7,135 of them for the hex
     /// digits of UUIDs.
+    /// Whether the byte-chain tries of `set` are built (a peek: the set's
+    /// last use is not updated).
+    pub fn has_byte_chain(&self, set: u128) -> bool {
+        let cache = self.byte_chains.lock().unwrap_or_else(|p| p.into_inner());
+        cache.map.contains_key(&set)
+    }
+
     pub fn byte_chain(&self, set: u128) -> Option<Arc<ByteChainTokens>> {
         let lock = || self.byte_chains.lock().unwrap_or_else(|p| p.into_inner());
         {
@@ -786,6 +793,75 @@ impl TokenTrie {
 }
 
 impl TokenTrie {
+    /// The nodes of depth 1 (the first bytes of tokens), with their byte,
+    /// in byte order.
+    pub fn roots(&self) -> impl Iterator<Item = (u8, usize)> + '_ {
+        let mut i = 0usize;
+        std::iter::from_fn(move || {
+            let r = i;
+            let b = *self.byte.get(r)?;
+            i = self.end[r] as usize;
+            Some((b, r))
+        })
+    }
+
+    /// Like [`TokenTrie::walk`] for the subtree of `node`, whose bytes
+    /// have led to the live state `state`, down to depth `max_depth`: calls
+    /// `hit` for the live tokens of the subtree (its own first) no deeper,
+    /// in trie order.
+    pub fn walk_subtree(
+        &self,
+        node: usize,
+        state: u32,
+        max_depth: usize,
+        mut next: impl FnMut(u32, u8) -> u32,
+        mut hit: impl FnMut(u32),
+    ) {
+        let d0 = self.depth[node] as usize;
+        if d0 > max_depth {
+            return;
+        }
+        let mut stack = vec![0u32; self.max_depth + 1];
+        stack[d0] = state;
+        if self.token[node] != NONE {
+            hit(self.token[node]);
+        }
+        let (mut i, to) = (node + 1, self.end[node] as usize);
+        if max_depth >= self.max_depth {
+            self.walk_range(i, to, &mut stack, &mut next, &mut hit);
+            return;
+        }
+        while i < to {
+            let d = self.depth[i] as usize;
+            if d > max_depth {
+                i = self.end[i] as usize;
+                continue;
+            }
+            let s = next(stack[d - 1], self.byte[i]);
+            if s == DEAD {
+                i = self.end[i] as usize;
+                continue;
+            }
+            stack[d] = s;
+            if self.token[i] != NONE {
+                hit(self.token[i]);
+            }
+            i += 1;
+        }
+    }
+
+    /// The children of `node`, with their byte, in byte order.
+    pub fn children(&self, node: usize) -> impl Iterator<Item = (u8, usize)> + '_ {
+        let (mut i, to) = (node + 1, self.end[node] as usize);
+        std::iter::from_fn(move || {
+            (i < to).then(|| {
+                let c = i;
+                i = self.end[c] as usize;
+                (self.byte[c], c)
+            })
+        })
+    }
+
     /// Whether some node deeper than `depth` is live from `start` (some
     /// token prefix of more than `depth` bytes keeps the state live).
     pub fn reaches_depth(&self, start: u32, depth: usize, next: impl Fn(u32, u8) -> u32) -> bool {

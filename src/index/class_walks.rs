@@ -1,0 +1,361 @@
+//! # The eager engine's class walks, put together from shared subtrees
+//!
+//! The eager build walks the trie of short tokens once per bounded-horizon
+//! class (see [`super`]). Those walks repeat one another: below a token's
+//! first byte a walk depends only on the state that byte leads to, and the
+//! representatives of many classes lead to the same states, or to states of
+//! one class (a word's loop is entered from its first character, from the
+//! loop itself and from every context that shares the word). So a class
+//! walk is planned as a list of subtrees, each a (trie, node, class of the
+//! state there) triple; each distinct subtree is walked once, and the class
+//! walks are put together from the subtrees' hits. Two states of one class
+//! agree on the liveness of every string of at most the horizon, so they
+//! agree on the short tokens below any node.
+//!
+//! A class whose representative starts a **byte chain** (a big set `A` of
+//! ASCII bytes, a pattern's class, all lead it to one state, and so on for
+//! [`BYTE_CHAIN_CAP`] bytes: `[A-Za-z ]{0,40}`, one state per byte, or the
+//! loop of `[a-z0-9_./-]*`) takes the tokens made of `A` alone as one
+//! precomputed set per length, and its other subtrees from the
+//! vocabulary's [`ByteChainTokens`] trie, keyed by the count of leading
+//! bytes of `A` and then the bytes after (as the lazy engine does,
+//! `lazy/chains.rs`); tokens that start outside `A` are the short trie's
+//! subtrees, shared as above. Without it each state of a counted class
+//! walked the tens of thousands of tokens made of `A`, in states that share
+//! no subtree (each byte leads to the next state of the count), and each
+//! context of a word walked them again. `A` is cut down to its letters,
+//! digits and space when those are enough (any subset keeps the chain), so
+//! that classes differing in punctuation share one set's tries; a set's
+//! tries are built (tens of milliseconds, once per vocabulary) only for
+//! [`CHAIN_MIN_USES`] walks or more, else they must be cached already.
+
+use super::{FastMap, LiveTable, NO_LEVEL};
+use crate::vocab::trie::{ByteChainTokens, TokenTrie, VocabTries, BYTE_CHAIN_CAP, DEAD};
+use crate::vocab::{mix, TokenId, TokenSet};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Fewest ASCII bytes of a byte chain's set (smaller sets, such as digits,
+/// start few tokens: a walk is cheap there).
+const CHAIN_MIN_BYTES: u32 = 16;
+
+/// The ASCII letters, digits and space, as a byte set.
+const WORD_BYTES: u128 =
+    (1 << b' ') | (0x3ff << b'0') | (0x3ff_ffff << b'A') | (0x3ff_ffff << b'a');
+
+/// Fewest walks that have a byte set's chain for an index to build its
+/// tries (tens of milliseconds, once per vocabulary); below, the walks of a
+/// set whose tries are not built yet go the usual way.
+const CHAIN_MIN_USES: usize = 4;
+
+/// Most byte sets one index takes byte chains of (each is built once per
+/// vocabulary and shared, tens of milliseconds the first time); states of
+/// further sets are walked.
+const CHAIN_SETS_MAX: usize = 8;
+
+/// The short walk of every class representative `(state, plain level)` of
+/// `walks`, with its fingerprint (the sum of [`mix`] over its ids): the
+/// tokens of at most `tries.horizon` bytes of the level's `rest_short` trie
+/// (or of every short token, for `NO_LEVEL`) that keep the state live.
+/// Duplicates of the full trie are not added. `stop` is polled per subtree
+/// (a deadline); once it returns `true` the results are incomplete. Runs on
+/// the current rayon pool.
+pub(super) fn short_walks(
+    table: &LiveTable,
+    class_of: &[u32],
+    walks: &[(u32, u8)],
+    tries: &VocabTries,
+    width: usize,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> (Vec<Walked>, Vec<u64>) {
+    let short_trie = |l: u8| {
+        if l == NO_LEVEL {
+            &tries.short
+        } else {
+            &tries.plain_level(l as usize).rest_short
+        }
+    };
+    // Plan: each walk's base set (a byte chain's tokens made of its bytes)
+    // and subtrees.
+    let mut chains: Vec<(u128, Arc<ByteChainTokens>)> = Vec::new();
+    let mut sub_of: FastMap<(u32, u32, u32), u32> = FastMap::default();
+    let mut subs: Vec<Sub> = Vec::new();
+    let mut plans: Vec<Plan> = Vec::with_capacity(walks.len());
+    // The byte chains of the walks, taken where their set's tries are
+    // built already or serve enough walks to pay for their build.
+    let found: Vec<Option<([u32; BYTE_CHAIN_CAP + 1], u128)>> = walks
+        .iter()
+        .map(|&(s, l)| match l {
+            NO_LEVEL => byte_chain(table, s, tries),
+            _ => None,
+        })
+        .collect();
+    let mut uses: FastMap<u128, usize> = FastMap::default();
+    for (_, set) in found.iter().flatten() {
+        *uses.entry(*set).or_default() += 1;
+    }
+    for (&(s, l), found) in walks.iter().zip(found) {
+        let mut ids = Vec::new();
+        let mut add = |trie: u32, node: usize, q: u32, max_depth: usize| {
+            let key = (trie, node as u32, class_of[q as usize]);
+            ids.push(*sub_of.entry(key).or_insert_with(|| {
+                subs.push(Sub {
+                    trie,
+                    node,
+                    state: q,
+                    max_depth,
+                });
+                subs.len() as u32 - 1
+            }));
+        };
+        let chain = found.and_then(|(chain, set)| {
+            let c = match chains.iter().position(|c| c.0 == set) {
+                Some(c) => c,
+                None if chains.len() >= CHAIN_SETS_MAX => return None,
+                None if uses[&set] < CHAIN_MIN_USES && !tries.has_byte_chain(set) => return None,
+                None => {
+                    chains.push((set, tries.byte_chain(set)?));
+                    chains.len() - 1
+                }
+            };
+            Some((chain, c))
+        });
+        let base = match chain {
+            Some((chain, c)) => {
+                let trie = &chains[c].1.trie;
+                for (j, k) in trie.roots() {
+                    let j = j as usize;
+                    let from = chain.get(j).copied().unwrap_or(DEAD);
+                    // A token of the key `j` is `j` bytes of the set, then
+                    // the bytes below the key's node; no deeper than the
+                    // horizon.
+                    if from == DEAD || j >= tries.horizon {
+                        continue;
+                    }
+                    if j == 0 {
+                        // Tokens that start outside the set: the short
+                        // trie's subtrees, shared with the other walks.
+                        for (b, r) in tries.short.roots() {
+                            let q = table.next(s, b);
+                            if q != DEAD && (b >= 128 || (chains[c].0 >> b) & 1 == 0) {
+                                add(NO_LEVEL as u32, r, q, usize::MAX);
+                            }
+                        }
+                        continue;
+                    }
+                    for (b, node) in trie.children(k) {
+                        let q = table.next(from, b);
+                        if q != DEAD {
+                            add(CHAIN_TRIE + c as u32, node, q, tries.horizon + 1 - j);
+                        }
+                    }
+                }
+                // Tokens of `j` bytes of the set are live when the chain
+                // is, `j` on.
+                Some((c, chain[1..].iter().take_while(|&&x| x != DEAD).count()))
+            }
+            None => {
+                for (b, r) in short_trie(l).roots() {
+                    let q = table.next(s, b);
+                    if q != DEAD {
+                        add(l as u32, r, q, usize::MAX);
+                    }
+                }
+                None
+            }
+        };
+        plans.push((base, ids));
+    }
+    let trie_of = |t: u32| -> &TokenTrie {
+        if t >= CHAIN_TRIE {
+            &chains[(t - CHAIN_TRIE) as usize].1.trie
+        } else {
+            short_trie(t as u8)
+        }
+    };
+    let walked: Vec<(Walked, u64)> = subs
+        .par_iter()
+        .map(|sub| {
+            let mut walked = Walked::List(Vec::new());
+            let mut fp = 0u64;
+            if !stop() {
+                trie_of(sub.trie).walk_subtree(
+                    sub.node,
+                    sub.state,
+                    sub.max_depth,
+                    |s, b| table.next(s, b),
+                    |t| {
+                        walked.push(t, width);
+                        fp = fp.wrapping_add(mix(t));
+                    },
+                );
+            }
+            // A big subtree's hits as a bitset: a walk then takes them in
+            // one union instead of id by id.
+            if let Walked::List(list) = &walked {
+                if list.len() > SUB_SET_MIN {
+                    let mut set = TokenSet::new(width);
+                    list.iter().for_each(|&t| set.insert(TokenId(t)));
+                    walked = Walked::Set(set);
+                }
+            }
+            (walked, fp)
+        })
+        .collect();
+    plans
+        .par_iter()
+        .map(|(base, ids)| {
+            let (mut out, mut fp) = match base {
+                Some((c, live)) => {
+                    let (set, fp) = &chains[*c].1.sets[*live];
+                    (Walked::Set(set.clone()), *fp)
+                }
+                None => (Walked::List(Vec::new()), 0),
+            };
+            // In trie order, as one walk of the whole trie would list them.
+            for &i in ids {
+                out.extend(&walked[i as usize].0, width);
+                fp = fp.wrapping_add(walked[i as usize].1);
+            }
+            if let (Some((c, _)), Walked::Set(set)) = (base, &mut out) {
+                // Tokens whose keys are equal (other bytes of the set, the
+                // same bytes after) fare alike.
+                for &(first, dup) in &chains[*c].1.trie.dups {
+                    if set.contains(TokenId(first)) && set.insert_new(TokenId(dup)) {
+                        fp = fp.wrapping_add(mix(dup));
+                    }
+                }
+            }
+            (out, fp)
+        })
+        .unzip()
+}
+
+/// A walk's plan: its base set (a byte chain's index and live length), and
+/// its subtrees in trie order.
+type Plan = (Option<(usize, usize)>, Vec<u32>);
+
+/// Most hits of a subtree kept as a list of ids.
+const SUB_SET_MIN: usize = 1024;
+
+/// The first trie id of the byte chains' tries (below: plain levels).
+const CHAIN_TRIE: u32 = 256;
+
+/// A subtree to walk: the trie (a plain level, or `CHAIN_TRIE` plus a byte
+/// chain's index), its node, the live state there and the deepest node to
+/// visit.
+struct Sub {
+    trie: u32,
+    node: usize,
+    state: u32,
+    max_depth: usize,
+}
+
+/// The chain of `s` (the states `0..=BYTE_CHAIN_CAP` bytes of its set lead
+/// it to, [`DEAD`] once dead) and its set, when `s` starts a byte chain
+/// (see the module essay) and the vocabulary's tokens are walked to the
+/// default horizon or further.
+fn byte_chain(
+    table: &LiveTable,
+    s: u32,
+    tries: &VocabTries,
+) -> Option<([u32; BYTE_CHAIN_CAP + 1], u128)> {
+    if tries.horizon < BYTE_CHAIN_CAP {
+        return None;
+    }
+    // The ASCII bytes that lead `s` to its most common live successor.
+    let mut groups: Vec<(u32, u32, u128)> = Vec::new();
+    for b in 0..128u8 {
+        let t = table.next(s, b);
+        if t == DEAD {
+            continue;
+        }
+        match groups.iter_mut().find(|g| g.0 == t) {
+            Some(g) => {
+                g.1 += 1;
+                g.2 |= 1 << b;
+            }
+            None => groups.push((t, 1, 1 << b)),
+        }
+    }
+    let best = groups.iter().max_by_key(|g| g.1)?;
+    if best.1 < CHAIN_MIN_BYTES {
+        return None;
+    }
+    // Its letters, digits and space, when they are enough: any subset of
+    // the set keeps the chain (the others are walked as bytes after it),
+    // and patterns that differ in punctuation (`[A-Za-z0-9_./-]`,
+    // `[A-Za-z0-9_.,:=/-]`) then share one set's tries. (Space starts a
+    // third of the vocabulary's tokens: a set that has it keeps it.)
+    let set = match best.2 & WORD_BYTES {
+        a if a.count_ones() >= CHAIN_MIN_BYTES => a,
+        _ => best.2,
+    };
+    let bytes: Vec<u8> = (0..128u8).filter(|&b| (set >> b) & 1 == 1).collect();
+    let mut chain = [DEAD; BYTE_CHAIN_CAP + 1];
+    chain[0] = s;
+    for k in 1..=BYTE_CHAIN_CAP {
+        let c = chain[k - 1];
+        if c == DEAD {
+            break;
+        }
+        let t = table.next(c, bytes[0]);
+        if bytes[1..].iter().any(|&b| table.next(c, b) != t) {
+            return None;
+        }
+        chain[k] = t;
+    }
+    Some((chain, set))
+}
+
+/// The result of one short walk: its ids in trie order, or a bitset once
+/// the list would be larger than one.
+#[derive(PartialEq, Eq)]
+pub(super) enum Walked {
+    List(Vec<u32>),
+    Set(TokenSet),
+}
+
+impl Walked {
+    #[inline]
+    fn push(&mut self, t: u32, width: usize) {
+        match self {
+            Walked::List(list) => {
+                list.push(t);
+                if list.len() * 32 > width {
+                    let mut set = TokenSet::new(width);
+                    for &x in list.iter() {
+                        set.insert(TokenId(x));
+                    }
+                    *self = Walked::Set(set);
+                }
+            }
+            Walked::Set(set) => set.insert(TokenId(t)),
+        }
+    }
+
+    /// Appends the ids of `other` (a set makes this one a set).
+    fn extend(&mut self, other: &Walked, width: usize) {
+        match other {
+            Walked::List(list) => list.iter().for_each(|&t| self.push(t, width)),
+            Walked::Set(b) => {
+                if let Walked::List(list) = self {
+                    let mut set = TokenSet::new(width);
+                    list.iter().for_each(|&t| set.insert(TokenId(t)));
+                    *self = Walked::Set(set);
+                }
+                if let Walked::Set(set) = self {
+                    set.union_with(b);
+                }
+            }
+        }
+    }
+
+    /// Adds the ids to `set`.
+    pub(super) fn add_to(&self, set: &mut TokenSet) {
+        match self {
+            Walked::List(list) => list.iter().for_each(|&t| set.insert(TokenId(t))),
+            Walked::Set(b) => set.union_with(b),
+        }
+    }
+}
