@@ -77,7 +77,7 @@ pub fn lark_to_gbnf(lark: &Lark) -> Result<String, ConvertError> {
     let mut out = String::new();
     for r in rules {
         let mut body = String::new();
-        gbnf_expr(&r.body, &names, &r.name, &mut body, 0)?;
+        expr(&r.body, &names, &r.name, &mut body, 0, &GbnfLeaves)?;
         let _ = writeln!(out, "{} ::= {body}", names[&r.name]);
     }
     Ok(out)
@@ -102,12 +102,62 @@ fn gbnf_char(c: char, out: &mut String, in_class: bool) {
     }
 }
 
-fn gbnf_expr(
+/// What the two printers do differently: the leaves (literals, classes,
+/// `.`, raw bytes). Alternatives, sequences, references and repetitions
+/// are written alike by [`expr`].
+trait Leaves {
+    /// Writes the leaf `e` of rule `rule` at precedence `prec` (3: the
+    /// operand of a repetition).
+    fn leaf(&self, e: &Expr, rule: &str, out: &mut String, prec: u8) -> Result<(), ConvertError>;
+}
+
+/// GBNF's leaves.
+struct GbnfLeaves;
+
+impl Leaves for GbnfLeaves {
+    fn leaf(&self, e: &Expr, rule: &str, out: &mut String, _: u8) -> Result<(), ConvertError> {
+        match e {
+            Expr::Literal(cs) => {
+                out.push('"');
+                cs.iter().for_each(|&c| gbnf_char(c, out, false));
+                out.push('"');
+            }
+            Expr::Class { ranges, negated } => {
+                out.push('[');
+                if *negated {
+                    out.push('^');
+                }
+                for &(lo, hi) in ranges {
+                    gbnf_char(lo, out, true);
+                    if hi != lo {
+                        out.push('-');
+                        gbnf_char(hi, out, true);
+                    }
+                }
+                out.push(']');
+            }
+            Expr::Any => out.push('.'),
+            _ => {
+                return Err(ConvertError::NotExpressible {
+                    rule: rule.to_string(),
+                    what: "a special token".into(),
+                    format: "GBNF",
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `e` at precedence `prec` (0: a rule body, 1: an alternative, 2: an
+/// item of a sequence, 3: the operand of a repetition).
+fn expr(
     e: &Expr,
     names: &HashMap<String, String>,
     rule: &str,
     out: &mut String,
     prec: u8,
+    leaves: &dyn Leaves,
 ) -> Result<(), ConvertError> {
     match e {
         Expr::Alt(v) => {
@@ -118,7 +168,7 @@ fn gbnf_expr(
                 if i > 0 {
                     out.push_str(" | ");
                 }
-                gbnf_expr(x, names, rule, out, 1)?;
+                expr(x, names, rule, out, 1, leaves)?;
             }
             if prec > 0 {
                 out.push(')');
@@ -133,35 +183,15 @@ fn gbnf_expr(
                 if i > 0 {
                     out.push(' ');
                 }
-                gbnf_expr(x, names, rule, out, 2)?;
+                expr(x, names, rule, out, 2, leaves)?;
             }
             if prec > 1 && v.len() > 1 {
                 out.push(')');
             }
         }
-        Expr::Literal(cs) => {
-            out.push('"');
-            cs.iter().for_each(|&c| gbnf_char(c, out, false));
-            out.push('"');
-        }
-        Expr::Class { ranges, negated } => {
-            out.push('[');
-            if *negated {
-                out.push('^');
-            }
-            for &(lo, hi) in ranges {
-                gbnf_char(lo, out, true);
-                if hi != lo {
-                    out.push('-');
-                    gbnf_char(hi, out, true);
-                }
-            }
-            out.push(']');
-        }
-        Expr::Any => out.push('.'),
         Expr::Ref { name, .. } => out.push_str(&names[name]),
-        Expr::Repeat { expr, min, max } => {
-            gbnf_expr(expr, names, rule, out, 3)?;
+        Expr::Repeat { expr: x, min, max } => {
+            expr(x, names, rule, out, 3, leaves)?;
             match (min, max) {
                 (0, None) => out.push('*'),
                 (1, None) => out.push('+'),
@@ -177,13 +207,7 @@ fn gbnf_expr(
                 }
             }
         }
-        Expr::Bytes(_) => {
-            return Err(ConvertError::NotExpressible {
-                rule: rule.to_string(),
-                what: "a special token".into(),
-                format: "GBNF",
-            })
-        }
+        leaf => leaves.leaf(leaf, rule, out, prec)?,
     }
     Ok(())
 }
@@ -225,7 +249,14 @@ fn lark_text(gbnf: &Gbnf, split: bool) -> Result<String, ConvertError> {
     let mut out = String::new();
     for r in &gbnf.rules {
         let mut body = String::new();
-        lark_expr(&r.body, &names, &r.name, &mut body, 0, split)?;
+        expr(
+            &r.body,
+            &names,
+            &r.name,
+            &mut body,
+            0,
+            &LarkLeaves { split },
+        )?;
         let _ = writeln!(out, "{}: {body}", names[&r.name]);
     }
     Ok(out)
@@ -258,97 +289,61 @@ fn lark_class_char(c: char, out: &mut String) {
     }
 }
 
-fn lark_expr(
-    e: &Expr,
-    names: &HashMap<String, String>,
-    rule: &str,
-    out: &mut String,
-    prec: u8,
+/// Lark's leaves; `split`: a literal as one lexeme per character.
+struct LarkLeaves {
     split: bool,
-) -> Result<(), ConvertError> {
-    match e {
-        Expr::Alt(v) => {
-            if prec > 0 {
-                out.push('(');
-            }
-            for (i, x) in v.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(" | ");
+}
+
+impl Leaves for LarkLeaves {
+    fn leaf(&self, e: &Expr, rule: &str, out: &mut String, prec: u8) -> Result<(), ConvertError> {
+        match e {
+            Expr::Literal(cs) if self.split && cs.len() > 1 => {
+                // Inside a sequence the characters need no group of their own.
+                if prec == 3 {
+                    out.push('(');
                 }
-                lark_expr(x, names, rule, out, 1, split)?;
-            }
-            if prec > 0 {
-                out.push(')');
-            }
-        }
-        Expr::Seq(v) if v.is_empty() => out.push_str("\"\""),
-        Expr::Seq(v) => {
-            if prec > 1 && v.len() > 1 {
-                out.push('(');
-            }
-            for (i, x) in v.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
+                for (i, &c) in cs.iter().enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    out.push('"');
+                    lark_str_char(c, out);
+                    out.push('"');
                 }
-                lark_expr(x, names, rule, out, 2, split)?;
-            }
-            if prec > 1 && v.len() > 1 {
-                out.push(')');
-            }
-        }
-        Expr::Literal(cs) if split && cs.len() > 1 => {
-            let parts: Vec<Expr> = cs.iter().map(|&c| Expr::Literal(vec![c])).collect();
-            // Inside a sequence the characters need no group of their own.
-            let p = if prec == 2 { 1 } else { prec };
-            lark_expr(&Expr::Seq(parts), names, rule, out, p, split)?;
-        }
-        Expr::Literal(cs) => {
-            out.push('"');
-            cs.iter().for_each(|&c| lark_str_char(c, out));
-            out.push('"');
-        }
-        Expr::Class { ranges, negated } => {
-            out.push_str("/[");
-            if *negated {
-                out.push('^');
-            }
-            for &(lo, hi) in ranges {
-                lark_class_char(lo, out);
-                if hi != lo {
-                    out.push('-');
-                    lark_class_char(hi, out);
+                if prec == 3 {
+                    out.push(')');
                 }
             }
-            out.push_str("]/");
-        }
-        Expr::Any => out.push_str("/(?s:.)/"),
-        Expr::Ref { name, .. } => out.push_str(&names[name]),
-        Expr::Repeat { expr, min, max } => {
-            lark_expr(expr, names, rule, out, 3, split)?;
-            match (min, max) {
-                (0, None) => out.push('*'),
-                (1, None) => out.push('+'),
-                (0, Some(1)) => out.push('?'),
-                (m, None) => {
-                    let _ = write!(out, "{{{m},}}");
+            Expr::Literal(cs) => {
+                out.push('"');
+                cs.iter().for_each(|&c| lark_str_char(c, out));
+                out.push('"');
+            }
+            Expr::Class { ranges, negated } => {
+                out.push_str("/[");
+                if *negated {
+                    out.push('^');
                 }
-                (m, Some(n)) if m == n => {
-                    let _ = write!(out, "{{{m}}}");
+                for &(lo, hi) in ranges {
+                    lark_class_char(lo, out);
+                    if hi != lo {
+                        out.push('-');
+                        lark_class_char(hi, out);
+                    }
                 }
-                (m, Some(n)) => {
-                    let _ = write!(out, "{{{m},{n}}}");
-                }
+                out.push_str("]/");
+            }
+            Expr::Any => out.push_str("/(?s:.)/"),
+            _ => {
+                return Err(ConvertError::NotExpressible {
+                    rule: rule.to_string(),
+                    what: "raw bytes".into(),
+                    format: "Lark",
+                })
             }
         }
-        Expr::Bytes(_) => {
-            return Err(ConvertError::NotExpressible {
-                rule: rule.to_string(),
-                what: "raw bytes".into(),
-                format: "Lark",
-            })
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]
