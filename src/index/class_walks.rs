@@ -35,10 +35,6 @@ use crate::vocab::{mix, TokenId, TokenSet};
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Fewest ASCII bytes of a byte chain's set (smaller sets, such as digits,
-/// start few tokens: a walk is cheap there).
-const CHAIN_MIN_BYTES: u32 = 16;
-
 /// The ASCII letters, digits and space, as a byte set.
 const WORD_BYTES: u128 =
     (1 << b' ') | (0x3ff << b'0') | (0x3ff_ffff << b'A') | (0x3ff_ffff << b'a');
@@ -264,32 +260,15 @@ fn byte_chain(
         return None;
     }
     // The ASCII bytes that lead `s` to its most common live successor.
-    let mut groups: Vec<(u32, u32, u128)> = Vec::new();
-    for b in 0..128u8 {
-        let t = table.next(s, b);
-        if t == DEAD {
-            continue;
-        }
-        match groups.iter_mut().find(|g| g.0 == t) {
-            Some(g) => {
-                g.1 += 1;
-                g.2 |= 1 << b;
-            }
-            None => groups.push((t, 1, 1 << b)),
-        }
-    }
-    let best = groups.iter().max_by_key(|g| g.1)?;
-    if best.1 < CHAIN_MIN_BYTES {
-        return None;
-    }
+    let best = super::byte_chain_set(|b| table.next(s, b))?;
     // Its letters, digits and space, when they are enough: any subset of
     // the set keeps the chain (the others are walked as bytes after it),
     // and patterns that differ in punctuation (`[A-Za-z0-9_./-]`,
     // `[A-Za-z0-9_.,:=/-]`) then share one set's tries. (Space starts a
     // third of the vocabulary's tokens: a set that has it keeps it.)
-    let set = match best.2 & WORD_BYTES {
-        a if a.count_ones() >= CHAIN_MIN_BYTES => a,
-        _ => best.2,
+    let set = match best & WORD_BYTES {
+        a if a.count_ones() >= super::BYTE_CHAIN_MIN_BYTES => a,
+        _ => best,
     };
     let bytes: Vec<u8> = (0..128u8).filter(|&b| (set >> b) & 1 == 1).collect();
     let mut chain = [DEAD; BYTE_CHAIN_CAP + 1];

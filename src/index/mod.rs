@@ -549,6 +549,33 @@ const UTF8_SEQUENCES: &[&[(u8, u8)]] = &[
 
 pub(crate) const NO_LEVEL: u8 = u8::MAX;
 
+/// Fewest ASCII bytes of a byte chain's set (smaller sets, such as digits,
+/// start few tokens: a walk is cheap there).
+pub(crate) const BYTE_CHAIN_MIN_BYTES: u32 = 16;
+
+/// The set of ASCII bytes that lead a state to its most common live
+/// successor (`next(b)`: the successor on `b`, [`DEAD`] when dead), when
+/// it has at least [`BYTE_CHAIN_MIN_BYTES`] bytes: the set of a byte chain,
+/// for the eager class walks and the lazy index alike.
+pub(crate) fn byte_chain_set(mut next: impl FnMut(u8) -> u32) -> Option<u128> {
+    let mut groups: Vec<(u32, u32, u128)> = Vec::new();
+    for b in 0..128u8 {
+        let t = next(b);
+        if t == DEAD {
+            continue;
+        }
+        match groups.iter_mut().find(|g| g.0 == t) {
+            Some(g) => {
+                g.1 += 1;
+                g.2 |= 1 << b;
+            }
+            None => groups.push((t, 1, 1 << b)),
+        }
+    }
+    let best = groups.iter().max_by_key(|g| g.1)?;
+    (best.1 >= BYTE_CHAIN_MIN_BYTES).then_some(best.2)
+}
+
 /// Appends to `out` the states one plain character (a byte of `ascii`, or a
 /// whole UTF-8 sequence over the class representatives of `utf8`) leads to
 /// from `s`; false when one of them is dead.

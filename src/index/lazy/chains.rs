@@ -12,10 +12,6 @@ use std::sync::Arc;
 /// Plain characters lead the state to different states.
 pub(super) const MIXED: u32 = u32::MAX - 2;
 
-/// Fewest ASCII bytes a byte chain's set holds (smaller sets, such as
-/// whitespace or digits, start few tokens: a plain walk is cheap there).
-const BYTE_CHAIN_MIN: u32 = 16;
-
 /// Most byte chains one index uses (the tries are built once per
 /// vocabulary and shared, [`VocabTries::byte_chain`]); states of further
 /// byte sets walk as before.
@@ -126,25 +122,9 @@ impl Core {
         true
     }
 
-    /// The set of ASCII bytes that lead `s` to its most common live
-    /// successor, when it has at least [`BYTE_CHAIN_MIN`] bytes.
+    /// The byte-chain set of `s` ([`super::super::byte_chain_set`]).
     pub(super) fn byte_chain_set(&mut self, s: u32) -> Option<u128> {
-        let mut groups: Vec<(u32, u32, u128)> = Vec::new();
-        for b in 0..128u8 {
-            let t = self.next(s, b);
-            if t == DEAD {
-                continue;
-            }
-            match groups.iter_mut().find(|g| g.0 == t) {
-                Some(g) => {
-                    g.1 += 1;
-                    g.2 |= 1 << b;
-                }
-                None => groups.push((t, 1, 1 << b)),
-            }
-        }
-        let best = groups.iter().max_by_key(|g| g.1)?;
-        (best.1 >= BYTE_CHAIN_MIN).then_some(best.2)
+        super::super::byte_chain_set(|b| self.next(s, b))
     }
 
     /// Like [`Core::plain_chain`] for the bytes of byte chain `id`: `chain`
