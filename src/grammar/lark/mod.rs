@@ -138,14 +138,7 @@ impl Lark {
         }
         let items = parse::parse(lex::lex(text)?)?;
         let sym = lower::lower(&items, None, &crate::schema::SchemaOptions::default())?;
-        let closed = greedy::check(&sym)?;
-        let gbnf = emit::emit(&sym, name, text, &closed)?;
-        Ok(Lark {
-            name: name.to_string(),
-            text: text.to_string(),
-            gbnf,
-            specials: sym.specials,
-        })
+        Lark::checked(name, text, sym)
     }
 
     /// Parses llguidance's grammar list (`TopLevelGrammar` JSON:
@@ -161,6 +154,12 @@ impl Lark {
         let list = Some((top.main_name.as_str(), top.subs.as_slice()));
         let sym = lower::lower(&top.main, list, &crate::schema::SchemaOptions::default())
             .map_err(|e| e.in_grammar(&top.main_name))?;
+        Lark::checked(name, text, sym)
+    }
+
+    /// The lowered grammar `sym` checked against llguidance's lexer and
+    /// written as GBNF rules.
+    fn checked(name: &str, text: &str, sym: lower::SymGrammar) -> Result<Lark, LarkError> {
         let closed = greedy::check(&sym)?;
         let gbnf = emit::emit(&sym, name, text, &closed)?;
         Ok(Lark {
