@@ -10,6 +10,7 @@ use constrain::grammar::gbnf::Gbnf;
 use constrain::grammar::lark::Lark;
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{Compiled, Compiler, CompilerConfig, Source};
+use constrain_testkit::budget::byte_accepts as accepts;
 use constrain_testkit::budget::{adversarial_run, bytes_and};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::sync::Arc;
@@ -22,11 +23,6 @@ fn compile(v: &Arc<Vocabulary>, src: &Source) -> Arc<Compiled> {
     Compiler::new(v.clone(), CompilerConfig::default())
         .compile(src)
         .unwrap_or_else(|e| panic!("does not compile: {e}"))
-}
-
-fn accepts(c: &Compiled, text: &[u8]) -> bool {
-    let mut m = c.matcher();
-    text.iter().all(|&b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
 }
 
 fn outputs(c: &Compiled, eos: TokenId, rng: &mut StdRng, n: usize) -> Vec<Vec<u8>> {

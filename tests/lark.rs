@@ -9,7 +9,7 @@
 
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
-use constrain_testkit::budget::{adversarial_run, bytes_and};
+use constrain_testkit::budget::{adversarial_run, byte_verdict as verdict, bytes_and};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -48,13 +48,6 @@ fn compile(v: &Arc<Vocabulary>, src: &Source) -> Arc<Compiled> {
     Compiler::new(v.clone(), CompilerConfig::default())
         .compile(src)
         .unwrap_or_else(|e| panic!("does not compile: {e}"))
-}
-
-/// (prefix viable, whole text accepted), byte by byte.
-fn verdict(c: &Compiled, text: &[u8]) -> (bool, bool) {
-    let mut m = c.matcher();
-    let ok = text.iter().all(|&b| m.accept_token(TokenId(b as u32)));
-    (ok, ok && m.is_accepting())
 }
 
 /// Every grammar of the cases: (label, source text, accept, reject).

@@ -18,9 +18,9 @@
 //!   cases that fall short and why). Grammars naming token ids are left
 //!   out of the figures: the ids are those of llguidance's test tokenizer.
 
-use constrain::vocab::{TokenId, Vocabulary};
+use constrain::vocab::Vocabulary;
 use constrain::{Compiled, Compiler, CompilerConfig, Source};
-use constrain_testkit::budget::bytes_and;
+use constrain_testkit::budget::{byte_verdict as verdict, bytes_and};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -52,13 +52,6 @@ fn compile(v: &Arc<Vocabulary>, text: &str) -> Result<Arc<Compiled>, String> {
     Compiler::new(v.clone(), CompilerConfig::default())
         .compile(&src)
         .map_err(|e| e.to_string())
-}
-
-/// (every prefix viable, the whole text complete).
-fn verdict(c: &Compiled, text: &[u8]) -> (bool, bool) {
-    let mut m = c.matcher();
-    let ok = text.iter().all(|&b| m.accept_token(TokenId(b as u32)));
-    (ok, ok && m.is_accepting())
 }
 
 /// `S` of a grammar `start: %json S` when `S` is a valid JSON Schema.

@@ -8,6 +8,7 @@
 use constrain::grammar::gbnf::{Gbnf, GbnfError, GbnfOptions};
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Matcher, Source};
+use constrain_testkit::budget::byte_accepts as accepts_bytes;
 use constrain_testkit::budget::bytes_and;
 use constrain_testkit::earley::{sample, Earley};
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -52,12 +53,6 @@ fn arith_gbnf() -> String {
         "/grammars/arithmetic.gbnf"
     ))
     .unwrap()
-}
-
-/// Walks `text` byte by byte (single-byte tokens); whether it ends accepted.
-fn accepts_bytes(c: &Compiled, text: &[u8]) -> bool {
-    let mut m = c.matcher();
-    text.iter().all(|&b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
 }
 
 #[test]

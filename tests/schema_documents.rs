@@ -6,8 +6,9 @@
 //! engine). Nothing is fetched: an unregistered URI stays an error.
 
 use constrain::schema::{Documents, SchemaError, SchemaOptions};
-use constrain::vocab::{TokenId, Vocabulary};
+use constrain::vocab::Vocabulary;
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
+use constrain_testkit::budget::byte_accepts as accepts;
 use constrain_testkit::budget::bytes_and;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -27,11 +28,6 @@ fn refused(r: Result<Arc<Compiled>, CompileError>, why: &str) -> CompileError {
         Ok(_) => panic!("compiled, but {why}"),
         Err(e) => e,
     }
-}
-
-fn accepts(c: &Compiled, text: &str) -> bool {
-    let mut m = c.matcher();
-    text.bytes().all(|b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
 }
 
 fn oracle(schema: &Value, docs: &[(&str, Value)]) -> jsonschema::Validator {

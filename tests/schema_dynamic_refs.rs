@@ -5,8 +5,9 @@
 //! byte on a single-byte vocabulary (recursion on the pushdown engine).
 
 use constrain::schema::{Documents, SchemaOptions};
-use constrain::vocab::{TokenId, Vocabulary};
+use constrain::vocab::Vocabulary;
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
+use constrain_testkit::budget::byte_accepts as accepts;
 use constrain_testkit::budget::bytes_and;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -26,11 +27,6 @@ fn refused(r: Result<Arc<Compiled>, CompileError>, why: &str) -> CompileError {
         Ok(_) => panic!("compiled, but {why}"),
         Err(e) => e,
     }
-}
-
-fn accepts(c: &Compiled, text: &str) -> bool {
-    let mut m = c.matcher();
-    text.bytes().all(|b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
 }
 
 fn check(schema: Value, docs: &[(&str, Value)], cases: &[(&str, bool)]) {

@@ -11,6 +11,7 @@ use constrain::schema::regex::{compile_fragments, SchemaFragments, ANY_VALUE};
 use constrain::schema::SchemaOptions;
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{Compiled, Compiler, CompilerConfig, Source};
+use constrain_testkit::budget::byte_accepts as accepts;
 use constrain_testkit::budget::{adversarial_run, bytes_and};
 use rand::{rngs::StdRng, SeedableRng};
 use serde_json::{json, Value};
@@ -34,11 +35,6 @@ fn compile(v: &Arc<Vocabulary>, schema: &Value, o: SchemaOptions) -> Arc<Compile
     Compiler::new(v.clone(), CompilerConfig::default())
         .compile(&Source::json_schema(schema.clone()).with_schema_options(o))
         .unwrap()
-}
-
-fn accepts(c: &Compiled, text: &str) -> bool {
-    let mut m = c.matcher();
-    text.bytes().all(|b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
 }
 
 fn valid(o: &jsonschema::Validator, text: &str) -> bool {

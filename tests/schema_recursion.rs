@@ -9,6 +9,7 @@
 use constrain::schema::SchemaOptions;
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
+use constrain_testkit::budget::byte_accepts as accepts;
 use constrain_testkit::budget::{adversarial_run, bytes_and};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -162,12 +163,6 @@ fn compile_both(
             (how.to_string(), c)
         })
         .collect()
-}
-
-/// Walks `text` byte by byte (single-byte tokens); whether it ends accepted.
-fn accepts(c: &Compiled, text: &str) -> bool {
-    let mut m = c.matcher();
-    text.bytes().all(|b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
 }
 
 fn oracle(schema: &Value) -> jsonschema::Validator {

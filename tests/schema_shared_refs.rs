@@ -10,6 +10,7 @@ use constrain::schema::regex::{compile_fragments, SchemaFragments};
 use constrain::schema::SchemaOptions;
 use constrain::vocab::{TokenId, Vocabulary};
 use constrain::{Compiled, Compiler, CompilerConfig, Source};
+use constrain_testkit::budget::byte_accepts as accepts;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -59,12 +60,6 @@ fn compile(schema: &Value, o: SchemaOptions, dfa: DfaConfig) -> Arc<Compiled> {
     Compiler::new(vocab(), config)
         .compile(&Source::json_schema(schema.clone()).with_schema_options(o))
         .unwrap()
-}
-
-/// Walks `text` byte by byte; whether it ends accepted.
-fn accepts(c: &Compiled, text: &str) -> bool {
-    let mut m = c.matcher();
-    text.bytes().all(|b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
 }
 
 fn cases() -> Vec<&'static str> {

@@ -8,8 +8,9 @@
 //! meaning). What is not known statically is refused by name.
 
 use constrain::schema::{JsonMode, SchemaOptions};
-use constrain::vocab::{TokenId, Vocabulary};
+use constrain::vocab::Vocabulary;
 use constrain::{CompileError, Compiled, Compiler, CompilerConfig, Source};
+use constrain_testkit::budget::byte_accepts as accepts;
 use constrain_testkit::budget::bytes_and;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -30,11 +31,6 @@ fn refused(r: Result<Arc<Compiled>, CompileError>, why: &str) -> CompileError {
         Ok(_) => panic!("compiled, but {why}"),
         Err(e) => e,
     }
-}
-
-fn accepts(c: &Compiled, text: &str) -> bool {
-    let mut m = c.matcher();
-    text.bytes().all(|b| m.accept_token(TokenId(b as u32))) && m.is_accepting()
 }
 
 fn check(schema: Value, cases: &[(&str, bool)]) {

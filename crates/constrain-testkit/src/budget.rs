@@ -26,6 +26,20 @@ pub fn bytes_and(extra: &[&str]) -> (Arc<Vocabulary>, TokenId) {
     (Arc::new(v), eos)
 }
 
+/// `text` walked byte by byte through a fresh matcher of `c` over a
+/// [`bytes_and`] vocabulary (a byte's token is its value): (every prefix
+/// viable, the whole text complete).
+pub fn byte_verdict(c: &Compiled, text: &[u8]) -> (bool, bool) {
+    let mut m = c.matcher();
+    let ok = text.iter().all(|&b| m.accept_token(TokenId(b as u32)));
+    (ok, ok && m.is_accepting())
+}
+
+/// Whether `c` accepts `text` whole, walked as [`byte_verdict`] walks it.
+pub fn byte_accepts(c: &Compiled, text: impl AsRef<[u8]>) -> bool {
+    byte_verdict(c, text.as_ref()).1
+}
+
 /// One output of at most `max_tokens` tokens from a fresh matcher of `c`:
 /// at each step a token that [fits](constrain::Matcher::fits) the tokens
 /// left, one opening a container with probability `open_bias` where such a
