@@ -3,31 +3,15 @@
 //! greedy loop, the result never scores worse than greedy's, and on a model
 //! built for it beam search finds the likelier sequence greedy misses.
 
-use constrain::vocab::{TokenId, Vocabulary};
-use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
+use constrain::Matcher;
 use constrain_model::generate::{beam_search, BeamConfig};
 use constrain_model::generate::{generate, GenerateConfig, GenerateError};
+use constrain_testkit::tiny::{regex_index as index, token_id as id};
 use constrain_testkit::{tiny, FakeModel};
 use std::sync::Arc;
 
-fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
-    Compiler::new(vocab.clone(), CompilerConfig::default())
-        .compile(&Source::regex(re))
-        .unwrap()
-        .index()
-        .clone()
-}
-
 fn random_model(width: usize, salt: u64) -> FakeModel {
     FakeModel::random(width, salt)
-}
-
-fn id(vocab: &Vocabulary, bytes: &[u8]) -> TokenId {
-    vocab
-        .text_tokens()
-        .find(|&(_, b)| b == bytes)
-        .map(|(t, _)| t)
-        .unwrap()
 }
 
 const RE: &str =

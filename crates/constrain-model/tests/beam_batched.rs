@@ -10,10 +10,11 @@
 //!   is absent): `QwenModel`'s batched pass against [`OneByOne`], on two
 //!   an example schema (two with `CONSTRAIN_BEAM_REAL_ALL=1`), 4 beams.
 
-use constrain::vocab::{TokenId, Vocabulary};
-use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
+use constrain::vocab::TokenId;
+use constrain::{Compiler, CompilerConfig, Matcher, Source};
 use constrain_model::generate::{beam_search, BeamConfig, BeamGeneration, OneByOne};
 use constrain_model::{LanguageModel, ModelError, SequenceBatch};
+use constrain_testkit::tiny::regex_index as index;
 use constrain_testkit::{tiny, FakeModel};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -104,14 +105,6 @@ impl LanguageModel for Batched {
             widest: self.widest.clone(),
         }))
     }
-}
-
-fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
-    Compiler::new(vocab.clone(), CompilerConfig::default())
-        .compile(&Source::regex(re))
-        .unwrap()
-        .index()
-        .clone()
 }
 
 fn same(a: &BeamGeneration, b: &BeamGeneration, what: &str) {

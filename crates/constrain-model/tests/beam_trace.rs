@@ -6,29 +6,14 @@
 //! jump-forward tokens are forced steps.
 
 use constrain::vocab::{TokenId, Vocabulary};
-use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
+use constrain::{Matcher, TokenIndex};
 use constrain_model::generate::{
     beam_search, beam_search_traced, generate_traced, BeamConfig, BeamGeneration, GenerateConfig,
 };
 use constrain_model::trace::{TraceStep, TOP_LOGITS};
+use constrain_testkit::tiny::{regex_index as index, token_id as id};
 use constrain_testkit::{tiny, FakeModel};
 use std::sync::Arc;
-
-fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
-    Compiler::new(vocab.clone(), CompilerConfig::default())
-        .compile(&Source::regex(re))
-        .unwrap()
-        .index()
-        .clone()
-}
-
-fn id(vocab: &Vocabulary, bytes: &[u8]) -> TokenId {
-    vocab
-        .text_tokens()
-        .find(|&(_, b)| b == bytes)
-        .map(|(t, _)| t)
-        .unwrap()
-}
 
 fn lse(xs: impl Iterator<Item = f32>) -> f64 {
     let xs: Vec<f64> = xs.map(f64::from).collect();

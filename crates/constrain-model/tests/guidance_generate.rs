@@ -8,11 +8,12 @@
 
 use constrain::sampling::{SamplingConfig, SamplingError};
 use constrain::vocab::{TokenId, Vocabulary};
-use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
+use constrain::{Matcher, TokenIndex};
 use constrain_model::generate::{
     generate, generate_guided, GenerateConfig, GenerateError, Generation, Guidance,
 };
 use constrain_model::LanguageModel;
+use constrain_testkit::tiny::regex_index as index;
 use constrain_testkit::{tiny, FakeModel};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -33,14 +34,6 @@ fn record() -> (Value, String) {
     });
     let re = format!(r#"\{{"city":{STR},"days":{INT},"ok":(true|false)\}}"#);
     (schema, re)
-}
-
-fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
-    Compiler::new(vocab.clone(), CompilerConfig::default())
-        .compile(&Source::regex(re))
-        .unwrap()
-        .index()
-        .clone()
 }
 
 fn random_model(width: usize, salt: u64) -> FakeModel {

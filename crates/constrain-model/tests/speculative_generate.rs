@@ -11,12 +11,13 @@
 
 use constrain::sampling::SamplingConfig;
 use constrain::vocab::{TokenId, Vocabulary};
-use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
+use constrain::{Matcher, TokenIndex};
 use constrain_model::generate::{
     generate, generate_speculative, generate_speculative_traced, generate_traced, GenerateConfig,
     GenerateError, Generation, SpeculativeConfig,
 };
 use constrain_model::{LanguageModel, ModelError};
+use constrain_testkit::tiny::regex_index as index;
 use constrain_testkit::{tiny, FakeModel};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -69,14 +70,6 @@ fn tool_call() -> (Value, String) {
 
 /// A list of small words: schema-free, checked with the `regex` crate.
 const WORDS: &str = r#"\[("[a-z]{1,6}"(,"[a-z]{1,6}"){0,5})?\]"#;
-
-fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
-    Compiler::new(vocab.clone(), CompilerConfig::default())
-        .compile(&Source::regex(re))
-        .unwrap()
-        .index()
-        .clone()
-}
 
 fn hash(seq: &[TokenId], salt: u64) -> u64 {
     constrain_testkit::sequence_hash(seq, salt)

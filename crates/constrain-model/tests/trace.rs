@@ -3,21 +3,14 @@
 //! against values computed here from the fake model's logits.
 
 use constrain::sampling::SamplingConfig;
-use constrain::vocab::{TokenId, Vocabulary};
-use constrain::{Compiler, CompilerConfig, Matcher, Source, TokenIndex};
+use constrain::vocab::TokenId;
+use constrain::Matcher;
 use constrain_model::generate::{generate, generate_traced, GenerateConfig};
 use constrain_model::inspector;
 use constrain_model::trace::{Trace, TOP_LOGITS};
+use constrain_testkit::tiny::regex_index as index;
 use constrain_testkit::{tiny, FakeModel};
 use std::sync::Arc;
-
-fn index(re: &str, vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
-    Compiler::new(vocab.clone(), CompilerConfig::default())
-        .compile(&Source::regex(re))
-        .unwrap()
-        .index()
-        .clone()
-}
 
 /// Deterministic pseudo-random logits from the sequence so far (so the same
 /// sequence always gets the same logits, as a real model would).

@@ -260,3 +260,25 @@ pub fn tokenizer() -> Result<constrain_model::GgufTokenizer, ModelError> {
     t.vocab = t.vocab.with_logits_width(width)?;
     Ok(t)
 }
+
+/// The token index of the regex `re` over `vocab` (default compiler
+/// settings), as the generation tests over the tiny vocabulary use it.
+pub fn regex_index(
+    re: &str,
+    vocab: &std::sync::Arc<constrain::vocab::Vocabulary>,
+) -> std::sync::Arc<constrain::TokenIndex> {
+    constrain::Compiler::new(vocab.clone(), constrain::CompilerConfig::default())
+        .compile(&constrain::Source::regex(re))
+        .unwrap()
+        .index()
+        .clone()
+}
+
+/// The text token of `vocab` whose bytes are `bytes` (panics when none is).
+pub fn token_id(vocab: &constrain::vocab::Vocabulary, bytes: &[u8]) -> constrain::vocab::TokenId {
+    vocab
+        .text_tokens()
+        .find(|&(_, b)| b == bytes)
+        .map(|(t, _)| t)
+        .unwrap()
+}
