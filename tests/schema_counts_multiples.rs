@@ -185,6 +185,46 @@ fn multiple_of_half_on_integers() {
     }
 }
 
+/// Integer `multipleOf` (a divisor of a power of ten) with one bound, or
+/// with two bounds too far apart to list: by the last digits within the
+/// bounds, exact against the `jsonschema` oracle, in every mode. (A bound
+/// used to make the product with the range fail on its regex length,
+/// even for `{"minimum": 0, "multipleOf": 5}`.)
+#[test]
+fn integer_multiples_within_any_bounds() {
+    let cases = [
+        json!({"type": "integer", "minimum": 0, "multipleOf": 5}),
+        json!({"type": "integer", "minimum": 1, "multipleOf": 10}),
+        json!({"type": "integer", "maximum": 100, "multipleOf": 5}),
+        json!({"type": "integer", "exclusiveMinimum": -1250, "multipleOf": 25}),
+        json!({"type": "integer", "minimum": 0, "maximum": 1000000000, "multipleOf": 5}),
+        json!({"type": "integer", "minimum": -77777, "maximum": 123456, "multipleOf": 4}),
+        json!({"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}},
+               "patternProperties": {"^c": {"type": "integer", "multipleOf": 5}},
+               "required": ["count"]}),
+    ];
+    let mut values: Vec<i64> = (-3000..3000).collect();
+    values.extend((0..400).map(|i| 1_000_000_000 - 200 + i));
+    values.extend((1..12).flat_map(|e| [10i64.pow(e), 10i64.pow(e) - 5, -(10i64.pow(e))]));
+    values.extend([-77777, -77776, -77780, 123456, 123460, 999999999999995, 1000000000000000]);
+    for schema in cases {
+        let oracle = Oracle::new(&schema).expect("the oracle compiles it");
+        for mode in MODES {
+            let d = compile(&schema, Whitespace::Compact, mode);
+            for &v in &values {
+                let inst = if schema["type"] == "object" {
+                    json!({"count": v})
+                } else {
+                    json!(v)
+                };
+                let text = compact(&inst);
+                let want = oracle.valid(&inst) && v.abs() < 10i64.pow(15);
+                assert_eq!(d.matches(text.as_bytes()), want, "{mode:?}: {text} for {schema}");
+            }
+        }
+    }
+}
+
 /// A `multipleOf` whose digits are not a divisor of a power of ten fails
 /// closed, naming the keyword and where.
 #[test]

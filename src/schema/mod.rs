@@ -234,6 +234,13 @@ pub struct SchemaOptions {
     /// distinct values, about `e·k!` branches); more listed values are
     /// narrowed to the listed order, with a warning.
     pub max_unique_values: usize,
+    /// Strings with no `pattern`, `format` or listed values, and keys of
+    /// objects with no declared names, may spell any character as
+    /// `\uXXXX` (either case; a surrogate pair past U+FFFF, counted as one
+    /// character): llguidance's `json_allow_general_unicode_escapes`, set by
+    /// a Lark `%json` block's `x-guidance`. Default `false`: one spelling
+    /// per character but for control characters (`\n` or `\u000a`).
+    pub general_unicode_escapes: bool,
 }
 
 crate::config_setters!(SchemaOptions {
@@ -260,6 +267,7 @@ crate::config_setters!(SchemaOptions {
     max_product_states: usize,
     max_product_len: usize,
     max_unique_values: usize,
+    general_unicode_escapes: bool,
 });
 
 impl Default for SchemaOptions {
@@ -288,6 +296,7 @@ impl Default for SchemaOptions {
             max_product_states: 4096,
             max_product_len: 256 << 10,
             max_unique_values: 6,
+            general_unicode_escapes: false,
         }
     }
 }

@@ -14,13 +14,17 @@
 //!   string compared as if padded with zeros).
 //! - [`number_any`] and the zero-bounded forms keep the exponent: the sign
 //!   alone decides the range there.
-//! - [`multiple_of_suffix`]: integer multiples of `k` when `k` divides a power
-//!   of ten (the last digits decide), and [`enumerate_multiples`] for small
-//!   bounded ranges.
+//! - [`suffix_multiples`]: integer multiples of `k` within any bounds when
+//!   `k` divides a power of ten (the last digits decide),
+//!   [`enumerate_multiples`] for small bounded ranges, [`decimal_multiples`]
+//!   for a fractional `multipleOf` (module `multiples`).
 //!
 //! A regex fragment is an `Option<String>`: `None` is the empty language.
 
 use std::cmp::Ordering;
+
+mod multiples;
+pub use multiples::*;
 
 /// An exact decimal: sign, integer digits (no leading zeros; `"0"` for zero),
 /// fraction digits (no trailing zeros).
@@ -571,11 +575,6 @@ pub const MAX_INT_DIGITS: usize = 18;
 /// Optional exponent, at most two digits.
 pub const EXP: &str = "(?:[eE][+-]?[0-9]{1,2})?";
 
-/// Any JSON integer (canonical form).
-pub fn integer_any() -> String {
-    format!("(?:0|-?[1-9][0-9]{{0,{}}})", MAX_INT_DIGITS - 1)
-}
-
 const NONZERO_MANTISSA: &str = "(?:[1-9][0-9]{0,17}(?:\\.[0-9]+)?|0\\.[0-9]*[1-9][0-9]*)";
 const ZERO_MANTISSA: &str = "0(?:\\.0+)?";
 
@@ -640,163 +639,6 @@ pub fn decimal_range(lo: Option<&Bound>, hi: Option<&Bound>) -> Option<String> {
             exclusive: l.exclusive,
         });
         parts.push(unsigned_decimal(&mlo, mhi.as_ref()).map(|r| format!("-{r}")));
-    }
-    alt(parts)
-}
-
-/// Integer multiples of `k` (k ≥ 1) when `k` divides 10^m for m ≤ 4: the last
-/// m digits decide. At most 15 digits (exact in `f64`). `None` when `k` is not of that kind.
-pub fn multiple_of_suffix(k: u64) -> Option<String> {
-    let mut m = 0u32;
-    while m <= 4 && 10u64.pow(m) % k != 0 {
-        m += 1;
-    }
-    if m > 4 {
-        return None;
-    }
-    if k == 1 {
-        return Some(integer_any());
-    }
-    let p = 10u64.pow(m);
-    // Non-zero multiples below 10^m, written canonically, and m-digit suffixes.
-    let small: Vec<String> = (k..p).step_by(k as usize).map(|v| v.to_string()).collect();
-    let suffixes: Vec<String> = (0..p)
-        .step_by(k as usize)
-        .map(|v| format!("{v:0width$}", width = m as usize))
-        .collect();
-    // At most 15 digits: beyond 2^53 a validator working in f64 may disagree.
-    let long = format!("[1-9][0-9]{{0,{}}}{}", 14 - m, trie_regex(&suffixes));
-    let pos = if small.is_empty() {
-        long
-    } else {
-        format!("{}|{long}", trie_regex(&small))
-    };
-    Some(format!("(?:0|-?(?:{pos}))"))
-}
-
-/// Most significant digits of a decimal multiple (integer and fraction
-/// digits together are not bounded; the integer part has at most 15 digits,
-/// so every value keeps its exact decimal reading in `f64` range).
-const MULTIPLE_INT_DIGITS: usize = 15;
-
-/// Numbers in plain decimal notation (`-?I(.F)?`, no exponent) that are
-/// exact multiples of the decimal `m` (> 0), read as decimals: `x` is a
-/// multiple when `x / m` is an integer over the rationals, which is what
-/// the JSON Schema specification says and what the decimal text means
-/// (validators that divide in binary floating point disagree with each
-/// other and with the text: see `Gen::decimal_multiple_of`).
-///
-/// With `m = c·10^-s` (`c` an integer), `x` is a multiple exactly when
-/// `x·10^s` is an integer (at most `s` fraction digits, then zeros) and
-/// that integer is divisible by `c`. When `c = 2^a·5^b` the last
-/// `t = max(a, b)` digits of `x·10^s` decide, so the language is a union,
-/// over the `10^t / c` admissible digit suffixes, of "integer part ending
-/// in these digits, fraction starting with those". `Err` says why another
-/// `m` is refused (`c` with another prime factor, or more than
-/// `max_suffixes` suffixes).
-pub fn decimal_multiples(m: &Dec, max_suffixes: usize) -> Result<String, String> {
-    if m.neg || m.is_zero() {
-        return Err(format!("multipleOf {m} is not positive"));
-    }
-    let s = m.frac.len();
-    let digits = format!("{}{}", m.int, m.frac);
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 15 {
-        return Err(format!(
-            "multipleOf {m} has more than 15 significant digits"
-        ));
-    }
-    let c: u64 = digits.parse().map_err(|_| format!("multipleOf {m}"))?;
-    let (mut a, mut b, mut rest) = (0usize, 0usize, c);
-    while rest % 2 == 0 {
-        rest /= 2;
-        a += 1;
-    }
-    while rest % 5 == 0 {
-        rest /= 5;
-        b += 1;
-    }
-    if rest != 1 {
-        return Err(format!(
-            "multipleOf {m}: {c} is not a divisor of a power of ten (its multiples are not decided by the last digits)"
-        ));
-    }
-    let t = a.max(b);
-    if t > 6 || (10u64.pow(t as u32) / c) as usize > max_suffixes {
-        return Err(format!(
-            "multipleOf {m}: more than {max_suffixes} admissible digit suffixes"
-        ));
-    }
-    let p = 10u64.pow(t as u32);
-    let mut parts: Vec<String> = Vec::new();
-    for r in (0..p).step_by(c as usize) {
-        let r = if t == 0 {
-            String::new()
-        } else {
-            format!("{r:0t$}")
-        };
-        // r splits into the integer part's last digits and the fraction's.
-        let in_int = t.saturating_sub(s);
-        let (ri, rf) = r.split_at(in_int);
-        let int = if ri.is_empty() {
-            format!("(?:0|[1-9][0-9]{{0,{}}})", MULTIPLE_INT_DIGITS - 1)
-        } else {
-            let canon = ri.trim_start_matches('0');
-            let canon = if canon.is_empty() { "0" } else { canon };
-            let free = MULTIPLE_INT_DIGITS.saturating_sub(ri.len() + 1);
-            format!("(?:[1-9][0-9]{{0,{free}}}{ri}|{canon})")
-        };
-        // The s fraction digits: free ones, then the suffix's.
-        let fixed: Vec<Option<u8>> = std::iter::repeat_n(None, s - rf.len())
-            .chain(rf.bytes().map(Some))
-            .collect();
-        let mut fracs: Vec<String> = Vec::new();
-        for k in 0..=s {
-            // Written with k digits: the rest of the s digits must be zero.
-            if fixed[k..].iter().any(|d| d.is_some_and(|d| d != b'0')) {
-                continue;
-            }
-            if k == 0 {
-                fracs.push("(?:\\.0+)?".into());
-            } else {
-                let body: String = fixed[..k]
-                    .iter()
-                    .map(|d| match d {
-                        None => "[0-9]".to_string(),
-                        Some(d) => (*d as char).to_string(),
-                    })
-                    .collect();
-                fracs.push(format!("\\.{body}0*"));
-            }
-        }
-        parts.push(format!("{int}(?:{})", fracs.join("|")));
-    }
-    Ok(format!("-?(?:{})", parts.join("|")))
-}
-
-/// The integers `lo, lo+k, ...` up to `hi`, as a prefix-shared alternation.
-pub fn enumerate_multiples(lo: i128, hi: i128, k: i128) -> Option<String> {
-    if k <= 0 || lo > hi {
-        return None;
-    }
-    let first = lo.div_euclid(k) * k + if lo.rem_euclid(k) == 0 { 0 } else { k };
-    let mut neg = Vec::new();
-    let mut pos = Vec::new();
-    let mut v = first;
-    while v <= hi {
-        if v < 0 {
-            neg.push((-v).to_string());
-        } else {
-            pos.push(v.to_string());
-        }
-        v += k;
-    }
-    let mut parts = Vec::new();
-    if !pos.is_empty() {
-        parts.push(Some(trie_regex(&pos)));
-    }
-    if !neg.is_empty() {
-        parts.push(Some(format!("-{}", trie_regex(&neg))));
     }
     alt(parts)
 }
@@ -960,24 +802,6 @@ mod tests {
                     }
                 }
             }
-        }
-    }
-
-    #[test]
-    fn multiples_by_suffix() {
-        for k in [1u64, 2, 4, 5, 10, 25, 50, 100] {
-            let r = re(&multiple_of_suffix(k).unwrap());
-            for v in -500i64..500 {
-                assert_eq!(r.is_match(&v.to_string()), v % k as i64 == 0, "{v} % {k}");
-            }
-        }
-        assert!(multiple_of_suffix(7).is_none());
-        let r = re(&enumerate_multiples(-20, 30, 7).unwrap());
-        for v in -50..50 {
-            assert_eq!(
-                r.is_match(&v.to_string()),
-                (-20..=30).contains(&v) && v % 7 == 0
-            );
         }
     }
 }

@@ -66,6 +66,15 @@ pub const CHAR: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u00[01][0-9a-fA-F])"
 /// One character of an extra (undeclared) key: no `\u` escapes, so each key
 /// has exactly one spelling and the complement of declared names is exact.
 const KEY_CHAR: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt])"#;
+/// One character of a string under [`SchemaOptions::general_unicode_escapes`]
+/// (llguidance's `json_allow_general_unicode_escapes`): any character also
+/// as `\uXXXX` in either case, one past U+FFFF as a surrogate pair (one
+/// character for `minLength` / `maxLength`), unpaired surrogates refused;
+/// a raw U+007F is not offered, as llguidance does not.
+const GENERAL_CHAR: &str = concat!(
+    r#"(?:[^"\\\x00-\x1F\x7F]|\\["\\bfnrt]|\\u(?:[0-9a-ce-fA-CE-F][0-9a-fA-F]{3}"#,
+    r#"|[dD][0-7][0-9a-fA-F]{2}|[dD][89aAbB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}))"#
+);
 
 pub(crate) fn compile_document(
     schema: &Value,
@@ -244,15 +253,44 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     // ---------------------------------------------------------------- free form
 
-    fn string_any() -> String {
-        format!("\"{CHAR}*\"")
+    /// One character of a string with no pattern, format or listed values.
+    fn string_char(&self) -> &'static str {
+        if self.opts.general_unicode_escapes {
+            GENERAL_CHAR
+        } else {
+            CHAR
+        }
     }
 
-    fn scalar_any() -> String {
+    /// One counted character (`minLength` / `maxLength`).
+    fn counted_char(&self) -> &'static str {
+        if self.opts.general_unicode_escapes {
+            GENERAL_CHAR
+        } else {
+            KEY_CHAR
+        }
+    }
+
+    fn string_any(&self) -> String {
+        format!("\"{}*\"", self.string_char())
+    }
+
+    /// A key other than `names`: with no names and general escapes, any
+    /// string; otherwise canonical spellings, so that the complement of
+    /// the names is exact ([`extra_key`]).
+    fn free_key(&self, names: &[String]) -> String {
+        if names.is_empty() && self.opts.general_unicode_escapes {
+            self.string_any()
+        } else {
+            extra_key(names)
+        }
+    }
+
+    fn scalar_any(&self) -> String {
         format!(
             "(?:null|true|false|{}|{})",
             numeric::number_any(),
-            Self::string_any()
+            self.string_any()
         )
     }
 
@@ -266,23 +304,29 @@ impl<'d, 'a> Gen<'d, 'a> {
         while self.free.len() <= d {
             let k = self.free.len();
             let s = if k == 0 {
-                Self::scalar_any()
+                self.scalar_any()
             } else {
                 let v = self.free[k - 1].clone();
-                let Layout {
-                    inner,
-                    comma,
-                    colon,
-                } = &self.lay;
-                let key = Self::string_any();
-                format!(
-                    "(?:{sc}|\\[{inner}(?:{v}(?:{comma}{v})*)?{inner}\\]|\\{{{inner}(?:{key}{colon}{v}(?:{comma}{key}{colon}{v})*)?{inner}\\}})",
-                    sc = Self::scalar_any()
-                )
+                self.containers_of(&v)
             };
             self.free.push(s);
         }
         self.free[d].clone()
+    }
+
+    /// A scalar, or an array or object whose values are `v`, in the
+    /// schema's whitespace layout.
+    fn containers_of(&self, v: &str) -> String {
+        let Layout {
+            inner,
+            comma,
+            colon,
+        } = &self.lay;
+        let key = self.string_any();
+        format!(
+            "(?:{sc}|\\[{inner}(?:{v}(?:{comma}{v})*)?{inner}\\]|\\{{{inner}(?:{key}{colon}{v}(?:{comma}{key}{colon}{v})*)?{inner}\\}})",
+            sc = self.scalar_any()
+        )
     }
 
     fn any(&mut self) -> String {

@@ -190,7 +190,8 @@ pub(super) fn x_guidance(
     for (k, v) in obj {
         let bad = |why: &str| unsupported(pos, &format!("%json \"x-guidance\" option `{k}`"), why);
         match (k.as_str(), v) {
-            ("whitespace_flexible" | "coerce_one_of" | "json_allow_general_unicode_escapes", J::Bool(_)) => {}
+            ("whitespace_flexible" | "coerce_one_of", J::Bool(_)) => {}
+            ("json_allow_general_unicode_escapes", J::Bool(b)) => opts.general_unicode_escapes = *b,
             ("lenient", J::Bool(b)) => opts.lenient = *b,
             ("item_separator", J::String(r)) if matches(r, ",") => {}
             ("key_separator", J::String(r)) if matches(r, ":") => {}

@@ -16,18 +16,35 @@ pub(super) fn emit_alt(v: &[Hir]) -> Option<String> {
     }
 }
 
-/// The canonical JSON spelling of one character, as regex text.
+/// The JSON spellings of one character, as regex text: the character
+/// itself, `\"` and `\\`, and for a control character `\u00XX` in
+/// either case beside its short escape (if it has one), as free strings
+/// take them.
 pub fn char_unit(c: char) -> String {
-    match c {
-        '"' => "\\\\\"".into(),
-        '\\' => "\\\\\\\\".into(),
-        '\u{8}' => "\\\\b".into(),
-        '\u{c}' => "\\\\f".into(),
-        '\n' => "\\\\n".into(),
-        '\r' => "\\\\r".into(),
-        '\t' => "\\\\t".into(),
-        c if (c as u32) < 0x20 => format!("\\\\u00{:02x}", c as u32),
-        c => regex_syntax::escape(&c.to_string()),
+    let short = match c {
+        '"' => return "\\\\\"".into(),
+        '\\' => return "\\\\\\\\".into(),
+        '\u{8}' => "b",
+        '\u{c}' => "f",
+        '\n' => "n",
+        '\r' => "r",
+        '\t' => "t",
+        c if (c as u32) < 0x20 => "",
+        c => return regex_syntax::escape(&c.to_string()),
+    };
+    let low = c as u32 & 0xF;
+    let hex = match low {
+        0..=9 => low.to_string(),
+        _ => {
+            let d = char::from_digit(low, 16).expect("a hex digit");
+            format!("[{d}{}]", d.to_ascii_uppercase())
+        }
+    };
+    let u = format!("\\\\u00{}{hex}", c as u32 >> 4);
+    if short.is_empty() {
+        u
+    } else {
+        format!("(?:\\\\{short}|{u})")
     }
 }
 
@@ -76,7 +93,7 @@ pub fn class_text(ranges: &[(char, char)]) -> Option<String> {
         .filter(|c| (*c as u32) < 0x20)
         .collect();
     if controls.len() == 32 {
-        parts.push("\\\\[bfnrt]|\\\\u00[01][0-9a-f]".into());
+        parts.push("\\\\[bfnrt]|\\\\u00[01][0-9a-fA-F]".into());
     } else {
         for c in &controls {
             parts.push(char_unit(*c));

@@ -53,7 +53,7 @@
 
 use super::super::{CompiledSchema, Pointer, SchemaError, SchemaOptions, SchemaWarning};
 use super::ir::{Document, Node, Schema};
-use super::{Gen, Layout};
+use super::Gen;
 use crate::pda::CALL_MARKER;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -226,16 +226,7 @@ impl Gen<'_, '_> {
             .as_mut()
             .and_then(Calls::any_value)
             .expect("the fragment was queued by a call");
-        let Layout {
-            inner,
-            comma,
-            colon,
-        } = &self.lay;
-        let key = Self::string_any();
-        format!(
-            "(?:{sc}|\\[{inner}(?:{v}(?:{comma}{v})*)?{inner}\\]|\\{{{inner}(?:{key}{colon}{v}(?:{comma}{key}{colon}{v})*)?{inner}\\}})",
-            sc = Self::scalar_any()
-        )
+        self.containers_of(&v)
     }
 }
 

@@ -434,11 +434,11 @@ impl Gen<'_, '_> {
                         self.opts.extra_value_depth
                     };
                     let v = self.free_form(depth);
-                    let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
+                    let k = names_key.clone().unwrap_or_else(|| self.free_key(&names));
                     Some(format!("{k}{colon}{v}"))
                 }
                 Some(s) => self.value(s, &[])?.map(|v| {
-                    let k = names_key.clone().unwrap_or_else(|| extra_key(&names));
+                    let k = names_key.clone().unwrap_or_else(|| self.free_key(&names));
                     format!("{k}{colon}{v}")
                 }),
             }
@@ -740,7 +740,7 @@ impl Gen<'_, '_> {
             });
         }
         let colon = self.lay.colon.clone();
-        let base = names_key.unwrap_or_else(|| extra_key(names));
+        let base = names_key.unwrap_or_else(|| self.free_key(names));
         let mut langs: Vec<Lang> = Vec::new();
         for (p, _) in pats {
             match pattern::compile_pattern(&p.value, 0, None) {

@@ -9,7 +9,7 @@
 //!   multiples (a product automaton, `Op::AndNot`);
 //! - `k` dividing a power of ten `10^m` (m ≤ 4): the last `m` digits decide
 //!   ([`non_multiple_suffix`]), at most 15 digits in all, as for the
-//!   multiples (`numeric::multiple_of_suffix`): past 2^53 a validator that
+//!   multiples (`numeric::suffix_multiples`): past 2^53 a validator that
 //!   reads numbers as `f64` may round a non-multiple onto a multiple;
 //! - otherwise *narrowed* (sound, with a warning naming the keyword and the
 //!   window): the non-multiples among `max_enumerated_multiples` candidate

@@ -86,9 +86,9 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
     }
 
-    /// Integers that are multiples of an integer `multipleOf`: enumerated
-    /// within bounds, by their last digits for divisors of a power of ten,
-    /// and otherwise narrowed (warning) to `max_enumerated_multiples`
+    /// Integers that are multiples of an integer `multipleOf`: by their last
+    /// digits for divisors of a power of ten (within any bounds), enumerated
+    /// within bounds, and otherwise narrowed (warning) to `max_enumerated_multiples`
     /// multiples from the one bound or around 0.
     fn integer_multiples(
         &mut self,
@@ -103,6 +103,20 @@ impl<'d, 'a> Gen<'d, 'a> {
         let (l, h) = numeric::integer_bounds(lo, hi);
         if k == 1 {
             return Ok(numeric::int_range(l.as_ref(), h.as_ref()));
+        }
+        // The last-digit rule writes at most 15 digits; a range beyond that
+        // with both bounds is listed instead.
+        let past_15_digits = |v: &Option<numeric::Dec>| {
+            v.as_ref()
+                .is_some_and(|v| v.to_i128().is_none_or(|v| v.abs() >= 10i128.pow(15)))
+        };
+        let listed = l.is_some() && h.is_some() && (past_15_digits(&l) || past_15_digits(&h));
+        if let Some(r) = u64::try_from(k)
+            .ok()
+            .filter(|_| !listed)
+            .and_then(|k| numeric::suffix_multiples(l.as_ref(), h.as_ref(), k))
+        {
+            return Ok(r);
         }
         if let (Some(l), Some(h)) = (&l, &h) {
             let (Some(li), Some(hi_)) = (l.to_i128(), h.to_i128()) else {
@@ -122,22 +136,6 @@ impl<'d, 'a> Gen<'d, 'a> {
                 });
             }
             return Ok(numeric::enumerate_multiples(li, hi_, k));
-        }
-        if let Some(r) = u64::try_from(k).ok().and_then(numeric::multiple_of_suffix) {
-            if l.is_none() && h.is_none() {
-                return Ok(Some(r));
-            }
-            // One bound: the product of the range and the last digits.
-            let Some(range) = numeric::int_range(l.as_ref(), h.as_ref()) else {
-                return Ok(None);
-            };
-            return self.combine(
-                &range,
-                &r,
-                crate::dfa::algebra::Op::And,
-                "multipleOf within bounds",
-                &m.at,
-            );
         }
         // No bounded range and no last-digit rule: narrowed to a window of
         // `max_enumerated_multiples` multiples (sound, with a warning; the
@@ -294,11 +292,11 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
         }
         if min == 0 && max.is_none() {
-            return Ok(Some(format!("\"{CHAR}*\"")));
+            return Ok(Some(self.string_any()));
         }
         // Counted: the short character form keeps each counted position small
         // (no `\u00XX` escapes: about 9 DFA states per position instead of 13).
-        Ok(Some(format!("\"{KEY_CHAR}{}\"", repeat(min, max))))
+        Ok(Some(format!("\"{}{}\"", self.counted_char(), repeat(min, max))))
     }
 
     /// A quoted string language (a pattern or format) cut to `min..=max`
