@@ -85,6 +85,7 @@
 //! recursion depth 3, free-form depth 3, fail closed on everything.
 
 pub mod documents;
+mod escapes;
 mod eval;
 pub(crate) mod formats;
 pub(crate) mod ir;
@@ -94,6 +95,7 @@ pub(crate) mod pushdown;
 pub mod regex;
 pub mod tools;
 pub mod whitespace;
+pub use escapes::Escapes;
 mod witness;
 
 pub use documents::Documents;
@@ -241,6 +243,12 @@ pub struct SchemaOptions {
     /// a Lark `%json` block's `x-guidance`. Default `false`: one spelling
     /// per character but for control characters (`\n` or `\u000a`).
     pub general_unicode_escapes: bool,
+    /// The escapes strings may use (default: all of them); a narrower set
+    /// (llguidance's `json_allowed_escapes`, set by a Lark `%json` block's
+    /// `x-guidance`) is enforced where the compiler spells the strings and
+    /// refused under `pattern`, `format`, `propertyNames`, `not` and for
+    /// names and values it cannot spell ([`Escapes`]).
+    pub allowed_escapes: Escapes,
 }
 
 crate::config_setters!(SchemaOptions {
@@ -268,6 +276,7 @@ crate::config_setters!(SchemaOptions {
     max_product_len: usize,
     max_unique_values: usize,
     general_unicode_escapes: bool,
+    allowed_escapes: Escapes,
 });
 
 impl Default for SchemaOptions {
@@ -297,6 +306,7 @@ impl Default for SchemaOptions {
             max_product_len: 256 << 10,
             max_unique_values: 6,
             general_unicode_escapes: false,
+            allowed_escapes: Escapes::ALL,
         }
     }
 }

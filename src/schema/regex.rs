@@ -66,16 +66,6 @@ pub const CHAR: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u00[01][0-9a-fA-F])"
 /// One character of an extra (undeclared) key: no `\u` escapes, so each key
 /// has exactly one spelling and the complement of declared names is exact.
 const KEY_CHAR: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\bfnrt])"#;
-/// One character of a string under [`SchemaOptions::general_unicode_escapes`]
-/// (llguidance's `json_allow_general_unicode_escapes`): any character also
-/// as `\uXXXX` in either case, one past U+FFFF as a surrogate pair (one
-/// character for `minLength` / `maxLength`), unpaired surrogates refused;
-/// a raw U+007F is not offered, as llguidance does not.
-const GENERAL_CHAR: &str = concat!(
-    r#"(?:[^"\\\x00-\x1F\x7F]|\\["\\bfnrt]|\\u(?:[0-9a-ce-fA-CE-F][0-9a-fA-F]{3}"#,
-    r#"|[dD][0-7][0-9a-fA-F]{2}|[dD][89aAbB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}))"#
-);
-
 pub(crate) fn compile_document(
     schema: &Value,
     opts: &SchemaOptions,
@@ -119,6 +109,7 @@ pub(crate) fn compile_document(
 fn compile_at_depth(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
     // `$ref`s to the meta-schemas resolve to the bundled copies.
     let schema = crate::schema::documents::bundle(schema, &Default::default());
+    super::escapes::check(&schema, opts.allowed_escapes)?;
     let doc = Document::new(&schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);
@@ -253,21 +244,25 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     // ---------------------------------------------------------------- free form
 
-    /// One character of a string with no pattern, format or listed values.
-    fn string_char(&self) -> &'static str {
-        if self.opts.general_unicode_escapes {
-            GENERAL_CHAR
+    /// One character of a string with no pattern, format or listed values
+    /// (see [`super::Escapes::unit`]).
+    fn string_char(&self) -> String {
+        let (esc, general) = (self.opts.allowed_escapes, self.opts.general_unicode_escapes);
+        if esc.is_all() && !general {
+            CHAR.into()
         } else {
-            CHAR
+            esc.unit(general, true)
         }
     }
 
-    /// One counted character (`minLength` / `maxLength`).
-    fn counted_char(&self) -> &'static str {
-        if self.opts.general_unicode_escapes {
-            GENERAL_CHAR
+    /// One counted character (`minLength` / `maxLength`): no `\u00XX`
+    /// escapes but with general escapes (fewer DFA states per position).
+    fn counted_char(&self) -> String {
+        let (esc, general) = (self.opts.allowed_escapes, self.opts.general_unicode_escapes);
+        if esc.is_all() && !general {
+            KEY_CHAR.into()
         } else {
-            KEY_CHAR
+            esc.unit(general, general)
         }
     }
 
@@ -282,7 +277,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         if names.is_empty() && self.opts.general_unicode_escapes {
             self.string_any()
         } else {
-            extra_key(names)
+            extra_key(names, self.opts.allowed_escapes)
         }
     }
 

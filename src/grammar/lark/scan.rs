@@ -198,15 +198,14 @@ pub(super) fn x_guidance(
             ("whitespace_pattern", J::Null) => {}
             ("whitespace_pattern", J::String(r)) if matches(r, "") => {}
             ("json_allowed_escapes", J::Null) => {}
-            ("json_allowed_escapes", J::String(e)) if "nrbtf\\\"u".chars().all(|c| e.contains(c)) => {}
+            ("json_allowed_escapes", J::String(e)) => {
+                opts.allowed_escapes = crate::schema::Escapes::parse(e).map_err(|c| {
+                    bad(&format!("`{c}` is not an escape letter (one of `nrbtf\\\"u`)"))
+                })?
+            }
             ("item_separator" | "key_separator" | "whitespace_pattern", _) => {
                 return Err(bad(
                     "the block is written as compact JSON, which this pattern does not match",
-                ))
-            }
-            ("json_allowed_escapes", _) => {
-                return Err(bad(
-                    "JSON strings are written with every standard escape (`\\n`, `\\t`, `\\b`, `\\f`, `\\r`, `\\\"`, `\\\\`, `\\u00XX`); a narrower set is not enforced",
                 ))
             }
             _ => return Err(bad("unknown option, or a value of the wrong type")),

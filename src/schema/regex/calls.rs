@@ -347,6 +347,7 @@ fn fragments_with(
 ) -> Result<SchemaFragments, SchemaError> {
     // `$ref`s to the meta-schemas resolve to the bundled copies.
     let schema = crate::schema::documents::bundle(schema, &Default::default());
+    super::super::escapes::check(&schema, opts.allowed_escapes)?;
     let doc = Document::new(&schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);

@@ -178,7 +178,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         if Types(rest).has(Types::STRING) && !strs.is_empty() {
             drop(&mut rest, Types::STRING);
             if !base.has_string_keywords() {
-                parts.push(extra_key(&strs));
+                parts.push(extra_key(&strs, self.opts.allowed_escapes));
             } else {
                 let mut only = base.clone();
                 only.types = Some(Types::STRING);
@@ -406,7 +406,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                     .collect();
                 if let Some(k) = key {
                     key =
-                        self.combine(&k, &extra_key(&taken), Op::And, "propertyNames", &name.at)?;
+                        self.combine(&k, &extra_key(&taken, self.opts.allowed_escapes), Op::And, "propertyNames", &name.at)?;
                 }
             }
             let Some(key) = key else {

@@ -55,12 +55,19 @@ pub(super) fn class_escape(c: char) -> String {
 /// Any key unit other than the given ones, as regex text (`None`: none left).
 /// With `ascii_only`, characters at or above U+0080 are left out (the
 /// caller offers them once for every node, see [`non_ascii_exits`]).
-pub(super) fn other_units(children: &BTreeMap<Unit, TrieNode>, ascii_only: bool) -> Lang {
+pub(super) fn other_units(
+    children: &BTreeMap<Unit, TrieNode>,
+    ascii_only: bool,
+    escapes: super::super::Escapes,
+) -> Lang {
     let mut plain = String::from(r#"[^"\\\x00-\x1F"#);
     if ascii_only {
         plain.push_str(r"\x{80}-\x{10FFFF}");
     }
-    let mut escs: Vec<char> = vec!['"', '\\', 'b', 'f', 'n', 'r', 't'];
+    let mut escs: Vec<char> = ['"', '\\', 'b', 'f', 'n', 'r', 't']
+        .into_iter()
+        .filter(|&c| escapes.allows_short(c))
+        .collect();
     for u in children.keys() {
         match *u {
             Unit::Plain(c) => plain.push_str(&class_escape(c)),
@@ -158,8 +165,10 @@ pub(super) fn non_names(node: &TrieNode) -> Lang {
 /// the free tail instead of one per trie node keeps the DFA from holding a
 /// separate "rest of the key" for every prefix (measured: about a third
 /// fewer states on compliant-mode objects).
-pub(super) fn divergent(node: &TrieNode) -> Lang {
-    trie_paths(node, &|n| other_units(&n.children, !has_non_ascii_child(n)))
+pub(super) fn divergent(node: &TrieNode, escapes: super::super::Escapes) -> Lang {
+    trie_paths(node, &|n| {
+        other_units(&n.children, !has_non_ascii_child(n), escapes)
+    })
 }
 
 pub(super) fn has_non_ascii_child(node: &TrieNode) -> bool {
@@ -177,7 +186,7 @@ pub(super) fn non_ascii_exits(node: &TrieNode) -> Lang {
 }
 
 /// Regex for a JSON string key that is none of `names`.
-pub(super) fn extra_key(names: &[String]) -> String {
+pub(super) fn extra_key(names: &[String], escapes: super::super::Escapes) -> String {
     let mut root = TrieNode {
         terminal: false,
         children: BTreeMap::new(),
@@ -193,13 +202,18 @@ pub(super) fn extra_key(names: &[String]) -> String {
         }
         cur.terminal = true;
     }
+    let unit = if escapes.is_all() {
+        KEY_CHAR.to_string()
+    } else {
+        escapes.unit(false, false)
+    };
     if root.children.is_empty() && !root.terminal {
-        return format!("\"{KEY_CHAR}*\"");
+        return format!("\"{unit}*\"");
     }
     // Keys that are a proper prefix of a name, or that leave the names'
     // trie at some unit and continue freely.
     let exits: Vec<String> = [
-        divergent(&root),
+        divergent(&root, escapes),
         non_ascii_exits(&root).map(|p| format!(r"{p}[\x{{80}}-\x{{10FFFF}}]")),
     ]
     .into_iter()
@@ -207,7 +221,7 @@ pub(super) fn extra_key(names: &[String]) -> String {
     .collect();
     let parts: Vec<String> = [
         non_names(&root),
-        alt_all(exits).map(|d| format!("{d}{KEY_CHAR}*")),
+        alt_all(exits).map(|d| format!("{d}{unit}*")),
     ]
     .into_iter()
     .flatten()

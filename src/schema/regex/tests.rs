@@ -2,12 +2,13 @@
 //! when it is none of the declared names.
 
 use super::*;
+use crate::schema::Escapes;
 
 #[test]
 fn extra_keys_exclude_declared_names() {
     let re = regex::Regex::new(&format!(
         "^{}$",
-        extra_key(&["a".into(), "ab".into(), "b\"c".into()])
+        extra_key(&["a".into(), "ab".into(), "b\"c".into()], Escapes::ALL)
     ))
     .unwrap();
     for ok in [
@@ -44,7 +45,7 @@ fn extra_keys_match_exactly_the_other_keys() {
         let names: Vec<String> = (0..rng.random_range(1..5))
             .map(|_| word(&mut rng))
             .collect();
-        let re = regex::Regex::new(&format!("^{}$", extra_key(&names))).unwrap();
+        let re = regex::Regex::new(&format!("^{}$", extra_key(&names, Escapes::ALL))).unwrap();
         for _ in 0..50 {
             let k = word(&mut rng);
             let text = py_string(&k);
