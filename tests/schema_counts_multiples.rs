@@ -185,9 +185,10 @@ fn multiple_of_half_on_integers() {
     }
 }
 
-/// Integer `multipleOf` (a divisor of a power of ten) with one bound, or
-/// with two bounds too far apart to list: by the last digits within the
-/// bounds, exact against the `jsonschema` oracle, in every mode. (A bound
+/// Integer `multipleOf` (a divisor of a power of ten) and its complement
+/// (`not`) with one bound, or with two bounds too far apart to list: by the
+/// last digits within the bounds, exact against the `jsonschema` oracle, in
+/// every mode. (A bound
 /// used to make the product with the range fail on its regex length,
 /// even for `{"minimum": 0, "multipleOf": 5}`.)
 #[test]
@@ -199,6 +200,9 @@ fn integer_multiples_within_any_bounds() {
         json!({"type": "integer", "exclusiveMinimum": -1250, "multipleOf": 25}),
         json!({"type": "integer", "minimum": 0, "maximum": 1000000000, "multipleOf": 5}),
         json!({"type": "integer", "minimum": -77777, "maximum": 123456, "multipleOf": 4}),
+        json!({"type": "integer", "minimum": 0, "not": {"multipleOf": 5}}),
+        json!({"type": "integer", "minimum": -100, "maximum": 100000, "not": {"multipleOf": 4}}),
+        json!({"type": "integer", "maximum": -3, "not": {"multipleOf": 2}}),
         json!({"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}},
                "patternProperties": {"^c": {"type": "integer", "multipleOf": 5}},
                "required": ["count"]}),

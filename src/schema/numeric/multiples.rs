@@ -20,8 +20,22 @@ const MULTIPLE_CAP: i128 = 999_999_999_999_999;
 /// split on the prefix (`p` strictly between the bounds' prefixes takes
 /// every suffix, `p` equal to one takes the suffixes on its side), so the
 /// regex grows with the digits of the bounds, not with their distance.
-/// Shorter numbers are listed (at most `10^m / k ≤ 625`).
+/// Shorter numbers are listed (at most `10^m`).
 pub fn suffix_multiples(lo: Option<&Dec>, hi: Option<&Dec>, k: u64) -> Option<Option<String>> {
+    by_suffix(lo, hi, k, true)
+}
+
+/// The same for the integers that are **not** multiples of `k` (the
+/// complement of `multipleOf` within bounds).
+pub fn suffix_non_multiples(
+    lo: Option<&Dec>,
+    hi: Option<&Dec>,
+    k: u64,
+) -> Option<Option<String>> {
+    by_suffix(lo, hi, k, false)
+}
+
+fn by_suffix(lo: Option<&Dec>, hi: Option<&Dec>, k: u64, multiples: bool) -> Option<Option<String>> {
     let m = (0..=4u32).find(|&m| 10u64.pow(m) % k == 0)?;
     let clamp = |d: &Dec| match d.to_i128() {
         Some(v) => v.clamp(-MULTIPLE_CAP - 1, MULTIPLE_CAP + 1),
@@ -33,35 +47,40 @@ pub fn suffix_multiples(lo: Option<&Dec>, hi: Option<&Dec>, k: u64) -> Option<Op
     if lo > hi {
         return Some(None);
     }
-    let (k, m) = (k as i128, m as usize);
+    let k = k as i128;
+    let keep = |v: i128| (v % k == 0) == multiples;
     let mut parts = Vec::new();
     if hi >= 0 {
-        parts.push(uint_multiples(lo.max(0), hi, k, m));
+        parts.push(uint_by_suffix(lo.max(0), hi, m as usize, &keep));
     }
     if lo < 0 {
-        let mags = uint_multiples((-hi).max(1), -lo, k, m);
+        let mags = uint_by_suffix((-hi).max(1), -lo, m as usize, &keep);
         parts.push(mags.map(|r| format!("-{r}")));
     }
     Some(alt(parts))
 }
 
-/// Canonical non-negative multiples of `k` (`k | 10^m`) in `[lo, hi]`,
-/// `0 ≤ lo`, `hi ≤ MULTIPLE_CAP` (see [`suffix_multiples`]).
-fn uint_multiples(lo: i128, hi: i128, k: i128, m: usize) -> Option<String> {
+/// Canonical non-negative integers in `[lo, hi]` (`0 ≤ lo`, `hi ≤
+/// MULTIPLE_CAP`) whose value modulo `10^m` passes `keep` (see
+/// [`suffix_multiples`]).
+fn uint_by_suffix(lo: i128, hi: i128, m: usize, keep: &dyn Fn(i128) -> bool) -> Option<String> {
     if lo > hi {
         return None;
     }
     let p10 = 10i128.pow(m as u32);
     let mut parts = Vec::new();
     if lo < p10 {
-        parts.push(enumerate_multiples(lo, hi.min(p10 - 1), k));
+        let short: Vec<String> = (lo..=hi.min(p10 - 1))
+            .filter(|&v| keep(v))
+            .map(|v| v.to_string())
+            .collect();
+        parts.push((!short.is_empty()).then(|| trie_regex(&short)));
     }
     if hi >= p10 {
-        // The m-digit suffixes in [a, b] that are multiples of k.
+        // The m-digit suffixes in [a, b] that pass `keep`.
         let suffixes = |a: i128, b: i128| -> Option<String> {
-            let v: Vec<String> = (0..p10)
-                .step_by(k as usize)
-                .filter(|s| (a..=b).contains(s))
+            let v: Vec<String> = (a..=b)
+                .filter(|&s| keep(s))
                 .map(|s| if m == 0 { String::new() } else { format!("{s:0m$}") })
                 .collect();
             (!v.is_empty()).then(|| trie_regex(&v))
@@ -73,9 +92,9 @@ fn uint_multiples(lo: i128, hi: i128, k: i128, m: usize) -> Option<String> {
         } else {
             parts.push(suffixes(ls, p10 - 1).map(|s| format!("{lp}{s}")));
             if lp + 1 < hp {
-                let all = suffixes(0, p10 - 1).expect("0 is a multiple");
                 let mid = uint_range(&(lp + 1).to_string(), Some(&(hp - 1).to_string()));
-                parts.push(mid.map(|r| format!("{r}{all}")));
+                let all = suffixes(0, p10 - 1);
+                parts.push(mid.zip(all).map(|(r, all)| format!("{r}{all}")));
             }
             parts.push(suffixes(0, hs).map(|s| format!("{hp}{s}")));
         }
@@ -271,6 +290,19 @@ mod tests {
             }
         }
         assert!(suffix_multiples(None, None, 3).is_none());
+        for k in [2u64, 5, 25, 16] {
+            for (lo, hi) in bounds {
+                let r = suffix_non_multiples(lo.map(d).as_ref(), hi.map(d).as_ref(), k).unwrap();
+                let r = r.map(|r| re(&r));
+                for v in (-120_000i64..120_000).filter(|v| v % 13 == 0 || v.abs() < 1500) {
+                    let want = v % k as i64 != 0
+                        && lo.is_none_or(|l| v >= l)
+                        && hi.is_none_or(|h| v <= h);
+                    let got = r.as_ref().is_some_and(|r| r.is_match(&v.to_string()));
+                    assert_eq!(got, want, "{v} in [{lo:?}, {hi:?}] not a multiple of {k}");
+                }
+            }
+        }
         // 15 digits at most; a bound past that is clamped, one beyond it empties.
         let r = re(&suffix_multiples(Some(&d(0)), None, 5).unwrap().unwrap());
         assert!(r.is_match("999999999999995") && !r.is_match("1000000000000000"));

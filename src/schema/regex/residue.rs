@@ -7,10 +7,12 @@
 //!
 //! - a bounded range with few multiples: the range minus the enumerated
 //!   multiples (a product automaton, `Op::AndNot`);
-//! - `k` dividing a power of ten `10^m` (m ≤ 4): the last `m` digits decide
-//!   ([`non_multiple_suffix`]), at most 15 digits in all, as for the
-//!   multiples (`numeric::suffix_multiples`): past 2^53 a validator that
-//!   reads numbers as `f64` may round a non-multiple onto a multiple;
+//! - `k` dividing a power of ten `10^m` (m ≤ 4): the last `m` digits decide,
+//!   within any bounds (`numeric::suffix_non_multiples`; with the node's
+//!   own `multipleOf` too, [`non_multiple_suffix`] and a product), at most
+//!   15 digits in all, as for the multiples (`numeric::suffix_multiples`):
+//!   past 2^53 a validator that reads numbers as `f64` may round a
+//!   non-multiple onto a multiple;
 //! - otherwise *narrowed* (sound, with a warning naming the keyword and the
 //!   window): the non-multiples among `max_enumerated_multiples` candidate
 //!   integers (multiples of the node's own integer `multipleOf`, if any)
@@ -60,6 +62,9 @@ impl Gen<'_, '_> {
             return Ok(None);
         };
         let (l, h) = numeric::integer_bounds(n.minimum.as_ref(), n.maximum.as_ref());
+        // While `lang` is still the node's integer range, a divisor of a
+        // power of ten gives the non-multiples within the bounds directly.
+        let mut plain_range = base.multiple_of.is_none();
         for m in &n.not_multiple_of {
             let too = |detail: String| SchemaError::UnsupportedValue {
                 what: "keyword \"not\"".into(),
@@ -77,6 +82,17 @@ impl Gen<'_, '_> {
             };
             if k == 1 {
                 return Ok(None);
+            }
+            if plain_range {
+                let within = u64::try_from(k)
+                    .ok()
+                    .and_then(|k| numeric::suffix_non_multiples(l.as_ref(), h.as_ref(), k));
+                if let Some(r) = within {
+                    let Some(r) = r else { return Ok(None) };
+                    lang = r;
+                    plain_range = false;
+                    continue;
+                }
             }
             let bounded = match (&l, &h) {
                 (Some(a), Some(b)) => match (a.to_i128(), b.to_i128()) {
