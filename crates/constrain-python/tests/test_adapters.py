@@ -170,12 +170,12 @@ def test_vllm_logits_processor(tiny_info, tiny_path):
 
 def test_sglang_grammar_backend(tiny_info, tiny_path, tiny_tok):
     base, backend = sglang_backend(tiny_path, TINY_WIDTH)
-    assert backend._init_value_dispatch(("ebnf", 'root ::= "a"')) is not base.INVALID_GRAMMAR_OBJ
-    assert backend._init_value_dispatch(("ebnf", 'root ::= ("a"')) is base.INVALID_GRAMMAR_OBJ
-    assert backend._init_value_dispatch(("json", '{"type": "nope"}')) is base.INVALID_GRAMMAR_OBJ
-    grammar = backend._init_value_dispatch(("json", json.dumps(SCHEMA)))
-    assert grammar is not base.INVALID_GRAMMAR_OBJ
-    assert backend._init_value_dispatch(("json", "$$ANY$$")) is not base.INVALID_GRAMMAR_OBJ
+    assert not isinstance(backend._init_value_dispatch(("ebnf", 'root ::= "a"'), False), base.InvalidGrammarObject)
+    assert isinstance(backend._init_value_dispatch(("ebnf", 'root ::= ("a"'), False), base.InvalidGrammarObject)
+    assert isinstance(backend._init_value_dispatch(("json", '{"type": "nope"}'), False), base.InvalidGrammarObject)
+    grammar = backend._init_value_dispatch(("json", json.dumps(SCHEMA)), False)
+    assert not isinstance(grammar, base.InvalidGrammarObject)
+    assert not isinstance(backend._init_value_dispatch(("json", "$$ANY$$"), False), base.InvalidGrammarObject)
 
     # The scheduler's loop: jump forward where the text is forced, else
     # allocate / fill / move / apply the mask, sample, accept.
