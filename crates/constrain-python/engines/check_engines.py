@@ -214,17 +214,34 @@ def hf_real_model():
 
 def real_model_dir(root):
     """Qwen2.5-Coder-0.5B as a Hugging Face folder (bf16 safetensors, the
-    model's ``tokenizer.json``), written by transformers from the GGUF for
-    the vLLM checks."""
+    model's ``tokenizer.json``), from the weights transformers dequantized
+    out of the GGUF, for the vLLM and SGLang checks. Written by hand:
+    ``save_pretrained`` refuses a model loaded from a GGUF ("quantized with
+    gguf and is not serializable")."""
     d = root / "qwen2.5-coder-0.5b"
-    if (d / "config.json").is_file() and (d / "tokenizer.json").is_file():
+    if (d / "config.json").is_file():
         return d
+    import shutil
+
     import torch
+    from safetensors.torch import save_file
 
     model, tok = hf_real_model()
-    bf16 = {k: v.to(torch.bfloat16) for k, v in model.state_dict().items()}
-    model.save_pretrained(d, state_dict=bf16, safe_serialization=True)
-    tok.save_pretrained(d)
+    tmp = root / "qwen2.5-coder-0.5b.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    cfg = model.config.to_dict()
+    cfg.pop("quantization_config", None)
+    cfg["torch_dtype"] = cfg["dtype"] = "bfloat16"
+    cfg["architectures"] = cfg.get("architectures") or [type(model).__name__]  # SGLang reads it
+    weights = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()}
+    if cfg.get("tie_word_embeddings"):
+        weights.pop("lm_head.weight", None)  # the embedding's, shared
+    save_file(weights, tmp / "model.safetensors", metadata={"format": "pt"})
+    (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
+    model.generation_config.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    tmp.rename(d)
     return d
 
 
