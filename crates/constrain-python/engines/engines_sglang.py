@@ -137,7 +137,7 @@ def engine(need, Skip, model_dir, dtype, mode):
     timeout = int(os.environ.get("CONSTRAIN_SGLANG_TIMEOUT", "600"))
     script = str(pathlib.Path(__file__).with_name("sglang_engine.py"))
     env = dict(os.environ, VLLM_TARGET_DEVICE="cpu", HF_HUB_OFFLINE="1")
-    # Its own session: on a time-out the scheduler processes SGLang spawned go too.
+    # Its own process group: on a time-out the scheduler processes SGLang spawned go too.
     p = subprocess.Popen([sys.executable, script, str(model_dir), dtype, site, mode], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:

@@ -1,9 +1,9 @@
 """vLLM adapter: a V1 logits processor, registered through the
-``vllm.logits_processors`` entry point (installed with the wheel), taking
-the constraint per request from ``vllm_xargs``::
+``vllm.logits_processors`` entry point (installed with the wheel; vLLM then
+loads it into every engine, and ``--logits-processors`` naming it as well
+loads a second copy), taking the constraint per request from ``vllm_xargs``::
 
-    vllm serve Qwen/Qwen2.5-Coder-0.5B-Instruct \\
-        --logits-processors constrain.vllm:ConstrainLogitsProcessor
+    vllm serve Qwen/Qwen2.5-Coder-0.5B-Instruct
     # per request (OpenAI API): extra_body={"vllm_xargs": {"constrain_json": "<schema>"}}
     #   or {"constrain_regex": "<regex>"}
     #   or {"constrain_grammar": "<Lark or GBNF>"} (GBNF when it holds "::=", as vLLM's grammar)
@@ -15,7 +15,9 @@ It implements vLLM's ``vllm.v1.sample.logits_processor.LogitsProcessor``:
 order, then each tracked request's new output tokens from its live
 ``output_tok_ids`` list) and ``apply`` (fills the rows of the constrained
 requests in parallel on the CPU, copies the bitmask to the logits' device
-and masks there).
+and masks there). Where a document may end, its row allows the tokens vLLM
+ends that request on (``SamplingParams``' EOS and ``stop_token_ids``), not
+the tokenizer's stop tokens; a finished document allows stop tokens only.
 
 Limits of vLLM's custom logits processors: they see no rollback, and vLLM
 refuses them with speculative decoding; use the SGLang backend (rollback and
