@@ -108,17 +108,19 @@ def tiny_model_dir(root):
     transformers = need("transformers")
     if not TOKENIZER.is_file():
         raise Skip(f"{TOKENIZER} is absent (scripts/fetch-assets fetches it)")
-    d = root / "tiny-qwen2"
+    d = root / "tiny-qwen2-h64"
     if (d / "config.json").is_file():
         return d
     torch.manual_seed(0)
     cfg = transformers.Qwen2Config(
         vocab_size=151936,
-        hidden_size=64,
-        intermediate_size=128,
+        # head_dim 64: vLLM's CPU attention refuses 16 ("Unsupported CPU
+        # attention configuration: head_dim=16").
+        hidden_size=128,
+        intermediate_size=256,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
         max_position_embeddings=512,
         tie_word_embeddings=True,
         bos_token_id=151643,
@@ -210,6 +212,39 @@ def hf_real_model():
     return _REAL["model"], _REAL["tok"]
 
 
+def real_model_dir(root):
+    """Qwen2.5-Coder-0.5B as a Hugging Face folder (bf16 safetensors, the
+    model's ``tokenizer.json``), from the weights transformers dequantized
+    out of the GGUF, for the vLLM and SGLang checks. Written by hand:
+    ``save_pretrained`` refuses a model loaded from a GGUF ("quantized with
+    gguf and is not serializable")."""
+    d = root / "qwen2.5-coder-0.5b"
+    if (d / "config.json").is_file():
+        return d
+    import shutil
+
+    import torch
+    from safetensors.torch import save_file
+
+    model, tok = hf_real_model()
+    tmp = root / "qwen2.5-coder-0.5b.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    cfg = model.config.to_dict()
+    cfg.pop("quantization_config", None)
+    cfg["torch_dtype"] = cfg["dtype"] = "bfloat16"
+    cfg["architectures"] = cfg.get("architectures") or [type(model).__name__]  # SGLang reads it
+    weights = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()}
+    if cfg.get("tie_word_embeddings"):
+        weights.pop("lm_head.weight", None)  # the embedding's, shared
+    save_file(weights, tmp / "model.safetensors", metadata={"format": "pt"})
+    (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
+    model.generation_config.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    tmp.rename(d)
+    return d
+
+
 def hf_real(sample):
     import torch
 
@@ -240,13 +275,37 @@ def torch_apply():
     return f"torch {torch.__version__}: bf16 logits masked, mismatch raises"
 
 
+def delegate(group, python, only):
+    """Runs the ``group`` checks under ``python`` (the engine's venv), echoing
+    and counting their lines; a missing venv is one SKIP."""
+    import subprocess
+
+    if not python or os.path.abspath(os.path.dirname(os.path.dirname(python))) == os.path.abspath(sys.prefix):
+        return False
+    if not os.path.isfile(python):
+        report("SKIP", group, f"{python} is absent (scripts/test-engines makes the {group} venv)")
+        return True
+    picked = [o for o in only if o.startswith(group) or group.startswith(o)] or [group]
+    env = dict(os.environ, CONSTRAIN_ENGINES_CHILD="1")
+    p = subprocess.Popen([python, __file__, *picked], stdout=subprocess.PIPE, text=True, env=env)
+    for line in p.stdout:
+        status = line.split(" ", 1)[0]
+        if status in ("PASS", "FAIL", "SKIP"):
+            RESULTS.append(status)
+        print(line, end="", flush=True)
+    if p.wait() != 0 and not RESULTS:
+        report("FAIL", group, f"{python} exited {p.returncode}")
+    return True
+
+
 def main():
     root = pathlib.Path(os.environ.get("CONSTRAIN_ENGINES_DIR", HERE.parents[2] / "target" / "engines"))
     root.mkdir(parents=True, exist_ok=True)
-    only = set(sys.argv[1:])
+    only = sys.argv[1:]
+    child = os.environ.get("CONSTRAIN_ENGINES_CHILD") == "1"
 
     def want(prefix):
-        return not only or any(prefix.startswith(o) for o in only)
+        return not only or any(prefix.startswith(o) or o.startswith(prefix) for o in only)
 
     if want("torch"):
         check("torch-apply", torch_apply)
@@ -256,14 +315,26 @@ def main():
     if want("hf-0.5b"):
         check("hf-0.5b-greedy", hf_real, False)
         check("hf-0.5b-sampled", hf_real, True)
-    if want("vllm"):
-        import engines_vllm
-
-        engines_vllm.run(check, Skip, need, root, tiny_model_dir)
-    if want("sglang"):
-        import engines_sglang
-
-        engines_sglang.run(check, Skip, need, root, tiny_model_dir)
+    for group in ("vllm", "sglang"):
+        if not want(group):
+            continue
+        python = None if child else os.environ.get(f"CONSTRAIN_{group.upper()}_PYTHON")
+        if not child:
+            # The engines read these folders; transformers 5.25.0 (this
+            # venv's) writes them.
+            for name, fn in (("tiny", tiny_model_dir), ("0.5b", real_model_dir)):
+                if name == "0.5b" and not (want("vllm-llm-0.5b") or want("sglang-engine-0.5b")):
+                    continue
+                try:
+                    fn(root)
+                except Exception as e:
+                    print(f"note: the {name} model folder was not written: {type(e).__name__}: {e}", file=sys.stderr)
+        if delegate(group, python, only):
+            continue
+        module = __import__(f"engines_{group}")
+        module.run(check, Skip, need, root, tiny_model_dir, only)
+    if child:
+        return 0
     p, f, s = (RESULTS.count(x) for x in ("PASS", "FAIL", "SKIP"))
     print(f"{p} passed, {f} failed, {s} skipped")
     return 1 if f else 0

@@ -67,8 +67,10 @@ def test_hf_logits_processor(tiny_info, tiny_compiler):
 
 
 class SamplingParams:  # vLLM's, as far as the adapter reads it
-    def __init__(self, extra_args=None):
+    def __init__(self, extra_args=None, eos_token_id=None, stop_token_ids=None):
         self.extra_args = extra_args
+        self.eos_token_id = eos_token_id  # vLLM leaves it None under ignore_eos
+        self.stop_token_ids = stop_token_ids or []
 
 
 class ModelConfig:
@@ -168,12 +170,12 @@ def test_vllm_logits_processor(tiny_info, tiny_path):
 
 def test_sglang_grammar_backend(tiny_info, tiny_path, tiny_tok):
     base, backend = sglang_backend(tiny_path, TINY_WIDTH)
-    assert backend._init_value_dispatch(("ebnf", 'root ::= "a"')) is not base.INVALID_GRAMMAR_OBJ
-    assert backend._init_value_dispatch(("ebnf", 'root ::= ("a"')) is base.INVALID_GRAMMAR_OBJ
-    assert backend._init_value_dispatch(("json", '{"type": "nope"}')) is base.INVALID_GRAMMAR_OBJ
-    grammar = backend._init_value_dispatch(("json", json.dumps(SCHEMA)))
-    assert grammar is not base.INVALID_GRAMMAR_OBJ
-    assert backend._init_value_dispatch(("json", "$$ANY$$")) is not base.INVALID_GRAMMAR_OBJ
+    assert not isinstance(backend._init_value_dispatch(("ebnf", 'root ::= "a"'), False), base.InvalidGrammarObject)
+    assert isinstance(backend._init_value_dispatch(("ebnf", 'root ::= ("a"'), False), base.InvalidGrammarObject)
+    assert isinstance(backend._init_value_dispatch(("json", '{"type": "nope"}'), False), base.InvalidGrammarObject)
+    grammar = backend._init_value_dispatch(("json", json.dumps(SCHEMA)), False)
+    assert not isinstance(grammar, base.InvalidGrammarObject)
+    assert not isinstance(backend._init_value_dispatch(("json", "$$ANY$$"), False), base.InvalidGrammarObject)
 
     # The scheduler's loop: jump forward where the text is forced, else
     # allocate / fill / move / apply the mask, sample, accept.
@@ -218,3 +220,46 @@ def test_sglang_grammar_backend(tiny_info, tiny_path, tiny_tok):
     g2.accept_token(first[-1])
     with pytest.raises(ValueError, match="not allowed"):
         g2.accept_token(ord("{"))
+
+
+def test_vllm_ends_on_the_requests_own_stop_tokens(tiny_info, tiny_path):
+    """vLLM ends a request on its EOS and stop_token_ids only (the model's,
+    which can be fewer than the tokenizer's stop tokens): where the document
+    may end, the row allows those; a finished document whose request vLLM
+    goes on with allows only stop tokens, never everything."""
+    from vllm.v1.sample.logits_processor import BatchUpdate
+
+    from constrain.vllm import ConstrainLogitsProcessor
+
+    proc = ConstrainLogitsProcessor(VllmConfig(tiny_path.parent), device="cpu", is_pin_memory=False)
+    own = 200  # a token the request's vLLM stops on, not a stop token of the tokenizer
+    a, b = [], []
+    proc.update_state(
+        BatchUpdate(
+            2,
+            removed=[],
+            added=[
+                (0, SamplingParams({"constrain_regex": "no"}, stop_token_ids=[own]), [], a),
+                (1, SamplingParams({"constrain_regex": "no"}), [], b),  # ignore_eos: no EOS
+            ],
+            moved=[],
+        )
+    )
+
+    def allowed():
+        logits = np.zeros((2, TINY_WIDTH), dtype=np.float32)
+        proc.apply(logits)
+        return [list(np.flatnonzero(np.isfinite(row))) for row in logits]
+
+    a.append(256 + 1)  # "no"
+    b.append(256 + 1)
+    proc.update_state(None)
+    ends = allowed()
+    assert ends[0] == [own], "the request's own stop token, not the tokenizer's"
+    assert ends[1] == sorted(tiny_info.stop_token_ids)
+    a.append(own)
+    b.append(TINY_EOS)  # vLLM does not stop here; the row must stay closed
+    proc.update_state(None)
+    assert proc.requests[0].matcher.is_terminated() and not proc.requests[0].failed
+    after = allowed()
+    assert after[0] == [own] and after[1] == sorted(tiny_info.stop_token_ids)

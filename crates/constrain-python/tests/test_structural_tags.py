@@ -67,8 +67,8 @@ def test_sglang_dispatches_structural_tags(tiny_path):
     base, backend = sglang_backend(tiny_path, 300)
     legacy = {"structures": [{"begin": "<f=a>", "schema": ARGS, "end": "</f>"}], "triggers": ["<f="]}
     for key in (json.dumps(TAG), json.dumps(legacy)):
-        g = backend._init_value_dispatch(("structural_tag", key))
-        assert g is not base.INVALID_GRAMMAR_OBJ, key
+        g = backend._init_value_dispatch(("structural_tag", key), False)
+        assert not isinstance(g, base.InvalidGrammarObject), key
         assert accepts(g.compiled, 'a<f=a>{"x":2}</f>') and not accepts(g.compiled, "a<f=a>{}</f>")
     bad = '{"type": "structural_tag", "format": {"type": "nope"}}'
-    assert backend._init_value_dispatch(("structural_tag", bad)) is base.INVALID_GRAMMAR_OBJ
+    assert isinstance(backend._init_value_dispatch(("structural_tag", bad), False), base.InvalidGrammarObject)

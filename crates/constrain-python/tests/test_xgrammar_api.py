@@ -166,10 +166,10 @@ def test_vllm_adapter_takes_lark(tiny_path):
 
 def test_sglang_dispatch_ebnf_takes_lark(tiny_path):
     base, backend = sglang_backend(tiny_path, TINY_WIDTH)
-    g = backend._init_value_dispatch(("ebnf", 'start: "ab"+'))
-    assert g is not base.INVALID_GRAMMAR_OBJ
+    g = backend._init_value_dispatch(("ebnf", 'start: "ab"+'), False)
+    assert not isinstance(g, base.InvalidGrammarObject)
     assert g.matcher.accept_string("abab") and g.matcher.is_accepting()
-    assert backend._init_value_dispatch(("ebnf", 'start: ("ab"')) is base.INVALID_GRAMMAR_OBJ
+    assert isinstance(backend._init_value_dispatch(("ebnf", 'start: ("ab"'), False), base.InvalidGrammarObject)
 
 
 def test_pip_extras():

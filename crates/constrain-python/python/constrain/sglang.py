@@ -34,8 +34,17 @@ from ._apply import apply_bitmask
 logger = logging.getLogger(__name__)
 
 MAX_ROLLBACK_TOKENS = 200
-# Newer SGLang marks a refused grammar with INVALID_GRAMMAR_OBJ, older with None.
-INVALID = getattr(_base, "INVALID_GRAMMAR_OBJ", None)
+
+
+def _invalid(message):
+    """What SGLang takes for a refused grammar: an ``InvalidGrammarObject``
+    carrying the reason (0.5.23; its scheduler copies and caches whatever
+    comes back, so None takes the scheduler down), the ``INVALID_GRAMMAR_OBJ``
+    sentinel before it, None before that."""
+    cls = getattr(_base, "InvalidGrammarObject", None)
+    if cls is not None:
+        return cls(message)
+    return getattr(_base, "INVALID_GRAMMAR_OBJ", None)
 
 
 class ConstrainGrammar(_base.BaseGrammarObject):
@@ -115,7 +124,7 @@ class ConstrainGrammarBackend(_base.BaseGrammarBackend):
             return ConstrainGrammar(compile_(), self.vocab_size)
         except (CompileError, ValueError) as e:
             logger.warning("constrain: skip invalid %s %r: %s", what, key_string[:200], e)
-            return INVALID
+            return _invalid(f"constrain: {e}")
 
     def dispatch_json(self, key_string):
         schema = {} if key_string == "$$ANY$$" else key_string

@@ -1,9 +1,9 @@
 """vLLM adapter: a V1 logits processor, registered through the
-``vllm.logits_processors`` entry point (installed with the wheel), taking
-the constraint per request from ``vllm_xargs``::
+``vllm.logits_processors`` entry point (installed with the wheel; vLLM then
+loads it into every engine, and ``--logits-processors`` naming it as well
+loads a second copy), taking the constraint per request from ``vllm_xargs``::
 
-    vllm serve Qwen/Qwen2.5-Coder-0.5B-Instruct \\
-        --logits-processors constrain.vllm:ConstrainLogitsProcessor
+    vllm serve Qwen/Qwen2.5-Coder-0.5B-Instruct
     # per request (OpenAI API): extra_body={"vllm_xargs": {"constrain_json": "<schema>"}}
     #   or {"constrain_regex": "<regex>"}
     #   or {"constrain_grammar": "<Lark or GBNF>"} (GBNF when it holds "::=", as vLLM's grammar)
@@ -15,7 +15,9 @@ It implements vLLM's ``vllm.v1.sample.logits_processor.LogitsProcessor``:
 order, then each tracked request's new output tokens from its live
 ``output_tok_ids`` list) and ``apply`` (fills the rows of the constrained
 requests in parallel on the CPU, copies the bitmask to the logits' device
-and masks there).
+and masks there). Where a document may end, its row allows the tokens vLLM
+ends that request on (``SamplingParams``' EOS and ``stop_token_ids``), not
+the tokenizer's stop tokens; a finished document allows stop tokens only.
 
 Limits of vLLM's custom logits processors: they see no rollback, and vLLM
 refuses them with speculative decoding; use the SGLang backend (rollback and
@@ -82,16 +84,32 @@ def _tokenizer_info(vllm_config):
     return TokenizerInfo.from_huggingface(hf, vocab_size=vocab_size)
 
 
-class _Request:
-    __slots__ = ("matcher", "output", "seen", "failed")
+def _ends(params, vocab_size):
+    """The tokens on which vLLM ends the request: its EOS (vLLM leaves
+    ``eos_token_id`` unset under ``ignore_eos``) and its ``stop_token_ids``
+    (the generation config's EOS ids among them)."""
+    ids = set(getattr(params, "stop_token_ids", None) or ())
+    eos = getattr(params, "eos_token_id", None)
+    if eos is not None and not getattr(params, "ignore_eos", False):
+        ids.add(eos)
+    return tuple(sorted(i for i in ids if 0 <= i < vocab_size))
 
-    def __init__(self, matcher, output):
+
+class _Request:
+    __slots__ = ("matcher", "output", "seen", "failed", "ends")
+
+    def __init__(self, matcher, output, ends):
         # None: the constraint did not compile; the row then allows only the
         # stop tokens, so the request ends at once (never unconstrained).
         self.matcher = matcher
         self.output = output  # vLLM's live list of the request's output ids
         self.seen = 0
         self.failed = False
+        # The tokens vLLM ends this request on; where the document may end,
+        # the row allows these rather than the tokenizer's stop tokens (a
+        # model's EOS set can be narrower: vLLM would go on past a stop
+        # token it does not know). Empty: the tokenizer's stop tokens.
+        self.ends = ends
 
 
 class ConstrainLogitsProcessor(LogitsProcessor):
@@ -105,6 +123,7 @@ class ConstrainLogitsProcessor(LogitsProcessor):
         self.compiler = Compiler(self.info)
         self.requests = {}
         self.bitmask = None
+        self.stops = tuple(self.info.stop_token_ids)
 
     def is_argmax_invariant(self):
         return False
@@ -135,7 +154,7 @@ class ConstrainLogitsProcessor(LogitsProcessor):
                     # step: raising would take every request down with it.
                     logger.error("constrain: row %d: %s; the request is ended", index, e)
                     matcher = None
-                self.requests[index] = _Request(matcher, output)
+                self.requests[index] = _Request(matcher, output, _ends(params, self.info.vocab_size))
             for a, b, direction in batch_update.moved:
                 ra = self.requests.pop(a, None)
                 rb = self.requests.pop(b, None)
@@ -149,19 +168,26 @@ class ConstrainLogitsProcessor(LogitsProcessor):
                 r.seen += 1
                 if r.matcher is None or r.matcher.is_terminated():
                     continue
-                if not r.matcher.accept_token(t):
-                    # Cannot happen when the mask was applied; the request
-                    # then goes on unconstrained rather than stalling the batch.
-                    logger.warning("constrain: row %d: token %d refused; unconstrained from here", index, t)
-                    r.failed = True
+                if r.matcher.accept_token(t):
+                    continue
+                if t in r.ends and r.matcher.accept_token(self.stops[0]):
+                    continue  # vLLM's own stop token, where the document may end
+                # Cannot happen when the mask was applied; the request
+                # then goes on unconstrained rather than stalling the batch.
+                logger.warning("constrain: row %d: token %d refused; unconstrained from here", index, t)
+                r.failed = True
 
     def apply(self, logits):
         live = [
             i for i, r in self.requests.items()
             if i < logits.shape[0] and not r.failed
         ]
-        rows = [i for i in live if self.requests[i].matcher is not None and not self.requests[i].matcher.is_terminated()]
-        ended = [i for i in live if self.requests[i].matcher is None]
+        rows, ended = [], []
+        for i in live:
+            m = self.requests[i].matcher
+            # A finished document allows only the stop tokens: vLLM may go
+            # on past one (ignore_eos, a stop token it does not end on).
+            (ended if m is None or m.is_terminated() else rows).append(i)
         if not rows and not ended:
             return logits
         batch = int(logits.shape[0])
@@ -171,6 +197,8 @@ class ConstrainLogitsProcessor(LogitsProcessor):
             self.bitmask = allocate_token_bitmask(max(batch, 8), self.info.vocab_size)
         if rows:
             fill_next_token_bitmask_batch([self.requests[i].matcher for i in rows], self.bitmask, indices=rows)
+            for i in rows:
+                self._engine_stops(i)
         for i in ended:
             self._stop_only(i)
         apply_bitmask(logits, self.bitmask[:batch], indices=rows + ended)
@@ -180,5 +208,19 @@ class ConstrainLogitsProcessor(LogitsProcessor):
         """Row i of the bitmask allows the stop tokens and nothing else."""
         words = self.bitmask[i].view("uint32")
         words[:] = 0
-        for t in self.info.stop_token_ids:
+        for t in self.requests[i].ends or self.stops:
+            words[t // 32] |= 1 << (t % 32)
+
+    def _engine_stops(self, i):
+        """Where row i allows a stop token, it allows the request's own
+        (``_Request.ends``) instead of the tokenizer's."""
+        ends = self.requests[i].ends
+        if not ends or set(ends) == set(self.stops):
+            return
+        words = self.bitmask[i].view("uint32")
+        if not any(int(words[t // 32]) >> (t % 32) & 1 for t in self.stops):
+            return
+        for t in self.stops:
+            words[t // 32] &= ~(1 << (t % 32)) & 0xFFFFFFFF
+        for t in ends:
             words[t // 32] |= 1 << (t % 32)

@@ -1,10 +1,10 @@
 """Double of sglang.srt.constrained.base_grammar_backend (SGLang's grammar
 backend interface, python/sglang/srt/constrained/base_grammar_backend.py):
 the registry, the factory call, the key-type dispatch and the grammar
-object's methods the scheduler calls."""
+object's methods the scheduler calls, as SGLang 0.5.23 has them (a refused
+grammar is an InvalidGrammarObject carrying its reason)."""
 
 GRAMMAR_BACKEND_REGISTRY = {}
-INVALID_GRAMMAR_OBJ = object()
 
 
 class BaseGrammarObject:
@@ -56,11 +56,17 @@ class BaseGrammarObject:
         raise NotImplementedError
 
 
+class InvalidGrammarObject(BaseGrammarObject):
+    def __init__(self, error_message="Unknown grammar error"):
+        super().__init__()
+        self.error_message = error_message
+
+
 class BaseGrammarBackend:
     def __init__(self):
         self.cache = {}
 
-    def _init_value_dispatch(self, key):
+    def _init_value_dispatch(self, key, require_reasoning):
         key_type, key_string = key
         if key_type == "json":
             return self.dispatch_json(key_string)
@@ -70,7 +76,7 @@ class BaseGrammarBackend:
             return self.dispatch_ebnf(key_string)
         if key_type == "structural_tag":
             return self.dispatch_structural_tag(key_string)
-        return INVALID_GRAMMAR_OBJ
+        return InvalidGrammarObject(f"unknown key type {key_type}")
 
 
 def register_grammar_backend(name, init_func):
