@@ -24,16 +24,7 @@ import sys
 if len(sys.argv) > 3 and sys.argv[3]:
     sys.path.append(sys.argv[3])
 
-PERSON = {
-    "type": "object",
-    "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer", "minimum": 0, "maximum": 120}},
-    "required": ["name", "age"],
-}
-FLAGS = {
-    "type": "object",
-    "properties": {"ok": {"type": "boolean"}, "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3}},
-    "required": ["ok", "tags"],
-}
+from engine_schemas import FLAGS, PERSON
 
 
 def js(schema):

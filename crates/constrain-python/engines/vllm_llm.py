@@ -26,16 +26,8 @@ import sys
 
 import jsonschema
 
-PERSON = {
-    "type": "object",
-    "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer", "minimum": 0, "maximum": 120}},
-    "required": ["name", "age"],
-}
-FLAGS = {
-    "type": "object",
-    "properties": {"ok": {"type": "boolean"}, "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3}},
-    "required": ["ok", "tags"],
-}
+from engine_schemas import FLAGS, PERSON
+
 TAG = {
     "type": "structural_tag",
     "format": {"type": "tag", "begin": "<n>", "content": {"type": "json_schema", "json_schema": {"type": "integer", "minimum": 0, "maximum": 999}}, "end": "</n>"},
