@@ -245,29 +245,20 @@ impl<'d, 'a> Gen<'d, 'a> {
     // ---------------------------------------------------------------- free form
 
     /// One character of a string with no pattern, format or listed values
-    /// (see [`super::Escapes::unit`]).
-    fn string_char(&self) -> String {
+    /// (see [`super::Escapes::unit`]); `counted` (under `minLength` /
+    /// `maxLength`): no `\u00XX` escapes but with general escapes (fewer
+    /// DFA states per position).
+    fn string_char(&self, counted: bool) -> String {
         let (esc, general) = (self.opts.allowed_escapes, self.opts.general_unicode_escapes);
-        if esc.is_all() && !general {
-            CHAR.into()
-        } else {
-            esc.unit(general, true)
-        }
-    }
-
-    /// One counted character (`minLength` / `maxLength`): no `\u00XX`
-    /// escapes but with general escapes (fewer DFA states per position).
-    fn counted_char(&self) -> String {
-        let (esc, general) = (self.opts.allowed_escapes, self.opts.general_unicode_escapes);
-        if esc.is_all() && !general {
-            KEY_CHAR.into()
-        } else {
-            esc.unit(general, general)
+        match (esc.is_all() && !general, counted) {
+            (true, false) => CHAR.into(),
+            (true, true) => KEY_CHAR.into(),
+            (false, _) => esc.unit(general, general || !counted),
         }
     }
 
     fn string_any(&self) -> String {
-        format!("\"{}*\"", self.string_char())
+        format!("\"{}*\"", self.string_char(false))
     }
 
     /// A key other than `names`: with no names and general escapes, any
