@@ -77,12 +77,75 @@ const TEXTS: &[&str] = &[
 /// A seeded random text from pieces that stress the pre-tokenizer and BPE.
 fn random_text(rng: &mut StdRng) -> String {
     const POOL: &[&str] = &[
-        "a", "Z", "the", " the", "ing", "'s", "'T", "'ll", "'d", "'", "ſ", "0", "7", "42", "3.5",
-        " ", "  ", "\n", "\r", "\r\n", "\t", "\u{a0}", "\u{3000}", "\u{2028}", "\u{85}", "!", "?",
-        ".", ",", "{", "}", "\"", ":", "[", "]", "(", ")", "<", ">", "/", "\\", "-", "_", "=",
-        "é", "e\u{301}", "ß", "Ω", "ж", "你", "好", "の", "한", "\u{1100}\u{1161}", "🎉", "👍🏽",
-        "\u{200d}", "٣", "½", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>",
-        "<|eot_id|>", "<|im_", "|>", "<|", "ﬁ", "Å",
+        "a",
+        "Z",
+        "the",
+        " the",
+        "ing",
+        "'s",
+        "'T",
+        "'ll",
+        "'d",
+        "'",
+        "ſ",
+        "0",
+        "7",
+        "42",
+        "3.5",
+        " ",
+        "  ",
+        "\n",
+        "\r",
+        "\r\n",
+        "\t",
+        "\u{a0}",
+        "\u{3000}",
+        "\u{2028}",
+        "\u{85}",
+        "!",
+        "?",
+        ".",
+        ",",
+        "{",
+        "}",
+        "\"",
+        ":",
+        "[",
+        "]",
+        "(",
+        ")",
+        "<",
+        ">",
+        "/",
+        "\\",
+        "-",
+        "_",
+        "=",
+        "é",
+        "e\u{301}",
+        "ß",
+        "Ω",
+        "ж",
+        "你",
+        "好",
+        "の",
+        "한",
+        "\u{1100}\u{1161}",
+        "🎉",
+        "👍🏽",
+        "\u{200d}",
+        "٣",
+        "½",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|endoftext|>",
+        "<think>",
+        "<|eot_id|>",
+        "<|im_",
+        "|>",
+        "<|",
+        "ﬁ",
+        "Å",
     ];
     let n = rng.random_range(0..24);
     let mut s = String::new();
@@ -124,19 +187,36 @@ fn check_tokenizer(tok: &Path, tag: &str, randoms: usize) -> bool {
     let same = |text: &str| {
         let want = full.encode(text).unwrap();
         assert_eq!(fast.encode(text).unwrap(), want, "{tag}: {text:?}");
-        assert_eq!(fast.encode_standalone(text).unwrap(), want, "{tag}: {text:?}");
+        assert_eq!(
+            fast.encode_standalone(text).unwrap(),
+            want,
+            "{tag}: {text:?}"
+        );
     };
     for t in TEXTS {
         same(t);
     }
-    let mut rng = StdRng::seed_from_u64(0x5eed_0f_b9e);
+    let mut rng = StdRng::seed_from_u64(0x5EED_0FB9);
     for _ in 0..randoms {
         same(&random_text(&mut rng));
     }
-    for name in ["<|im_end|>", "<|endoftext|>", "<think>", "Ġthe", "a", "nope-not-a-token"] {
-        assert_eq!(fast.token_to_id(name), full.token_to_id(name), "{tag}: {name}");
+    for name in [
+        "<|im_end|>",
+        "<|endoftext|>",
+        "<think>",
+        "Ġthe",
+        "a",
+        "nope-not-a-token",
+    ] {
+        assert_eq!(
+            fast.token_to_id(name),
+            full.token_to_id(name),
+            "{tag}: {name}"
+        );
     }
-    for id in [0u32, 1, 255, 256, 1000, 100_000, 128_000, 151_643, 151_645, 199_999] {
+    for id in [
+        0u32, 1, 255, 256, 1000, 100_000, 128_000, 151_643, 151_645, 199_999,
+    ] {
         let id = constrain::vocab::TokenId(id);
         assert_eq!(fast.id_to_token(id), full.id_to_token(id), "{tag}: {id}");
     }

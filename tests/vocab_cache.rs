@@ -349,7 +349,10 @@ fn an_older_format_file_is_left_beside_a_new_one_with_a_note() {
     std::fs::rename(&file, &old).unwrap();
     let v = cache.load(&tok).unwrap();
     let w = v.warning.expect("a note");
-    assert!(w.contains("older format") && w.contains(&*old.to_string_lossy()), "{w}");
+    assert!(
+        w.contains("older format") && w.contains(&*old.to_string_lossy()),
+        "{w}"
+    );
     assert!(old.is_file() && file.is_file(), "both files kept");
     assert_same_vocab(&first.vocab, &v.vocab);
     let hit = cache.load(&tok).unwrap();
@@ -377,9 +380,16 @@ fn cached_bpe_tables_encode_as_the_json_tokenizer() {
         "{\"k\": true}<|im_end|>x<think>",
         "é  \n\n  x ab'll",
     ] {
-        assert_eq!(fast.encode(text).unwrap(), full.encode(text).unwrap(), "{text:?}");
+        assert_eq!(
+            fast.encode(text).unwrap(),
+            full.encode(text).unwrap(),
+            "{text:?}"
+        );
     }
-    assert!(fast.encode("ab").unwrap().len() == 1, "merged by the cached merges");
+    assert!(
+        fast.encode("ab").unwrap().len() == 1,
+        "merged by the cached merges"
+    );
     // A disabled cache has no tables (the tokenizer then comes from the JSON).
     assert!(VocabCache::disabled().load(&tok).unwrap().tables.is_none());
 }

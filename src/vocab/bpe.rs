@@ -76,7 +76,9 @@ impl BpeTables {
             && is("unk_token", &|x| x.is_null())
             && is("continuing_subword_prefix", &empty_str)
             && is("end_of_word_suffix", &empty_str)
-            && is("byte_fallback", &|x| x.is_null() || x.as_bool() == Some(false));
+            && is("byte_fallback", &|x| {
+                x.is_null() || x.as_bool() == Some(false)
+            });
         if !model_ok
             || hf::token_encoding(t).ok()? != hf::TokenEncoding::ByteLevel
             || hf::adds_prefix_space(t)
@@ -113,7 +115,10 @@ impl BpeTables {
         // Every model token has its bytes in `v` (no id is shared with an
         // added token, so none was left out).
         let mut by_bytes: Vec<u32> = ids.values().copied().collect();
-        if by_bytes.iter().any(|&id| v.token_bytes(super::TokenId(id)).is_none()) {
+        if by_bytes
+            .iter()
+            .any(|&id| v.token_bytes(super::TokenId(id)).is_none())
+        {
             return None;
         }
         let bytes_of = |id: u32| v.token_bytes(super::TokenId(id)).unwrap_or_default();
@@ -187,6 +192,7 @@ impl BpeTables {
     }
 
     /// The rank and merged id of the pair `(a, b)`.
+    #[cfg_attr(not(feature = "tokenizers"), allow(dead_code))]
     #[inline]
     pub(crate) fn merge(&self, a: u32, b: u32) -> Option<(u32, u32)> {
         let i = self
@@ -197,6 +203,7 @@ impl BpeTables {
     }
 
     /// The model token whose bytes are `bytes`.
+    #[cfg_attr(not(feature = "tokenizers"), allow(dead_code))]
     pub(crate) fn token_of(&self, v: &Vocabulary, bytes: &[u8]) -> Option<u32> {
         let i = self
             .by_bytes
@@ -214,7 +221,11 @@ impl BpeTables {
         e.u8(self.ignore_merges as u8);
         e.u32(self.model_len);
         e.u32s(self.byte_ids.iter().copied());
-        e.u32s(self.pair_keys.iter().flat_map(|&k| [k as u32, (k >> 32) as u32]));
+        e.u32s(
+            self.pair_keys
+                .iter()
+                .flat_map(|&k| [k as u32, (k >> 32) as u32]),
+        );
         e.u32s(self.pair_ranks.iter().copied());
         e.u32s(self.pair_new.iter().copied());
         e.u32s(self.by_bytes.iter().copied());

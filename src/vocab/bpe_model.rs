@@ -157,7 +157,11 @@ impl Model for CachedBpe {
     fn tokenize(&self, sequence: &str) -> tokenizers::Result<Vec<Token>> {
         if self.tables.ignore_merges {
             if let Some(id) = self.lookup(sequence) {
-                return Ok(vec![Token::new(id, sequence.to_string(), (0, sequence.len()))]);
+                return Ok(vec![Token::new(
+                    id,
+                    sequence.to_string(),
+                    (0, sequence.len()),
+                )]);
             }
         }
         Ok(self

@@ -27,9 +27,9 @@ pub struct TextTokenizer {
 
 enum Kind {
     Full {
-        inner: tokenizers::Tokenizer,
+        inner: Box<tokenizers::Tokenizer>,
         /// `inner` without its prefix-space rule, when it has one.
-        output: Option<tokenizers::Tokenizer>,
+        output: Option<Box<tokenizers::Tokenizer>>,
     },
     /// Over cached tables (no prefix-space rule: the tables exist only
     /// for files without one).
@@ -72,15 +72,18 @@ impl TextTokenizer {
                 serde_json::from_slice(bytes).map_err(|e| VocabError::Json(e.to_string()))?;
             super::hf::without_prefix_space(&mut json);
             let text = serde_json::to_string(&json).map_err(|e| VocabError::Json(e.to_string()))?;
-            Some(
+            Some(Box::new(
                 tokenizers::Tokenizer::from_bytes(text.as_bytes())
                     .map_err(|e| VocabError::Json(e.to_string()))?,
-            )
+            ))
         } else {
             None
         };
         Ok(TextTokenizer {
-            kind: Kind::Full { inner, output },
+            kind: Kind::Full {
+                inner: Box::new(inner),
+                output,
+            },
         })
     }
 
@@ -89,10 +92,7 @@ impl TextTokenizer {
     /// the vocabulary read with them. It encodes as
     /// [`TextTokenizer::from_file`] of the same tokenizer.json does; `Err`
     /// when the tables do not build a tokenizer (then use `from_file`).
-    pub fn from_tables(
-        vocab: Arc<Vocabulary>,
-        tables: Arc<BpeTables>,
-    ) -> Result<Self, VocabError> {
+    pub fn from_tables(vocab: Arc<Vocabulary>, tables: Arc<BpeTables>) -> Result<Self, VocabError> {
         let tk = fast_tokenizer(vocab, tables).map_err(VocabError::Json)?;
         Ok(TextTokenizer {
             kind: Kind::Cached(Box::new(tk)),
@@ -103,7 +103,7 @@ impl TextTokenizer {
     pub fn from_tokenizer(inner: tokenizers::Tokenizer) -> Self {
         TextTokenizer {
             kind: Kind::Full {
-                inner,
+                inner: Box::new(inner),
                 output: None,
             },
         }
@@ -113,7 +113,7 @@ impl TextTokenizer {
     /// [`TextTokenizer::from_tables`].
     pub fn inner(&self) -> Option<&tokenizers::Tokenizer> {
         match &self.kind {
-            Kind::Full { inner, .. } => Some(inner),
+            Kind::Full { inner, .. } => Some(&**inner),
             Kind::Cached(_) => None,
         }
     }
@@ -126,7 +126,9 @@ impl TextTokenizer {
     /// Token ids of `text` as model output: no BOS, no prepended space.
     pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, VocabError> {
         match &self.kind {
-            Kind::Full { inner, output } => ids(output.as_ref().unwrap_or(inner).encode(text, false)),
+            Kind::Full { inner, output } => {
+                ids(output.as_deref().unwrap_or(&**inner).encode(text, false))
+            }
             Kind::Cached(tk) => ids(tk.encode(text, false)),
         }
     }
