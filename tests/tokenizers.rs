@@ -41,7 +41,7 @@ fn stop_names(v: &Vocabulary, tk: &TextTokenizer) -> Vec<String> {
     let mut out: Vec<String> = v
         .eos()
         .iter()
-        .map(|&id| tk.inner().id_to_token(id.0).unwrap_or_default())
+        .map(|&id| tk.id_to_token(id).unwrap_or_default())
         .collect();
     out.sort();
     out

@@ -1,10 +1,12 @@
 //! The vocabulary cache (`vocab::VocabCache`): a vocabulary read from the
 //! cache is the one read from the JSON (token bytes, stops, added tokens,
 //! symbols, tries, masks); a missing, corrupt, truncated or stale file is
-//! rebuilt (with a warning for the unusable ones); an unwritable folder means
-//! no cache and no error.
+//! rebuilt (with a warning for the unusable ones), and an older format's
+//! file is left beside a new one, with a note; an unwritable folder means
+//! no cache and no error. The cached BPE tables encode as the JSON's
+//! tokenizer does (more texts and the real tokenizers: `tests/fast_tokenizer.rs`).
 
-use constrain::vocab::{bytelevel, CacheStatus, TokenId, VocabCache, Vocabulary};
+use constrain::vocab::{bytelevel, CacheStatus, TextTokenizer, TokenId, VocabCache, Vocabulary};
 use constrain::{Compiler, CompilerConfig, Source};
 use constrain_testkit::assets::tokenizer_path;
 use serde_json::json;
@@ -50,17 +52,30 @@ fn small_tokenizer() -> PathBuf {
     {
         vocab.insert(word(w), json!(256 + i));
     }
+    // Fillers up to the added tokens' ids, which the tokenizers crate
+    // numbers after the model's.
+    for id in 263..300 {
+        vocab.insert(word(format!("zz{id}").as_bytes()), json!(id));
+    }
+    // Every field the tokenizers crate asks for.
+    let added: Vec<serde_json::Value> = [
+        (300, "<|endoftext|>", true),
+        (301, "<|im_end|>", true),
+        (302, "<think>", false),
+        (303, "<|stop_here|>", true),
+    ]
+    .iter()
+    .map(|&(id, content, special)| {
+        json!({"id": id, "content": content, "special": special, "single_word": false,
+               "lstrip": false, "rstrip": false, "normalized": false})
+    })
+    .collect();
     let t = json!({
-        "added_tokens": [
-            {"id": 300, "content": "<|endoftext|>", "special": true},
-            {"id": 301, "content": "<|im_end|>", "special": true},
-            {"id": 302, "content": "<think>", "special": false},
-            {"id": 303, "content": "<|stop_here|>", "special": true},
-        ],
+        "added_tokens": added,
         "normalizer": null,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false},
-        "decoder": {"type": "ByteLevel"},
-        "model": {"type": "BPE", "vocab": vocab, "merges": []},
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
+        "model": {"type": "BPE", "vocab": vocab, "merges": [["a", "b"], ["1", "2"], ["{", "\""]]},
     });
     let p = dir.join("tokenizer.json");
     std::fs::write(&p, t.to_string()).unwrap();
@@ -318,4 +333,63 @@ fn qwen_from_the_cache_is_the_qwen_from_json() {
     assert_same_vocab(&j, &h);
     assert_same_masks(j, h, &sources());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_older_format_file_is_left_beside_a_new_one_with_a_note() {
+    let tok = small_tokenizer();
+    let dir = temp_dir("format1");
+    let cache = VocabCache::in_dir(&dir);
+    let first = cache.load(&tok).unwrap();
+    let file = cache_file(&dir);
+    // The name format 1 gave the same key: no `-f<format>` before `.bin`.
+    let name = file.file_name().unwrap().to_string_lossy().to_string();
+    let at = name.rfind("-f").unwrap();
+    let old = dir.join(format!("{}.bin", &name[..at]));
+    std::fs::rename(&file, &old).unwrap();
+    let v = cache.load(&tok).unwrap();
+    let w = v.warning.expect("a note");
+    assert!(
+        w.contains("older format") && w.contains(&*old.to_string_lossy()),
+        "{w}"
+    );
+    assert!(old.is_file() && file.is_file(), "both files kept");
+    assert_same_vocab(&first.vocab, &v.vocab);
+    let hit = cache.load(&tok).unwrap();
+    assert_eq!(hit.status, CacheStatus::Hit);
+    assert!(hit.warning.is_none());
+}
+
+#[cfg(feature = "tokenizers")]
+#[test]
+fn cached_bpe_tables_encode_as_the_json_tokenizer() {
+    let tok = small_tokenizer();
+    let dir = temp_dir("tables");
+    let cache = VocabCache::in_dir(&dir);
+    let built = cache.load(&tok).unwrap();
+    let hit = cache.load(&tok).unwrap();
+    assert_eq!(hit.status, CacheStatus::Hit);
+    assert_eq!(built.tables, hit.tables);
+    let tables = hit.tables.expect("a byte-level BPE file has tables");
+    let fast = TextTokenizer::from_tables(Arc::new(hit.vocab), tables).unwrap();
+    let full = TextTokenizer::from_file(&tok).unwrap();
+    for text in [
+        "",
+        "ab",
+        "aab abab 1212 123",
+        "{\"k\": true}<|im_end|>x<think>",
+        "é  \n\n  x ab'll",
+    ] {
+        assert_eq!(
+            fast.encode(text).unwrap(),
+            full.encode(text).unwrap(),
+            "{text:?}"
+        );
+    }
+    assert!(
+        fast.encode("ab").unwrap().len() == 1,
+        "merged by the cached merges"
+    );
+    // A disabled cache has no tables (the tokenizer then comes from the JSON).
+    assert!(VocabCache::disabled().load(&tok).unwrap().tables.is_none());
 }

@@ -10,10 +10,12 @@
 //!   and their spellings, the prefix-space flag), and
 //! * the tries every index needs (`full`, `short`, `long`, the tokens in
 //!   byte order); the tries only some schemas walk (plain levels, string
-//!   bodies, byte chains) are still built on first use.
+//!   bodies, byte chains) are still built on first use;
+//! * for byte-level BPE tokenizers, the [`BpeTables`] that encode text
+//!   without the 11 MB JSON ([`super::TextTokenizer::from_tables`]).
 //!
 //! The file is `vocab-<sha256 of tokenizer.json>-<digest of the stop
-//! configs>-<constrain version>.bin` in the cache folder
+//! configs>-<constrain version>-f<format>.bin` in the cache folder
 //! ([`VocabCache::from_env`]: `$CONSTRAIN_HOME/vocab-cache`, default
 //! `~/.cache/constrain/vocab-cache`; `CONSTRAIN_NO_CACHE=1` turns it off).
 //!
@@ -29,7 +31,7 @@
 //! means no cache, silently: the vocabulary is built from the JSON as before.
 
 use super::trie::VocabTries;
-use super::{hf, StopConfig, VocabError, Vocabulary};
+use super::{hf, BpeTables, StopConfig, VocabError, Vocabulary};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,7 +39,8 @@ use std::sync::Arc;
 /// Magic bytes that open a cache file.
 const MAGIC: &[u8; 8] = b"cnstrvoc";
 /// Version of the binary layout (bumped when it changes within a release).
-const FORMAT: u32 = 1;
+/// 2: the BPE tables follow the tries.
+const FORMAT: u32 = 2;
 /// constrain's version, part of the key: another version rebuilds.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -73,6 +76,10 @@ pub struct CachedVocabulary {
     pub warning: Option<String>,
     /// The cache file (when the cache is on).
     pub path: Option<PathBuf>,
+    /// The tables that encode text with this tokenizer
+    /// ([`super::TextTokenizer::from_tables`]): present when the cache is
+    /// on and the tokenizer is a byte-level BPE shape they reproduce.
+    pub tables: Option<Arc<BpeTables>>,
 }
 
 impl VocabCache {
@@ -127,10 +134,11 @@ impl VocabCache {
         })?;
         let Some(dir) = &self.dir else {
             return Ok(CachedVocabulary {
-                vocab: build(&raw, &stops, false)?,
+                vocab: build(&raw, &stops, false)?.0,
                 status: CacheStatus::Disabled,
                 warning: None,
                 path: None,
+                tables: None,
             });
         };
         let key = Key::new(&raw, &stops);
@@ -138,12 +146,13 @@ impl VocabCache {
         let mut warning = None;
         match std::fs::read(&file) {
             Ok(buf) => match decode(&buf, &key) {
-                Ok(vocab) => {
+                Ok((vocab, tables)) => {
                     return Ok(CachedVocabulary {
                         vocab,
                         status: CacheStatus::Hit,
                         warning: None,
                         path: Some(file),
+                        tables: tables.map(Arc::new),
                     })
                 }
                 Err(why) => {
@@ -153,8 +162,18 @@ impl VocabCache {
                     ))
                 }
             },
-            // Missing (or its folder is missing or is not a folder).
-            Err(_) if !file.is_file() => {}
+            // Missing (or its folder is missing or is not a folder). An older format's file, if any, is another name (so
+            // an older constrain beside this one keeps its own), noted.
+            Err(_) if !file.is_file() => {
+                let old = dir.join(key.format1_name());
+                if old.is_file() {
+                    warning = Some(format!(
+                        "vocabulary cache {} is in an older format; building {} beside it",
+                        old.display(),
+                        file.display()
+                    ))
+                }
+            }
             Err(e) => {
                 warning = Some(format!(
                     "cannot read vocabulary cache {} ({e}); rebuilding it",
@@ -162,8 +181,8 @@ impl VocabCache {
                 ))
             }
         }
-        let vocab = build(&raw, &stops, true)?;
-        let written = write(dir, &file, &encode(&vocab, &key));
+        let (vocab, tables) = build(&raw, &stops, true)?;
+        let written = write(dir, &file, &encode(&vocab, tables.as_ref(), &key));
         let status = match (written, &warning) {
             (false, _) => CacheStatus::Unwritable,
             (true, Some(_)) => CacheStatus::Rebuilt,
@@ -174,20 +193,30 @@ impl VocabCache {
             status,
             warning,
             path: Some(file),
+            tables: tables.map(Arc::new),
         })
     }
 }
 
-/// Parses the JSON (and builds the shared tries when they are to be cached).
-fn build(raw: &[u8], stops: &StopConfig, with_tries: bool) -> Result<Vocabulary, VocabError> {
+/// Parses the JSON (and builds the shared tries and the BPE tables when
+/// they are to be cached).
+fn build(
+    raw: &[u8],
+    stops: &StopConfig,
+    for_cache: bool,
+) -> Result<(Vocabulary, Option<BpeTables>), VocabError> {
     let text = std::str::from_utf8(raw)
         .map_err(|e| VocabError::Json(format!("tokenizer.json is not UTF-8: {e}")))?;
-    let v = hf::parse(text, stops)?;
-    if with_tries {
-        let t = VocabTries::new(&v, crate::index::IndexConfig::default().horizon);
-        let _ = v.tries.set(Arc::new(t));
+    let json: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| VocabError::Json(e.to_string()))?;
+    let v = hf::parse_value(&json, stops)?;
+    if !for_cache {
+        return Ok((v, None));
     }
-    Ok(v)
+    let t = VocabTries::new(&v, crate::index::IndexConfig::default().horizon);
+    let _ = v.tries.set(Arc::new(t));
+    let tables = BpeTables::from_json(&json, &v);
+    Ok((v, tables))
 }
 
 /// What a cache file is for: the tokenizer's sha256 and the stop configs'.
@@ -215,6 +244,16 @@ impl Key {
     }
 
     fn file_name(&self) -> String {
+        format!(
+            "vocab-{}-{}-{VERSION}-f{FORMAT}.bin",
+            hex(&self.sha),
+            hex(&self.stops[..4])
+        )
+    }
+
+    /// The name format 1 used (no format in it): an older constrain's file,
+    /// left for it to use.
+    fn format1_name(&self) -> String {
         format!(
             "vocab-{}-{}-{VERSION}.bin",
             hex(&self.sha),
@@ -256,13 +295,20 @@ fn write(dir: &Path, file: &Path, data: &[u8]) -> bool {
 }
 
 /// The cache file's bytes: header, then the payload.
-fn encode(v: &Vocabulary, key: &Key) -> Vec<u8> {
+fn encode(v: &Vocabulary, tables: Option<&BpeTables>, key: &Key) -> Vec<u8> {
     let mut p = Enc::default();
     v.encode_cache(&mut p);
     match v.tries.get() {
         Some(t) => {
             p.u8(1);
             t.encode(&mut p);
+        }
+        None => p.u8(0),
+    }
+    match tables {
+        Some(t) => {
+            p.u8(1);
+            t.encode_cache(&mut p);
         }
         None => p.u8(0),
     }
@@ -282,7 +328,7 @@ fn encode(v: &Vocabulary, key: &Key) -> Vec<u8> {
 
 /// Checks a cache file's header and payload and decodes it; the error says
 /// what was wrong.
-fn decode(buf: &[u8], key: &Key) -> Result<Vocabulary, String> {
+fn decode(buf: &[u8], key: &Key) -> Result<(Vocabulary, Option<BpeTables>), String> {
     let mut d = Dec::new(buf);
     if d.take(8)? != MAGIC {
         return Err("not a vocabulary cache file".into());
@@ -323,10 +369,14 @@ fn decode(buf: &[u8], key: &Key) -> Result<Vocabulary, String> {
         let t = VocabTries::decode(&mut p, &v)?;
         let _ = v.tries.set(Arc::new(t));
     }
+    let tables = match p.u8()? {
+        1 => Some(BpeTables::decode_cache(&mut p, &v)?),
+        _ => None,
+    };
     if !p.rest().is_empty() {
         return Err("trailing bytes after the payload".into());
     }
-    Ok(v)
+    Ok((v, tables))
 }
 
 /// A 64-bit checksum of the payload (four independent multiply-rotate

@@ -293,6 +293,11 @@ pub fn sentencepiece_bytes(s: &str, byte_fallback: bool) -> Vec<u8> {
 /// Parses a whole tokenizer.json (with stop tokens from `stops`).
 pub fn parse(json: &str, stops: &StopConfig) -> Result<Vocabulary, VocabError> {
     let t: Value = serde_json::from_str(json).map_err(|e| VocabError::Json(e.to_string()))?;
+    parse_value(&t, stops)
+}
+
+/// [`parse`] of an already parsed tokenizer.json.
+pub fn parse_value(t: &Value, stops: &StopConfig) -> Result<Vocabulary, VocabError> {
     let model = t
         .get("model")
         .ok_or_else(|| VocabError::Json("missing field `model`".into()))?;
@@ -323,8 +328,8 @@ pub fn parse(json: &str, stops: &StopConfig) -> Result<Vocabulary, VocabError> {
         Some(a) => serde_json::from_value(a.clone())
             .map_err(|e| VocabError::Json(format!("added_tokens: {e}")))?,
     };
-    let enc = token_encoding(&t)?;
-    let prefix = adds_prefix_space(&t);
+    let enc = token_encoding(t)?;
+    let prefix = adds_prefix_space(t);
 
     let mut regular: Vec<(u32, String)> = vocab.into_iter().map(|(s, id)| (id, s)).collect();
     regular.sort_unstable_by_key(|r| r.0);

@@ -45,6 +45,9 @@
 //! Invariants: `token_bytes(id)` is `Some` exactly for indexable tokens, never
 //! for EOS or other added tokens; every EOS id is below `logits_width()`.
 
+pub mod bpe;
+#[cfg(feature = "tokenizers")]
+mod bpe_model;
 pub mod bytelevel;
 mod cache;
 pub mod hf;
@@ -53,6 +56,7 @@ mod token_set;
 mod tokenizer;
 pub(crate) mod trie;
 
+pub use bpe::BpeTables;
 pub use cache::{CacheStatus, CachedVocabulary, VocabCache};
 pub use hf::{StopConfig, TokenEncoding};
 pub(crate) use token_set::mix;

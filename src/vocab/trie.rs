@@ -162,7 +162,12 @@ pub(crate) fn plain_prefix_len(b: &[u8]) -> usize {
     let mut i = 0;
     while i < b.len() {
         let n = match b[i] {
-            0x00..=0x7F => 1,
+            // ASCII: plain unless a control, `"`, `\\` or DEL.
+            0x00..=0x7F if plain_ascii(b[i]) => {
+                i += 1;
+                continue;
+            }
+            0x00..=0x7F => return i,
             0xC0..=0xDF => 2,
             0xE0..=0xEF => 3,
             0xF0..=0xF7 => 4,
@@ -200,24 +205,33 @@ pub(crate) const PLAIN_LEVELS: [u32; 6] = [2, 4, 8, 16, 32, u32::MAX];
 /// its plain tokens are allowed where the chain is live that far.
 pub(crate) const CHAIN_LEVEL: usize = PLAIN_LEVELS.len() - 2;
 
-/// Number of characters of a plain token (None when not plain).
+/// Number of characters of a plain token (None when not plain): one
+/// UTF-8 check, one pass.
 pub(crate) fn plain_chars(b: &[u8]) -> Option<u32> {
-    is_plain(b).then(|| {
-        std::str::from_utf8(b)
-            .map(|s| s.chars().count() as u32)
-            .unwrap_or(0)
-    })
+    if b.iter().all(|&x| plain_ascii(x)) {
+        return Some(b.len() as u32);
+    }
+    let s = std::str::from_utf8(b).ok()?;
+    let mut n = 0u32;
+    for c in s.chars() {
+        if c < '\u{80}' && !plain_ascii(c as u8) {
+            return None;
+        }
+        n += 1;
+    }
+    Some(n)
+}
+
+/// A printable ASCII byte other than `"` and `\\`.
+#[inline]
+fn plain_ascii(x: u8) -> bool {
+    (b' '..=b'~').contains(&x) && x != b'"' && x != b'\\'
 }
 
 /// Whether `b` is plain string content: complete UTF-8 characters that are
 /// printable ASCII other than `"` and `\\`, or at or above U+0080.
 pub(crate) fn is_plain(b: &[u8]) -> bool {
-    match std::str::from_utf8(b) {
-        Ok(s) => s
-            .chars()
-            .all(|c| (c >= ' ' && c <= '~' && c != '"' && c != '\\') || c >= '\u{80}'),
-        Err(_) => false,
-    }
+    plain_chars(b).is_some()
 }
 
 impl VocabTries {

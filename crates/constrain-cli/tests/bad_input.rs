@@ -57,6 +57,8 @@ fn run(args: &[String]) -> (Option<i32>, String, String) {
         .arg(bin())
         .args(args)
         .env("CONSTRAIN_HOME", corpus().join("no-home"))
+        // No vocabulary cache files written into the source tree.
+        .env("CONSTRAIN_NO_CACHE", "1")
         // Deterministic messages: candle appends a captured backtrace to its
         // errors when RUST_BACKTRACE is set.
         .env_remove("RUST_BACKTRACE")

@@ -116,8 +116,7 @@ pub fn run_compile(a: CompileArgs) -> anyhow::Result<ExitCode> {
 
 pub fn run_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let (src, what) = source(&a.source, &a.schema)?;
-    let vocab = a.index.vocabulary()?;
-    let tok = a.index.text_tokenizer()?;
+    let (vocab, tok) = a.index.vocabulary_and_tokenizer()?;
     let built = compile(&src, &what, vocab.clone(), &a.index)?;
     let tokens = tok.encode(&a.text)?;
     let mut g = built.matcher();

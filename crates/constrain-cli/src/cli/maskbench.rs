@@ -84,8 +84,7 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--timeout-s must be positive, got {}", a.timeout_s);
     }
     let t_load = Instant::now();
-    let vocab = a.index.vocabulary()?;
-    let tok = a.index.text_tokenizer()?;
+    let (vocab, tok) = a.index.vocabulary_and_tokenizer()?;
     let load = t_load.elapsed();
     let mut cfg = RunConfig::default().timeout(Duration::from_secs_f64(a.timeout_s));
     cfg.schema.whitespace = constrain::schema::Whitespace::Flexible {

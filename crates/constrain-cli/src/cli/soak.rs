@@ -204,8 +204,7 @@ pub fn run(a: SoakArgs) -> anyhow::Result<ExitCode> {
         max_states: IndexConfig::default().max_states,
         lazy_states: DfaConfig::default().lazy_states.unwrap_or(0),
     };
-    let vocab = index_args.vocabulary()?;
-    let tok = index_args.text_tokenizer()?;
+    let (vocab, tok) = index_args.vocabulary_and_tokenizer()?;
     let failures = match &a.failures {
         Some(p) => Some(Mutex::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,
