@@ -36,7 +36,7 @@
 //! Qwen2/2.5/3, Llama 3 and gpt-oss qualify; SentencePiece files (Llama 2,
 //! Gemma) and DeepSeek V3 (added tokens inside its vocabulary) do not.
 
-use super::cache::{Dec, Enc};
+use super::codec::{Dec, Enc};
 use super::{bytelevel, hf, Vocabulary};
 use serde_json::Value;
 use std::collections::HashMap;

@@ -50,6 +50,7 @@ pub mod bpe;
 mod bpe_model;
 pub mod bytelevel;
 mod cache;
+mod codec;
 pub mod hf;
 mod token_set;
 #[cfg(feature = "tokenizers")]
@@ -603,7 +604,7 @@ impl Vocabulary {
     }
 
     /// Writes every field to a cache payload ([`cache`]).
-    pub(crate) fn encode_cache(&self, e: &mut cache::Enc) {
+    pub(crate) fn encode_cache(&self, e: &mut codec::Enc) {
         e.bytes(&self.bytes);
         e.u32s(self.spans.iter().flat_map(|&(s, l)| [s, l]));
         e.u32s(self.eos.iter().map(|t| t.0));
@@ -622,7 +623,7 @@ impl Vocabulary {
     }
 
     /// Reads what [`Vocabulary::encode_cache`] wrote, checking every span and id.
-    pub(crate) fn decode_cache(d: &mut cache::Dec<'_>) -> Result<Self, String> {
+    pub(crate) fn decode_cache(d: &mut codec::Dec<'_>) -> Result<Self, String> {
         let bytes = d.bytes()?.to_vec();
         let flat = d.u32s()?;
         if flat.len() % 2 != 0 || flat.len() / 2 > MAX_IDS {

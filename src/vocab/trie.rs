@@ -293,7 +293,7 @@ impl VocabTries {
 
     /// Writes the tries built up front to a cache payload (the lazily built
     /// parts are not cached).
-    pub(crate) fn encode(&self, e: &mut super::cache::Enc) {
+    pub(crate) fn encode(&self, e: &mut super::codec::Enc) {
         e.u64(self.horizon as u64);
         e.u64(self.width as u64);
         e.u8(self.every_byte as u8);
@@ -307,7 +307,7 @@ impl VocabTries {
     /// Reads what [`VocabTries::encode`] wrote for `vocab`, checking every
     /// index the walks follow.
     pub(crate) fn decode(
-        d: &mut super::cache::Dec<'_>,
+        d: &mut super::codec::Dec<'_>,
         vocab: &Vocabulary,
     ) -> Result<VocabTries, String> {
         let horizon = d.usize()?;
@@ -592,7 +592,7 @@ impl TokenTrie {
         self.byte.len()
     }
 
-    fn encode(&self, e: &mut super::cache::Enc) {
+    fn encode(&self, e: &mut super::codec::Enc) {
         e.bytes(&self.byte);
         e.u16s(&self.depth);
         e.u32s(self.end.iter().copied());
@@ -604,7 +604,7 @@ impl TokenTrie {
 
     /// Reads a trie, checking that its arrays agree and every node, end and
     /// token index is in range (tokens below `n_ids`).
-    fn decode(d: &mut super::cache::Dec<'_>, n_ids: usize) -> Result<TokenTrie, String> {
+    fn decode(d: &mut super::codec::Dec<'_>, n_ids: usize) -> Result<TokenTrie, String> {
         let byte = d.bytes()?.to_vec();
         let depth = d.u16s()?;
         let end = d.u32s()?;

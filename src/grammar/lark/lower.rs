@@ -19,7 +19,7 @@
 
 use super::ast::*;
 use super::parse::unsupported;
-use super::scan::{any_temperature, check_llguidance, ignore_key, needs_param};
+use super::scan::{any_temperature, check_llguidance, ignore_key, needs_param, Defs, MAX_DEPTH};
 use super::terminals::{parse_regex, shortest, substring, ALGEBRA_LEN, ALGEBRA_STATES, COMMON};
 use super::tokens::{placeholder, Special, MAX_SPECIALS};
 use super::toplevel::{SubBody, SubGrammar};
@@ -82,10 +82,6 @@ pub struct SymGrammar {
     pub specials: Vec<Special>,
 }
 
-/// Deepest chain of rules or terminals lowered inside one another (a
-/// bound on the recursion of the lowering over the untrusted text).
-pub const MAX_DEPTH: usize = 500;
-
 /// Most grammars of a list lowered (each once per lexeme class it is used
 /// from; a bound on the work of `@name` chains).
 pub const MAX_GRAMMAR_USES: usize = 1024;
@@ -93,13 +89,6 @@ pub const MAX_GRAMMAR_USES: usize = 1024;
 /// Most rules lowered for a value of their parameter (parametric rules
 /// are written out for every value reached from `start`).
 pub const MAX_PARAM_INSTANCES: usize = 4096;
-
-/// One grammar's definitions by name.
-pub(super) struct Defs<'a> {
-    pub rules: HashMap<&'a str, &'a Def>,
-    pub terminals: HashMap<&'a str, &'a Def>,
-    pub imported: HashMap<String, (&'static str, Pos)>,
-}
 
 /// One grammar's names: the top one, or a `%lark` block's.
 struct Scope<'a> {

@@ -5,9 +5,20 @@
 //! options accepted, and the `"x-guidance"` options of a `%json` block.
 
 use super::ast::*;
-use super::lower::{Defs, MAX_DEPTH};
 use super::parse::unsupported;
 use super::LarkError;
+use std::collections::HashMap;
+
+/// Deepest chain of rules or terminals lowered inside one another (a
+/// bound on the recursion of the lowering over the untrusted text).
+pub const MAX_DEPTH: usize = 500;
+
+/// One grammar's definitions by name.
+pub(super) struct Defs<'a> {
+    pub rules: HashMap<&'a str, &'a Def>,
+    pub terminals: HashMap<&'a str, &'a Def>,
+    pub imported: HashMap<String, (&'static str, Pos)>,
+}
 
 /// Whether a rule body reads its parameter (a condition other than
 /// `true`, or a reference passing a value computed from it), as
