@@ -210,7 +210,15 @@ fn integer_multiples_within_any_bounds() {
     let mut values: Vec<i64> = (-3000..3000).collect();
     values.extend((0..400).map(|i| 1_000_000_000 - 200 + i));
     values.extend((1..12).flat_map(|e| [10i64.pow(e), 10i64.pow(e) - 5, -(10i64.pow(e))]));
-    values.extend([-77777, -77776, -77780, 123456, 123460, 999999999999995, 1000000000000000]);
+    values.extend([
+        -77777,
+        -77776,
+        -77780,
+        123456,
+        123460,
+        999999999999995,
+        1000000000000000,
+    ]);
     for schema in cases {
         let oracle = Oracle::new(&schema).expect("the oracle compiles it");
         for mode in MODES {
@@ -223,7 +231,11 @@ fn integer_multiples_within_any_bounds() {
                 };
                 let text = compact(&inst);
                 let want = oracle.valid(&inst) && v.abs() < 10i64.pow(15);
-                assert_eq!(d.matches(text.as_bytes()), want, "{mode:?}: {text} for {schema}");
+                assert_eq!(
+                    d.matches(text.as_bytes()),
+                    want,
+                    "{mode:?}: {text} for {schema}"
+                );
             }
         }
     }

@@ -308,7 +308,14 @@ impl Planner<'_> {
         ids.push(self.sub(key, t, node, q, max_depth));
     }
 
-    fn sub(&mut self, key: (u32, u32, u32), trie: u32, node: usize, q: u32, max_depth: usize) -> u32 {
+    fn sub(
+        &mut self,
+        key: (u32, u32, u32),
+        trie: u32,
+        node: usize,
+        q: u32,
+        max_depth: usize,
+    ) -> u32 {
         *self.sub_of.entry(key).or_insert_with(|| {
             self.subs.push(Sub {
                 trie,

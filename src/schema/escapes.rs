@@ -74,7 +74,13 @@ impl Escapes {
         let cls: String = SHORT
             .iter()
             .filter(|&&c| self.short(c))
-            .map(|&c| if c.is_ascii_alphabetic() { c.to_string() } else { format!("\\{c}") })
+            .map(|&c| {
+                if c.is_ascii_alphabetic() {
+                    c.to_string()
+                } else {
+                    format!("\\{c}")
+                }
+            })
             .collect();
         (!cls.is_empty()).then(|| format!("\\\\[{cls}]"))
     }
@@ -127,7 +133,13 @@ impl Escapes {
 }
 
 /// Keywords whose strings are not spelled from [`Escapes::unit`].
-const REFUSED: [&str; 5] = ["pattern", "patternProperties", "format", "propertyNames", "not"];
+const REFUSED: [&str; 5] = [
+    "pattern",
+    "patternProperties",
+    "format",
+    "propertyNames",
+    "not",
+];
 
 /// Under a narrower set than [`Escapes::ALL`]: refuses a document with a
 /// keyword of [`REFUSED`], or with a string the output may hold (a property

@@ -211,7 +211,9 @@ pub(super) fn x_guidance(
             ("json_allowed_escapes", J::Null) => {}
             ("json_allowed_escapes", J::String(e)) => {
                 opts.allowed_escapes = crate::schema::Escapes::parse(e).map_err(|c| {
-                    bad(&format!("`{c}` is not an escape letter (one of `nrbtf\\\"u`)"))
+                    bad(&format!(
+                        "`{c}` is not an escape letter (one of `nrbtf\\\"u`)"
+                    ))
                 })?
             }
             ("item_separator" | "key_separator" | "whitespace_pattern", _) => {

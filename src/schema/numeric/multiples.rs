@@ -27,15 +27,16 @@ pub fn suffix_multiples(lo: Option<&Dec>, hi: Option<&Dec>, k: u64) -> Option<Op
 
 /// The same for the integers that are **not** multiples of `k` (the
 /// complement of `multipleOf` within bounds).
-pub fn suffix_non_multiples(
-    lo: Option<&Dec>,
-    hi: Option<&Dec>,
-    k: u64,
-) -> Option<Option<String>> {
+pub fn suffix_non_multiples(lo: Option<&Dec>, hi: Option<&Dec>, k: u64) -> Option<Option<String>> {
     by_suffix(lo, hi, k, false)
 }
 
-fn by_suffix(lo: Option<&Dec>, hi: Option<&Dec>, k: u64, multiples: bool) -> Option<Option<String>> {
+fn by_suffix(
+    lo: Option<&Dec>,
+    hi: Option<&Dec>,
+    k: u64,
+    multiples: bool,
+) -> Option<Option<String>> {
     let m = (0..=4u32).find(|&m| 10u64.pow(m) % k == 0)?;
     let clamp = |d: &Dec| match d.to_i128() {
         Some(v) => v.clamp(-MULTIPLE_CAP - 1, MULTIPLE_CAP + 1),
@@ -81,11 +82,21 @@ fn uint_by_suffix(lo: i128, hi: i128, m: usize, keep: &dyn Fn(i128) -> bool) -> 
         let suffixes = |a: i128, b: i128| -> Option<String> {
             let v: Vec<String> = (a..=b)
                 .filter(|&s| keep(s))
-                .map(|s| if m == 0 { String::new() } else { format!("{s:0m$}") })
+                .map(|s| {
+                    if m == 0 {
+                        String::new()
+                    } else {
+                        format!("{s:0m$}")
+                    }
+                })
                 .collect();
             (!v.is_empty()).then(|| trie_regex(&v))
         };
-        let (lp, ls) = if lo >= p10 { (lo / p10, lo % p10) } else { (1, 0) };
+        let (lp, ls) = if lo >= p10 {
+            (lo / p10, lo % p10)
+        } else {
+            (1, 0)
+        };
         let (hp, hs) = (hi / p10, hi % p10);
         if lp == hp {
             parts.push(suffixes(ls, hs).map(|s| format!("{lp}{s}")));
@@ -272,15 +283,16 @@ mod tests {
             (Some(12_345), None),
             (None, None),
         ];
-        for k in [1u64, 2, 4, 5, 8, 10, 16, 20, 25, 125, 250, 625, 1000, 10_000] {
+        for k in [
+            1u64, 2, 4, 5, 8, 10, 16, 20, 25, 125, 250, 625, 1000, 10_000,
+        ] {
             for (lo, hi) in bounds {
                 let r = suffix_multiples(lo.map(d).as_ref(), hi.map(d).as_ref(), k)
                     .expect("k divides a power of ten");
                 let r = r.map(|r| re(&r));
                 for v in (-120_000i64..120_000).filter(|v| v % 13 == 0 || v.abs() < 1500) {
-                    let want = v % k as i64 == 0
-                        && lo.is_none_or(|l| v >= l)
-                        && hi.is_none_or(|h| v <= h);
+                    let want =
+                        v % k as i64 == 0 && lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
                     let got = r.as_ref().is_some_and(|r| r.is_match(&v.to_string()));
                     assert_eq!(got, want, "{v} in [{lo:?}, {hi:?}] multiple of {k}");
                 }
@@ -295,9 +307,8 @@ mod tests {
                 let r = suffix_non_multiples(lo.map(d).as_ref(), hi.map(d).as_ref(), k).unwrap();
                 let r = r.map(|r| re(&r));
                 for v in (-120_000i64..120_000).filter(|v| v % 13 == 0 || v.abs() < 1500) {
-                    let want = v % k as i64 != 0
-                        && lo.is_none_or(|l| v >= l)
-                        && hi.is_none_or(|h| v <= h);
+                    let want =
+                        v % k as i64 != 0 && lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
                     let got = r.as_ref().is_some_and(|r| r.is_match(&v.to_string()));
                     assert_eq!(got, want, "{v} in [{lo:?}, {hi:?}] not a multiple of {k}");
                 }
@@ -309,5 +320,4 @@ mod tests {
         let big = Dec::parse("1e20").unwrap();
         assert_eq!(suffix_multiples(Some(&big), None, 5), Some(None));
     }
-
 }

@@ -405,8 +405,13 @@ impl<'d, 'a> Gen<'d, 'a> {
                     .chain(forbid.iter().cloned())
                     .collect();
                 if let Some(k) = key {
-                    key =
-                        self.combine(&k, &extra_key(&taken, self.opts.allowed_escapes), Op::And, "propertyNames", &name.at)?;
+                    key = self.combine(
+                        &k,
+                        &extra_key(&taken, self.opts.allowed_escapes),
+                        Op::And,
+                        "propertyNames",
+                        &name.at,
+                    )?;
                 }
             }
             let Some(key) = key else {

@@ -296,7 +296,11 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         // Counted: the short character form keeps each counted position small
         // (no `\u00XX` escapes: about 9 DFA states per position instead of 13).
-        Ok(Some(format!("\"{}{}\"", self.string_char(true), repeat(min, max))))
+        Ok(Some(format!(
+            "\"{}{}\"",
+            self.string_char(true),
+            repeat(min, max)
+        )))
     }
 
     /// A quoted string language (a pattern or format) cut to `min..=max`
