@@ -184,13 +184,7 @@ pub(super) fn short_walks(
             }
             // A big subtree's hits as a bitset: a walk then takes them in
             // one union instead of id by id.
-            if let Walked::List(list) = &walked {
-                if list.len() > SUB_SET_MIN {
-                    let mut set = TokenSet::new(width);
-                    list.iter().for_each(|&t| set.insert(TokenId(t)));
-                    walked = Walked::Set(set);
-                }
-            }
+            walked.set_if_longer(SUB_SET_MIN, width);
             (walked, fp)
         })
         .collect();
@@ -206,13 +200,7 @@ pub(super) fn short_walks(
             out.extend(&walked[p as usize].0, width);
             fp = fp.wrapping_add(walked[p as usize].1);
         }
-        if let Walked::List(list) = &out {
-            if list.len() > SUB_SET_MIN {
-                let mut set = TokenSet::new(width);
-                list.iter().for_each(|&t| set.insert(TokenId(t)));
-                out = Walked::Set(set);
-            }
-        }
+        out.set_if_longer(SUB_SET_MIN, width);
         walked[i] = (out, fp);
     }
     plans
@@ -406,15 +394,25 @@ impl Walked {
         match self {
             Walked::List(list) => {
                 list.push(t);
-                if list.len() * 32 > width {
-                    let mut set = TokenSet::new(width);
-                    for &x in list.iter() {
-                        set.insert(TokenId(x));
-                    }
-                    *self = Walked::Set(set);
-                }
+                self.set_if_longer(width / 32, width);
             }
             Walked::Set(set) => set.insert(TokenId(t)),
+        }
+    }
+
+    /// A list of more than `max` ids becomes a bitset of `width`.
+    fn set_if_longer(&mut self, max: usize, width: usize) {
+        if matches!(self, Walked::List(list) if list.len() > max) {
+            self.make_set(width);
+        }
+    }
+
+    /// A list becomes a bitset of `width`.
+    fn make_set(&mut self, width: usize) {
+        if let Walked::List(list) = self {
+            let mut set = TokenSet::new(width);
+            list.iter().for_each(|&t| set.insert(TokenId(t)));
+            *self = Walked::Set(set);
         }
     }
 
@@ -423,11 +421,7 @@ impl Walked {
         match other {
             Walked::List(list) => list.iter().for_each(|&t| self.push(t, width)),
             Walked::Set(b) => {
-                if let Walked::List(list) = self {
-                    let mut set = TokenSet::new(width);
-                    list.iter().for_each(|&t| set.insert(TokenId(t)));
-                    *self = Walked::Set(set);
-                }
+                self.make_set(width);
                 if let Walked::Set(set) = self {
                     set.union_with(b);
                 }

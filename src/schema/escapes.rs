@@ -62,7 +62,8 @@ impl Escapes {
         self.0 & UNICODE != 0
     }
 
-    fn short(self, c: char) -> bool {
+    /// Whether the short escape `\c` is allowed.
+    pub(crate) fn allows_short(self, c: char) -> bool {
         SHORT
             .iter()
             .position(|&s| s == c)
@@ -73,7 +74,7 @@ impl Escapes {
     fn short_units(self) -> Option<String> {
         let cls: String = SHORT
             .iter()
-            .filter(|&&c| self.short(c))
+            .filter(|&&c| self.allows_short(c))
             .map(|&c| {
                 if c.is_ascii_alphabetic() {
                     c.to_string()
@@ -115,20 +116,15 @@ impl Escapes {
     /// exist, `\u00XX` for other controls) uses only allowed escapes.
     pub fn spells(self, s: &str) -> bool {
         s.chars().all(|c| match c {
-            '"' | '\\' => self.short(c),
-            '\u{8}' => self.short('b'),
-            '\u{c}' => self.short('f'),
-            '\n' => self.short('n'),
-            '\r' => self.short('r'),
-            '\t' => self.short('t'),
+            '"' | '\\' => self.allows_short(c),
+            '\u{8}' => self.allows_short('b'),
+            '\u{c}' => self.allows_short('f'),
+            '\n' => self.allows_short('n'),
+            '\r' => self.allows_short('r'),
+            '\t' => self.allows_short('t'),
             c if (c as u32) < 0x20 => self.unicode(),
             _ => true,
         })
-    }
-
-    /// Whether the key unit `\c` (a short escape) is allowed.
-    pub(crate) fn allows_short(self, c: char) -> bool {
-        self.short(c)
     }
 }
 
