@@ -203,6 +203,7 @@ fn integer_multiples_within_any_bounds() {
         json!({"type": "integer", "minimum": 0, "not": {"multipleOf": 5}}),
         json!({"type": "integer", "minimum": -100, "maximum": 100000, "not": {"multipleOf": 4}}),
         json!({"type": "integer", "maximum": -3, "not": {"multipleOf": 2}}),
+        json!({"type": "integer", "allOf": [{"not": {"multipleOf": 2}}, {"not": {"multipleOf": 5}}]}),
         json!({"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}},
                "patternProperties": {"^c": {"type": "integer", "multipleOf": 5}},
                "required": ["count"]}),

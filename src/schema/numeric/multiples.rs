@@ -22,22 +22,33 @@ const MULTIPLE_CAP: i128 = 999_999_999_999_999;
 /// regex grows with the digits of the bounds, not with their distance.
 /// Shorter numbers are listed (at most `10^m`).
 pub fn suffix_multiples(lo: Option<&Dec>, hi: Option<&Dec>, k: u64) -> Option<Option<String>> {
-    by_suffix(lo, hi, k, true)
+    by_suffix(lo, hi, &[k], true)
 }
 
-/// The same for the integers that are **not** multiples of `k` (the
-/// complement of `multipleOf` within bounds).
-pub fn suffix_non_multiples(lo: Option<&Dec>, hi: Option<&Dec>, k: u64) -> Option<Option<String>> {
-    by_suffix(lo, hi, k, false)
+/// The same for the integers that are multiples of **none** of `ks` (the
+/// complement of `multipleOf` within bounds, for each divisor); `None`
+/// when one of them divides no power of ten `10^m`, `m ≤ 4`.
+pub fn suffix_non_multiples(
+    lo: Option<&Dec>,
+    hi: Option<&Dec>,
+    ks: &[u64],
+) -> Option<Option<String>> {
+    by_suffix(lo, hi, ks, false)
 }
 
+/// The integers in the bounds that are multiples of every one of `ks`
+/// (`multiples`) or of none; each divides `10^m` for the largest `m`
+/// among theirs, so the last `m` digits decide.
 fn by_suffix(
     lo: Option<&Dec>,
     hi: Option<&Dec>,
-    k: u64,
+    ks: &[u64],
     multiples: bool,
 ) -> Option<Option<String>> {
-    let m = (0..=4u32).find(|&m| 10u64.pow(m) % k == 0)?;
+    let m = ks
+        .iter()
+        .map(|&k| (0..=4u32).find(|&m| k > 0 && 10u64.pow(m) % k == 0))
+        .try_fold(0, |a, m| m.map(|m| a.max(m)))?;
     let clamp = |d: &Dec| match d.to_i128() {
         Some(v) => v.clamp(-MULTIPLE_CAP - 1, MULTIPLE_CAP + 1),
         None if d.neg => -MULTIPLE_CAP - 1,
@@ -48,8 +59,13 @@ fn by_suffix(
     if lo > hi {
         return Some(None);
     }
-    let k = k as i128;
-    let keep = |v: i128| (v % k == 0) == multiples;
+    let keep = |v: i128| {
+        if multiples {
+            ks.iter().all(|&k| v % k as i128 == 0)
+        } else {
+            ks.iter().all(|&k| v % k as i128 != 0)
+        }
+    };
     let mut parts = Vec::new();
     if hi >= 0 {
         parts.push(uint_by_suffix(lo.max(0), hi, m as usize, &keep));
@@ -304,7 +320,7 @@ mod tests {
         assert!(suffix_multiples(None, None, 3).is_none());
         for k in [2u64, 5, 25, 16] {
             for (lo, hi) in bounds {
-                let r = suffix_non_multiples(lo.map(d).as_ref(), hi.map(d).as_ref(), k).unwrap();
+                let r = suffix_non_multiples(lo.map(d).as_ref(), hi.map(d).as_ref(), &[k]).unwrap();
                 let r = r.map(|r| re(&r));
                 for v in (-120_000i64..120_000).filter(|v| v % 13 == 0 || v.abs() < 1500) {
                     let want =

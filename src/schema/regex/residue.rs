@@ -62,9 +62,21 @@ impl Gen<'_, '_> {
             return Ok(None);
         };
         let (l, h) = numeric::integer_bounds(n.minimum.as_ref(), n.maximum.as_ref());
-        // While `lang` is still the node's integer range, a divisor of a
-        // power of ten gives the non-multiples within the bounds directly.
-        let mut plain_range = base.multiple_of.is_none();
+        // Over the node's integer range alone, divisors of powers of ten
+        // give the non-multiples within the bounds directly.
+        if base.multiple_of.is_none() {
+            let ks: Option<Vec<u64>> = n
+                .not_multiple_of
+                .iter()
+                .map(|m| m.value.to_i128().filter(|_| m.value.is_integer()))
+                .map(|k| k.and_then(|k| u64::try_from(k).ok()))
+                .collect();
+            if let Some(r) =
+                ks.and_then(|ks| numeric::suffix_non_multiples(l.as_ref(), h.as_ref(), &ks))
+            {
+                return Ok(r);
+            }
+        }
         for m in &n.not_multiple_of {
             let too = |detail: String| SchemaError::UnsupportedValue {
                 what: "keyword \"not\"".into(),
@@ -82,17 +94,6 @@ impl Gen<'_, '_> {
             };
             if k == 1 {
                 return Ok(None);
-            }
-            if plain_range {
-                let within = u64::try_from(k)
-                    .ok()
-                    .and_then(|k| numeric::suffix_non_multiples(l.as_ref(), h.as_ref(), k));
-                if let Some(r) = within {
-                    let Some(r) = r else { return Ok(None) };
-                    lang = r;
-                    plain_range = false;
-                    continue;
-                }
             }
             let bounded = match (&l, &h) {
                 (Some(a), Some(b)) => match (a.to_i128(), b.to_i128()) {
@@ -112,11 +113,9 @@ impl Gen<'_, '_> {
                     None => Some(lang.clone()),
                 }
             } else if let Some(nm) = u64::try_from(k).ok().and_then(non_multiple_suffix) {
-                if l.is_none() && h.is_none() && base.multiple_of.is_none() {
-                    Some(nm)
-                } else {
-                    self.combine(&lang, &nm, Op::And, "not: multipleOf", &m.at)?
-                }
+                // `lang` already carries more than the range here (an own
+                // `multipleOf`, or an earlier divisor): the product keeps it.
+                self.combine(&lang, &nm, Op::And, "not: multipleOf", &m.at)?
             } else if let Some(r) = self.narrowed_not_multiples(n, &l, &h) {
                 return Ok(r);
             } else {
