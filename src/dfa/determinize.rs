@@ -28,6 +28,7 @@
 //! distances never need the whole automaton.
 
 use super::nfa::{Kind, Nfa};
+use super::regs::{self, Registers};
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -153,7 +154,9 @@ impl Closure {
             *m = g;
             match nfa.kind(id) {
                 Kind::Bytes | Kind::Match => out.push(id),
-                Kind::Eps => self
+                // (Operation states only occur with member sets, whose
+                // closures `Registers` computes.)
+                Kind::Eps | Kind::Op => self
                     .stack
                     .extend(nfa.edges(id).iter().rev().map(|e| e.next)),
             }
@@ -220,6 +223,27 @@ pub(super) fn nfa_distances(nfa: &Nfa) -> Vec<u32> {
     dist
 }
 
+/// An edge reading text and marker bytes alike (the unanchored prefix's
+/// `(?s-u:.)` among them: allowed where the anchored start cannot reach).
+const MIXED: u32 = u32::MAX - 1;
+
+/// The cost of a byte-range edge under call-marker `weights` (see
+/// [`nfa_distances_weighted`]; [`MIXED`] for text and markers alike).
+fn marker_cost(weights: &[u32; 256], start: u8, end: u8) -> u32 {
+    if end < 0xF5 {
+        return 1;
+    }
+    if start < 0xF5 {
+        return MIXED;
+    }
+    // Markers alternated with one another share a range: the edge
+    // costs the cheapest (each byte still leads to its own call).
+    (start.max(0xF5)..=end)
+        .map(|b| weights[b as usize])
+        .min()
+        .unwrap_or(u32::MAX)
+}
+
 /// [`nfa_distances`] where a byte at or above `0xF5` (no UTF-8 text holds
 /// one) costs `weights[b]` instead of 1 (`u32::MAX`: the edge is not
 /// taken): a call marker of the pushdown engine costs its callee's shortest
@@ -227,24 +251,7 @@ pub(super) fn nfa_distances(nfa: &Nfa) -> Vec<u32> {
 /// with others (a marker must be a transition of its own).
 fn nfa_distances_weighted(nfa: &Nfa, weights: &[u32; 256]) -> Option<Vec<u32>> {
     let n = nfa.len();
-    // An edge reading text and marker bytes alike (the unanchored prefix's
-    // `(?s-u:.)` among them: allowed where the anchored start cannot reach).
-    const MIXED: u32 = u32::MAX - 1;
-    // The cost of a byte-range edge.
-    let cost = |start: u8, end: u8| -> u32 {
-        if end < 0xF5 {
-            return 1;
-        }
-        if start < 0xF5 {
-            return MIXED;
-        }
-        // Markers alternated with one another share a range: the edge
-        // costs the cheapest (each byte still leads to its own call).
-        (start.max(0xF5)..=end)
-            .map(|b| weights[b as usize])
-            .min()
-            .unwrap_or(u32::MAX)
-    };
+    let cost = |start: u8, end: u8| marker_cost(weights, start, end);
     // Reversed edges in CSR form: (source, weight) per target.
     let mut count = vec![0u32; n + 1];
     let mut fwd: Vec<(u32, u32, u32)> = Vec::new();
@@ -355,6 +362,9 @@ pub(super) struct Determinizer {
     pub lazy_rows: bool,
     /// The targets of one class ([`Determinizer::explore_class`]).
     targets: Vec<u32>,
+    /// Threads with member-set registers ([`super::regs`]), when the NFA
+    /// has member sets: keys then hold thread ids, not NFA states.
+    regs: Option<Box<Registers>>,
 }
 
 /// A transition not computed yet (rows filled one class at a time).
@@ -364,8 +374,14 @@ impl Determinizer {
     /// Computes the NFA distances (unless the NFA's builder kept them) and
     /// the start state.
     pub fn new(mut nfa: Nfa, dfa_limit: usize, det_limit: usize) -> Determinizer {
-        let nfa_dist = nfa.take_distances().unwrap_or_else(|| nfa_distances(&nfa));
-        Self::with_distances(nfa, nfa_dist, dfa_limit, det_limit)
+        let kept = nfa.take_distances();
+        if nfa.has_ops() {
+            let (base, costs) = regs::distances(&nfa, &|_| 1);
+            let regs = Registers::new(&nfa, costs);
+            return Self::with_distances(nfa, base, Some(regs), dfa_limit, det_limit);
+        }
+        let nfa_dist = kept.unwrap_or_else(|| nfa_distances(&nfa));
+        Self::with_distances(nfa, nfa_dist, None, dfa_limit, det_limit)
     }
 
     /// [`Determinizer::new`] with the bytes at or above `0xF5` (call
@@ -379,12 +395,32 @@ impl Determinizer {
         det_limit: usize,
     ) -> Option<Determinizer> {
         let nfa_dist = nfa_distances_weighted(&nfa, weights)?;
-        Some(Self::with_distances(nfa, nfa_dist, dfa_limit, det_limit))
+        if nfa.has_ops() {
+            // (The weighted search above only vouched that no marker byte
+            // shares an edge.)
+            let (base, costs) =
+                regs::distances(&nfa, &|e| match marker_cost(weights, e.lo, e.hi) {
+                    MIXED => 1,
+                    c => c,
+                });
+            let regs = Registers::new(&nfa, costs);
+            return Some(Self::with_distances(
+                nfa,
+                base,
+                Some(regs),
+                dfa_limit,
+                det_limit,
+            ));
+        }
+        Some(Self::with_distances(
+            nfa, nfa_dist, None, dfa_limit, det_limit,
+        ))
     }
 
     fn with_distances(
         nfa: Nfa,
         nfa_dist: Vec<u32>,
+        regs: Option<Registers>,
         dfa_limit: usize,
         det_limit: usize,
     ) -> Determinizer {
@@ -413,13 +449,14 @@ impl Determinizer {
             scratch: Vec::new(),
             lazy_rows: false,
             targets: Vec::new(),
+            regs: regs.map(Box::new),
             nfa,
         };
         let h = d.hasher.hash_one(&*d.keys[0]);
         d.map.insert(h, 0);
         let mut scratch = std::mem::take(&mut d.scratch);
-        d.closure
-            .run(&d.nfa, &d.nfa_dist, &[d.nfa.start()], &mut scratch);
+        let start = d.nfa.start();
+        d.close(&[start], &mut scratch);
         if !scratch.is_empty() {
             // A limit hit here is reported by the first explored row; the
             // state is added before the limits are checked.
@@ -449,7 +486,50 @@ impl Determinizer {
 
     /// Whether NFA state `q` is a byte-reading state.
     pub fn reads_bytes(&self, q: u32) -> bool {
-        !self.nfa.is_match(q)
+        !self.nfa.is_match(self.state(q))
+    }
+
+    /// Whether the keys hold member-set threads ([`super::regs`]) rather
+    /// than NFA states: the NFA-state shortcuts of the lazy DFA (free
+    /// parts, loop threads, shifts along copies) are then off.
+    pub fn has_regs(&self) -> bool {
+        self.regs.is_some()
+    }
+
+    /// The NFA state of thread `t` (itself without member sets).
+    #[inline]
+    fn state(&self, t: u32) -> u32 {
+        match &self.regs {
+            Some(r) => r.state(t),
+            None => t,
+        }
+    }
+
+    /// Thread `t`'s fewest bytes to the match.
+    #[inline]
+    fn thread_dist(&self, t: u32) -> u32 {
+        match &self.regs {
+            Some(r) => r.dist(&self.nfa_dist, t),
+            None => self.nfa_dist[t as usize],
+        }
+    }
+
+    /// The closure of `seeds` (threads) into `out`, memoized per seed
+    /// without member sets.
+    fn close(&mut self, seeds: &[u32], out: &mut Vec<u32>) {
+        match &mut self.regs {
+            Some(r) => r.closure(&self.nfa, &self.nfa_dist, seeds, out),
+            None => self.closure.of(&self.nfa, &self.nfa_dist, seeds, out),
+        }
+    }
+
+    /// The thread that thread `of` becomes on reaching NFA state `q`.
+    #[inline]
+    fn moved(&mut self, of: u32, q: u32) -> u32 {
+        match &mut self.regs {
+            Some(r) => r.moved(&self.nfa, &self.nfa_dist, of, q),
+            None => q,
+        }
     }
 
     /// Per NFA state, the fewest bytes to the match state (`u32::MAX`:
@@ -475,8 +555,12 @@ impl Determinizer {
     /// if new; it need not be reachable from the start).
     pub fn single(&mut self, q: u32) -> Result<u32, Limit> {
         let mut scratch = std::mem::take(&mut self.scratch);
-        self.closure
-            .run(&self.nfa, &self.nfa_dist, &[q], &mut scratch);
+        match &mut self.regs {
+            Some(r) => r.closure(&self.nfa, &self.nfa_dist, &[q], &mut scratch),
+            None => self
+                .closure
+                .run(&self.nfa, &self.nfa_dist, &[q], &mut scratch),
+        }
         let r = if scratch.is_empty() {
             Ok(0)
         } else {
@@ -500,14 +584,14 @@ impl Determinizer {
         let id = self.keys.len() as u32;
         let k: Arc<[u32]> = Arc::from(key);
         self.key_bytes += k.len() * 4 + 48;
-        let nfa = &self.nfa;
-        self.accepting.push(k.iter().any(|&s| nfa.is_match(s)));
-        self.dist.push(
-            k.iter()
-                .map(|&s| self.nfa_dist[s as usize])
-                .min()
-                .unwrap_or(u32::MAX),
-        );
+        let accepting = k.iter().any(|&s| self.nfa.is_match(self.state(s)));
+        self.accepting.push(accepting);
+        let dist = k
+            .iter()
+            .map(|&s| self.thread_dist(s))
+            .min()
+            .unwrap_or(u32::MAX);
+        self.dist.push(dist);
         if taken {
             self.collided.insert(k.clone(), id);
         } else {
@@ -519,7 +603,8 @@ impl Determinizer {
         if self.trans.len() * 4 > self.dfa_limit {
             return Err(Limit::Dfa);
         }
-        if self.key_bytes > self.det_limit || self.keys.len() >= u32::MAX as usize {
+        let reg_bytes = self.regs.as_ref().map_or(0, |r| r.bytes());
+        if self.key_bytes + reg_bytes > self.det_limit || self.keys.len() >= u32::MAX as usize {
             return Err(Limit::Determinize);
         }
         Ok(id)
@@ -539,15 +624,23 @@ impl Determinizer {
         let buckets = &mut self.buckets;
         let touched = &mut self.touched;
         for &s in key.iter() {
-            if self.nfa.kind(s) != Kind::Bytes {
+            let q = match &self.regs {
+                Some(r) => r.state(s),
+                None => s,
+            };
+            if self.nfa.kind(q) != Kind::Bytes {
                 continue;
             }
-            for e in self.nfa.edges(s) {
+            for e in self.nfa.edges(q) {
+                let next = match &mut self.regs {
+                    Some(r) => r.moved(&self.nfa, &self.nfa_dist, s, e.next),
+                    None => e.next,
+                };
                 for c in class_span(e.lo, e.hi) {
                     if buckets[c].is_empty() {
                         touched.push(c);
                     }
-                    buckets[c].push(e.next);
+                    buckets[c].push(next);
                 }
             }
         }
@@ -560,8 +653,9 @@ impl Determinizer {
             let target = match prev {
                 Some((pc, t)) if pc + 1 == c && self.buckets[pc] == self.buckets[c] => t,
                 _ => {
-                    self.closure
-                        .of(&self.nfa, &self.nfa_dist, &self.buckets[c], &mut scratch);
+                    let seeds = std::mem::take(&mut self.buckets[c]);
+                    self.close(&seeds, &mut scratch);
+                    self.buckets[c] = seeds;
                     if scratch.is_empty() {
                         0
                     } else {
@@ -606,20 +700,23 @@ impl Determinizer {
     pub fn explore_class(&mut self, i: usize, c: usize) -> Result<u32, Limit> {
         let mut targets = std::mem::take(&mut self.targets);
         targets.clear();
-        for &s in self.keys[i].iter() {
-            if self.nfa.kind(s) != Kind::Bytes {
+        let key = self.keys[i].clone();
+        for &s in key.iter() {
+            let q = self.state(s);
+            if self.nfa.kind(q) != Kind::Bytes {
                 continue;
             }
-            for e in self.nfa.edges(s) {
+            for k in 0..self.nfa.edges(q).len() {
+                let e = self.nfa.edges(q)[k];
                 let (lo, hi) = (self.classes[e.lo as usize], self.classes[e.hi as usize]);
                 if (lo as usize..=hi as usize).contains(&c) {
-                    targets.push(e.next);
+                    let t = self.moved(s, e.next);
+                    targets.push(t);
                 }
             }
         }
         let mut scratch = std::mem::take(&mut self.scratch);
-        self.closure
-            .of(&self.nfa, &self.nfa_dist, &targets, &mut scratch);
+        self.close(&targets, &mut scratch);
         let r = if scratch.is_empty() {
             Ok(0)
         } else {

@@ -36,7 +36,7 @@ pub(super) fn parse_nfa(
     size_limit: Option<usize>,
     ordered: bool,
 ) -> Option<Result<Nfa, TooBig>> {
-    parse_nfa_with(pattern, size_limit, ordered, false)
+    parse_nfa_with(pattern, size_limit, ordered, false, ordered)
 }
 
 /// A pattern's NFA in the subset with the ordered constructs (tests).
@@ -49,12 +49,16 @@ pub(super) fn nfa_of(pattern: &str) -> Nfa {
 
 /// [`parse_nfa`]; with `raw_bytes`, a group of byte escapes
 /// `(?-u:\xHH...)` (the pushdown engine's call markers, bytes no UTF-8
-/// text holds) is in the subset too: those bytes, read as they are.
+/// text holds) is in the subset too: those bytes, read as they are. With
+/// `sets`, a member set `(?%...)` is compiled with its registers
+/// ([`crate::dfa::regs`]); without, its members keep their order (the
+/// pushdown engine's fragments, whose distances are searched per NFA state).
 pub(super) fn parse_nfa_with(
     pattern: &str,
     size_limit: Option<usize>,
     ordered: bool,
     raw_bytes: bool,
+    sets: bool,
 ) -> Option<Result<Nfa, TooBig>> {
     // Room for the tree up front (address space: pages are touched only as
     // they fill), so a megabyte pattern's vectors are not copied as they grow.
@@ -66,6 +70,8 @@ pub(super) fn parse_nfa_with(
         kids: Vec::with_capacity(n / 2 + 16),
         ordered,
         raw_bytes,
+        sets,
+        set_flags: Vec::new(),
         shared: Default::default(),
     };
     let root = parse_into(pattern, &mut tree)?;
@@ -107,6 +113,14 @@ enum Node {
     List {
         at: u32,
     },
+    /// `(?%FLAGS|SEP|K1|...|Kn)`: `kids[at]` is the separator, the `len`
+    /// items follow it; `Tree::set_flags[flags]` says which are required and
+    /// whether the last is the extra member.
+    Members {
+        at: u32,
+        len: u32,
+        flags: u32,
+    },
 }
 
 /// [`Node::Repeat`]'s `max` when unbounded.
@@ -124,6 +138,11 @@ struct Tree {
     ordered: bool,
     /// Whether `(?-u:\xHH...)` is read ([`parse_nfa_with`]).
     raw_bytes: bool,
+    /// Whether member sets get registers ([`parse_nfa_with`]).
+    sets: bool,
+    /// Per [`Node::Members`], its required flags and whether it has an
+    /// extra member.
+    set_flags: Vec<(Vec<bool>, bool)>,
     /// The nodes that stand for more than one group of the pattern (its
     /// groups of equal text share a node, [`Sink::share_groups`]): each is
     /// compiled once and its states copied for its other uses.
@@ -214,6 +233,64 @@ impl Sink for Tree {
         self.kids.push(sep);
         self.kids.push(item);
         Some(self.add(Node::List { at }))
+    }
+
+    fn member_set(
+        &mut self,
+        required: Vec<bool>,
+        extra: bool,
+        sep: u32,
+        items: Vec<u32>,
+    ) -> Option<u32> {
+        if !self.ordered {
+            return None;
+        }
+        if self.sets && required.len() <= crate::dfa::regs::MAX_MEMBERS {
+            let (at, len) = self.span([vec![sep], items].concat());
+            self.set_flags.push((required, extra));
+            return Some(self.add(Node::Members {
+                at,
+                len: len - 1,
+                flags: (self.set_flags.len() - 1) as u32,
+            }));
+        }
+        // In order, as `ordered::expand` writes it out.
+        let k = required.len();
+        let declared = &items[..k];
+        let mut parts = Vec::new();
+        match required.iter().position(|&r| r) {
+            Some(r) => {
+                for &d in &declared[..r] {
+                    let c = self.concat(vec![d, sep]);
+                    parts.push(self.repetition(0, Some(1), true, c));
+                }
+                parts.push(declared[r]);
+                for (&d, &req) in declared.iter().zip(&required).skip(r + 1) {
+                    let c = self.concat(vec![sep, d]);
+                    parts.push(if req {
+                        c
+                    } else {
+                        self.repetition(0, Some(1), true, c)
+                    });
+                }
+            }
+            None => {
+                let a = match declared {
+                    [one] => *one,
+                    _ => self.ordered(sep, declared.to_vec())?,
+                };
+                parts.push(if extra {
+                    self.alternation(vec![a, items[k]])
+                } else {
+                    a
+                });
+            }
+        }
+        if extra {
+            let c = self.concat(vec![sep, items[k]]);
+            parts.push(self.repetition(0, None, true, c));
+        }
+        Some(self.concat(parts))
     }
 
     fn ordered(&mut self, sep: u32, items: Vec<u32>) -> Option<u32> {

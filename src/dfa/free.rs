@@ -125,7 +125,7 @@ impl FreeThreads {
             let kind = nfa.kind(q);
             for e in edges {
                 let follows = match kind {
-                    Kind::Eps => true,
+                    Kind::Eps | Kind::Op => true,
                     Kind::Bytes => plain_range(e.lo, e.hi),
                     Kind::Match => false,
                 };

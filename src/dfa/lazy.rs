@@ -235,6 +235,10 @@ impl LazyDfa {
         s: u32,
         successors: &mut dyn FnMut(&mut LazyDfa, u32, &mut Vec<u32>) -> bool,
     ) -> bool {
+        if self.det.has_regs() {
+            // (Keys hold member-set threads, not NFA states.)
+            return false;
+        }
         if self.loop_thread.is_empty() {
             self.loop_thread = vec![LOOP_UNKNOWN; self.det.nfa_len()];
         }
@@ -343,7 +347,7 @@ impl LazyDfa {
     /// extra-key trie's threads, the same at every position, while the
     /// declared names still allowed there differ.
     pub(crate) fn free_part(&mut self, s: u32) -> Option<u32> {
-        if s == 0 {
+        if s == 0 || self.det.has_regs() {
             return None;
         }
         let si = s as usize;

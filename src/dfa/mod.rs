@@ -37,6 +37,7 @@ mod lazy;
 pub(crate) mod nfa;
 pub(crate) mod ordered;
 mod parse;
+pub(crate) mod regs;
 mod shift;
 
 /// Deepest nesting of groups and repetitions a pattern may have (regex-syntax
@@ -188,7 +189,7 @@ impl ByteDfa {
             // Raw byte groups are read too: a structural tag's special
             // tokens are written as their spellings (`(?-u:\xC0..)`).
             if let Some(nfa) =
-                direct::parse_nfa_with(pattern, Some(config.nfa_size_limit), true, true)
+                direct::parse_nfa_with(pattern, Some(config.nfa_size_limit), true, true, true)
             {
                 let nfa = nfa.map_err(|_| too_big_nfa(config))?;
                 let lazy_states = config.lazy_threshold().unwrap_or(usize::MAX);
@@ -321,7 +322,7 @@ impl ByteDfa {
         if config.minimize {
             return None;
         }
-        direct::parse_nfa_with(text, Some(config.nfa_size_limit), true, true)
+        direct::parse_nfa_with(text, Some(config.nfa_size_limit), true, true, false)
             .map(|r| r.map_err(|_| too_big_nfa(config)))
     }
 

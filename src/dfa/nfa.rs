@@ -16,6 +16,7 @@
 //! determinizer ([`super::determinize`]) keeps every thread, so the order of
 //! alternatives carries no meaning.
 
+use super::regs::{MemberSet, RegOp};
 use regex_automata::nfa::thompson::{self, State};
 use regex_automata::util::primitives::StateID as ThompsonId;
 use std::ops::Range;
@@ -79,6 +80,9 @@ pub enum Kind {
     Eps,
     /// The text read so far is in the language.
     Match,
+    /// Moves, without reading, along its one edge, doing a register
+    /// operation of a member set ([`super::regs`]) that may stop the thread.
+    Op,
 }
 
 /// An anchored NFA without look-around or captures (see the module doc).
@@ -97,9 +101,38 @@ pub struct Nfa {
     /// each one's innermost enclosing run (`u32::MAX`: none).
     runs: Vec<CopyRun>,
     run_parent: Vec<u32>,
+    /// The register operations of the [`Kind::Op`] states, by state.
+    ops: Vec<(u32, RegOp)>,
+    /// The member sets the operations name ([`super::regs`]).
+    sets: Vec<MemberSet>,
 }
 
 impl Nfa {
+    /// The register operation of [`Kind::Op`] state `q`.
+    pub fn op(&self, q: u32) -> RegOp {
+        let i = self
+            .ops
+            .binary_search_by_key(&q, |&(s, _)| s)
+            .expect("an operation state");
+        self.ops[i].1
+    }
+
+    /// Whether some state is a register operation (the NFA has member
+    /// sets, [`super::regs`]).
+    pub fn has_ops(&self) -> bool {
+        !self.ops.is_empty()
+    }
+
+    /// The operation states, by id.
+    pub(super) fn ops(&self) -> &[(u32, RegOp)] {
+        &self.ops
+    }
+
+    /// The member sets.
+    pub(super) fn sets(&self) -> &[MemberSet] {
+        &self.sets
+    }
+
     /// Number of states.
     pub fn len(&self) -> usize {
         self.kinds.len()
@@ -353,6 +386,9 @@ pub struct Builder {
     limit: usize,
     /// Runs of copies recorded so far, by start.
     runs: std::collections::BTreeMap<u32, Vec<CopyRun>>,
+    /// Register operations by state, and the member sets they name.
+    ops: std::collections::BTreeMap<u32, RegOp>,
+    sets: Vec<MemberSet>,
 }
 
 impl Builder {
@@ -367,6 +403,8 @@ impl Builder {
             split: [false; 257],
             limit,
             runs: Default::default(),
+            ops: Default::default(),
+            sets: Vec::new(),
         }
     }
 
@@ -383,6 +421,8 @@ impl Builder {
             split: [false; 257],
             limit,
             runs: Default::default(),
+            ops: Default::default(),
+            sets: Vec::new(),
         }
     }
 
@@ -426,6 +466,24 @@ impl Builder {
         self.offs.push(self.edges.len() as u32);
         self.check()?;
         Ok(self.len() - 1)
+    }
+
+    /// A [`Kind::Op`] state doing `op` on its way to `next`.
+    pub fn add_op(&mut self, op: RegOp, next: u32, dist: u32) -> Result<u32, TooBig> {
+        let q = self.add(Kind::Op, &[Edge::eps(next)], dist)?;
+        self.ops.insert(q, op);
+        Ok(q)
+    }
+
+    /// Number of member sets recorded (the next one's id).
+    pub fn set_count(&self) -> u32 {
+        self.sets.len() as u32
+    }
+
+    /// Records a member set; its id.
+    pub fn add_set(&mut self, set: MemberSet) -> u32 {
+        self.sets.push(set);
+        (self.sets.len() - 1) as u32
     }
 
     /// A byte-reading state with one range.
@@ -497,6 +555,14 @@ impl Builder {
         }
         let last = self.offs[(end + delta) as usize + 1] as usize - 1;
         self.edges[last].next = HOLE;
+        // Operations inside the piece are copied with it (their sets name
+        // states by offset, so the copy's own states).
+        let inner: Vec<(u32, RegOp)> = self
+            .ops
+            .range(states.clone())
+            .map(|(&q, &op)| (q + delta, op))
+            .collect();
+        self.ops.extend(inner);
         // The runs inside the piece are copied with it.
         let inner: Vec<CopyRun> = self
             .runs
@@ -567,6 +633,8 @@ impl Builder {
             dist: self.dist,
             runs,
             run_parent,
+            ops: self.ops.into_iter().collect(),
+            sets: self.sets,
         }
     }
 }

@@ -36,6 +36,49 @@ pub(crate) const OPEN: &str = "(?&";
 /// array level doubles its item's text, as optional members do).
 pub(crate) const LIST_OPEN: &str = "(?*";
 
+/// How the member-set construct opens: `(?%FLAGS|SEP|K1|...|Kn)`, the
+/// declared members `Ki` in any order, each at most once, every one whose
+/// flag is `R` present, and with a last flag `X` an extra member `Kn` that
+/// may repeat ([`super::regs`]). Written out for regex syntax, the members
+/// keep their order (as an object without any order writes them).
+pub(crate) const SET_OPEN: &str = "(?%";
+
+/// The member-set construct: `required` per declared member, the last of
+/// `items` the extra member when `extra` (at least two items in all).
+pub(crate) fn write_set(sep: &str, required: &[bool], extra: bool, items: &[&str]) -> String {
+    debug_assert_eq!(required.len() + usize::from(extra), items.len());
+    let mut s = String::from(SET_OPEN);
+    s.extend(required.iter().map(|&r| if r { 'R' } else { 'O' }));
+    if extra {
+        s.push('X');
+    }
+    s.push('|');
+    s.push_str(sep);
+    for k in items {
+        s.push('|');
+        s.push_str(k);
+    }
+    s.push(')');
+    s
+}
+
+/// The flags of a member set at the start of `s` (up to its `|`, not
+/// included): per declared member whether it is required, and whether an
+/// extra member follows them.
+pub(crate) fn read_flags(s: &[u8]) -> Option<(Vec<bool>, bool)> {
+    let mut required = Vec::new();
+    let mut extra = false;
+    for &b in s {
+        match b {
+            b'R' | b'O' if !extra => required.push(b == b'R'),
+            b'X' if !extra => extra = true,
+            b'|' if !required.is_empty() => return Some((required, extra)),
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// The list construct: one or more `item`s joined by `sep` (neither with
 /// an alternation at its top level).
 pub(crate) fn write_list(sep: &str, item: &str) -> String {
@@ -74,7 +117,7 @@ pub(crate) struct TooLong;
 /// `text` with every construct rewritten into plain regex syntax (inner
 /// ones first), at most `limit` bytes; borrowed when it has none.
 pub(crate) fn expand(text: &str, limit: usize) -> Result<Cow<'_, str>, TooLong> {
-    if !text.contains(OPEN) && !text.contains(LIST_OPEN) {
+    if !has_construct(text) {
         return Ok(Cow::Borrowed(text));
     }
     let mut out = String::with_capacity(text.len().min(limit));
@@ -85,7 +128,7 @@ pub(crate) fn expand(text: &str, limit: usize) -> Result<Cow<'_, str>, TooLong> 
 /// The length [`expand`] would return, without writing the text (the
 /// size check of a text that may never be written out).
 pub(crate) fn expanded_len(text: &str, limit: usize) -> Result<usize, TooLong> {
-    if !text.contains(OPEN) && !text.contains(LIST_OPEN) {
+    if !has_construct(text) {
         return if text.len() > limit {
             Err(TooLong)
         } else {
@@ -95,6 +138,11 @@ pub(crate) fn expanded_len(text: &str, limit: usize) -> Result<usize, TooLong> {
     let mut out = Count(0);
     expand_into(text, limit, &mut out)?;
     Ok(out.0)
+}
+
+/// Whether `text` may hold a construct.
+fn has_construct(text: &str) -> bool {
+    text.contains(OPEN) || text.contains(LIST_OPEN) || text.contains(SET_OPEN)
 }
 
 fn expand_into<O: Out>(text: &str, limit: usize, out: &mut O) -> Result<(), TooLong> {
@@ -165,11 +213,20 @@ impl Expander<'_> {
                 b'\\' => self.pos += 2,
                 b'[' => self.skip_class(),
                 b'(' if self.s[self.pos..].starts_with(OPEN.as_bytes())
-                    || self.s[self.pos..].starts_with(LIST_OPEN.as_bytes()) =>
+                    || self.s[self.pos..].starts_with(LIST_OPEN.as_bytes())
+                    || self.s[self.pos..].starts_with(SET_OPEN.as_bytes()) =>
                 {
                     let list = self.s[self.pos..].starts_with(LIST_OPEN.as_bytes());
+                    let set = self.s[self.pos..].starts_with(SET_OPEN.as_bytes());
                     out.push(self.text(from, self.pos));
                     self.pos += OPEN.len();
+                    let flags = if set {
+                        let f = read_flags(&self.s[self.pos..]).ok_or(TooLong)?;
+                        self.pos += f.0.len() + usize::from(f.1) + 1;
+                        Some(f)
+                    } else {
+                        None
+                    };
                     let mut parts: Vec<O> = Vec::new();
                     loop {
                         let mut part = O::default();
@@ -190,7 +247,12 @@ impl Expander<'_> {
                     if items.is_empty() || (list && items.len() != 1) {
                         return Err(TooLong);
                     }
-                    if list {
+                    if let Some((required, extra)) = flags {
+                        if items.len() != required.len() + usize::from(extra) {
+                            return Err(TooLong);
+                        }
+                        plain_set(&sep, &items, &required, extra, out);
+                    } else if list {
                         let k = items[0];
                         out.push("(?:");
                         out.part(k);
@@ -259,6 +321,48 @@ impl Expander<'_> {
                 }
             }
         }
+    }
+}
+
+/// A member set written out with its members in order: the required ones
+/// in place, each optional one where it stands, and any extra members after
+/// them all (how an object whose members keep the schema's order is
+/// written).
+fn plain_set<O: Out>(sep: &O, items: &[&O], required: &[bool], extra: bool, out: &mut O) {
+    let declared = &items[..required.len()];
+    let group = |out: &mut O, parts: &[&O], tail: &str| {
+        out.push("(?:");
+        for p in parts {
+            out.part(p);
+        }
+        out.push(tail);
+    };
+    match required.iter().position(|&r| r) {
+        Some(r) => {
+            for k in &declared[..r] {
+                group(out, &[k, sep], ")?");
+            }
+            out.part(declared[r]);
+            for (k, &req) in declared.iter().zip(required).skip(r + 1) {
+                if req {
+                    out.part(sep);
+                    out.part(k);
+                } else {
+                    group(out, &[sep, k], ")?");
+                }
+            }
+        }
+        None if extra => {
+            out.push("(?:");
+            plain(sep, declared, out);
+            out.push("|");
+            out.part(items[required.len()]);
+            out.push(")");
+        }
+        None => plain(sep, declared, out),
+    }
+    if extra {
+        group(out, &[sep, items[required.len()]], ")*");
     }
 }
 

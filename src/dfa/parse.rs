@@ -83,6 +83,19 @@ pub(super) trait Sink {
     fn list(&mut self, _sep: Self::Node, _item: Self::Node) -> Option<Self::Node> {
         None
     }
+    /// A member set (the schema compiler's `(?%FLAGS|SEP|K1|...|Kn)`,
+    /// [`super::regs`]): `required` per declared item, `extra` when the
+    /// last item is the extra member; `None` where the sink does not take
+    /// it.
+    fn member_set(
+        &mut self,
+        _required: Vec<bool>,
+        _extra: bool,
+        _sep: Self::Node,
+        _items: Vec<Self::Node>,
+    ) -> Option<Self::Node> {
+        None
+    }
     /// The bytes of a group of byte escapes `(?-u:\xHH...)` as they are
     /// (the pushdown engine's call markers); `None` where the sink does not
     /// take it.
@@ -452,13 +465,25 @@ impl<S: Sink> Parser<'_, S> {
     fn group_read(&mut self) -> Option<S::Node> {
         let ordered = self.s[self.pos..].starts_with(super::ordered::OPEN.as_bytes());
         let list = self.s[self.pos..].starts_with(super::ordered::LIST_OPEN.as_bytes());
-        if !(ordered || list || self.s[self.pos..].starts_with(b"(?:")) || self.depth >= MAX_DEPTH {
+        let set = self.s[self.pos..].starts_with(super::ordered::SET_OPEN.as_bytes());
+        if !(ordered || list || set || self.s[self.pos..].starts_with(b"(?:"))
+            || self.depth >= MAX_DEPTH
+        {
             return None;
         }
         self.pos += 3;
         self.depth += 1;
         self.deepest = self.deepest.max(self.depth);
-        let h = if ordered {
+        let h = if set {
+            let (required, extra) = super::ordered::read_flags(&self.s[self.pos..])?;
+            self.pos += required.len() + usize::from(extra) + 1;
+            let mut items = self.branches()?;
+            if items.len() != required.len() + usize::from(extra) + 1 {
+                return None;
+            }
+            let sep = items.remove(0);
+            self.sink.member_set(required, extra, sep, items)?
+        } else if ordered {
             let mut items = self.branches()?;
             if items.len() < 2 {
                 return None;

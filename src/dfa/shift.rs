@@ -25,7 +25,7 @@ impl LazyDfa {
     /// [`Nfa::shift_back`](super::nfa::Nfa::shift_back)). So the two have
     /// the same mask over tokens of at most `horizon` bytes.
     pub(crate) fn shifted_back(&mut self, s: u32, horizon: u32) -> Option<u32> {
-        if s == 0 || self.det.nfa().runs().is_empty() {
+        if s == 0 || self.det.nfa().runs().is_empty() || self.det.has_regs() {
             return None;
         }
         let si = s as usize;
@@ -57,7 +57,7 @@ impl LazyDfa {
     /// as `t`'s bound allows. So for the tokens, `s` behaves as if those
     /// characters led it back to itself.
     pub(crate) fn is_next_unit(&self, s: u32, t: u32, horizon: u32) -> bool {
-        if s == 0 || t == 0 || self.det.nfa().runs().is_empty() {
+        if s == 0 || t == 0 || self.det.nfa().runs().is_empty() || self.det.has_regs() {
             return false;
         }
         let nfa = self.det.nfa();

@@ -121,7 +121,8 @@ fn byte_steps(nfa: &crate::dfa::Nfa, q: u32) -> Vec<(u8, u32)> {
         }
         seen.push(x);
         match nfa.kind(x) {
-            Kind::Eps => todo.extend(nfa.edges(x).iter().map(|e| e.next)),
+            // (A fragment's NFA has no member sets: `Kind::Op` is a move.)
+            Kind::Eps | Kind::Op => todo.extend(nfa.edges(x).iter().map(|e| e.next)),
             Kind::Bytes => {
                 for e in nfa.edges(x) {
                     out.extend((e.lo..=e.hi).map(|b| (b, e.next)));

@@ -541,7 +541,8 @@ impl Pda {
                     for (q, kind, es) in nfa.states() {
                         match kind {
                             Kind::Match => accepting.push(b0 + q),
-                            Kind::Eps => {
+                            // (No member sets in a fragment: `Op` is a move.)
+                            Kind::Eps | Kind::Op => {
                                 edges.extend(es.iter().map(|e| (b0 + e.next, (b0 + q) | FREE)))
                             }
                             Kind::Bytes => {
@@ -773,7 +774,7 @@ impl Pda {
                 continue;
             }
             match nfa.kind(q) {
-                Kind::Eps => todo.extend(nfa.edges(q).iter().map(|e| e.next)),
+                Kind::Eps | Kind::Op => todo.extend(nfa.edges(q).iter().map(|e| e.next)),
                 Kind::Bytes => {
                     for e in nfa.edges(q) {
                         if !(e.lo..=e.hi).contains(&CALL_MARKER) {

@@ -87,6 +87,25 @@ impl Tree {
                     .min()
                     .unwrap_or(u32::MAX),
                 Node::List { at } => m[self.kids[at as usize + 1] as usize],
+                Node::Members { at, len, flags } => {
+                    // The required members with separators between, or the
+                    // shortest single member.
+                    let sep = m[self.kids[at as usize] as usize];
+                    let (required, _) = &self.set_flags[flags as usize];
+                    let items = kids(at + 1, len).map(|&k| m[k as usize]);
+                    let req: Vec<u32> = items
+                        .clone()
+                        .zip(required)
+                        .filter(|&(_, &r)| r)
+                        .map(|(v, _)| v)
+                        .collect();
+                    if req.is_empty() {
+                        items.min().unwrap_or(u32::MAX)
+                    } else {
+                        let between = sep.saturating_mul(req.len() as u32 - 1);
+                        req.into_iter().fold(between, plus)
+                    }
+                }
             };
             m.push(v);
         }
@@ -176,7 +195,74 @@ impl Emitter<'_> {
             Node::Repeat { min, max, sub } => self.repeat(min, max, sub, tail),
             Node::Ordered { at, len } => self.ordered(at as usize, len as usize, tail),
             Node::List { at } => self.list(at as usize, tail),
+            Node::Members { at, len, flags } => {
+                self.members(at as usize, len as usize, flags as usize, tail)
+            }
         }
+    }
+
+    /// `(?%FLAGS|SEP|K1|...|Kn)` with one copy of each member and a
+    /// register per open set ([`crate::dfa::regs`]): `ENTER`, `FIRST`
+    /// entering any member, each member's operation (entered first, or
+    /// after its own separator copy), `NEXT` after a member, `LEAVE`. Every
+    /// state inside is given `tail` and its member's own bytes as distance
+    /// (the determinizer searches the exact ones).
+    fn members(&mut self, at: usize, len: usize, flags: usize, tail: u32) -> Result<Piece, TooBig> {
+        use crate::dfa::regs::{MemberSet, RegOp, EXTRA};
+        let sep = self.tree.kids[at];
+        let items: Vec<u32> = self.tree.kids[at + 1..at + 1 + len].to_vec();
+        let (required, extra) = self.tree.set_flags[flags].clone();
+        let mut bodies = Vec::with_capacity(len);
+        let mut seps = Vec::with_capacity(len);
+        for &k in &items {
+            let q = self.emit(k, tail)?;
+            let s = self.emit(sep, plus(tail, self.minlen[k as usize]))?;
+            self.b.patch(s.end, q.start);
+            bodies.push(q);
+            seps.push(s);
+        }
+        // Inner sets took their ids while the members were compiled.
+        let id = self.b.set_count();
+        let leave = self.b.add_op(RegOp::Leave(id), HOLE, tail)?;
+        let index = |i: usize| if i < required.len() { i as u8 } else { EXTRA };
+        let mut first = Vec::with_capacity(len);
+        let mut again = Vec::with_capacity(len);
+        for (i, (q, s)) in bodies.iter().zip(&seps).enumerate() {
+            let d = plus(tail, self.minlen[items[i] as usize]);
+            first.push(self.b.add_op(RegOp::Member(id, index(i)), q.start, d)?);
+            again.push(self.b.add_op(RegOp::Member(id, index(i)), s.start, d)?);
+        }
+        let mut next_edges = vec![Edge::eps(leave)];
+        next_edges.extend(again.iter().map(|&q| Edge::eps(q)));
+        let next = self.b.add(Kind::Eps, &next_edges, tail)?;
+        for q in &bodies {
+            self.b.patch(q.end, next);
+        }
+        let first_edges: Vec<Edge> = first.iter().map(|&q| Edge::eps(q)).collect();
+        let d = plus(tail, self.minlen[items[0] as usize]);
+        let start = self.b.add(Kind::Eps, &first_edges, d)?;
+        let enter = self.b.add_op(RegOp::Enter(id), start, d)?;
+        let mut bits = 0u64;
+        for (i, &r) in required.iter().enumerate() {
+            if r {
+                bits |= 1 << i;
+            }
+        }
+        self.b.add_set(MemberSet {
+            members: required.len() as u8,
+            required: bits,
+            extra,
+            lo: 1,
+            hi: u32::MAX,
+            leave_back: enter - leave,
+            next_back: enter - next,
+            first_back: first.iter().map(|&q| enter - q).collect(),
+            again_back: again.iter().map(|&q| enter - q).collect(),
+        });
+        Ok(Piece {
+            start: enter,
+            end: leave,
+        })
     }
 
     /// `(?&SEP|K1|...|Kn)` with one copy of each item, built from the last

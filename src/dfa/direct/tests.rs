@@ -167,7 +167,7 @@ fn raw_byte_groups_compile_to_regex_syntax_bytes() {
         r"(?&,|x|(?-u:\xF5)|y(?-u:\xF6))",
         r"(?:(?-u:\xF5)|(?-u:\xF6)){1,3}z",
     ] {
-        let nfa = parse_nfa_with(p, None, true, true)
+        let nfa = parse_nfa_with(p, None, true, true, false)
             .unwrap_or_else(|| panic!("{p:?} is in the subset"))
             .expect("no size limit");
         let ours = ByteDfa::from_nfa_whole(nfa, p.len(), &config).expect("DFA");
@@ -193,7 +193,10 @@ fn raw_byte_groups_compile_to_regex_syntax_bytes() {
         r"(?-u:\xF5",
         r"(?-u:\x{F5})",
     ] {
-        assert!(parse_nfa_with(p, None, true, true).is_none(), "{p:?}");
+        assert!(
+            parse_nfa_with(p, None, true, true, false).is_none(),
+            "{p:?}"
+        );
     }
 }
 
