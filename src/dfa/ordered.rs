@@ -40,14 +40,37 @@ pub(crate) const LIST_OPEN: &str = "(?*";
 /// declared members `Ki` in any order, each at most once, every one whose
 /// flag is `R` present, and with a last flag `X` an extra member `Kn` that
 /// may repeat ([`super::regs`]). Written out for regex syntax, the members
-/// keep their order (as an object without any order writes them).
+/// keep their order (as an object without any order writes them), or, with
+/// a leading flag `P`, every order of up to [`SEQUENCES_UP_TO`] members.
 pub(crate) const SET_OPEN: &str = "(?%";
 
-/// The member-set construct: `required` per declared member, the last of
-/// `items` the extra member when `extra` (at least two items in all).
-pub(crate) fn write_set(sep: &str, required: &[bool], extra: bool, items: &[&str]) -> String {
+/// The flags of a member set ([`SET_OPEN`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SetFlags {
+    /// Per declared member, whether it is required.
+    pub required: Vec<bool>,
+    /// Whether the last item is the extra member.
+    pub extra: bool,
+    /// Whether the text written out lists every order (`P`).
+    pub permute: bool,
+}
+
+impl SetFlags {
+    /// The flags' length in the text, with the `|` after them.
+    pub(crate) fn text_len(&self) -> usize {
+        self.required.len() + usize::from(self.extra) + usize::from(self.permute) + 1
+    }
+}
+
+/// The member-set construct (at least two items in all; the last of
+/// `items` the extra member when `flags.extra`).
+pub(crate) fn write_set(sep: &str, flags: &SetFlags, items: &[&str]) -> String {
+    let (required, extra) = (&flags.required, flags.extra);
     debug_assert_eq!(required.len() + usize::from(extra), items.len());
     let mut s = String::from(SET_OPEN);
+    if flags.permute {
+        s.push('P');
+    }
     s.extend(required.iter().map(|&r| if r { 'R' } else { 'O' }));
     if extra {
         s.push('X');
@@ -65,14 +88,21 @@ pub(crate) fn write_set(sep: &str, required: &[bool], extra: bool, items: &[&str
 /// The flags of a member set at the start of `s` (up to its `|`, not
 /// included): per declared member whether it is required, and whether an
 /// extra member follows them.
-pub(crate) fn read_flags(s: &[u8]) -> Option<(Vec<bool>, bool)> {
+pub(crate) fn read_flags(s: &[u8]) -> Option<SetFlags> {
+    let permute = s.first() == Some(&b'P');
     let mut required = Vec::new();
     let mut extra = false;
-    for &b in s {
+    for &b in &s[usize::from(permute)..] {
         match b {
             b'R' | b'O' if !extra => required.push(b == b'R'),
             b'X' if !extra => extra = true,
-            b'|' if !required.is_empty() => return Some((required, extra)),
+            b'|' if !required.is_empty() => {
+                return Some(SetFlags {
+                    required,
+                    extra,
+                    permute,
+                })
+            }
             _ => return None,
         }
     }
@@ -222,7 +252,7 @@ impl Expander<'_> {
                     self.pos += OPEN.len();
                     let flags = if set {
                         let f = read_flags(&self.s[self.pos..]).ok_or(TooLong)?;
-                        self.pos += f.0.len() + usize::from(f.1) + 1;
+                        self.pos += f.text_len();
                         Some(f)
                     } else {
                         None
@@ -247,11 +277,11 @@ impl Expander<'_> {
                     if items.is_empty() || (list && items.len() != 1) {
                         return Err(TooLong);
                     }
-                    if let Some((required, extra)) = flags {
-                        if items.len() != required.len() + usize::from(extra) {
+                    if let Some(f) = flags {
+                        if items.len() != f.required.len() + usize::from(f.extra) {
                             return Err(TooLong);
                         }
-                        plain_set(&sep, &items, &required, extra, out);
+                        plain_set(&sep, &items, &f, out);
                     } else if list {
                         let k = items[0];
                         out.push("(?:");
@@ -324,11 +354,42 @@ impl Expander<'_> {
     }
 }
 
-/// A member set written out with its members in order: the required ones
-/// in place, each optional one where it stands, and any extra members after
-/// them all (how an object whose members keep the schema's order is
-/// written).
-fn plain_set<O: Out>(sep: &O, items: &[&O], required: &[bool], extra: bool, out: &mut O) {
+/// Up to this many declared members, a member set written out lists every
+/// order (at most 15 sequences); past it, the members keep their order.
+pub(crate) const SEQUENCES_UP_TO: usize = 3;
+
+/// The member sequences a set of at most [`SEQUENCES_UP_TO`] declared
+/// members allows: non-empty, each member at most once, every required one
+/// in.
+pub(crate) fn sequences(required: &[bool]) -> Vec<Vec<usize>> {
+    fn extend(n: usize, cur: &mut Vec<usize>, required: &[bool], out: &mut Vec<Vec<usize>>) {
+        if !cur.is_empty()
+            && required
+                .iter()
+                .enumerate()
+                .all(|(i, &r)| !r || cur.contains(&i))
+        {
+            out.push(cur.clone());
+        }
+        for i in 0..n {
+            if !cur.contains(&i) {
+                cur.push(i);
+                extend(n, cur, required, out);
+                cur.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    extend(required.len(), &mut Vec::new(), required, &mut out);
+    out
+}
+
+/// A member set written out for regex syntax: every order of up to
+/// [`SEQUENCES_UP_TO`] declared members; past that the members in order
+/// (the required ones in place, each optional one where it stands); any
+/// extra members after the declared ones.
+fn plain_set<O: Out>(sep: &O, items: &[&O], flags: &SetFlags, out: &mut O) {
+    let (required, extra) = (&flags.required[..], flags.extra);
     let declared = &items[..required.len()];
     let group = |out: &mut O, parts: &[&O], tail: &str| {
         out.push("(?:");
@@ -337,6 +398,30 @@ fn plain_set<O: Out>(sep: &O, items: &[&O], required: &[bool], extra: bool, out:
         }
         out.push(tail);
     };
+    let has_required = required.iter().any(|&r| r);
+    if flags.permute && declared.len() <= SEQUENCES_UP_TO {
+        out.push("(?:");
+        for (j, seq) in sequences(required).iter().enumerate() {
+            if j > 0 {
+                out.push("|");
+            }
+            for (k, &i) in seq.iter().enumerate() {
+                if k > 0 {
+                    out.part(sep);
+                }
+                out.part(declared[i]);
+            }
+        }
+        if extra && !has_required {
+            out.push("|");
+            out.part(items[required.len()]);
+        }
+        out.push(")");
+        if extra {
+            group(out, &[sep, items[required.len()]], ")*");
+        }
+        return;
+    }
     match required.iter().position(|&r| r) {
         Some(r) => {
             for k in &declared[..r] {

@@ -89,8 +89,7 @@ pub(super) trait Sink {
     /// it.
     fn member_set(
         &mut self,
-        _required: Vec<bool>,
-        _extra: bool,
+        _flags: super::ordered::SetFlags,
         _sep: Self::Node,
         _items: Vec<Self::Node>,
     ) -> Option<Self::Node> {
@@ -475,14 +474,14 @@ impl<S: Sink> Parser<'_, S> {
         self.depth += 1;
         self.deepest = self.deepest.max(self.depth);
         let h = if set {
-            let (required, extra) = super::ordered::read_flags(&self.s[self.pos..])?;
-            self.pos += required.len() + usize::from(extra) + 1;
+            let flags = super::ordered::read_flags(&self.s[self.pos..])?;
+            self.pos += flags.text_len();
             let mut items = self.branches()?;
-            if items.len() != required.len() + usize::from(extra) + 1 {
+            if items.len() != flags.required.len() + usize::from(flags.extra) + 1 {
                 return None;
             }
             let sep = items.remove(0);
-            self.sink.member_set(required, extra, sep, items)?
+            self.sink.member_set(flags, sep, items)?
         } else if ordered {
             let mut items = self.branches()?;
             if items.len() < 2 {

@@ -498,7 +498,7 @@ impl Registers {
 mod tests {
     use super::super::determinize::Determinizer;
     use super::super::direct::nfa_of;
-    use super::super::ordered::{expand, write_set};
+    use super::super::ordered::{expand, write_set, SetFlags};
 
     /// Whether `text` is a list of `members` (by text) joined by `,`,
     /// declared ones at most once, every required one present, the extra
@@ -557,7 +557,12 @@ mod tests {
     fn check(members: &[&str], required: &[bool], extra: Option<&str>, max: usize) {
         let mut items: Vec<&str> = members.to_vec();
         items.extend(extra);
-        let pattern = write_set(",", required, extra.is_some(), &items);
+        let flags = SetFlags {
+            required: required.to_vec(),
+            extra: extra.is_some(),
+            permute: false,
+        };
+        let pattern = write_set(",", &flags, &items);
         let mut w = Walk(Determinizer::new(nfa_of(&pattern), usize::MAX, usize::MAX));
         let plain = expand(&pattern, 1 << 20).unwrap();
         let ordered = regex::Regex::new(&format!("^(?:{plain})$")).unwrap();
@@ -605,11 +610,15 @@ mod tests {
     #[test]
     fn nested_sets_keep_their_own_registers() {
         // `{...}` holding a set, inside a set; the inner one requires `a`.
-        let inner = write_set(",", &[true, false], false, &["a", "b"]);
+        let flags = |required: &[bool]| SetFlags {
+            required: required.to_vec(),
+            extra: false,
+            permute: false,
+        };
+        let inner = write_set(",", &flags(&[true, false]), &["a", "b"]);
         let outer = write_set(
             ";",
-            &[false, true],
-            false,
+            &flags(&[false, true]),
             &[&format!("c\\{{{inner}\\}}"), "d"],
         );
         let mut w = Walk(Determinizer::new(nfa_of(&outer), usize::MAX, usize::MAX));

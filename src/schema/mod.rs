@@ -37,11 +37,16 @@
 //!
 //! ## Documented narrowings (sound, but some valid documents are not produced)
 //!
-//! - Key order: properties come in `properties` order. In
-//!   [`JsonMode::Compliant`], objects with at most
-//!   [`SchemaOptions::any_order_max_properties`] declared properties accept
-//!   them in any order (each at most once); larger ones keep declared order.
-//!   Extra keys (where the schema allows them) come after the declared ones.
+//! - Key order: properties come in `properties` order unless
+//!   [`SchemaOptions::property_order`] is [`PropertyOrder::Any`] or the mode
+//!   is [`JsonMode::Compliant`]: then declared properties (up to 64) and extra
+//!   keys come in any order, each declared one at most once, the required
+//!   ones all present (a register of written keys per open object, not a
+//!   permutation regex: see `crate::dfa::regs`). An object whose key count
+//!   is bounded by `minProperties` / `maxProperties` beyond what `required`
+//!   implies accepts any order only up to
+//!   [`SchemaOptions::any_order_max_properties`] declared properties, and
+//!   extra keys after the declared ones.
 //!   Extra keys are written without `\u` escapes, so that no spelling of a
 //!   declared name can pass as an extra key.
 //! - Free-form values ("any JSON value") nest at most
@@ -106,6 +111,18 @@ pub use whitespace::Whitespace;
 use serde_json::Value;
 use std::fmt;
 
+/// The order of an object's properties (see [`SchemaOptions::property_order`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PropertyOrder {
+    /// The order of `properties` (required and optional ones alike), extra
+    /// keys after them: what a model is asked to write.
+    #[default]
+    Schema,
+    /// Any order, each key at most once, every required one present
+    /// (XGrammar's `any_order`; JSON Schema's own meaning).
+    Any,
+}
+
 /// What "the schema says" means for generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum JsonMode {
@@ -115,8 +132,8 @@ pub enum JsonMode {
     #[default]
     Strict,
     /// JSON Schema's own meaning: absent `additionalProperties` allows extra
-    /// keys with any value, an absent `type` allows every type, and small
-    /// objects accept their keys in any order.
+    /// keys with any value, an absent `type` allows every type, and objects
+    /// accept their keys in any order ([`PropertyOrder::Any`]).
     Compliant,
 }
 
@@ -179,9 +196,14 @@ pub struct SchemaOptions {
     /// ~11 ms (`docs/json-schema.md`, "Free-form values as one shared
     /// fragment").
     pub free_form_calls: bool,
-    /// In [`JsonMode::Compliant`], objects with at most this many declared
-    /// properties accept them in any order (default 3; the regex grows like
-    /// `e·n!`).
+    /// The order of an object's properties (default
+    /// [`PropertyOrder::Schema`]; [`JsonMode::Compliant`] and
+    /// [`Self::any_order`] always take any order).
+    pub property_order: PropertyOrder,
+    /// Objects whose key count `minProperties` / `maxProperties` bound
+    /// beyond `required` accept their declared properties in any order only
+    /// up to this many (default 3; their regex grows like `e·n!`); other
+    /// objects take any order up to 64 declared properties.
     pub any_order_max_properties: usize,
     /// Every object accepts its declared properties in any order, in
     /// either mode (XGrammar's `any_order`, set by a structural tag's
@@ -263,6 +285,7 @@ crate::config_setters!(SchemaOptions {
     extra_value_depth: usize,
     root_extra_value_depth: usize,
     free_form_calls: bool,
+    property_order: PropertyOrder,
     any_order_max_properties: usize,
     any_order: bool,
     any_order_max_len: usize,
@@ -293,6 +316,7 @@ impl Default for SchemaOptions {
             extra_value_depth: 3,
             root_extra_value_depth: 3,
             free_form_calls: false,
+            property_order: PropertyOrder::Schema,
             any_order_max_properties: 3,
             any_order: false,
             any_order_max_len: 4096,

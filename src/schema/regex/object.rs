@@ -4,6 +4,8 @@
 
 use super::*;
 use crate::dfa::algebra::Op;
+use crate::dfa::regs::MAX_MEMBERS;
+use crate::schema::PropertyOrder;
 
 pub(super) struct TrieNode {
     pub(super) terminal: bool,
@@ -519,19 +521,32 @@ impl Gen<'_, '_> {
             }));
         }
         let implied_max = max_p.is_none_or(|m| extra.is_none() && m >= total);
-        if self.opts.any_order && props.len() > self.opts.any_order_max_properties {
+        let counted = (min_p > req && !(min_p == 1 && implied_max)) || !implied_max;
+        // Any order by a member set: up to 64 declared properties, when the
+        // count is implied.
+        let wants_any = self.opts.mode == JsonMode::Compliant
+            || self.opts.any_order
+            || self.opts.property_order == PropertyOrder::Any;
+        let set = wants_any && !counted && (2..=MAX_MEMBERS).contains(&props.len());
+        let limit = if counted {
+            self.opts.any_order_max_properties
+        } else {
+            MAX_MEMBERS
+        };
+        if self.opts.any_order && props.len() > limit {
             return Err(SchemaError::TooBig {
                 what: "object with properties in any order".into(),
                 pointer: n.at.clone(),
                 size: props.len() as u64,
-                limit: self.opts.any_order_max_properties as u64,
+                limit: limit as u64,
                 knob: "any_order_max_properties",
             });
         }
-        let any_order = (self.opts.mode == JsonMode::Compliant || self.opts.any_order)
+        let any_order = wants_any
+            && !set
             && props.len() >= 2
             && props.len() <= self.opts.any_order_max_properties;
-        if (min_p > req && !(min_p == 1 && implied_max)) || !implied_max {
+        if counted {
             // The count matters: members counted exactly (`counted`).
             let members = counted::Members {
                 props: &props,
@@ -586,7 +601,23 @@ impl Gen<'_, '_> {
         };
         let members: String;
         let optional: bool;
-        if let Some(known) = tree {
+        if set {
+            // Written out (for regex syntax, the pushdown engine's
+            // fragments), every order where the permutation regex stays
+            // small, as before member sets.
+            let permute = props.len() <= self.opts.any_order_max_properties
+                && any_order_tree(&props, 0, false, &comma, req == 0).len()
+                    <= self.opts.any_order_max_len;
+            let flags = crate::dfa::ordered::SetFlags {
+                required: props.iter().map(|p| p.required).collect(),
+                extra: extra.is_some(),
+                permute,
+            };
+            let mut items: Vec<&str> = props.iter().map(|p| p.kv.as_str()).collect();
+            items.extend(extra.as_deref());
+            members = crate::dfa::ordered::write_set(&comma, &flags, &items);
+            optional = req == 0 && !nonempty;
+        } else if let Some(known) = tree {
             if req > 0 {
                 members = format!("{known}{extras_tail}");
                 optional = false;
