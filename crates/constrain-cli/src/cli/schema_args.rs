@@ -4,7 +4,7 @@
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use constrain::schema::{Documents, JsonMode, SchemaOptions, Whitespace};
+use constrain::schema::{Documents, JsonMode, PropertyOrder, SchemaOptions, Whitespace};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WhitespaceArg {
@@ -24,6 +24,14 @@ pub enum JsonModeArg {
     Compliant,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PropertyOrderArg {
+    /// The order of `properties`, extra keys after them.
+    Schema,
+    /// Any order, each key at most once, every required one present.
+    Any,
+}
+
 /// Options for compiling a JSON Schema.
 #[derive(Args, Clone, Debug)]
 pub struct SchemaArgs {
@@ -37,6 +45,10 @@ pub struct SchemaArgs {
     /// What an absent additionalProperties / type means.
     #[arg(long, value_enum, default_value = "strict")]
     pub json_mode: JsonModeArg,
+    /// The order of an object's properties (compliant mode always takes
+    /// any order).
+    #[arg(long, value_enum, default_value = "schema")]
+    pub property_order: PropertyOrderArg,
     /// Deepest recursive $ref nesting: the stack limit where recursion is exact
     /// (the pushdown engine; default 1024) and the unroll depth where it is not
     /// (recursive refs under not/oneOf/siblings, vocabularies without every
@@ -148,6 +160,10 @@ impl SchemaArgs {
                 self.max_depth
                     .unwrap_or(SchemaOptions::default().max_stack_depth),
             )
+            .property_order(match self.property_order {
+                PropertyOrderArg::Schema => PropertyOrder::Schema,
+                PropertyOrderArg::Any => PropertyOrder::Any,
+            })
             .lenient(self.lenient)
             .coerce_one_of(self.coerce_one_of)
             .allow_unknown_keywords(self.allow_unknown_keywords)
@@ -181,8 +197,11 @@ mod tests {
             "--lenient",
             "--coerce-one-of",
             "--free-form-calls",
+            "--property-order",
+            "any",
         ]);
         let o = t.s.options();
+        assert_eq!(o.property_order, PropertyOrder::Any);
         assert_eq!(o.whitespace, Whitespace::Flexible { max: 3 });
         assert_eq!(o.mode, JsonMode::Compliant);
         assert_eq!((o.max_depth, o.max_stack_depth), (5, 5));
@@ -191,6 +210,7 @@ mod tests {
         let d = T::parse_from(["t"]).s.options();
         assert_eq!(d.whitespace, Whitespace::Compact);
         assert_eq!(d.mode, JsonMode::Strict);
+        assert_eq!(d.property_order, PropertyOrder::Schema);
         assert_eq!((d.max_depth, d.max_stack_depth), (3, 1024));
         // A structural tag's JSON takes flexible whitespace unless told.
         assert_eq!(
