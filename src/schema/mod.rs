@@ -239,8 +239,9 @@ pub struct SchemaOptions {
     /// 6.6 ms (the pushdown engine's first visits; `docs/performance.md`,
     /// "Shared definitions past a lower text threshold").
     pub shared_refs_len: usize,
-    /// Largest number of `anyOf`/`oneOf` branch combinations expanded for one
-    /// node (default 256).
+    /// Largest number of disjuncts of one complement (default 256); the
+    /// `anyOf`/`oneOf` branch combinations explored for one node are bounded
+    /// by 64 times this (16,384), after contradictory branches are pruned.
     pub max_branches: usize,
     /// Largest number of values an integer `multipleOf` with bounds may be
     /// enumerated into (default 4,096).

@@ -18,6 +18,8 @@
 //!   key with disjoint values, or a key another branch requires that this
 //!   branch then never writes); otherwise [`SchemaError::OneOfOverlap`], or
 //!   `anyOf` with a warning when [`SchemaOptions::coerce_one_of`] is set.
+//!   Several groups on one node are distributed one at a time, pruned of
+//!   repeated groups and contradicting branches first ([`prune`]).
 //! - Objects: declared order is linear in the number of properties (the
 //!   first required key is the pivot: optional keys before it carry a
 //!   trailing comma, keys after it a leading one; with no required key the
@@ -48,6 +50,7 @@ pub(crate) use calls::marker;
 pub use calls::{compile_fragments, SchemaFragments, ANY_VALUE};
 mod object;
 mod one_of;
+mod prune;
 mod refs;
 mod residue;
 mod satisfy;
@@ -174,6 +177,9 @@ pub(crate) struct Gen<'d, 'a> {
     /// Set for the pushdown engine: a reference into a recursive component
     /// becomes a call marker instead of being unrolled ([`calls`]).
     calls: Option<calls::Calls>,
+    /// Combinations of `anyOf`/`oneOf` branches explored under the node
+    /// being generated ([`prune`]).
+    explored: u64,
 }
 
 /// Deepest nesting of schemas the generator follows.
@@ -197,6 +203,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             neg_active: HashMap::new(),
             extra_key_lang: None,
             calls: None,
+            explored: 0,
         }
     }
 
@@ -453,7 +460,9 @@ impl<'d, 'a> Gen<'d, 'a> {
         for t in &entered {
             *self.active.entry(t.clone()).or_insert(0) += 1;
         }
+        let outer = std::mem::replace(&mut self.explored, 0);
         let r = self.branches(flat, forbid);
+        self.explored = outer;
         for t in &entered {
             *self.active.get_mut(t).expect("entered") -= 1;
         }
@@ -464,21 +473,9 @@ impl<'d, 'a> Gen<'d, 'a> {
     fn branches(&mut self, mut n: Node, forbid: &[String]) -> Result<Lang, SchemaError> {
         self.decide_enum(&mut n);
         self.lower_logic(&mut n)?;
-        let groups: u64 = n
-            .any_of
-            .iter()
-            .map(|g| g.len() as u64)
-            .chain(n.one_of.iter().map(|g| g.value.len() as u64))
-            .product();
-        if groups > self.opts.max_branches as u64 {
-            return Err(SchemaError::TooBig {
-                what: "anyOf/oneOf branch combinations".into(),
-                pointer: n.at.clone(),
-                size: groups,
-                limit: self.opts.max_branches as u64,
-                knob: "max_branches",
-            });
-        }
+        prune::dedup_groups(&mut n);
+        self.prune_groups(&mut n, forbid);
+        self.explore(&n.at)?;
         if let Some(group) = n.any_of.pop() {
             let rest_trivial = n.is_trivial();
             let mut parts = Vec::new();

@@ -54,8 +54,9 @@
 //! ## Bounds
 //!
 //! A complement has at most [`SchemaOptions::max_branches`] disjuncts (the
-//! error names `not` and the pointer); the products of the `anyOf` groups it
-//! creates are bounded by the same knob in [`Gen::branches`].
+//! error names `not` and the pointer); the combinations of the `anyOf` groups
+//! it creates that [`Gen::branches`] explores are bounded by 64 times the same
+//! knob, after the pruning of `prune.rs`.
 
 use super::nodes::{blank, complement_types, conj, disj, node};
 use super::*;
@@ -92,6 +93,7 @@ impl<'d, 'a> Gen<'d, 'a> {
     #[inline(never)]
     pub(super) fn lower_logic(&mut self, n: &mut Node) -> Result<(), SchemaError> {
         let at = n.at.clone();
+        self.discriminated_conditionals(n);
         for s in std::mem::take(&mut n.nots) {
             match self
                 .negate(&s, &at)

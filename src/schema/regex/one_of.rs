@@ -116,8 +116,16 @@ impl<'d, 'a> Gen<'d, 'a> {
         if depth > 4 {
             return Ok(false);
         }
-        if !a.any_of.is_empty() || !a.one_of.is_empty() {
-            return Ok(false);
+        // A node with groups generates within the union of its branches
+        // (each merged with the rest of it); one that validates with groups
+        // validates within that union too: excluded when every branch is.
+        if let Some((rest, group)) = split_group(a) {
+            return self.excludes_each(&rest, &group, depth, |g, x| g.excludes(x, b, depth + 1));
+        }
+        if let Some((rest, group)) = split_group(b) {
+            if self.excludes_each(&rest, &group, depth, |g, y| g.excludes(a, y, depth + 1))? {
+                return Ok(true);
+            }
         }
         let ta = self.gen_types(a);
         let tb = Self::valid_types(b);
@@ -132,6 +140,35 @@ impl<'d, 'a> Gen<'d, 'a> {
         if let (Some(va), Some(vb)) = (&a.enumeration, &b.enumeration) {
             if !va.iter().any(|x| vb.iter().any(|y| ir::json_eq(x, y))) {
                 return Ok(true);
+            }
+        }
+        // Strings: a pattern that lists its strings (`^(?:ALIAS|BLANK)$`).
+        if ta == Types::STRING && b.formats.is_empty() {
+            for p in &a.patterns {
+                if let Some(words) = literal_words(&p.value) {
+                    if words
+                        .iter()
+                        .all(|w| satisfies(b, &Value::String(w.clone())) == Some(false))
+                    {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+        // Strings: anchored patterns whose literal beginnings diverge
+        // (`^pkg:npm/` and `^pkg:cargo/`).
+        if ta == Types::STRING {
+            for pa in &a.patterns {
+                let Some(x) = literal_prefix(&pa.value) else {
+                    continue;
+                };
+                for pb in &b.patterns {
+                    if let Some(y) = literal_prefix(&pb.value) {
+                        if !x.starts_with(&y) && !y.starts_with(&x) {
+                            return Ok(true);
+                        }
+                    }
+                }
             }
         }
         // Numbers: disjoint ranges.
@@ -167,6 +204,26 @@ impl<'d, 'a> Gen<'d, 'a> {
                     }
                 }
             }
+            // A key `a` always writes that `b` does not allow, or more keys
+            // than `b` allows.
+            for r in &a.required {
+                if !self.may_hold(b, r) {
+                    return Ok(true);
+                }
+            }
+            let distinct = |r: &[String]| {
+                let mut v: Vec<&String> = r.iter().collect();
+                v.sort();
+                v.dedup();
+                v.len() as u64
+            };
+            if b.max_properties.is_some_and(|m| distinct(&a.required) > m) {
+                return Ok(true);
+            }
+            // `b` requires more keys than `a` ever writes.
+            if a.max_properties.is_some_and(|m| distinct(&b.required) > m) {
+                return Ok(true);
+            }
             // A key `b` requires that `a` can never write (a key `a`
             // requires is written even when no property declares it:
             // `dependentSchemas {d: {oneOf: ...}}` puts `d` in both).
@@ -180,6 +237,105 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         Ok(false)
     }
+}
+
+impl<'d, 'a> Gen<'d, 'a> {
+    /// Whether every branch of `group`, merged with `rest`, passes `test`.
+    fn excludes_each(
+        &mut self,
+        rest: &Node,
+        group: &[Schema],
+        depth: usize,
+        mut test: impl FnMut(&mut Self, &Node) -> Result<bool, SchemaError>,
+    ) -> Result<bool, SchemaError> {
+        if depth > 2 || group.len() > 16 {
+            return Ok(false);
+        }
+        for x in group {
+            let mut entered = Vec::new();
+            let Some(xn) = self.schema_node(x, &mut entered)? else {
+                if matches!(x, Schema::Bool(false)) {
+                    continue;
+                }
+                return Ok(false);
+            };
+            let merged = ir::merge(rest, &xn)?;
+            if !test(self, &merged)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether an object valid against `n` may have the key `k` (`false`
+    /// only when surely not: not declared, or declared `false`, matched by
+    /// no pattern, and `additionalProperties: false`, or a forbidden key).
+    fn may_hold(&self, n: &Node, k: &str) -> bool {
+        if n.forbid_keys.iter().any(|f| f == k) {
+            return false;
+        }
+        if let Some((_, s)) = n.properties.iter().find(|(p, _)| p == k) {
+            return !matches!(s, Schema::Bool(false));
+        }
+        if !matches!(n.additional, Some(Schema::Bool(false))) {
+            return true;
+        }
+        n.pattern_properties
+            .iter()
+            .any(|(p, _)| ir::pattern_matches(&p.value, k) != Some(false))
+    }
+}
+
+/// The node without its first `anyOf` (else `oneOf`) group, and that group.
+fn split_group(n: &Node) -> Option<(Node, Vec<Schema>)> {
+    let mut rest = n.clone();
+    if !rest.any_of.is_empty() {
+        let g = rest.any_of.remove(0);
+        return Some((rest, g));
+    }
+    if !rest.one_of.is_empty() {
+        let g = rest.one_of.remove(0);
+        return Some((rest, g.value));
+    }
+    None
+}
+
+/// The strings an anchored pattern of plain words lists: `^word$`,
+/// `^(?:w1|w2)$`, `^(w1|w2)$`; `None` for anything else.
+fn literal_words(p: &str) -> Option<Vec<String>> {
+    let inner = p.strip_prefix('^')?.strip_suffix('$')?;
+    let inner = if let Some(g) = inner
+        .strip_prefix("(?:")
+        .or_else(|| inner.strip_prefix('('))
+    {
+        g.strip_suffix(')')?
+    } else {
+        inner
+    };
+    let words: Vec<String> = inner.split('|').map(str::to_string).collect();
+    let plain = |w: &String| {
+        w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == ' ')
+    };
+    words.iter().all(plain).then_some(words)
+}
+
+/// The text every match of an anchored pattern begins with (`^pkg:npm/.+`
+/// → `pkg:npm/`); `None` when the pattern is not anchored or has an
+/// alternation anywhere.
+fn literal_prefix(p: &str) -> Option<String> {
+    let rest = p.strip_prefix('^')?;
+    if p.contains('|') {
+        return None;
+    }
+    let meta = |c: char| "^$\\.*+?()[]{}|".contains(c);
+    let mut out: String = rest.chars().take_while(|&c| !meta(c)).collect();
+    if let Some(next) = rest[out.len()..].chars().next() {
+        if "*+?{".contains(next) {
+            out.pop();
+        }
+    }
+    Some(out)
 }
 
 fn ranges_disjoint(a: &Node, b: &Node) -> bool {
