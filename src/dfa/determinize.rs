@@ -496,6 +496,11 @@ impl Determinizer {
         self.regs.is_some()
     }
 
+    /// The NFA state of each thread of `key`.
+    pub fn states_of(&self, key: &[u32]) -> Vec<u32> {
+        key.iter().map(|&t| self.state(t)).collect()
+    }
+
     /// The NFA state of thread `t` (itself without member sets).
     #[inline]
     fn state(&self, t: u32) -> u32 {

@@ -235,16 +235,16 @@ impl LazyDfa {
         s: u32,
         successors: &mut dyn FnMut(&mut LazyDfa, u32, &mut Vec<u32>) -> bool,
     ) -> bool {
-        if self.det.has_regs() {
-            // (Keys hold member-set threads, not NFA states.)
-            return false;
-        }
         if self.loop_thread.is_empty() {
             self.loop_thread = vec![LOOP_UNKNOWN; self.det.nfa_len()];
         }
         let key: Vec<u32> = self.det.key(s).to_vec();
         let mut succ = Vec::new();
         for q in key {
+            // (With member sets a key's threads run past the NFA's states.)
+            if q as usize >= self.loop_thread.len() {
+                self.loop_thread.resize(q as usize + 1, LOOP_UNKNOWN);
+            }
             let known = self.loop_thread[q as usize];
             let yes = if known != LOOP_UNKNOWN {
                 known == LOOP_YES
@@ -347,7 +347,7 @@ impl LazyDfa {
     /// extra-key trie's threads, the same at every position, while the
     /// declared names still allowed there differ.
     pub(crate) fn free_part(&mut self, s: u32) -> Option<u32> {
-        if s == 0 || self.det.has_regs() {
+        if s == 0 {
             return None;
         }
         let si = s as usize;
@@ -357,7 +357,10 @@ impl LazyDfa {
             }
         }
         let key: Vec<u32> = self.det.key(s).to_vec();
-        if !free::has_wide_thread(self.det.nfa(), &key) {
+        // Threads classified by their NFA states (member sets' registers
+        // only narrow a thread: the split stays a subset of its threads).
+        let states = self.det.states_of(&key);
+        if !free::has_wide_thread(self.det.nfa(), &states) {
             if self.free_part.len() <= si {
                 self.free_part
                     .resize(self.det.len().max(si + 1), free::PART_UNKNOWN);
@@ -366,11 +369,12 @@ impl LazyDfa {
             return None;
         }
         self.free
-            .classify(self.det.nfa(), self.det.nfa_dist(), &key);
+            .classify(self.det.nfa(), self.det.nfa_dist(), &states);
         let sub: Vec<u32> = key
             .iter()
-            .copied()
-            .filter(|&q| self.free.is_free(q))
+            .zip(&states)
+            .filter(|&(_, &q)| self.free.is_free(q))
+            .map(|(&t, _)| t)
             .collect();
         let part = if sub.is_empty() || sub.len() == key.len() || self.failed.is_some() {
             free::NO_PART

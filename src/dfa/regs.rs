@@ -38,10 +38,9 @@
 //! members not written, each with a separator).
 
 use super::nfa::{Edge, Kind, Nfa};
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
 
 /// A member index standing for the extra member (keys that are none of
 /// the declared names; it may repeat).
@@ -214,7 +213,7 @@ pub(super) fn distances(nfa: &Nfa, weight: &dyn Fn(&Edge) -> u32) -> (Vec<u32>, 
     let mut local = vec![u32::MAX; n];
     let mut owner = vec![NONE; n];
     let mut costs: Vec<Option<SetCost>> = vec![None; sets.len()];
-    let mut heap = BinaryHeap::new();
+    let mut queue = Queue::default();
     let mut search = |sources: &[u32],
                       me: u32,
                       local: &mut Vec<u32>,
@@ -223,9 +222,9 @@ pub(super) fn distances(nfa: &Nfa, weight: &dyn Fn(&Edge) -> u32) -> (Vec<u32>, 
         for &s in sources {
             local[s as usize] = 0;
             owner[s as usize] = me;
-            heap.push(std::cmp::Reverse((0u32, s)));
+            queue.push(0, s);
         }
-        while let Some(std::cmp::Reverse((d, t))) = heap.pop() {
+        while let Some((d, t)) = queue.pop() {
             if d > local[t as usize] {
                 continue;
             }
@@ -234,13 +233,16 @@ pub(super) fn distances(nfa: &Nfa, weight: &dyn Fn(&Edge) -> u32) -> (Vec<u32>, 
                 if (o == NONE || o == me) && nd < local[src as usize] {
                     local[src as usize] = nd;
                     owner[src as usize] = me;
-                    heap.push(std::cmp::Reverse((nd, src)));
+                    queue.push(nd, src);
                 }
             };
             for &(src, w) in &rev[count[t as usize] as usize..count[t as usize + 1] as usize] {
                 if w != u32::MAX {
                     relax(src, plus(d, w), local, owner);
                 }
+            }
+            if nfa.kind(t) != Kind::Op {
+                continue;
             }
             if let Some(&e) = enter_of.get(&t) {
                 let RegOp::Enter(s) = nfa.op(e) else {
@@ -304,6 +306,48 @@ pub(super) fn distances(nfa: &Nfa, weight: &dyn Fn(&Edge) -> u32) -> (Vec<u32>, 
     (base, costs)
 }
 
+/// A priority queue of (distance, state) for [`distances`]: Dial's buckets
+/// below [`Queue::NEAR`] (a byte costs 1; a call marker or an inner set
+/// more), a heap past them. Distances popped never decrease.
+#[derive(Default)]
+struct Queue {
+    buckets: Vec<Vec<u32>>,
+    level: usize,
+    heap: BinaryHeap<std::cmp::Reverse<(u32, u32)>>,
+}
+
+impl Queue {
+    const NEAR: u32 = 1 << 16;
+
+    fn push(&mut self, d: u32, q: u32) {
+        if d < Self::NEAR {
+            let d = d as usize;
+            if self.buckets.len() <= d {
+                self.buckets.resize_with(d + 1, Vec::new);
+            }
+            self.level = self.level.min(d);
+            self.buckets[d].push(q);
+        } else {
+            self.heap.push(std::cmp::Reverse((d, q)));
+        }
+    }
+
+    fn pop(&mut self) -> Option<(u32, u32)> {
+        while self.level < self.buckets.len() {
+            if let Some(q) = self.buckets[self.level].pop() {
+                return Some((self.level as u32, q));
+            }
+            self.level += 1;
+        }
+        let r = self.heap.pop().map(|std::cmp::Reverse(x)| x);
+        if r.is_none() {
+            // Empty: the next search starts from distance 0.
+            self.level = 0;
+        }
+        r
+    }
+}
+
 /// One open set of a thread: its written members and their count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Frame {
@@ -324,9 +368,22 @@ pub(super) struct Registers {
     thread_ids: FastMap<(u32, u32), u32>,
     /// Per thread past `n`, its distance ([module docs](self)).
     tdist: Vec<u32>,
-    seen: FastSet<u32>,
+    /// Per thread, the search that last met it ([`Registers::search`]).
+    mark: Vec<u32>,
+    generation: u32,
     todo: Vec<u32>,
+    /// Per seed thread, its closure (a DFA state's successors on a class
+    /// are mostly the closure of one thread that many states reach), up to
+    /// [`MEMO_THREADS`] threads in all.
+    memo: FastMap<u32, Box<[u32]>>,
+    memo_len: usize,
+    one: Vec<u32>,
+    /// Heap bytes of the stacks.
+    stack_bytes: usize,
 }
+
+/// Most threads [`Registers`] keeps memoized closures of, in all.
+const MEMO_THREADS: usize = 8 << 20;
 
 impl Registers {
     pub(super) fn new(nfa: &Nfa, costs: Vec<SetCost>) -> Registers {
@@ -340,14 +397,19 @@ impl Registers {
             threads: Vec::new(),
             thread_ids: FastMap::default(),
             tdist: Vec::new(),
-            seen: FastSet::default(),
+            mark: Vec::new(),
+            generation: 0,
             todo: Vec::new(),
+            memo: FastMap::default(),
+            memo_len: 0,
+            one: Vec::new(),
+            stack_bytes: 0,
         }
     }
 
     /// Heap bytes held (for the determinization limit).
     pub(super) fn bytes(&self) -> usize {
-        self.threads.len() * 28 + self.stacks.iter().map(|s| s.len() * 32 + 40).sum::<usize>()
+        self.threads.len() * 28 + self.stack_bytes + self.memo_len * 4
     }
 
     /// Thread `t`'s NFA state.
@@ -412,6 +474,7 @@ impl Registers {
             return r;
         }
         let r = self.stacks.len() as u32;
+        self.stack_bytes += frames.len() * 32 + 40;
         let b: Box<[Frame]> = frames.into();
         self.stacks.push(b.clone());
         self.stack_ids.insert(b, r);
@@ -454,14 +517,46 @@ impl Registers {
 
     /// The sorted threads reached from `seeds` through epsilon and
     /// operation states that can still reach the match: the byte-reading
-    /// and match ones.
+    /// and match ones. Each seed's own closure is searched once and kept.
     pub(super) fn closure(&mut self, nfa: &Nfa, base: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
         out.clear();
-        self.seen.clear();
+        if self.memo_len >= MEMO_THREADS {
+            return self.search(nfa, base, seeds, out);
+        }
+        for &s in seeds {
+            if !self.memo.contains_key(&s) {
+                let mut one = std::mem::take(&mut self.one);
+                self.search(nfa, base, &[s], &mut one);
+                self.memo_len += one.len() + 1;
+                self.memo.insert(s, one.as_slice().into());
+                self.one = one;
+            }
+        }
+        for s in seeds {
+            out.extend_from_slice(&self.memo[s]);
+        }
+        if seeds.len() > 1 {
+            out.sort_unstable();
+            out.dedup();
+        }
+    }
+
+    /// [`Registers::closure`] searched.
+    fn search(&mut self, nfa: &Nfa, base: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.mark.iter_mut().for_each(|m| *m = 0);
+            self.generation = 1;
+        }
+        let g = self.generation;
         let mut todo = std::mem::take(&mut self.todo);
         todo.extend(seeds.iter().rev());
         while let Some(t) = todo.pop() {
-            if !self.seen.insert(t) {
+            if self.mark.len() <= t as usize {
+                self.mark.resize(t as usize + 1 + (t as usize >> 3), 0);
+            }
+            if std::mem::replace(&mut self.mark[t as usize], g) == g {
                 continue;
             }
             let q = self.state(t);

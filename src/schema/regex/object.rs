@@ -527,7 +527,18 @@ impl Gen<'_, '_> {
         let wants_any = self.opts.mode == JsonMode::Compliant
             || self.opts.any_order
             || self.opts.property_order == PropertyOrder::Any;
-        let set = wants_any && !counted && (2..=MAX_MEMBERS).contains(&props.len());
+        // A few small members: every order written out (no registers, the
+        // cheapest first visits); past that, a member set.
+        let small_tree = (wants_any
+            && props.len() >= 2
+            && props.len() <= self.opts.any_order_max_properties
+            && !counted)
+            .then(|| any_order_tree(&props, 0, false, &comma, req == 0))
+            .filter(|t| t.len() <= self.opts.any_order_max_len);
+        let set = wants_any
+            && !counted
+            && small_tree.is_none()
+            && (2..=MAX_MEMBERS).contains(&props.len());
         let limit = if counted {
             self.opts.any_order_max_properties
         } else {
@@ -543,7 +554,7 @@ impl Gen<'_, '_> {
             });
         }
         let any_order = wants_any
-            && !set
+            && counted
             && props.len() >= 2
             && props.len() <= self.opts.any_order_max_properties;
         if counted {
@@ -584,34 +595,17 @@ impl Gen<'_, '_> {
             .unwrap_or_default();
         // The subset tree repeats every value about e·(n-1)! times: only when
         // that stays small (scalar-valued objects, typically).
-        let tree = if any_order {
-            let t = any_order_tree(&props, 0, false, &comma, req == 0);
-            if t.len() > self.opts.any_order_max_len && self.opts.any_order {
-                return Err(SchemaError::TooBig {
-                    what: "any-order regex of the object's properties".into(),
-                    pointer: n.at.clone(),
-                    size: t.len() as u64,
-                    limit: self.opts.any_order_max_len as u64,
-                    knob: "any_order_max_len",
-                });
-            }
-            Some(t).filter(|t| t.len() <= self.opts.any_order_max_len)
-        } else {
-            None
-        };
+        let tree = small_tree;
         let members: String;
         let optional: bool;
         if set {
-            // Written out (for regex syntax, the pushdown engine's
-            // fragments), every order where the permutation regex stays
-            // small, as before member sets.
-            let permute = props.len() <= self.opts.any_order_max_properties
-                && any_order_tree(&props, 0, false, &comma, req == 0).len()
-                    <= self.opts.any_order_max_len;
+            // (Written out, for regex syntax and the pushdown engine's
+            // fragments, the members keep their order: the permutation
+            // regex did not fit.)
             let flags = crate::dfa::ordered::SetFlags {
                 required: props.iter().map(|p| p.required).collect(),
                 extra: extra.is_some(),
-                permute,
+                permute: false,
             };
             let mut items: Vec<&str> = props.iter().map(|p| p.kv.as_str()).collect();
             items.extend(extra.as_deref());
