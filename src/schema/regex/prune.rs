@@ -290,20 +290,21 @@ impl<'d, 'a> Gen<'d, 'a> {
             })];
             parts.extend(mine.iter().map(|(c, _)| then(c)));
             group.push(conj(&at, parts));
-            // The key present with one listed value.
-            for v in &listed {
-                let mut parts = vec![node(Node {
+            // An object holding the key, its value as `value` says.
+            let with_key = |value: Schema| {
+                node(Node {
                     types: Some(Types::OBJECT),
                     required: vec![key.clone()],
-                    properties: vec![(
-                        key.clone(),
-                        node(Node {
-                            enumeration: Some(vec![v.clone()]),
-                            ..blank(&at)
-                        }),
-                    )],
+                    properties: vec![(key.clone(), value)],
                     ..blank(&at)
-                })];
+                })
+            };
+            // The key present with one listed value.
+            for v in &listed {
+                let mut parts = vec![with_key(node(Node {
+                    enumeration: Some(vec![v.clone()]),
+                    ..blank(&at)
+                }))];
                 for (c, vals) in &mine {
                     parts.push(if vals.iter().any(|w| ir::json_eq(w, v)) {
                         then(c)
@@ -314,18 +315,10 @@ impl<'d, 'a> Gen<'d, 'a> {
                 group.push(conj(&at, parts));
             }
             // The key present with any other value: no `if` holds.
-            let mut parts = vec![node(Node {
-                types: Some(Types::OBJECT),
-                required: vec![key.clone()],
-                properties: vec![(
-                    key.clone(),
-                    node(Node {
-                        not_values: listed.clone(),
-                        ..blank(&at)
-                    }),
-                )],
+            let mut parts = vec![with_key(node(Node {
+                not_values: listed.clone(),
                 ..blank(&at)
-            })];
+            }))];
             parts.extend(mine.iter().map(|(c, _)| other(c)));
             group.push(conj(&at, parts));
             n.any_of.push(group);
