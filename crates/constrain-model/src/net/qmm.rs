@@ -16,7 +16,7 @@
 //!   head): columns in tiles of 16, each 32-value block of a tile stored so
 //!   that one 512-bit register holds 4 inputs of 16 columns. The kernel
 //!   walks weights outer, rows inner: for each tile (rayon-like chunks on
-//!   candle's thread pool), for each block, the block is loaded and unpacked
+//!   the own pool, `net::pool`), for each block, the block is loaded and unpacked
 //!   once into registers, then every row of the pass takes its dot products
 //!   against it with AVX-512 VNNI (`vpdpbusd`).
 //! * `Q6_K` (the 0.5B's and 1.5B's `ffn_down` half the layers, the 1.5B's
@@ -250,7 +250,7 @@ fn candle_mm(mm: &QMatMul, x: Vec<f32>, m: usize, k: usize) -> candle_core::Resu
 fn f32_mm(w: &[f32], x: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
     let mut out = vec![0f32; m * n];
     let ptr = SendPtr(out.as_mut_ptr());
-    candle_core::utils::barrier_pool().execute_chunked(n, |cols| {
+    crate::net::pool::for_chunks(n, |cols| {
         let ptr = &ptr;
         for c in cols {
             let wc = &w[c * k..(c + 1) * k];
@@ -502,12 +502,12 @@ mod simd {
     use core::arch::x86_64::*;
 
     /// All tiles × all rows in groups of up to [`ROWS`], chunks of tiles on
-    /// candle's pool: `$unit::<R>` computes rows `r0..r0+R` against one tile.
+    /// the own pool (`net::pool`): `$unit::<R>` computes rows `r0..r0+R` against one tile.
     macro_rules! drive {
         ($unit:ident, $tiles:expr, $acts:expr, $m:expr, $n:expr, $kb:expr, $out:expr) => {{
             let (tiles, acts, m, n, kb) = ($tiles, $acts, $m, $n, $kb);
             let ptr = SendPtr($out.as_mut_ptr());
-            candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
+            crate::net::pool::for_chunks(n / TILE, |range| {
                 let ptr = &ptr;
                 for t in range {
                     let tiles = &tiles[t * kb..(t + 1) * kb];
@@ -531,7 +531,7 @@ mod simd {
         }};
     }
 
-    /// All tiles × all rows; rayon-style chunks of tiles on candle's pool.
+    /// All tiles × all rows; rayon-style chunks of tiles on the own pool (`net::pool`).
     pub(super) unsafe fn q5_0(
         tiles: &[TileQ5_0],
         acts: &[Act],
@@ -599,7 +599,7 @@ mod simd {
         out: &mut [f32],
     ) {
         let ptr = SendPtr(out.as_mut_ptr());
-        candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
+        crate::net::pool::for_chunks(n / TILE, |range| {
             let ptr = &ptr;
             for t in range {
                 let tiles = &tiles[t * kb..(t + 1) * kb];
