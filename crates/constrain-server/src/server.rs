@@ -567,7 +567,9 @@ fn finish(
         .sampling(sampling)
         .seed(seed)
         .jump_forward(
-            state.config.jump_forward && logprobs.is_none() && !req.constrain_trace.unwrap_or(false),
+            state.config.jump_forward
+                && logprobs.is_none()
+                && !req.constrain_trace.unwrap_or(false),
         )
         .mask_overlap(state.config.mask_overlap);
     Ok(Prepared {
