@@ -46,6 +46,7 @@
 mod kernels;
 mod kv;
 mod pool;
+mod q4k;
 mod qmm;
 
 pub use kv::Sequence;
