@@ -40,7 +40,7 @@ BIN = pathlib.Path(os.environ.get("CONSTRAIN_BIN", ROOT / "target" / "release" /
 LLAMA_CPP_PYTHON = "0.3.36"  # the pin in scripts/bench-vs-llamacpp
 LLAMA_SERVER = os.environ.get("LLAMA_SERVER", "")
 SERVERS = os.environ.get("SERVERS", "1") != "0"
-SERVER_MAX_TOKENS = int(os.environ.get("SERVER_MAX_TOKENS", str(MAX_TOKENS)))
+SERVER_MAX_TOKENS = int(os.environ.get("SERVER_MAX_TOKENS", "160"))
 CONCURRENCY = int(os.environ.get("CONCURRENCY", "4"))
 
 SCHEMA = {
