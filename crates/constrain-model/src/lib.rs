@@ -58,7 +58,11 @@
 //! is likewise fixed when first used. [`set_threads`] sets both variables and
 //! builds rayon's global pool; call it once, before loading a model. After a
 //! model has run, the pools exist and the call fails with
-//! [`ModelError::ThreadsFixed`] rather than silently doing nothing.
+//! [`ModelError::ThreadsFixed`] rather than silently doing nothing. The own
+//! forward pass (`net`) runs its matmuls and attention on a pool of its own
+//! of the same size, whose calls never wait for a thread that has not
+//! started (see `net::pool`); loading a model sets candle's
+//! `CANDLE_BARRIER_POOL_SPIN_LIMIT` to 2,000 unless it is set.
 //!
 //! ## Prompts
 //!
@@ -393,6 +397,13 @@ static POOLS_USED: AtomicBool = AtomicBool::new(false);
 
 /// Marks candle's global pools as built (the first forward pass does that).
 pub(crate) fn mark_pools_used() {
+    // candle's pool (still under the matmuls the own kernels do not cover)
+    // spins 25,000 times for its next job before it parks: on a machine
+    // whose cores are busy, that spinning takes the CPU the model's own
+    // threads (`net::pool`) need. Park sooner, unless the user said.
+    if std::env::var_os("CANDLE_BARRIER_POOL_SPIN_LIMIT").is_none() {
+        std::env::set_var("CANDLE_BARRIER_POOL_SPIN_LIMIT", "2000");
+    }
     POOLS_USED.store(true, Ordering::Relaxed);
 }
 

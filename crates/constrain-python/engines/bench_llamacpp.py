@@ -12,6 +12,12 @@ figures ``constrain`` prints, its time to the first token from the
 first byte of ``--stream`` output after the model is loaded (the load line).
 Free text is constrain under the regex ``(?s).*`` (any text). Jump-forward is off for constrain (``--no-jump-forward``): every token is a
 decoded token, as in llama.cpp.
+
+Then the servers (``bench_servers.py``): ``llama-server --parallel 4``
+(``LLAMA_SERVER``, built by the script from the same llama.cpp source)
+against ``constrain serve --parallel 4``, one request alone and 4 at once
+under the same JSON Schema; ``SERVERS=0`` leaves them out, and they are
+skipped with a message when ``LLAMA_SERVER`` is not an executable.
 """
 
 import json
@@ -22,6 +28,8 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CACHE = pathlib.Path(os.environ.get("CONSTRAIN_CACHE", pathlib.Path.home() / ".cache" / "constrain"))
 GGUF = pathlib.Path(os.environ.get("GGUF", CACHE / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"))
@@ -29,6 +37,11 @@ THREADS = int(os.environ.get("THREADS", "2"))
 MAX_TOKENS = int(os.environ.get("MAX_TOKENS", "96"))
 RUNS = int(os.environ.get("RUNS", "2"))
 BIN = pathlib.Path(os.environ.get("CONSTRAIN_BIN", ROOT / "target" / "release" / "constrain"))
+LLAMA_CPP_PYTHON = "0.3.36"  # the pin in scripts/bench-vs-llamacpp
+LLAMA_SERVER = os.environ.get("LLAMA_SERVER", "")
+SERVERS = os.environ.get("SERVERS", "1") != "0"
+SERVER_MAX_TOKENS = int(os.environ.get("SERVER_MAX_TOKENS", "160"))
+CONCURRENCY = int(os.environ.get("CONCURRENCY", "4"))
 
 SCHEMA = {
     "type": "object",
@@ -131,38 +144,74 @@ def best(runs):
     return runs[len(runs) // 2]
 
 
-def main():
+def servers(out_dir):
+    """The server rows, or None with the reason printed."""
+    if not SERVERS:
+        return None
+    if not (LLAMA_SERVER and os.access(LLAMA_SERVER, os.X_OK)):
+        print(f"skipping the servers: no llama-server binary ({LLAMA_SERVER or 'LLAMA_SERVER unset'}); "
+              "its build log is target/llama-server-build.log", file=sys.stderr)
+        return None
+    import bench_servers
+
+    try:
+        return bench_servers.run_both(LLAMA_SERVER, BIN, GGUF, THREADS, SCHEMA, SERVER_MAX_TOKENS, out_dir,
+                                      runs=RUNS, concurrency=CONCURRENCY)
+    except Exception as e:  # noqa: BLE001 -- a server that fails is reported, the rest kept
+        print(f"skipping the servers: {e}", file=sys.stderr)
+        return None
+
+
+def main(servers_only=False):
     if not GGUF.is_file():
         print(f"skipping: {GGUF} is absent (scripts/fetch-assets fetches it)")
         return 0
     schema_file = ROOT / "target" / "engines" / "bench-schema.json"
     schema_file.parent.mkdir(parents=True, exist_ok=True)
     schema_file.write_text(json.dumps(SCHEMA))
-    llm = llama_load()
     rows = {}
-    for label, schema in (("free text", None), ("JSON Schema", SCHEMA)):
-        c, l = [], []
-        for _ in range(RUNS):  # alternate, so drift on a shared machine hits both
-            l.append(llama_run(llm, schema))
-            c.append(constrain_run(schema_file if schema else None))
-        rows[label] = (best(c), best(l))
-    import llama_cpp
+    if not servers_only:
+        llm = llama_load()
+        for label, schema in (("free text", None), ("JSON Schema", SCHEMA)):
+            c, l = [], []
+            for _ in range(RUNS):  # alternate, so drift on a shared machine hits both
+                l.append(llama_run(llm, schema))
+                c.append(constrain_run(schema_file if schema else None))
+            rows[label] = (best(c), best(l))
+        del llm
+    served = servers(schema_file.parent)
+    if rows:
+        import llama_cpp
 
-    print(f"model {GGUF.name}, {THREADS} threads, greedy, max {MAX_TOKENS} tokens, median of {RUNS} runs; "
-          f"llama.cpp via llama-cpp-python {llama_cpp.__version__}")
+        print(f"model {GGUF.name}, {THREADS} threads, greedy, max {MAX_TOKENS} tokens, median of {RUNS} runs; "
+              f"llama.cpp via llama-cpp-python {llama_cpp.__version__}")
+    if served:
+        print(f"servers: model {GGUF.name}, {THREADS} threads, {CONCURRENCY} slots each, greedy, max "
+              f"{SERVER_MAX_TOKENS} tokens, median of {RUNS} runs; llama-server built from the llama.cpp "
+              f"that llama-cpp-python {LLAMA_CPP_PYTHON} vendors")
     print("| | constrain | llama.cpp | constrain ÷ llama.cpp |")
     print("|---|---|---|---|")
-    c, l = rows["free text"]
-    print(f"| prompt tokens | {c['prompt']} | {l['prompt']} | |")
-    print(f"| prefill tok/s | {c['prefill']:.1f} | {l['prefill']:.1f} | {c['prefill'] / l['prefill']:.2f}× |")
+    if rows:
+        c, l = rows["free text"]
+        print(f"| prompt tokens | {c['prompt']} | {l['prompt']} | |")
+        print(f"| prefill tok/s | {c['prefill']:.1f} | {l['prefill']:.1f} | {c['prefill'] / l['prefill']:.2f}× |")
     for label in rows:
         c, l = rows[label]
         print(f"| decode tok/s, {label} ({c['tokens']} / {l['tokens']} tokens) | {c['decode']:.1f} | {l['decode']:.1f} | {c['decode'] / l['decode']:.2f}× |")
         print(f"| time to first token, {label} | {1000 * c['ttft']:.0f} ms | {1000 * l['ttft']:.0f} ms | {c['ttft'] / l['ttft']:.2f}× |")
+    if served:
+        import bench_servers
+
+        for cells in bench_servers.rows(*served, concurrency=CONCURRENCY):
+            print("| " + " | ".join(cells) + " |")
     for label in rows:
         c, l = rows[label]
         print(f"{label}: constrain {c['text'][:70]!r}")
         print(f"{label}: llama.cpp {l['text'][:70]!r}")
+    if served:
+        for name, r in zip(("constrain serve", "llama-server", "constrain serve, jump-forward"), served):
+            for text in r["many"]["texts"]:
+                print(f"serve: {name} {text[:70]!r}")
     return 0
 
 

@@ -134,6 +134,12 @@ pub struct ServerConfig {
     /// off, for measurement: the output is the same either way). See
     /// [`constrain_model::generate::GenerateConfig::mask_overlap`].
     pub mask_overlap: bool,
+    /// Feed the text a constraint forces (a JSON key, its punctuation) in
+    /// multi-token passes instead of sampling it token by token (default
+    /// `true`; `--no-jump-forward` turns it off, so that every token of an
+    /// answer is a sampled one, as in an engine without jump-forward).
+    /// Requests with `logprobs` or `constrain_trace` never jump forward.
+    pub jump_forward: bool,
 }
 
 constrain::config_setters!(ServerConfig {
@@ -151,6 +157,7 @@ constrain::config_setters!(ServerConfig {
     tool_format: Option<constrain::tools::ToolFormat>,
     reasoning: bool,
     mask_overlap: bool,
+    jump_forward: bool,
 });
 
 impl Default for ServerConfig {
@@ -170,6 +177,7 @@ impl Default for ServerConfig {
             tool_format: None,
             reasoning: false,
             mask_overlap: true,
+            jump_forward: true,
         }
     }
 }

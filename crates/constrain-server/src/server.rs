@@ -566,7 +566,11 @@ fn finish(
         .max_tokens(max_tokens)
         .sampling(sampling)
         .seed(seed)
-        .jump_forward(logprobs.is_none() && !req.constrain_trace.unwrap_or(false))
+        .jump_forward(
+            state.config.jump_forward
+                && logprobs.is_none()
+                && !req.constrain_trace.unwrap_or(false),
+        )
         .mask_overlap(state.config.mask_overlap);
     Ok(Prepared {
         stream: req.stream.unwrap_or(false),

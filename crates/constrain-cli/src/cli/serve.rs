@@ -82,6 +82,10 @@ pub struct ServeArgs {
     /// it (the output is the same; for measuring what the overlap saves).
     #[arg(long)]
     no_mask_overlap: bool,
+    /// Sample every token, even the text a constraint forces (by default
+    /// that text is fed in multi-token passes: jump-forward)
+    #[arg(long)]
+    no_jump_forward: bool,
 }
 
 fn parse_tool_format(s: &str) -> Result<constrain::tools::ToolFormat, String> {
@@ -144,7 +148,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         .release_memory(mimalloc_collect)
         .tool_format(a.tool_format)
         .reasoning(a.reasoning)
-        .mask_overlap(!a.no_mask_overlap);
+        .mask_overlap(!a.no_mask_overlap)
+        .jump_forward(!a.no_jump_forward);
     let state = ServerState::new(config, name, tokenizer, vocab, factory)?;
     let addr = format!("{}:{}", a.host, a.port);
     constrain_server::run_blocking(state, &addr, |bound| {

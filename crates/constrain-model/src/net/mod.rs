@@ -45,6 +45,8 @@
 
 mod kernels;
 mod kv;
+mod pool;
+mod q4k;
 mod qmm;
 
 pub use kv::Sequence;
@@ -55,7 +57,6 @@ use candle_core::quantized::{gguf_file, QTensor};
 use candle_core::Device;
 use constrain::vocab::TokenId;
 use qmm::Linear;
-use rayon::prelude::*;
 
 /// The model families, from `general.architecture`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -439,7 +440,7 @@ impl QwenWeights {
                     .iter()
                     .map(|s| (s.layers[l].k.as_slice(), s.layers[l].v.as_slice()))
                     .collect();
-                let one = |(r, out): (usize, &mut [f32])| {
+                let one = |r: usize, out: &mut [f32]| {
                     let (s, pos) = meta[r];
                     let (kc, vc) = caches[s];
                     kernels::attend(
@@ -453,11 +454,7 @@ impl QwenWeights {
                         out,
                     );
                 };
-                if rows > 1 {
-                    att.par_chunks_mut(q_dim).enumerate().for_each(one);
-                } else {
-                    att.chunks_mut(q_dim).enumerate().for_each(one);
-                }
+                pool::for_rows_mut(&mut att, q_dim, one);
             }
             let o = layer.wo.forward(&att)?;
             add_in_place(&mut x, &o);

@@ -16,7 +16,7 @@
 //!   head): columns in tiles of 16, each 32-value block of a tile stored so
 //!   that one 512-bit register holds 4 inputs of 16 columns. The kernel
 //!   walks weights outer, rows inner: for each tile (rayon-like chunks on
-//!   candle's thread pool), for each block, the block is loaded and unpacked
+//!   the own pool, `net::pool`), for each block, the block is loaded and unpacked
 //!   once into registers, then every row of the pass takes its dot products
 //!   against it with AVX-512 VNNI (`vpdpbusd`).
 //! * `Q6_K` (the 0.5B's and 1.5B's `ffn_down` half the layers, the 1.5B's
@@ -24,9 +24,11 @@
 //!   sub-blocks unpacked once from the compact 6-bit form (210 bytes per
 //!   column and superblock, as in the file).
 //! * `F32` (the tiny test files): plain dot products, one order per row.
-//! * anything else (`Q4_K`, `F16`, ...) or a CPU without AVX-512 VNNI:
-//!   candle's `QMatMul` (whose `Q4_K` kernel on AVX-512 VNNI is already
-//!   tiled and row-independent).
+//! * `Q4_K` (the 0.5B's `ffn_down` in the other half of the layers, most
+//!   of the 1.5B): candle's own repacked kernel, ported (`net::q4k`), so
+//!   that it runs on the own pool too.
+//! * anything else (`F16`, ...) or a CPU without AVX-512 VNNI: candle's
+//!   `QMatMul`.
 //!
 //! ## Invariant: a row's result does not depend on the other rows
 //!
@@ -104,6 +106,8 @@ enum Kind {
     Q5_0(Vec<TileQ5_0>),
     Q8_0(Vec<TileQ8_0>),
     Q6K(Vec<TileQ6K>),
+    /// candle's repacked `Q4_K` kernel, on the own pool (`net::q4k`).
+    Q4K(Vec<super::q4k::TileQ4K>),
     /// Row-major `n × k`.
     F32(Vec<f32>),
     Candle {
@@ -165,6 +169,9 @@ impl Linear {
                     .to_vec1::<f32>()?,
             ),
             GgmlDType::Q6K if tiled && k % QK_K == 0 => Kind::Q6K(pack_q6k(&t.data()?, n, k)),
+            GgmlDType::Q4K if tiled && k % QK_K == 0 => {
+                Kind::Q4K(super::q4k::pack(&t.data()?, n, k))
+            }
             _ => Kind::Candle {
                 pad_one_row: own && dtype == GgmlDType::Q6K,
                 mm: QMatMul::from_qtensor(t)?,
@@ -228,6 +235,23 @@ impl Linear {
                 let _ = (tiles, acts);
                 Ok(out)
             }
+            Kind::Q4K(tiles) => {
+                let blocks = q8k_rows(x, m, k);
+                // SAFETY: as in the `Q6K` arm.
+                let acts = unsafe {
+                    std::slice::from_raw_parts(blocks.as_ptr() as *const RawQ8K, blocks.len())
+                };
+                let mut out = vec![0f32; m * n];
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `vnni()` held when the tiles were built; sizes
+                // as `q4k::matmul` asks.
+                unsafe {
+                    super::q4k::matmul(tiles, acts, m, n, k / QK_K, &mut out)
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let _ = (tiles, acts);
+                Ok(out)
+            }
             Kind::Q8_0(tiles) => Ok(tiled_mm(x, m, n, k, |acts, out| {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: as above.
@@ -241,6 +265,16 @@ impl Linear {
     }
 }
 
+/// The rows of `x` quantized as candle's `BlockQ8K::from_float` does.
+fn q8k_rows(x: &[f32], m: usize, k: usize) -> Vec<BlockQ8K> {
+    let kb = k / QK_K;
+    let mut blocks = vec![BlockQ8K::zeros(); m * kb];
+    for r in 0..m {
+        BlockQ8K::from_float(&x[r * k..(r + 1) * k], &mut blocks[r * kb..(r + 1) * kb]);
+    }
+    blocks
+}
+
 fn candle_mm(mm: &QMatMul, x: Vec<f32>, m: usize, k: usize) -> candle_core::Result<Vec<f32>> {
     let x = Tensor::from_vec(x, (m, k), &Device::Cpu)?;
     mm.forward(&x)?.flatten_all()?.to_vec1::<f32>()
@@ -250,7 +284,7 @@ fn candle_mm(mm: &QMatMul, x: Vec<f32>, m: usize, k: usize) -> candle_core::Resu
 fn f32_mm(w: &[f32], x: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
     let mut out = vec![0f32; m * n];
     let ptr = SendPtr(out.as_mut_ptr());
-    candle_core::utils::barrier_pool().execute_chunked(n, |cols| {
+    crate::net::pool::for_chunks(n, |cols| {
         let ptr = &ptr;
         for c in cols {
             let wc = &w[c * k..(c + 1) * k];
@@ -300,10 +334,10 @@ const _: () = assert!(std::mem::align_of::<RawQ8_0>() == std::mem::align_of::<Bl
 
 /// candle's `BlockQ8K`: `#[repr(C)] { d: f32, qs: [i8; 256], bsums: [i16; 16] }`.
 #[repr(C)]
-struct RawQ8K {
-    d: f32,
-    qs: [i8; QK_K],
-    bsums: [i16; QK_K / 16],
+pub(crate) struct RawQ8K {
+    pub(crate) d: f32,
+    pub(crate) qs: [i8; QK_K],
+    pub(crate) bsums: [i16; QK_K / 16],
 }
 const _: () = assert!(std::mem::size_of::<RawQ8K>() == std::mem::size_of::<BlockQ8K>());
 const _: () = assert!(std::mem::align_of::<RawQ8K>() == std::mem::align_of::<BlockQ8K>());
@@ -335,7 +369,7 @@ fn act(b: &BlockQ8_0) -> Act {
 }
 
 /// IEEE half to single (exact, as `half::f16::to_f32`).
-fn f16_to_f32(h: u16) -> f32 {
+pub(crate) fn f16_to_f32(h: u16) -> f32 {
     let sign = ((h as u32) & 0x8000) << 16;
     let exp = ((h >> 10) & 0x1f) as u32;
     let man = (h & 0x3ff) as u32;
@@ -502,12 +536,12 @@ mod simd {
     use core::arch::x86_64::*;
 
     /// All tiles × all rows in groups of up to [`ROWS`], chunks of tiles on
-    /// candle's pool: `$unit::<R>` computes rows `r0..r0+R` against one tile.
+    /// the own pool (`net::pool`): `$unit::<R>` computes rows `r0..r0+R` against one tile.
     macro_rules! drive {
         ($unit:ident, $tiles:expr, $acts:expr, $m:expr, $n:expr, $kb:expr, $out:expr) => {{
             let (tiles, acts, m, n, kb) = ($tiles, $acts, $m, $n, $kb);
             let ptr = SendPtr($out.as_mut_ptr());
-            candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
+            crate::net::pool::for_chunks(n / TILE, |range| {
                 let ptr = &ptr;
                 for t in range {
                     let tiles = &tiles[t * kb..(t + 1) * kb];
@@ -531,7 +565,7 @@ mod simd {
         }};
     }
 
-    /// All tiles × all rows; rayon-style chunks of tiles on candle's pool.
+    /// All tiles × all rows; rayon-style chunks of tiles on the own pool (`net::pool`).
     pub(super) unsafe fn q5_0(
         tiles: &[TileQ5_0],
         acts: &[Act],
@@ -599,7 +633,7 @@ mod simd {
         out: &mut [f32],
     ) {
         let ptr = SendPtr(out.as_mut_ptr());
-        candle_core::utils::barrier_pool().execute_chunked(n / TILE, |range| {
+        crate::net::pool::for_chunks(n / TILE, |range| {
             let ptr = &ptr;
             for t in range {
                 let tiles = &tiles[t * kb..(t + 1) * kb];
@@ -852,6 +886,35 @@ mod tests {
             }
         }
         // Each row alone.
+        for r in 0..7 {
+            let got = own.forward(&x[r * k..(r + 1) * k]).unwrap();
+            assert_eq!(bits(&got), bits(&want[r * n..(r + 1) * n]), "row {r} alone");
+        }
+    }
+
+    #[test]
+    fn own_q4k_equals_candles_kernel_bitwise() {
+        if !vnni() {
+            eprintln!("skipping: this CPU has no AVX-512 VNNI, the own kernels are off");
+            return;
+        }
+        // candle's repacked Q4_K kernel (n a multiple of 16, k of 256) is
+        // the oracle, for any number of rows.
+        let (n, k) = (48, 768);
+        let w = random(n * k, 7, 0.5);
+        let x = random(7 * k, 8, 2.0);
+        let q = || qtensor(&w, n, k, GgmlDType::Q4K);
+        let candle = Linear::with_kernels(q(), false).unwrap();
+        assert!(matches!(candle.kind, Kind::Candle { .. }));
+        let want = candle.forward(&x).unwrap();
+        let own = Linear::new(q()).unwrap();
+        assert!(matches!(own.kind, Kind::Q4K(_)));
+        for m in 1..=7 {
+            let got = own.forward(&x[..m * k]).unwrap();
+            assert_eq!(bits(&got), bits(&want[..m * n]), "{m} rows");
+            let theirs = candle.forward(&x[..m * k]).unwrap();
+            assert_eq!(bits(&theirs), bits(&want[..m * n]), "candle, {m} rows");
+        }
         for r in 0..7 {
             let got = own.forward(&x[r * k..(r + 1) * k]).unwrap();
             assert_eq!(bits(&got), bits(&want[r * n..(r + 1) * n]), "row {r} alone");
