@@ -536,6 +536,7 @@ impl Gen<'_, '_> {
             .then(|| any_order_tree(&props, 0, false, &comma, req == 0))
             .filter(|t| t.len() <= self.opts.any_order_max_len);
         let set = wants_any
+            && self.opts.member_sets
             && !counted
             && small_tree.is_none()
             && (2..=MAX_MEMBERS).contains(&props.len());
