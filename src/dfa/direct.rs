@@ -249,7 +249,7 @@ impl Sink for Tree {
             extra,
             permute,
         } = flags;
-        if self.sets && required.len() <= crate::dfa::regs::MAX_MEMBERS {
+        if self.sets && required.len() <= crate::dfa::sets::MAX_MEMBERS {
             let (at, len) = self.span([vec![sep], items].concat());
             self.set_flags.push((required, extra));
             return Some(self.add(Node::Members {

@@ -38,6 +38,7 @@ pub(crate) mod nfa;
 pub(crate) mod ordered;
 mod parse;
 pub(crate) mod regs;
+pub(crate) mod sets;
 mod shift;
 
 /// Deepest nesting of groups and repetitions a pattern may have (regex-syntax

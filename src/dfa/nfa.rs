@@ -16,7 +16,7 @@
 //! determinizer ([`super::determinize`]) keeps every thread, so the order of
 //! alternatives carries no meaning.
 
-use super::regs::{MemberSet, RegOp};
+use super::sets::{MemberSet, RegOp};
 use regex_automata::nfa::thompson::{self, State};
 use regex_automata::util::primitives::StateID as ThompsonId;
 use std::ops::Range;

@@ -19,7 +19,7 @@
 //!   branch then never writes); otherwise [`SchemaError::OneOfOverlap`], or
 //!   `anyOf` with a warning when [`SchemaOptions::coerce_one_of`] is set.
 //!   Several groups on one node are distributed one at a time, pruned of
-//!   repeated groups and contradicting branches first ([`prune`]).
+//!   repeated groups and contradicting branches first (`prune`).
 //! - Objects: declared order is linear in the number of properties (the
 //!   first required key is the pivot: optional keys before it carry a
 //!   trailing comma, keys after it a leading one; with no required key the

@@ -208,7 +208,7 @@ impl Emitter<'_> {
     /// state inside is given `tail` and its member's own bytes as distance
     /// (the determinizer searches the exact ones).
     fn members(&mut self, at: usize, len: usize, flags: usize, tail: u32) -> Result<Piece, TooBig> {
-        use crate::dfa::regs::{MemberSet, RegOp, EXTRA};
+        use crate::dfa::sets::{MemberSet, RegOp, EXTRA};
         let sep = self.tree.kids[at];
         let items: Vec<u32> = self.tree.kids[at + 1..at + 1 + len].to_vec();
         let (required, extra) = self.tree.set_flags[flags].clone();

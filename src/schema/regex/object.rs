@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::dfa::algebra::Op;
-use crate::dfa::regs::MAX_MEMBERS;
+use crate::dfa::sets::MAX_MEMBERS;
 use crate::schema::PropertyOrder;
 
 pub(super) struct TrieNode {

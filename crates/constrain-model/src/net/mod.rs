@@ -43,6 +43,7 @@
 //! failure in the middle of a pass cuts every cache back to where it was,
 //! so a sequence is never left half-fed.
 
+mod blocks;
 mod kernels;
 mod kv;
 mod pool;

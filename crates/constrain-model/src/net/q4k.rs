@@ -14,7 +14,7 @@
 //! so the outputs are bitwise candle's, on [`super::pool::for_chunks`]. It
 //! replaces candle's repacked copy (the weight stays in one copy).
 
-use super::qmm::RawQ8K;
+use super::blocks::RawQ8K;
 
 /// Columns per tile.
 pub(crate) const TILE: usize = 16;
@@ -65,8 +65,8 @@ pub(crate) fn pack(data: &[u8], n: usize, k: usize) -> Vec<TileQ4K> {
             for r in 0..TILE {
                 let at = ((t * TILE + r) * kb + b) * BLOCK;
                 let blk = &data[at..at + BLOCK];
-                let d = super::qmm::f16_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
-                let dmin = super::qmm::f16_to_f32(u16::from_le_bytes([blk[2], blk[3]]));
+                let d = super::blocks::f16_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
+                let dmin = super::blocks::f16_to_f32(u16::from_le_bytes([blk[2], blk[3]]));
                 let (scales, qs) = (&blk[4..16], &blk[16..BLOCK]);
                 for sub in 0..8 {
                     let (sc, mn) = scale_min(sub, scales);
