@@ -244,11 +244,7 @@ impl Sink for Tree {
         if !self.ordered {
             return None;
         }
-        let crate::dfa::ordered::SetFlags {
-            required,
-            extra,
-            permute,
-        } = flags;
+        let crate::dfa::ordered::SetFlags { required, extra } = flags;
         if self.sets && required.len() <= crate::dfa::sets::MAX_MEMBERS {
             let (at, len) = self.span([vec![sep], items].concat());
             self.set_flags.push((required, extra));
@@ -258,33 +254,10 @@ impl Sink for Tree {
                 flags: (self.set_flags.len() - 1) as u32,
             }));
         }
-        // As `ordered::expand` writes it out: every order of a few members,
-        // or the members in order.
+        // In order, as `ordered::expand` writes it out.
         let k = required.len();
         let declared = &items[..k];
         let mut parts = Vec::new();
-        if permute && k <= crate::dfa::ordered::SEQUENCES_UP_TO {
-            let mut alts = Vec::new();
-            for seq in crate::dfa::ordered::sequences(&required) {
-                let mut c = Vec::new();
-                for (j, &i) in seq.iter().enumerate() {
-                    if j > 0 {
-                        c.push(sep);
-                    }
-                    c.push(declared[i]);
-                }
-                alts.push(self.concat(c));
-            }
-            if extra && !required.contains(&true) {
-                alts.push(items[k]);
-            }
-            parts.push(self.alternation(alts));
-            if extra {
-                let c = self.concat(vec![sep, items[k]]);
-                parts.push(self.repetition(0, None, true, c));
-            }
-            return Some(self.concat(parts));
-        }
         match required.iter().position(|&r| r) {
             Some(r) => {
                 for &d in &declared[..r] {

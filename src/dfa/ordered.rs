@@ -40,8 +40,7 @@ pub(crate) const LIST_OPEN: &str = "(?*";
 /// declared members `Ki` in any order, each at most once, every one whose
 /// flag is `R` present, and with a last flag `X` an extra member `Kn` that
 /// may repeat ([`super::regs`]). Written out for regex syntax, the members
-/// keep their order (as an object without any order writes them), or, with
-/// a leading flag `P`, every order of up to [`SEQUENCES_UP_TO`] members.
+/// keep their order (as an object without any order writes them).
 pub(crate) const SET_OPEN: &str = "(?%";
 
 /// The flags of a member set ([`SET_OPEN`]).
@@ -51,14 +50,12 @@ pub(crate) struct SetFlags {
     pub required: Vec<bool>,
     /// Whether the last item is the extra member.
     pub extra: bool,
-    /// Whether the text written out lists every order (`P`).
-    pub permute: bool,
 }
 
 impl SetFlags {
     /// The flags' length in the text, with the `|` after them.
     pub(crate) fn text_len(&self) -> usize {
-        self.required.len() + usize::from(self.extra) + usize::from(self.permute) + 1
+        self.required.len() + usize::from(self.extra) + 1
     }
 }
 
@@ -68,9 +65,6 @@ pub(crate) fn write_set(sep: &str, flags: &SetFlags, items: &[&str]) -> String {
     let (required, extra) = (&flags.required, flags.extra);
     debug_assert_eq!(required.len() + usize::from(extra), items.len());
     let mut s = String::from(SET_OPEN);
-    if flags.permute {
-        s.push('P');
-    }
     s.extend(required.iter().map(|&r| if r { 'R' } else { 'O' }));
     if extra {
         s.push('X');
@@ -89,20 +83,13 @@ pub(crate) fn write_set(sep: &str, flags: &SetFlags, items: &[&str]) -> String {
 /// included): per declared member whether it is required, and whether an
 /// extra member follows them.
 pub(crate) fn read_flags(s: &[u8]) -> Option<SetFlags> {
-    let permute = s.first() == Some(&b'P');
     let mut required = Vec::new();
     let mut extra = false;
-    for &b in &s[usize::from(permute)..] {
+    for &b in s {
         match b {
             b'R' | b'O' if !extra => required.push(b == b'R'),
             b'X' if !extra => extra = true,
-            b'|' if !required.is_empty() => {
-                return Some(SetFlags {
-                    required,
-                    extra,
-                    permute,
-                })
-            }
+            b'|' if !required.is_empty() => return Some(SetFlags { required, extra }),
             _ => return None,
         }
     }
@@ -354,40 +341,9 @@ impl Expander<'_> {
     }
 }
 
-/// Up to this many declared members, a member set written out lists every
-/// order (at most 15 sequences); past it, the members keep their order.
-pub(crate) const SEQUENCES_UP_TO: usize = 3;
-
-/// The member sequences a set of at most [`SEQUENCES_UP_TO`] declared
-/// members allows: non-empty, each member at most once, every required one
-/// in.
-pub(crate) fn sequences(required: &[bool]) -> Vec<Vec<usize>> {
-    fn extend(n: usize, cur: &mut Vec<usize>, required: &[bool], out: &mut Vec<Vec<usize>>) {
-        if !cur.is_empty()
-            && required
-                .iter()
-                .enumerate()
-                .all(|(i, &r)| !r || cur.contains(&i))
-        {
-            out.push(cur.clone());
-        }
-        for i in 0..n {
-            if !cur.contains(&i) {
-                cur.push(i);
-                extend(n, cur, required, out);
-                cur.pop();
-            }
-        }
-    }
-    let mut out = Vec::new();
-    extend(required.len(), &mut Vec::new(), required, &mut out);
-    out
-}
-
-/// A member set written out for regex syntax: every order of up to
-/// [`SEQUENCES_UP_TO`] declared members; past that the members in order
-/// (the required ones in place, each optional one where it stands); any
-/// extra members after the declared ones.
+/// A member set written out for regex syntax: the members in order (the
+/// required ones in place, each optional one where it stands), any extra
+/// members after the declared ones.
 fn plain_set<O: Out>(sep: &O, items: &[&O], flags: &SetFlags, out: &mut O) {
     let (required, extra) = (&flags.required[..], flags.extra);
     let declared = &items[..required.len()];
@@ -398,30 +354,6 @@ fn plain_set<O: Out>(sep: &O, items: &[&O], flags: &SetFlags, out: &mut O) {
         }
         out.push(tail);
     };
-    let has_required = required.iter().any(|&r| r);
-    if flags.permute && declared.len() <= SEQUENCES_UP_TO {
-        out.push("(?:");
-        for (j, seq) in sequences(required).iter().enumerate() {
-            if j > 0 {
-                out.push("|");
-            }
-            for (k, &i) in seq.iter().enumerate() {
-                if k > 0 {
-                    out.part(sep);
-                }
-                out.part(declared[i]);
-            }
-        }
-        if extra && !has_required {
-            out.push("|");
-            out.part(items[required.len()]);
-        }
-        out.push(")");
-        if extra {
-            group(out, &[sep, items[required.len()]], ")*");
-        }
-        return;
-    }
     match required.iter().position(|&r| r) {
         Some(r) => {
             for k in &declared[..r] {

@@ -615,7 +615,6 @@ mod tests {
         let flags = SetFlags {
             required: required.to_vec(),
             extra: extra.is_some(),
-            permute: false,
         };
         let pattern = write_set(",", &flags, &items);
         let mut w = Walk(Determinizer::new(nfa_of(&pattern), usize::MAX, usize::MAX));
@@ -668,7 +667,6 @@ mod tests {
         let flags = |required: &[bool]| SetFlags {
             required: required.to_vec(),
             extra: false,
-            permute: false,
         };
         let inner = write_set(",", &flags(&[true, false]), &["a", "b"]);
         let outer = write_set(

@@ -606,7 +606,6 @@ impl Gen<'_, '_> {
             let flags = crate::dfa::ordered::SetFlags {
                 required: props.iter().map(|p| p.required).collect(),
                 extra: extra.is_some(),
-                permute: false,
             };
             let mut items: Vec<&str> = props.iter().map(|p| p.kv.as_str()).collect();
             items.extend(extra.as_deref());
