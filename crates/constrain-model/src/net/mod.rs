@@ -48,6 +48,7 @@ mod kernels;
 mod kv;
 mod pool;
 mod q4k;
+mod q8;
 mod qmm;
 
 pub use kv::Sequence;

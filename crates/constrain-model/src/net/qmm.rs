@@ -53,7 +53,9 @@
 //! one-row `Q6_K` matmul runs through candle as a two-row one (the row and
 //! zeros) so that it takes the same kernel as several rows.
 
+use super::blocks::{act, Act};
 pub(crate) use super::blocks::{f16_to_f32, RawQ8K};
+use super::q8::TileQ8_0;
 use candle_core::quantized::k_quants::{BlockQ8K, BlockQ8_0, GgmlType};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
@@ -77,30 +79,6 @@ struct TileQ5_0 {
     qs: [[u8; 64]; 4],
     qh: [u64; 8],
     d: [u16; TILE],
-}
-
-/// 16 columns × one 32-value `Q8_0` block: `qs[g]` holds inputs
-/// `4g..4g+4` of column `c` at bytes `4c..4c+4`, offset by +128 (unsigned,
-/// for `vpdpbusd`).
-#[repr(C, align(64))]
-#[derive(Clone)]
-struct TileQ8_0 {
-    qs: [[u8; 64]; 8],
-    d: [u16; TILE],
-}
-
-/// One input row's 32-value block, quantized by candle's
-/// `BlockQ8_0::from_float`, with the sums the kernels' unsigned trick needs.
-#[derive(Clone, Copy)]
-struct Act {
-    /// The 32 values, 4 per `i32`.
-    q: [i32; 8],
-    /// Its scale (f16 widened).
-    d: f32,
-    /// `16 · Σ q` (`Q5_0` stores values + 16).
-    sum16: i32,
-    /// `128 · Σ` of each group of 4 (`Q8_0` tiles store values + 128).
-    sum128: [i32; 8],
 }
 
 enum Kind {
@@ -163,7 +141,7 @@ impl Linear {
         let tiled = own && vnni() && n % TILE == 0 && k % QK == 0 && n > 0 && k > 0;
         let kind = match dtype {
             GgmlDType::Q5_0 if tiled => Kind::Q5_0(pack_q5_0(&t.data()?, n, k)),
-            GgmlDType::Q8_0 if tiled => Kind::Q8_0(pack_q8_0(&t.data()?, n, k)),
+            GgmlDType::Q8_0 if tiled => Kind::Q8_0(super::q8::pack(&t.data()?, n, k)),
             GgmlDType::F32 if own => Kind::F32(
                 t.dequantize(&Device::Cpu)?
                     .flatten_all()?
@@ -257,7 +235,7 @@ impl Linear {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: as above.
                 unsafe {
-                    simd::q8_0(tiles, acts, m, n, k / QK, out)
+                    super::q8::matmul(tiles, acts, m, n, k / QK, out)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 let _ = (tiles, acts, out);
@@ -323,42 +301,6 @@ fn tiled_mm(
     out
 }
 
-/// candle's `BlockQ8_0` is `#[repr(C)] { d: f16, qs: [i8; 32] }` with
-/// private fields; this is the same layout.
-#[repr(C)]
-struct RawQ8_0 {
-    d: u16,
-    qs: [i8; QK],
-}
-const _: () = assert!(std::mem::size_of::<RawQ8_0>() == std::mem::size_of::<BlockQ8_0>());
-const _: () = assert!(std::mem::align_of::<RawQ8_0>() == std::mem::align_of::<BlockQ8_0>());
-
-fn act(b: &BlockQ8_0) -> Act {
-    // SAFETY: same size, alignment and field layout (checked above).
-    let raw = unsafe { &*(b as *const BlockQ8_0 as *const RawQ8_0) };
-    let mut q = [0i32; 8];
-    let mut sum128 = [0i32; 8];
-    let mut sum = 0i32;
-    for g in 0..8 {
-        let bytes = [
-            raw.qs[4 * g] as u8,
-            raw.qs[4 * g + 1] as u8,
-            raw.qs[4 * g + 2] as u8,
-            raw.qs[4 * g + 3] as u8,
-        ];
-        q[g] = i32::from_le_bytes(bytes);
-        let s: i32 = raw.qs[4 * g..4 * g + 4].iter().map(|&v| v as i32).sum();
-        sum128[g] = 128 * s;
-        sum += s;
-    }
-    Act {
-        q,
-        d: f16_to_f32(raw.d),
-        sum16: 16 * sum,
-        sum128,
-    }
-}
-
 /// The 32 unsigned 5-bit values of a `Q5_0` block (`d`, `qh`, `qs` bytes).
 fn q5_0_values(b: &[u8]) -> [u8; QK] {
     let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
@@ -392,33 +334,6 @@ fn pack_q5_0(data: &[u8], n: usize, k: usize) -> Vec<TileQ5_0> {
                         let x = v[4 * g + j];
                         tile.qh[g] |= ((x >> 4) as u64) << (4 * c + j);
                         tile.qs[g % 4][4 * c + j] |= (x & 0x0f) << if g >= 4 { 4 } else { 0 };
-                    }
-                }
-            }
-            out.push(tile);
-        }
-    }
-    out
-}
-
-fn pack_q8_0(data: &[u8], n: usize, k: usize) -> Vec<TileQ8_0> {
-    const B: usize = 34;
-    let kb = k / QK;
-    let mut out = Vec::with_capacity(n / TILE * kb);
-    for t in 0..n / TILE {
-        for b in 0..kb {
-            let mut tile = TileQ8_0 {
-                qs: [[0; 64]; 8],
-                d: [0; TILE],
-            };
-            for c in 0..TILE {
-                let at = ((t * TILE + c) * kb + b) * B;
-                let blk = &data[at..at + B];
-                tile.d[c] = u16::from_le_bytes([blk[0], blk[1]]);
-                for g in 0..8 {
-                    for j in 0..4 {
-                        let x = blk[2 + 4 * g + j] as i8;
-                        tile.qs[g][4 * c + j] = (x as i16 + 128) as u8;
                     }
                 }
             }
@@ -500,7 +415,7 @@ fn pack_q6k(data: &[u8], n: usize, k: usize) -> Vec<TileQ6K> {
 #[cfg(target_arch = "x86_64")]
 mod simd {
     //! The AVX-512 VNNI kernels. Callers have checked `vnni()`.
-    use super::{Act, RawQ8K, SendPtr, TileQ5_0, TileQ6K, TileQ8_0, ROWS, TILE};
+    use super::{Act, RawQ8K, SendPtr, TileQ5_0, TileQ6K, ROWS, TILE};
     use core::arch::x86_64::*;
 
     /// All tiles × all rows in groups of up to [`ROWS`], chunks of tiles on
@@ -590,59 +505,6 @@ mod simd {
         for (r, acc) in acc.iter().enumerate() {
             _mm512_storeu_ps(out.add((r0 + r) * n + t * TILE), *acc);
         }
-    }
-
-    pub(super) unsafe fn q8_0(
-        tiles: &[TileQ8_0],
-        acts: &[Act],
-        m: usize,
-        n: usize,
-        kb: usize,
-        out: &mut [f32],
-    ) {
-        let ptr = SendPtr(out.as_mut_ptr());
-        crate::net::pool::for_chunks(n / TILE, |range| {
-            let ptr = &ptr;
-            for t in range {
-                let tiles = &tiles[t * kb..(t + 1) * kb];
-                for r in 0..m {
-                    // SAFETY: as in `q5_0`.
-                    unsafe {
-                        q8_0_unit(
-                            tiles,
-                            &acts[r * kb..(r + 1) * kb],
-                            ptr.0.add(r * n + t * TILE),
-                        )
-                    }
-                }
-            }
-        });
-    }
-
-    /// One row against one tile. candle's AVX2 `vec_dot_q8_0_q8_0` keeps
-    /// eight f32 lanes, lane `g` summing inputs `4g..4g+4` of each block
-    /// (`acc = fma(d_w·d_x, lane, acc)`), and adds them at the end as
-    /// `((l4+l0)+(l6+l2)) + ((l5+l1)+(l7+l3))`; here `acc[g]` is lane `g`
-    /// of 16 columns at once.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-    unsafe fn q8_0_unit(tiles: &[TileQ8_0], acts: &[Act], out: *mut f32) {
-        let zero = _mm512_setzero_si512();
-        let mut acc = [_mm512_setzero_ps(); 8];
-        for (tile, a) in tiles.iter().zip(acts) {
-            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr() as *const __m256i));
-            let d = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
-            for g in 0..8 {
-                let w = _mm512_loadu_si512(tile.qs[g].as_ptr() as *const __m512i);
-                let s = _mm512_dpbusd_epi32(zero, w, _mm512_set1_epi32(a.q[g]));
-                let s = _mm512_sub_epi32(s, _mm512_set1_epi32(a.sum128[g]));
-                acc[g] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[g]);
-            }
-        }
-        let x = _mm512_add_ps(
-            _mm512_add_ps(_mm512_add_ps(acc[4], acc[0]), _mm512_add_ps(acc[6], acc[2])),
-            _mm512_add_ps(_mm512_add_ps(acc[5], acc[1]), _mm512_add_ps(acc[7], acc[3])),
-        );
-        _mm512_storeu_ps(out, x);
     }
 
     pub(super) unsafe fn q6k(

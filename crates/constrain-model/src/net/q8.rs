@@ -1,0 +1,163 @@
+//! # q8: the `Q8_0` matmul (the output head), each block loaded once for several rows
+//!
+//! The 0.5B's biggest matmul is its output head, tied to the `Q8_0` token
+//! embeddings: 151,936 columns by 896 inputs, 145 MB read per pass. Its
+//! arithmetic is pinned by candle's one-row AVX2 `vec_dot_q8_0_q8_0`
+//! (eight f32 lanes per column, lane `g` summing inputs `4g..4g+4` of each
+//! block, `acc = fma(d_w·d_x, lane, acc)`, then
+//! `((l4+l0)+(l6+l2)) + ((l5+l1)+(l7+l3))`), so a row keeps eight
+//! accumulator registers per tile of 16 columns (`acc[g]` is lane `g` of the
+//! 16 columns at once).
+//!
+//! [`matmul`] walks the weights outer and the rows inner: for each tile of
+//! 16 columns (chunks of tiles on the own pool, [`super::pool`]) and each
+//! 32-value block, each of the block's eight 64-byte groups is loaded once
+//! and dotted (`vpdpbusd`) with up to [`ROWS`] rows, whose accumulators stay
+//! in registers (8 per row: three rows take 24 of the 32 vector registers).
+//! A pass of 4 rows takes the tile as 3 + 1.
+//!
+//! Each row's arithmetic is the same whatever the rows beside it: the exact
+//! integer sum of a group starts from `-128 · Σ` of the row's four values
+//! (the tiles store the weights + 128, unsigned, for `vpdpbusd`), so it comes
+//! out signed with no subtraction, and the f32 part is candle's, in candle's
+//! order. The tests compare it bitwise with `GgmlType::vec_dot` for any
+//! number of rows.
+
+use super::blocks::Act;
+
+/// Columns per tile: one 512-bit register of f32 or of 4-byte groups.
+const TILE: usize = 16;
+/// Values per block.
+const QK: usize = 32;
+/// Rows that share one loaded block (8 accumulators each).
+const ROWS: usize = 3;
+
+/// 16 columns × one 32-value `Q8_0` block: `qs[g]` holds inputs
+/// `4g..4g+4` of column `c` at bytes `4c..4c+4`, offset by +128 (unsigned,
+/// for `vpdpbusd`).
+#[repr(C, align(64))]
+#[derive(Clone)]
+pub(crate) struct TileQ8_0 {
+    qs: [[u8; 64]; 8],
+    d: [u16; TILE],
+}
+
+/// Re-lays out a GGUF `Q8_0` weight of `n` columns by `k` inputs (`n` a
+/// multiple of 16, `k` of 32) into tiles, tile after tile, block after
+/// block.
+pub(crate) fn pack(data: &[u8], n: usize, k: usize) -> Vec<TileQ8_0> {
+    const B: usize = 34;
+    let kb = k / QK;
+    let mut out = Vec::with_capacity(n / TILE * kb);
+    for t in 0..n / TILE {
+        for b in 0..kb {
+            let mut tile = TileQ8_0 {
+                qs: [[0; 64]; 8],
+                d: [0; TILE],
+            };
+            for c in 0..TILE {
+                let at = ((t * TILE + c) * kb + b) * B;
+                let blk = &data[at..at + B];
+                tile.d[c] = u16::from_le_bytes([blk[0], blk[1]]);
+                for g in 0..8 {
+                    for j in 0..4 {
+                        let x = blk[2 + 4 * g + j] as i8;
+                        tile.qs[g][4 * c + j] = (x as i16 + 128) as u8;
+                    }
+                }
+            }
+            out.push(tile);
+        }
+    }
+    out
+}
+
+struct Out(*mut f32);
+// SAFETY: the chunks write disjoint outputs (see `matmul`).
+unsafe impl Sync for Out {}
+
+/// `out = acts · Wᵀ` for `m` rows of `kb` blocks each.
+///
+/// # Safety
+///
+/// The CPU has AVX-512 F / BW / VNNI and F16C; `tiles` came from [`pack`]
+/// with this `n` and `kb`; `acts.len() == m * kb`; `out.len() == m * n`.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn matmul(
+    tiles: &[TileQ8_0],
+    acts: &[Act],
+    m: usize,
+    n: usize,
+    kb: usize,
+    out: &mut [f32],
+) {
+    debug_assert!(acts.len() == m * kb && out.len() == m * n);
+    let ptr = Out(out.as_mut_ptr());
+    super::pool::for_chunks(n / TILE, |range| {
+        let ptr = &ptr;
+        for t in range {
+            let tiles = &tiles[t * kb..(t + 1) * kb];
+            let mut r0 = 0;
+            while r0 < m {
+                let rows = (m - r0).min(ROWS);
+                // SAFETY: the caller's contract; each (rows, tile) is
+                // written by one chunk only.
+                unsafe {
+                    match rows {
+                        1 => simd::unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
+                        2 => simd::unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
+                        _ => simd::unit::<ROWS>(tiles, acts, kb, r0, ptr.0, n, t),
+                    }
+                }
+                r0 += rows;
+            }
+        }
+    });
+}
+
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use super::{Act, TileQ8_0, TILE};
+    use core::arch::x86_64::*;
+
+    /// Rows `r0..r0+R` against one tile column (all its blocks), then the
+    /// stores: candle's lanes and final sum per row (see the module docs).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn unit<const R: usize>(
+        tiles: &[TileQ8_0],
+        acts: &[Act],
+        kb: usize,
+        r0: usize,
+        out: *mut f32,
+        n: usize,
+        t: usize,
+    ) {
+        let mut acc = [[_mm512_setzero_ps(); 8]; R];
+        for (b, tile) in tiles.iter().enumerate() {
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr() as *const __m256i));
+            let a: [&Act; R] = std::array::from_fn(|r| &acts[(r0 + r) * kb + b]);
+            let d: [__m512; R] = std::array::from_fn(|r| _mm512_mul_ps(dw, _mm512_set1_ps(a[r].d)));
+            for g in 0..8 {
+                let w = _mm512_loadu_si512(tile.qs[g].as_ptr() as *const __m512i);
+                for r in 0..R {
+                    let s = _mm512_dpbusd_epi32(
+                        _mm512_set1_epi32(a[r].neg128[g]),
+                        w,
+                        _mm512_set1_epi32(a[r].q[g]),
+                    );
+                    acc[r][g] = _mm512_fmadd_ps(d[r], _mm512_cvtepi32_ps(s), acc[r][g]);
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            let x = _mm512_add_ps(
+                _mm512_add_ps(_mm512_add_ps(acc[4], acc[0]), _mm512_add_ps(acc[6], acc[2])),
+                _mm512_add_ps(_mm512_add_ps(acc[5], acc[1]), _mm512_add_ps(acc[7], acc[3])),
+            );
+            _mm512_storeu_ps(out.add((r0 + r) * n + t * TILE), x);
+        }
+    }
+
+    const _: () = assert!(TILE == 16);
+}
