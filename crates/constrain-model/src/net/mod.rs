@@ -58,7 +58,7 @@ use crate::ModelError;
 use candle_core::quantized::{gguf_file, QTensor};
 use candle_core::Device;
 use constrain::vocab::TokenId;
-use qmm::Linear;
+use qmm::{Input, Linear};
 
 /// The model families, from `general.architecture`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -411,9 +411,10 @@ impl QwenWeights {
         }
         for (l, layer) in self.layers.iter().enumerate() {
             let xn = kernels::rms_norm(&x, &layer.attn_norm, c.rms_eps);
-            let mut q = layer.wq.forward(&xn)?;
-            let mut k = layer.wk.forward(&xn)?;
-            let mut v = layer.wv.forward(&xn)?;
+            let xin = Input::new(&xn, h)?;
+            let mut q = layer.wq.forward_input(&xin)?;
+            let mut k = layer.wk.forward_input(&xin)?;
+            let mut v = layer.wv.forward_input(&xin)?;
             if let Some([bq, bk, bv]) = &layer.bias {
                 add_rows(&mut q, bq);
                 add_rows(&mut k, bk);
@@ -461,8 +462,9 @@ impl QwenWeights {
             let o = layer.wo.forward(&att)?;
             add_in_place(&mut x, &o);
             let xn = kernels::rms_norm(&x, &layer.ffn_norm, c.rms_eps);
-            let mut g = layer.gate.forward(&xn)?;
-            let u = layer.up.forward(&xn)?;
+            let xin = Input::new(&xn, h)?;
+            let mut g = layer.gate.forward_input(&xin)?;
+            let u = layer.up.forward_input(&xin)?;
             kernels::silu_mul(&mut g, &u);
             let d = layer.down.forward(&g)?;
             add_in_place(&mut x, &d);

@@ -53,12 +53,13 @@
 //! one-row `Q6_K` matmul runs through candle as a two-row one (the row and
 //! zeros) so that it takes the same kernel as several rows.
 
+pub(crate) use super::blocks::RawQ8K;
 use super::blocks::{act, Act};
-pub(crate) use super::blocks::{f16_to_f32, RawQ8K};
 use super::q8::TileQ8_0;
 use candle_core::quantized::k_quants::{BlockQ8K, BlockQ8_0, GgmlType};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
+use std::cell::OnceCell;
 
 /// Columns per tile: one 512-bit register of f32 or of 4-byte groups.
 const TILE: usize = 16;
@@ -166,11 +167,17 @@ impl Linear {
 
     /// `x · Wᵀ` for the `x.len() / k` rows of `x`, row-major.
     pub(crate) fn forward(&self, x: &[f32]) -> candle_core::Result<Vec<f32>> {
+        self.forward_input(&Input::new(x, self.k)?)
+    }
+
+    /// [`Linear::forward`] on rows that other weights may read too: their
+    /// quantized forms are made once, by the first weight that needs them.
+    pub(crate) fn forward_input(&self, input: &Input<'_>) -> candle_core::Result<Vec<f32>> {
         let (n, k) = (self.n, self.k);
-        if k == 0 || x.len() % k != 0 {
-            candle_core::bail!("matmul input of {} values for {k} columns", x.len());
+        if input.k != k {
+            candle_core::bail!("matmul input of rows of {} for {k} columns", input.k);
         }
-        let m = x.len() / k;
+        let (x, m) = (input.x, input.m);
         match &self.kind {
             Kind::Candle { mm, pad_one_row } => {
                 if m == 1 && *pad_one_row {
@@ -184,26 +191,21 @@ impl Linear {
                 }
             }
             Kind::F32(w) => Ok(f32_mm(w, x, m, n, k)),
-            Kind::Q5_0(tiles) => Ok(tiled_mm(x, m, n, k, |acts, out| {
+            Kind::Q5_0(tiles) => {
+                let acts = input.q8_0();
+                let mut out = vec![0f32; m * n];
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: `vnni()` held when the tiles were built.
                 unsafe {
-                    simd::q5_0(tiles, acts, m, n, k / QK, out)
+                    simd::q5_0(tiles, acts, m, n, k / QK, &mut out)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
-                let _ = (tiles, acts, out);
-            })),
+                let _ = (tiles, acts);
+                Ok(out)
+            }
             Kind::Q6K(tiles) => {
                 let kb = k / QK_K;
-                let mut blocks = vec![BlockQ8K::zeros(); m * kb];
-                for r in 0..m {
-                    BlockQ8K::from_float(&x[r * k..(r + 1) * k], &mut blocks[r * kb..(r + 1) * kb]);
-                }
-                // SAFETY: same size, alignment and field layout (checked
-                // at `RawQ8K`).
-                let acts = unsafe {
-                    std::slice::from_raw_parts(blocks.as_ptr() as *const RawQ8K, blocks.len())
-                };
+                let acts = input.q8k();
                 let mut out = vec![0f32; m * n];
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: `vnni()` held when the tiles were built.
@@ -215,11 +217,7 @@ impl Linear {
                 Ok(out)
             }
             Kind::Q4K(tiles) => {
-                let blocks = q8k_rows(x, m, k);
-                // SAFETY: as in the `Q6K` arm.
-                let acts = unsafe {
-                    std::slice::from_raw_parts(blocks.as_ptr() as *const RawQ8K, blocks.len())
-                };
+                let acts = input.q8k();
                 let mut out = vec![0f32; m * n];
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: `vnni()` held when the tiles were built; sizes
@@ -231,27 +229,80 @@ impl Linear {
                 let _ = (tiles, acts);
                 Ok(out)
             }
-            Kind::Q8_0(tiles) => Ok(tiled_mm(x, m, n, k, |acts, out| {
+            Kind::Q8_0(tiles) => {
+                let acts = input.q8_0();
+                let mut out = vec![0f32; m * n];
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: as above.
                 unsafe {
-                    super::q8::matmul(tiles, acts, m, n, k / QK, out)
+                    super::q8::matmul(tiles, acts, m, n, k / QK, &mut out)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
-                let _ = (tiles, acts, out);
-            })),
+                let _ = (tiles, acts);
+                Ok(out)
+            }
         }
     }
 }
 
-/// The rows of `x` quantized as candle's `BlockQ8K::from_float` does.
-fn q8k_rows(x: &[f32], m: usize, k: usize) -> Vec<BlockQ8K> {
-    let kb = k / QK_K;
-    let mut blocks = vec![BlockQ8K::zeros(); m * kb];
-    for r in 0..m {
-        BlockQ8K::from_float(&x[r * k..(r + 1) * k], &mut blocks[r * kb..(r + 1) * kb]);
+/// The rows of one matmul input (`m` rows of `k` values), quantized at
+/// most once per form however many weights read them: Q, K and V read the
+/// same normed rows, so do the MLP's gate and up. `Q5_0` and `Q8_0` take
+/// candle's `BlockQ8_0::from_float` blocks (with their sums, [`Act`]),
+/// `Q6_K` and `Q4_K` its `BlockQ8K::from_float` blocks; each is made, row
+/// by row as before, by the first weight that needs it, so a row's blocks
+/// are the same whatever reads them.
+pub(crate) struct Input<'a> {
+    x: &'a [f32],
+    m: usize,
+    k: usize,
+    q8_0: OnceCell<Vec<Act>>,
+    q8k: OnceCell<Vec<BlockQ8K>>,
+}
+
+impl<'a> Input<'a> {
+    /// `x`: rows of `k` values, row-major.
+    pub(crate) fn new(x: &'a [f32], k: usize) -> candle_core::Result<Input<'a>> {
+        if k == 0 || x.len() % k != 0 {
+            candle_core::bail!("matmul input of {} values for {k} columns", x.len());
+        }
+        Ok(Input {
+            x,
+            m: x.len() / k,
+            k,
+            q8_0: OnceCell::new(),
+            q8k: OnceCell::new(),
+        })
     }
-    blocks
+
+    /// The rows as candle's `BlockQ8_0`s (`k` a multiple of 32).
+    fn q8_0(&self) -> &[Act] {
+        self.q8_0.get_or_init(|| {
+            let (x, m, k) = (self.x, self.m, self.k);
+            let kb = k / QK;
+            let mut blocks = vec![BlockQ8_0::zeros(); m * kb];
+            for r in 0..m {
+                BlockQ8_0::from_float(&x[r * k..(r + 1) * k], &mut blocks[r * kb..(r + 1) * kb]);
+            }
+            blocks.iter().map(act).collect()
+        })
+    }
+
+    /// The rows as candle's `BlockQ8K`s (`k` a multiple of 256).
+    fn q8k(&self) -> &[RawQ8K] {
+        let blocks = self.q8k.get_or_init(|| {
+            let (x, m, k) = (self.x, self.m, self.k);
+            let kb = k / QK_K;
+            let mut blocks = vec![BlockQ8K::zeros(); m * kb];
+            for r in 0..m {
+                BlockQ8K::from_float(&x[r * k..(r + 1) * k], &mut blocks[r * kb..(r + 1) * kb]);
+            }
+            blocks
+        });
+        // SAFETY: same size, alignment and field layout (checked at
+        // `RawQ8K`).
+        unsafe { std::slice::from_raw_parts(blocks.as_ptr() as *const RawQ8K, blocks.len()) }
+    }
 }
 
 fn candle_mm(mm: &QMatMul, x: Vec<f32>, m: usize, k: usize) -> candle_core::Result<Vec<f32>> {
@@ -281,25 +332,6 @@ struct SendPtr(*mut f32);
 // SAFETY: the workers write disjoint elements (see the callers).
 unsafe impl Sync for SendPtr {}
 unsafe impl Send for SendPtr {}
-
-/// Quantizes the rows of `x` as candle does, then runs `kernel` over them.
-fn tiled_mm(
-    x: &[f32],
-    m: usize,
-    n: usize,
-    k: usize,
-    kernel: impl FnOnce(&[Act], &mut [f32]),
-) -> Vec<f32> {
-    let kb = k / QK;
-    let mut blocks = vec![BlockQ8_0::zeros(); m * kb];
-    for r in 0..m {
-        BlockQ8_0::from_float(&x[r * k..(r + 1) * k], &mut blocks[r * kb..(r + 1) * kb]);
-    }
-    let acts: Vec<Act> = blocks.iter().map(act).collect();
-    let mut out = vec![0f32; m * n];
-    kernel(&acts, &mut out);
-    out
-}
 
 /// The 32 unsigned 5-bit values of a `Q5_0` block (`d`, `qh`, `qs` bytes).
 fn q5_0_values(b: &[u8]) -> [u8; QK] {
@@ -586,6 +618,7 @@ mod simd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::blocks::f16_to_f32;
     use candle_core::quantized::k_quants::BlockQ5_0;
     use rand::{Rng, SeedableRng};
 
@@ -784,6 +817,38 @@ mod tests {
             .forward(&x)
             .unwrap();
         assert_eq!(bits(&got), bits(&want), "Q6K");
+    }
+
+    #[test]
+    fn weights_sharing_one_input_equal_each_alone() {
+        // Q/K/V (and gate/up) read one `Input`: whichever weight quantizes
+        // its rows first, every weight gets what it gets alone.
+        let (n, k) = (32, 512);
+        let x = random(3 * k, 9, 2.0);
+        let types = [
+            GgmlDType::Q5_0,
+            GgmlDType::Q6K,
+            GgmlDType::Q8_0,
+            GgmlDType::Q4K,
+            GgmlDType::F32,
+        ];
+        let lins: Vec<Linear> = types
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| {
+                let w = random(n * k, 20 + i as u64, 0.5);
+                Linear::new(qtensor(&w, n, k, d)).unwrap()
+            })
+            .collect();
+        let input = Input::new(&x, k).unwrap();
+        for (lin, d) in lins.iter().zip(types) {
+            let shared = lin.forward_input(&input).unwrap();
+            let alone = lin.forward(&x).unwrap();
+            assert_eq!(bits(&shared), bits(&alone), "{d:?}");
+        }
+        // A weight of another input width refuses the rows.
+        let other = Linear::new(qtensor(&random(n * 256, 30, 0.5), n, 256, GgmlDType::Q8_0));
+        assert!(other.unwrap().forward_input(&input).is_err());
     }
 
     #[test]
