@@ -47,8 +47,9 @@ pub(crate) struct Act {
     pub(crate) q: [i32; 8],
     /// Its scale (f16 widened).
     pub(crate) d: f32,
-    /// `16 · Σ q` (`Q5_0` stores values + 16).
-    pub(crate) sum16: i32,
+    /// `-16 · Σ q` (`Q5_0` stores values + 16): the start of the block's
+    /// first `vpdpbusd` chain.
+    pub(crate) neg16: i32,
     /// `-128 · Σ` of each group of 4 (`Q8_0` tiles store values + 128):
     /// the start of that group's `vpdpbusd`, so that the sum comes out
     /// signed with no subtraction (exact: every sum fits an `i32`).
@@ -87,7 +88,7 @@ pub(crate) fn act(b: &BlockQ8_0) -> Act {
     Act {
         q,
         d: f16_to_f32(raw.d),
-        sum16: 16 * sum,
+        neg16: -16 * sum,
         neg128,
     }
 }

@@ -18,7 +18,9 @@
 //!   walks weights outer, rows inner: for each tile (rayon-like chunks on
 //!   the own pool, `net::pool`), for each block, the block is loaded and unpacked
 //!   once into registers, then every row of the pass takes its dot products
-//!   against it with AVX-512 VNNI (`vpdpbusd`).
+//!   against it with AVX-512 VNNI (`vpdpbusd`). `Q8_0` (the output head)
+//!   has its own module, `net::q8`: its rows keep eight accumulators each,
+//!   so a loaded block serves up to 3 rows at a time.
 //! * `Q6_K` (the 0.5B's and 1.5B's `ffn_down` half the layers, the 1.5B's
 //!   output head): the same tiles over 256-value superblocks, 16-value
 //!   sub-blocks unpacked once from the compact 6-bit form (210 bytes per
@@ -29,6 +31,15 @@
 //!   that it runs on the own pool too.
 //! * anything else (`F16`, ...) or a CPU without AVX-512 VNNI: candle's
 //!   `QMatMul`.
+//!
+//! The rows a pass feeds to several weights (Q, K and V read the same
+//! normed rows, so do gate and up) are quantized once per form, by the
+//! first weight that needs them ([`Input`]). Where the weights sit in a
+//! large last-level cache (the 0.5B fits the L3 the 2-core VM of the
+//! figures reports, 480 MiB), a pass is compute-bound: what grows with the
+//! rows (their quantization, their `vpdpbusd` and f32 work against each
+//! unpacked block) is what a batched pass pays per row, and what the
+//! kernels keep small.
 //!
 //! ## Invariant: a row's result does not depend on the other rows
 //!
@@ -67,8 +78,9 @@ const TILE: usize = 16;
 const QK: usize = 32;
 /// Values per K-quant superblock.
 const QK_K: usize = 256;
-/// Rows that share one unpacked block in registers.
-const ROWS: usize = 4;
+/// Rows that share one unpacked block in registers (`Q5_0`, `Q6_K`: one
+/// accumulator a row, so a prompt's rows take the unpacking 8 at a time).
+const ROWS: usize = 8;
 
 /// 16 columns × one 32-value `Q5_0` block. `qs[p]` holds, for column `c`
 /// at bytes `4c..4c+4`, the low 4 bits of inputs `4p..4p+4` (low nibbles)
@@ -470,7 +482,11 @@ mod simd {
                                 1 => $unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
                                 2 => $unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
                                 3 => $unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
-                                _ => $unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
+                                4 => $unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
+                                5 => $unit::<5>(tiles, acts, kb, r0, ptr.0, n, t),
+                                6 => $unit::<6>(tiles, acts, kb, r0, ptr.0, n, t),
+                                7 => $unit::<7>(tiles, acts, kb, r0, ptr.0, n, t),
+                                _ => $unit::<ROWS>(tiles, acts, kb, r0, ptr.0, n, t),
                             }
                         }
                         r0 += rows;
@@ -521,14 +537,16 @@ mod simd {
             }
             for (r, acc) in acc.iter_mut().enumerate() {
                 let a = &acts[(r0 + r) * kb + b];
-                // Two chains of dependent vpdpbusd instead of one.
-                let mut s0 = _mm512_setzero_si512();
+                // Two chains of dependent vpdpbusd instead of one, the
+                // first starting from -16·Σ (the tiles store values + 16;
+                // the integer sum is exact either way).
+                let mut s0 = _mm512_set1_epi32(a.neg16);
                 let mut s1 = _mm512_setzero_si512();
                 for g in (0..8).step_by(2) {
                     s0 = _mm512_dpbusd_epi32(s0, w[g], _mm512_set1_epi32(a.q[g]));
                     s1 = _mm512_dpbusd_epi32(s1, w[g + 1], _mm512_set1_epi32(a.q[g + 1]));
                 }
-                let sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(a.sum16));
+                let sumi = _mm512_add_epi32(s0, s1);
                 let f = _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), dw);
                 let f = _mm512_mul_ps(f, _mm512_set1_ps(a.d));
                 *acc = _mm512_add_ps(*acc, f);
@@ -697,7 +715,7 @@ mod tests {
         // k = 896 (not a multiple of 256: candle's QMatMul takes vec_dot).
         let (n, k) = (48, 896);
         let w = random(n * k, 1, 0.5);
-        let x = random(7 * k, 2, 2.0);
+        let x = random(11 * k, 2, 2.0);
         for dtype in [GgmlDType::Q5_0, GgmlDType::Q8_0] {
             let q = qtensor(&w, n, k, dtype);
             let want = match dtype {
@@ -705,7 +723,7 @@ mod tests {
                 _ => oracle::<BlockQ8_0>(&q, &x, n, k),
             };
             let mm = QMatMul::from_qtensor(qtensor(&w, n, k, dtype)).unwrap();
-            let candle = candle_mm(&mm, x.clone(), 7, k).unwrap();
+            let candle = candle_mm(&mm, x.clone(), 11, k).unwrap();
             assert_eq!(
                 bits(&candle),
                 bits(&want),
@@ -713,13 +731,18 @@ mod tests {
             );
             let lin = Linear::new(q).unwrap();
             assert!(!matches!(lin.kind, Kind::Candle { .. }), "{dtype:?}");
-            for m in 1..=7 {
+            for m in 1..=11 {
                 let got = lin.forward(&x[..m * k]).unwrap();
                 assert_eq!(bits(&got), bits(&want[..m * n]), "{dtype:?}, {m} rows");
             }
-            // A row alone equals the same row inside a pass.
-            let last = lin.forward(&x[6 * k..]).unwrap();
-            assert_eq!(bits(&last), bits(&want[6 * n..]), "{dtype:?}: row 6 alone");
+            // A row alone equals the same row inside a pass (of 11 rows:
+            // the Q5_0 kernel takes them 8 + 3, Q8_0 3 + 3 + 3 + 2).
+            let last = lin.forward(&x[10 * k..]).unwrap();
+            assert_eq!(
+                bits(&last),
+                bits(&want[10 * n..]),
+                "{dtype:?}: row 10 alone"
+            );
         }
     }
 
@@ -730,17 +753,17 @@ mod tests {
             return;
         }
         // candle runs several Q6_K rows through its repacked VNNI kernel
-        // (n a multiple of 16, k of 256): the oracle, for 2..=7 rows.
+        // (n a multiple of 16, k of 256): the oracle, for 2..=11 rows.
         let (n, k) = (48, 768);
         let w = random(n * k, 5, 0.5);
-        let x = random(7 * k, 6, 2.0);
+        let x = random(11 * k, 6, 2.0);
         let q = || qtensor(&w, n, k, GgmlDType::Q6K);
         let candle = Linear::with_kernels(q(), false).unwrap();
         assert!(matches!(candle.kind, Kind::Candle { .. }));
         let want = candle.forward(&x).unwrap();
         let own = Linear::new(q()).unwrap();
         assert!(matches!(own.kind, Kind::Q6K(_)));
-        for m in 1..=7 {
+        for m in 1..=11 {
             let got = own.forward(&x[..m * k]).unwrap();
             assert_eq!(bits(&got), bits(&want[..m * n]), "{m} rows");
             if m >= 2 {
@@ -749,7 +772,7 @@ mod tests {
             }
         }
         // Each row alone.
-        for r in 0..7 {
+        for r in 0..11 {
             let got = own.forward(&x[r * k..(r + 1) * k]).unwrap();
             assert_eq!(bits(&got), bits(&want[r * n..(r + 1) * n]), "row {r} alone");
         }
