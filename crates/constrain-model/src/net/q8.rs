@@ -138,8 +138,8 @@ mod simd {
             let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr() as *const __m256i));
             let a: [&Act; R] = std::array::from_fn(|r| &acts[(r0 + r) * kb + b]);
             let d: [__m512; R] = std::array::from_fn(|r| _mm512_mul_ps(dw, _mm512_set1_ps(a[r].d)));
-            for g in 0..8 {
-                let w = _mm512_loadu_si512(tile.qs[g].as_ptr() as *const __m512i);
+            for (g, qs) in tile.qs.iter().enumerate() {
+                let w = _mm512_loadu_si512(qs.as_ptr() as *const __m512i);
                 for r in 0..R {
                     let s = _mm512_dpbusd_epi32(
                         _mm512_set1_epi32(a[r].neg128[g]),
