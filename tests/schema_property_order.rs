@@ -217,3 +217,81 @@ fn budget_counts_the_required_keys_still_missing() {
         }
     }
 }
+
+/// The lazy index shares what it learns of a state with the states that
+/// differ from it only in the keys written so far (its siblings: plain
+/// levels). Its masks must stay those of the eager index over the whole
+/// DFA: random walks over the Qwen vocabulary, each writing its own keys in
+/// its own order (so later walks meet the siblings of earlier walks'
+/// states), compare the two at every step.
+#[test]
+fn lazy_masks_equal_the_eager_ones_whatever_keys_were_written() {
+    let Some(v) = constrain_testkit::assets::qwen_vocab() else {
+        eprintln!("skipping: the Qwen tokenizer is not in $CONSTRAIN_HOME (scripts/fetch-assets)");
+        return;
+    };
+    let schemas = [
+        // Values of every kind.
+        json!({"type": "object", "additionalProperties": false,
+               "properties": {"name": {"type": "string"}, "count": {"type": "integer"},
+                              "ok": {"type": "boolean"},
+                              "kind": {"enum": ["undefined", "fixed", "taught"]},
+                              "ratio": {"type": "number"}},
+               "required": ["name"]}),
+        // Extra keys with integer values beside short names.
+        json!({"type": "object", "additionalProperties": {"type": "integer"},
+               "properties": {"a": {"type": "string"}, "b": {"type": "boolean"},
+                              "c": {"enum": ["x", "y"]}, "d": {"type": "string"}}}),
+        // An object in any order inside one, extra keys closed.
+        json!({"type": "object", "additionalProperties": false,
+               "properties": {"inner": {"type": "object", "additionalProperties": false,
+                                        "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
+                                                       "c": {"type": "boolean"}, "d": {"type": "integer"}}},
+                              "label": {"type": "string"}, "size": {"type": "integer"},
+                              "flag": {"type": "boolean"}}}),
+    ];
+    let words = constrain::bitmask_words(v.logits_width());
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut siblings = 0;
+    for schema in schemas {
+        let o = SchemaOptions::default().property_order(PropertyOrder::Any);
+        let build = |lazy: Option<usize>| {
+            let mut cfg = CompilerConfig::default();
+            cfg.dfa.lazy_states = lazy;
+            Compiler::new(v.clone(), cfg)
+                .compile(&Source::json_schema(schema.clone()).with_schema_options(o.clone()))
+                .unwrap_or_else(|e| panic!("{schema}: {e}"))
+        };
+        let (eager, lazy) = (build(None), build(Some(1)));
+        assert!(lazy.is_lazy() && !eager.is_lazy());
+        let (mut row_e, mut row_l) = (vec![0u32; words], vec![0u32; words]);
+        for walk in 0..24 {
+            let (mut ge, mut gl) = (eager.matcher(), lazy.matcher());
+            for step in 0..120 {
+                ge.fill_bitmask(&mut row_e).unwrap();
+                gl.fill_bitmask(&mut row_l).unwrap();
+                assert_eq!(row_e, row_l, "{schema}: walk {walk}, step {step}");
+                let allowed: Vec<TokenId> = ge.allowed().iter().collect();
+                if allowed.is_empty() || ge.is_finished() {
+                    break;
+                }
+                // Mostly short tokens, so that walks write many keys.
+                let pick = |rng: &mut StdRng| allowed[rng.random_range(0..allowed.len())];
+                let mut t = pick(&mut rng);
+                for _ in 0..3 {
+                    if v.token_bytes(t).map_or(0, <[u8]>::len) <= 3 {
+                        break;
+                    }
+                    t = pick(&mut rng);
+                }
+                if v.is_eos(t) {
+                    break;
+                }
+                ge.advance(t).unwrap();
+                gl.advance(t).unwrap();
+            }
+        }
+        siblings += lazy.index().masks_from_siblings();
+    }
+    assert!(siblings > 0, "no mask was made from a sibling's");
+}

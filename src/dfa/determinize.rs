@@ -503,6 +503,12 @@ impl Determinizer {
 
     /// The NFA state of thread `t` (itself without member sets).
     #[inline]
+    pub fn state_of(&self, t: u32) -> u32 {
+        self.state(t)
+    }
+
+    /// The NFA state of thread `t` (itself without member sets).
+    #[inline]
     fn state(&self, t: u32) -> u32 {
         match &self.regs {
             Some(r) => r.state(t),

@@ -9,7 +9,7 @@
 //! `shift.rs`, which is why the fields are visible to the parent module.
 
 use super::error::limit_error;
-use super::{determinize, free, ByteDfa, DfaConfig, DfaError, Nfa};
+use super::{determinize, free, op_reach, ByteDfa, DfaConfig, DfaError, Nfa};
 
 /// A DFA whose states are determinized on first use: the subset construction
 /// of [`ByteDfa`], paused. Liveness and the distance to acceptance of a state
@@ -41,12 +41,23 @@ pub struct LazyDfa {
     /// Per DFA state, the state its threads move back to along runs of
     /// copies ([`LazyDfa::shifted_back`]; itself when they do not).
     pub(super) shifted: Vec<u32>,
+    /// Per NFA state, its plain reach to a member-set operation
+    /// ([`op_reach::plain_reach`]); empty until first asked.
+    pub(super) op_reach: Vec<u32>,
+    /// The same in bytes ([`op_reach::byte_reach`]), and per DFA state its
+    /// least over the threads ([`LazyDfa::byte_op_reach`]).
+    pub(super) op_byte_reach: Vec<u32>,
+    pub(super) byte_reach_of: Vec<u32>,
 }
 
 /// Classes of a state's row filled one at a time before the rest is filled
 /// at once ([`LazyDfa::set_class_rows`]): a state a trie walk leaves by many
 /// bytes costs one pass over its threads, not one per class.
 const CLASSES_ALONE: u8 = 4;
+
+/// [`LazyDfa::byte_op_reach`] not computed yet (a reach past every token
+/// is as good as never, so reaches are capped below this).
+const REACH_UNKNOWN: u32 = u32::MAX;
 
 const LOOP_UNKNOWN: u8 = 0;
 const LOOP_YES: u8 = 1;
@@ -82,6 +93,9 @@ impl LazyDfa {
             classes_done: Vec::new(),
             free_part: Vec::new(),
             shifted: Vec::new(),
+            op_reach: Vec::new(),
+            op_byte_reach: Vec::new(),
+            byte_reach_of: Vec::new(),
         }
     }
 
@@ -290,6 +304,60 @@ impl LazyDfa {
 
     /// The NFA states (byte-reading and match) of state `s`, sorted: those
     /// that can reach a match.
+    /// With member sets, the sorted NFA states of the threads of `s`: what
+    /// `s` shares with the states that differ from it only in their
+    /// registers, its siblings ([`op_reach`]). `None` without member sets.
+    pub(crate) fn skeleton(&self, s: u32) -> Option<Box<[u32]>> {
+        if !self.det.has_regs() || s == 0 {
+            return None;
+        }
+        let mut v = self.det.states_of(self.det.key(s));
+        v.sort_unstable();
+        Some(v.into())
+    }
+
+    /// The fewest plain characters after which a thread of `s` meets a
+    /// member-set operation (`u32::MAX`: never): below it, `s` and its
+    /// siblings fare alike ([`op_reach`]).
+    pub(crate) fn plain_op_reach(&mut self, s: u32) -> u32 {
+        if self.op_reach.is_empty() {
+            self.op_reach = op_reach::plain_reach(self.det.nfa());
+        }
+        Self::least(&self.det, &self.op_reach, s)
+    }
+
+    /// The fewest bytes after which a thread of `s` meets a member-set
+    /// operation (`u32::MAX`: never).
+    pub(crate) fn byte_op_reach(&mut self, s: u32) -> u32 {
+        if self.op_byte_reach.is_empty() {
+            self.op_byte_reach = op_reach::byte_reach(self.det.nfa());
+        }
+        let si = s as usize;
+        if let Some(&r) = self.byte_reach_of.get(si) {
+            if r != REACH_UNKNOWN {
+                return r;
+            }
+        }
+        let r = Self::least(&self.det, &self.op_byte_reach, s).min(REACH_UNKNOWN - 1);
+        if self.byte_reach_of.len() <= si {
+            self.byte_reach_of
+                .resize(self.det.len().max(si + 1), REACH_UNKNOWN);
+        }
+        self.byte_reach_of[si] = r;
+        r
+    }
+
+    fn least(det: &determinize::Determinizer, reach: &[u32], s: u32) -> u32 {
+        if s == 0 {
+            return u32::MAX;
+        }
+        det.key(s)
+            .iter()
+            .map(|&t| reach[det.state_of(t) as usize])
+            .min()
+            .unwrap_or(u32::MAX)
+    }
+
     pub(crate) fn nfa_key(&self, s: u32) -> &[u32] {
         self.det.key(s)
     }

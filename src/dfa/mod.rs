@@ -35,6 +35,7 @@ mod error;
 mod free;
 mod lazy;
 pub(crate) mod nfa;
+mod op_reach;
 pub(crate) mod ordered;
 mod parse;
 pub(crate) mod regs;

@@ -463,6 +463,12 @@ impl Registers {
                     return None;
                 }
                 top.count += 1;
+                if set.hi == u32::MAX {
+                    // Without a most, counts from the least on (and from 1)
+                    // fare alike ([`SetCost::rest`], `LEAVE`): one frame for
+                    // them all, so extra keys written make no new states.
+                    top.count = top.count.min(set.lo.max(1));
+                }
             }
             RegOp::Leave(s) => {
                 let set = &nfa.sets()[s as usize];

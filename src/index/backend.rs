@@ -120,6 +120,10 @@ pub(crate) trait Backend: Send + Sync {
     fn masks_from_shifts(&self) -> usize {
         0
     }
+    /// Masks made from a sibling's (lazy backend only).
+    fn masks_from_siblings(&self) -> usize {
+        0
+    }
 }
 
 impl<B: Backend + ?Sized> Steps for B {

@@ -366,6 +366,13 @@ impl TokenIndex {
         self.backend.masks_from_shifts()
     }
 
+    /// How many masks a lazy index has made from a sibling's (a state that
+    /// differs only in the keys written so far, see `index/lazy/siblings.rs`);
+    /// 0 for an eager index.
+    pub fn masks_from_siblings(&self) -> usize {
+        self.backend.masks_from_siblings()
+    }
+
     /// Whether masks were pruned by token-level liveness (the vocabulary lacks
     /// some single bytes, so some byte-live continuations cannot be spelled).
     pub fn is_token_pruned(&self) -> bool {

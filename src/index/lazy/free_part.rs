@@ -34,6 +34,10 @@ impl Lazy {
         warm: &mut Option<u32>,
     ) -> Option<Building> {
         let t = core.dfa.free_part(s)?;
+        // A part whose sibling has a mask gets its own cheaply, now.
+        if self.cell(t)?.get().is_none() && self.mask_sibling(core, t).is_some() {
+            self.warm(core, Some(t), tries, vocab);
+        }
         let Some(base) = self.cell(t)?.get().cloned() else {
             let others = core.dfa.nfa_key(s).len() - core.dfa.nfa_key(t).len();
             if others >= FREE_PART_OTHERS {

@@ -65,6 +65,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 mod chains;
 mod free_part;
 mod published;
+mod siblings;
 use chains::ByteChain;
 use published::{Published, ACCEPTS};
 
@@ -113,6 +114,13 @@ pub(super) struct Core {
     /// [`Lazy::walk_to_loops`] entered it, the tokens below the node the
     /// state's mask allows ([`Lazy::settled`]).
     settled: HashMap<(u32, u32), Arc<[u32]>, foldhash::fast::RandomState>,
+    /// With member sets, per skeleton ([`LazyDfa::skeleton`]), a state whose
+    /// plain level (whose mask) its siblings take theirs from
+    /// ([`siblings`]).
+    level_siblings: HashMap<Box<[u32]>, u32, foldhash::fast::RandomState>,
+    mask_siblings: HashMap<Box<[u32]>, u32, foldhash::fast::RandomState>,
+    /// Per state whose siblings start from its mask, their crossings.
+    crossings: HashMap<u32, Option<Arc<siblings::Crossings>>, foldhash::fast::RandomState>,
 }
 
 impl trie::LiveBytes for Core {
@@ -138,6 +146,14 @@ impl trie::LiveBytes for Core {
         }
         set
     }
+}
+
+/// The plain level of a reach (plain characters before one may die).
+fn level_of_reach(reach: u32) -> u8 {
+    PLAIN_LEVELS
+        .iter()
+        .rposition(|&k| k <= reach)
+        .map_or(NO_LEVEL, |l| l as u8)
 }
 
 /// Subtrees of at least this many nodes settled by a string-body state's
@@ -223,6 +239,10 @@ impl Core {
                 return LEVEL_LOOP;
             }
         }
+        if let Some(level) = self.sibling_level(s) {
+            self.level[s as usize] = level;
+            return level;
+        }
         // A thread of s that no plain text can kill (a free string's body,
         // as every property name of an object with implicit extra keys has)
         // makes the reach unlimited without searching the states plain text
@@ -301,15 +321,13 @@ impl Core {
             if reach == u32::MAX && is_loop {
                 LEVEL_LOOP
             } else {
-                PLAIN_LEVELS
-                    .iter()
-                    .rposition(|&k| k <= reach)
-                    .map_or(NO_LEVEL, |l| l as u8)
+                level_of_reach(reach)
             }
         };
         if let Some(reach) = cut {
             let level = level_of(reach, false);
             self.level[s as usize] = level;
+            self.add_level_sibling(s);
             return level;
         }
         // Exact reach of every state found: a reverse breadth-first search
@@ -328,6 +346,7 @@ impl Core {
                     .iter()
                     .all(|&j| j as usize == i);
             self.level[states[i] as usize] = level_of(reach[i], is_loop);
+            self.add_level_sibling(states[i]);
         }
         self.level[s as usize]
     }
@@ -451,6 +470,18 @@ impl Building {
         core.scratch = Some(set);
     }
 
+    fn remove(&mut self, t: u32) {
+        if self.set.contains(TokenId(t)) {
+            self.set.remove(TokenId(t));
+            self.fp = self.fp.wrapping_sub(mix(t));
+            if let Some(ids) = &mut self.ids {
+                if let Some(p) = ids.iter().position(|&x| x == t) {
+                    ids.swap_remove(p);
+                }
+            }
+        }
+    }
+
     #[inline]
     fn insert(&mut self, t: u32) {
         if self.set.insert_new(TokenId(t)) {
@@ -501,6 +532,8 @@ pub(super) struct Lazy {
     /// Masks shared with a state earlier along a run of copies
     /// ([`LazyDfa::shifted_back`]).
     from_shifts: std::sync::atomic::AtomicUsize,
+    /// Masks made from a sibling's ([`Lazy::sibling_mask`]).
+    from_siblings: std::sync::atomic::AtomicUsize,
 }
 
 impl Lazy {
@@ -529,6 +562,9 @@ impl Lazy {
                 scratch: None,
                 class_bytes: class_byte_sets(&classes),
                 settled: HashMap::default(),
+                level_siblings: HashMap::default(),
+                mask_siblings: HashMap::default(),
+                crossings: HashMap::default(),
             }),
             start,
             masks: Arena::new(max_states, 1, MASK_BASE),
@@ -537,6 +573,7 @@ impl Lazy {
             sparse_bytes: Default::default(),
             from_free_parts: Default::default(),
             from_shifts: Default::default(),
+            from_siblings: Default::default(),
         };
         lazy.publish_info(&mut lazy.core());
         lazy
@@ -693,7 +730,10 @@ impl Lazy {
         // date as ids are added, so equal masks are found without hashing
         // 19 KB.
         let mut warm = None;
-        let mut m = match self.free_part_mask(core, s, tries, vocab, &mut warm) {
+        core.add_mask_sibling(s);
+        let sibling = self.sibling_mask(core, s, tries, vocab);
+        let mut m = match sibling.or_else(|| self.free_part_mask(core, s, tries, vocab, &mut warm))
+        {
             Some(m) => m,
             None => match self.chain_mask(core, s, tries) {
                 Some(m) => m,
@@ -971,6 +1011,10 @@ impl super::Backend for Lazy {
 
     fn masks_from_free_parts(&self) -> usize {
         self.from_free_parts.load(Ordering::Relaxed)
+    }
+
+    fn masks_from_siblings(&self) -> usize {
+        self.from_siblings.load(Ordering::Relaxed)
     }
 
     fn masks_from_shifts(&self) -> usize {
