@@ -526,7 +526,7 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     /// The quoted spelled language of one pattern, exactly (`None`: the
     /// pattern cannot be compiled exactly).
-    fn pattern_language(&self, p: &ir::Located<String>) -> Result<Lang, SchemaError> {
+    pub(super) fn pattern_language(&self, p: &ir::Located<String>) -> Result<Lang, SchemaError> {
         match pattern::compile_pattern(&p.value, 0, None) {
             Ok(c) if c.narrowed.is_none() => Ok(c.regex.map(|r| format!("\"{r}\""))),
             Ok(_) => Err(SchemaError::Pattern {
