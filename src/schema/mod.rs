@@ -206,7 +206,8 @@ pub struct SchemaOptions {
     /// without it. Schemas whose only free-form values are compliant
     /// mode's implicit extra-key values keep the copies (and the regular
     /// path). Default `false`; [`SchemaOptions::compliant`] `true`
-    /// (MaskBench dev: +70 schemas; `docs/json-schema.md`).
+    /// (MaskBench dev: 13 more of the 148 schemas whose valid instances
+    /// were rejected; `docs/json-schema.md`).
     pub deep_free_form: bool,
     /// The order of an object's properties (default
     /// [`PropertyOrder::Schema`]; [`JsonMode::Compliant`] and
