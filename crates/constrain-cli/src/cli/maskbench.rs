@@ -1,6 +1,7 @@
 //! `constrain maskbench PATH... [--files-from LIST] [--timeout-s N]
 //! [--summary-json FILE] [--jsonl FILE] [--jobs N] [--shared-refs-len N] [--no-deep-free-form]
-//! [--free-form-depth N] [--extra-value-depth N] [--root-extra-value-depth N]`: MaskBench's rules over MaskBench
+//! [--free-form-depth N] [--extra-value-depth N] [--root-extra-value-depth N]
+//! [--max-product-states N] [--max-product-len N]`: MaskBench's rules over MaskBench
 //! and JSON-Schema-Test-Suite files (see `constrain_testkit::maskbench`). Progress on
 //! stderr, the summary on stdout (and in `--summary-json`).
 
@@ -62,6 +63,13 @@ pub struct MaskbenchArgs {
     /// (SchemaOptions::root_extra_value_depth).
     #[arg(long)]
     root_extra_value_depth: Option<usize>,
+    /// Most states of a product automaton (SchemaOptions::max_product_states).
+    #[arg(long)]
+    max_product_states: Option<usize>,
+    /// Longest regex text read back from a product automaton, in bytes
+    /// (SchemaOptions::max_product_len).
+    #[arg(long)]
+    max_product_len: Option<usize>,
     #[command(flatten)]
     index: IndexArgs,
 }
@@ -122,6 +130,12 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(n) = a.root_extra_value_depth {
         cfg.schema.root_extra_value_depth = n;
+    }
+    if let Some(n) = a.max_product_states {
+        cfg.schema.max_product_states = n;
+    }
+    if let Some(n) = a.max_product_len {
+        cfg.schema.max_product_len = n;
     }
     cfg.dfa = a.index.dfa_config();
     cfg.index = a.index.index_config().threads(1);
