@@ -672,7 +672,8 @@ impl Compiler {
     /// `schema::regex::calls`). A schema without recursion gets exactly
     /// the regex `schema::compile` writes.
     ///
-    /// With [`SchemaOptions::free_form_calls`], a schema that fails to
+    /// With [`SchemaOptions::free_form_calls`] (or
+    /// [`SchemaOptions::deep_free_form`]), a schema that fails to
     /// compile so (a size limit, or a language left empty) is compiled
     /// again with it off, and that result (or error) stands: turning the
     /// option on never loses a schema the regular path compiles.
@@ -685,9 +686,13 @@ impl Compiler {
         t: Instant,
     ) -> Result<Result<(String, Vec<SchemaWarning>), Compiled>, CompileError> {
         match self.schema_regex_once(schema, options, stats, t) {
-            Err(_) if options.free_form_calls && crate::index::has_every_byte(&self.vocab) => {
+            Err(_)
+                if (options.free_form_calls || options.deep_free_form)
+                    && crate::index::has_every_byte(&self.vocab) =>
+            {
                 let regular = SchemaOptions {
                     free_form_calls: false,
+                    deep_free_form: false,
                     ..options.clone()
                 };
                 *stats = CompileStats::default();

@@ -157,6 +157,41 @@ fn one_of_disjoint_by_pattern_prefixes() {
     );
 }
 
+/// `Github_medium---o9802` / `o9804`: string branches whose patterns no
+/// string matches both of (one allows no `{`, the other needs `{{`), with
+/// length bounds (255 there, which made the exact difference of the two a
+/// product too deep to parse; 25 here, for the test's whole DFA).
+#[test]
+fn one_of_disjoint_by_patterns_without_common_strings() {
+    check(
+        json!({"type": "object", "properties": {"key": {"oneOf": [
+            {"type": "string", "pattern": "^[0-9a-zA-Z_-]{1,25}$"},
+            {"type": "string", "minLength": 4, "maxLength": 25,
+             "pattern": ".*\\{\\{.+}}.*"}]}}}),
+        &[
+            json!({"key": "abc_D-9"}),
+            json!({"key": "x{{name}}y"}),
+            json!({"key": "{{a}}"}),
+            json!({}),
+        ],
+        &[
+            json!({"key": ""}),
+            json!({"key": "a b"}),
+            json!({"key": "{{}}"}),
+            json!({"key": 5}),
+        ],
+    );
+    // Overlapping patterns are still not taken for disjoint: both match
+    // "ab", so "ab" is invalid and "a" or "b!" valid.
+    check(
+        json!({"oneOf": [
+            {"type": "string", "pattern": "^[a-z]+$"},
+            {"type": "string", "pattern": "^(ab|b!)$"}]}),
+        &[json!("a"), json!("b!"), json!("xyz")],
+        &[json!("ab"), json!("A"), json!(1)],
+    );
+}
+
 /// `Github_hard---o53107` / `Github_medium---o10566`: a branch that
 /// requires a key the other branch cannot hold (closed keys, no pattern
 /// matching it).

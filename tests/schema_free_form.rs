@@ -5,7 +5,10 @@
 //! `free_form_depth` / `extra_value_depth` containers deep. Checked against
 //! the `jsonschema` crate (the oracle) on deep instances, on the MaskBench
 //! dev files whose valid instances were rejected for nesting too deep, and
-//! under a tight `max_tokens` budget with adversarial choices.
+//! under a tight `max_tokens` budget with adversarial choices. With
+//! `SchemaOptions::deep_free_form` (compliant mode's default) the same
+//! calls are taken only by schemas with an explicit free-form value, and
+//! only where no object's members would lose their any order.
 
 use constrain::schema::regex::{compile_fragments, SchemaFragments, ANY_VALUE};
 use constrain::schema::SchemaOptions;
@@ -69,8 +72,9 @@ fn free_form_values_are_calls_of_one_shared_fragment() {
     };
     assert_eq!(names.len(), 2, "{names:?}");
     assert_eq!(names[1], ANY_VALUE);
-    // Off (the default): the depth-bounded copies of the regular path.
-    let off = SchemaOptions::compliant();
+    // Off (the default, and compliant mode without `deep_free_form`):
+    // the depth-bounded copies of the regular path.
+    let off = SchemaOptions::compliant().deep_free_form(false);
     assert!(matches!(
         compile_fragments(&record(), &off).unwrap(),
         SchemaFragments::Regex(_)
@@ -182,6 +186,77 @@ fn budget_with_any_value_frames_never_cuts_a_value() {
                     assert!(valid(&o, &text), "{schema}: {text}");
                 }
             }
+        }
+    }
+}
+
+/// An object too large for the permutation regex: its members are a member
+/// set, which the pushdown engine's fragments write in declared order.
+fn wide_record() -> Value {
+    let mut props: serde_json::Map<String, Value> = (0..8)
+        .map(|i| (format!("p{i}"), json!({"type": "string"})))
+        .collect();
+    props.insert("meta".into(), json!({}));
+    json!({"type": "object", "properties": props, "required": ["p0"]})
+}
+
+/// `deep_free_form`: calls for schemas with an explicit free-form value,
+/// copies for the others and where a member set would lose its any order;
+/// what each path accepts checked against the oracle (any key order, deep
+/// free-form values where calls are taken).
+#[test]
+fn deep_free_form_takes_calls_only_where_nothing_narrows() {
+    let deep = SchemaOptions::compliant();
+    assert!(deep.deep_free_form && !deep.free_form_calls);
+    let SchemaFragments::Fragments { names, .. } = compile_fragments(&record(), &deep).unwrap()
+    else {
+        panic!("an explicit free-form value: calls");
+    };
+    assert!(names.iter().any(|n| n == ANY_VALUE), "{names:?}");
+    // Only implicit extra-key values: the copies (the regular path).
+    let implicit = json!({"type": "object", "properties": {"a": {"type": "integer"}}});
+    assert!(matches!(
+        compile_fragments(&implicit, &deep).unwrap(),
+        SchemaFragments::Regex(_)
+    ));
+    // A member set: the copies, so the members keep any order.
+    assert!(matches!(
+        compile_fragments(&wide_record(), &deep).unwrap(),
+        SchemaFragments::Regex(_)
+    ));
+    let (v, _) = tiny_vocab();
+    let build = |schema: &Value| {
+        Compiler::new(v.clone(), CompilerConfig::default())
+            .compile(&Source::json_schema(schema.clone()).with_schema_options(deep.clone()))
+            .unwrap()
+    };
+    let d8 = nested(8);
+    let cases = [
+        (
+            record(),
+            vec![
+                format!("{{\"name\": \"a\", \"meta\": {d8}}}"),
+                format!("{{\"meta\": [{d8}], \"name\": \"a\", \"x\": 1}}"),
+                format!("{{\"meta\": {}}}", &d8[1..]),
+                format!("{{\"name\": 2, \"meta\": {d8}}}"),
+            ],
+        ),
+        (
+            wide_record(),
+            vec![
+                "{\"p7\": \"a\", \"p0\": \"b\", \"meta\": [[1]]}".to_string(),
+                "{\"p3\": \"a\", \"meta\": {}}".to_string(),
+                "{\"p1\": \"a\", \"p0\": \"b\", \"p1\": 3}".to_string(),
+                "{\"p1\": \"a\"}".to_string(),
+                "{\"p0\": 1}".to_string(),
+            ],
+        ),
+    ];
+    for (schema, texts) in cases {
+        let o = jsonschema::validator_for(&schema).unwrap();
+        let c = build(&schema);
+        for text in &texts {
+            assert_eq!(accepts(&c, text), valid(&o, text), "{schema}: {text}");
         }
     }
 }

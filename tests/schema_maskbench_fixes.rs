@@ -785,3 +785,32 @@ fn tempered_characters_exclude_every_match() {
         ],
     );
 }
+
+/// `Handwritten---num1` / `allany1`: `not` over the multiples of 630
+/// within the multiples of 420 past 10,000 is a product of more than the
+/// default 4,096 states; compliant mode's larger product limits
+/// (16,384 states, 1 MiB of text) compile it, exactly.
+#[test]
+fn compliant_mode_takes_larger_products() {
+    use constrain::schema::SchemaOptions;
+    let schema = json!({"type": "integer",
+        "allOf": [{"multipleOf": 5}, {"multipleOf": 3}, {"multipleOf": 2}, {"multipleOf": 7}],
+        "multipleOf": 4,
+        "not": {"allOf": [{"multipleOf": 9}, {"multipleOf": 5}, {"multipleOf": 3},
+                          {"multipleOf": 2}, {"multipleOf": 7}]},
+        "minimum": 10000});
+    let oracle = Oracle::new(&schema).unwrap();
+    let small = SchemaOptions::compliant()
+        .max_product_states(4096)
+        .max_product_len(256 << 10);
+    assert!(constrain::schema::compile(&schema, &small).is_err());
+    let c = constrain::schema::compile(&schema, &SchemaOptions::compliant()).unwrap();
+    let d = dfa(&c);
+    for n in [
+        10080, 10500, 10920, 11340, 12600, 0, 420, 9660, 10081, 252000, 252420,
+    ] {
+        let v = json!(n);
+        let t = v.to_string();
+        assert_eq!(d.matches(t.as_bytes()), oracle.valid(&v), "{t}");
+    }
+}

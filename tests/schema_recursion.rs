@@ -455,7 +455,8 @@ fn past_the_regex_limit_free_form_values_and_definitions_are_shared_fragments() 
     // schema fits: see tests/schema_free_form.rs), so that the limit is hit.
     let small = SchemaOptions::compliant()
         .max_regex_len(3000)
-        .free_form_calls(false);
+        .free_form_calls(false)
+        .deep_free_form(false);
     // The plain text is over the limit; the fragments are not.
     assert!(constrain::schema::compile(&schema, &small).is_err());
     let f = compile_fragments(&schema, &small).unwrap();

@@ -143,7 +143,8 @@ fn cases() -> Option<Vec<Case>> {
     let dir = corpora()?.join("maskbench-dev");
     // The byte oracle is the DFA of the regex `schema::compile` writes
     // (free-form values as depth-bounded copies), so the compiled source
-    // keeps those copies too, whatever the default (with `free_form_calls`,
+    // keeps those copies too, whatever the default (with `free_form_calls`
+    // or `deep_free_form`,
     // over a vocabulary with every byte, free-form values are exact at any
     // depth through the pushdown engine: a larger language than this
     // oracle's; `tests/pda_split.rs` and `tests/schema_free_form.rs` check
@@ -154,6 +155,7 @@ fn cases() -> Option<Vec<Case>> {
     // them through the compiler).
     let opts = SchemaOptions::compliant()
         .free_form_calls(false)
+        .deep_free_form(false)
         .member_sets(false);
     let mut out = Vec::new();
     for f in FILES {

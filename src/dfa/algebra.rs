@@ -70,6 +70,21 @@ pub fn combine(
     p.to_regex(max_len)
 }
 
+/// Whether no text is in both `a` and `b` (regex crate syntax,
+/// whole-text): their product, at most `max_states` states, reaches no
+/// accepting state. Cheaper than [`combine`] when only emptiness matters:
+/// no regex is read back.
+pub fn disjoint(a: &str, b: &str, max_states: usize) -> Result<bool, AlgebraError> {
+    let config = DfaConfig {
+        lazy_states: None,
+        ..DfaConfig::default()
+    };
+    let da = ByteDfa::new(a, &config)?;
+    let db = ByteDfa::new(b, &config)?;
+    let p = Product::build(&da, &db, Op::And, max_states)?;
+    Ok(!p.accepting.iter().any(|&x| x))
+}
+
 /// A trimmed DFA: state 0 is the start, `trans[s * 256 + byte]` is the next
 /// state or `u32::MAX` (dead).
 struct Product {

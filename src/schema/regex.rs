@@ -323,7 +323,16 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     fn any(&mut self) -> String {
+        self.note_explicit_free_form();
         self.free_form(self.opts.free_form_depth)
+    }
+
+    /// Records that the schema holds an explicit free-form value
+    /// (see [`SchemaOptions::deep_free_form`]).
+    fn note_explicit_free_form(&mut self) {
+        if let Some(c) = self.calls.as_mut() {
+            c.explicit_free_form = true;
+        }
     }
 
     // ---------------------------------------------------------------- values

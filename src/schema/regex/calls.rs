@@ -32,6 +32,16 @@
 //! fragment state by the engine's split ([`crate::pda`]), so a value
 //! nested anywhere costs what the fragment's own states cost.
 //!
+//! **Only where asked for: [`SchemaOptions::deep_free_form`].** A
+//! schema with an *explicit* free-form value (`{}`, `true`, items without
+//! a schema, an object that declares nothing: the generator notes one in
+//! `Calls::explicit_free_form`) is written a second time with free-form
+//! values as calls, and that text is kept unless it holds a member set
+//! (an object's members in any order past the permutation regex): the
+//! engine's fragments write those in declared order, and the copies keep
+//! them exact. A schema whose only free-form values are compliant mode's
+//! implicit extra-key values keeps the copies and the regular path.
+//!
 //! **Past the text limit: shared definitions.** When the text still runs
 //! past [`SchemaOptions::shared_refs_len`] (at most
 //! [`SchemaOptions::max_regex_len`]; definitions copied at each use), the
@@ -73,6 +83,10 @@ pub(crate) struct Calls {
     /// Every bare `$ref` is a call of its target's fragment, recursive or
     /// not (the text ran past its limit).
     shared_refs: bool,
+    /// An explicit free-form value was written (`{}`, `true`, items
+    /// without a schema, an object that declares nothing), as a call or a
+    /// copy: what [`SchemaOptions::deep_free_form`] looks for.
+    pub(super) explicit_free_form: bool,
 }
 
 impl Calls {
@@ -295,24 +309,38 @@ pub(crate) fn compile_fragments_compact(
             SchemaFragments::Fragments { bodies, .. } => bodies.iter().flatten().all(fits),
         }
     };
-    match fragments_with(schema, first, opts.free_form_calls, false) {
+    let mut free_calls = opts.free_form_calls;
+    let mut written = fragments_with(schema, first, free_calls, false);
+    if let Ok((f, true)) = &written {
+        if opts.deep_free_form && !free_calls && plain_fits(f, first.max_regex_len) {
+            // An explicit free-form value: written again as calls, kept
+            // when no object's members lose their any order there.
+            if let Ok((calls, _)) = fragments_with(schema, first, true, false) {
+                if !calls.has_member_set() {
+                    free_calls = true;
+                    written = Ok((calls, true));
+                }
+            }
+        }
+    }
+    match written.map(|(f, _)| f) {
         Err(SchemaError::TooBig {
             knob: "max_regex_len",
             ..
-        }) => fragments_with(schema, opts, true, true),
+        }) => fragments_with(schema, opts, true, true).map(|(f, _)| f),
         Ok(f) if !plain_fits(&f, first.max_regex_len) => {
-            match fragments_with(schema, opts, true, true) {
+            match fragments_with(schema, opts, true, true).map(|(f, _)| f) {
                 Ok(s) if plain_fits(&s, opts.max_regex_len) => Ok(s),
                 _ if matches!(f, SchemaFragments::Regex(_)) => Ok(f),
                 shared => shared,
             }
         }
-        Ok(f) if opts.free_form_calls && f.text_len() > FREE_FORM_CHECK_LEN => {
+        Ok(f) if free_calls && f.text_len() > FREE_FORM_CHECK_LEN => {
             // A large text with calls: shared definitions may make it far
             // smaller (a Kubernetes schema: 14 MB with the definitions
             // copied, 0.6 MB shared, and seconds against milliseconds to
             // compile).
-            match fragments_with(schema, opts, true, true) {
+            match fragments_with(schema, opts, true, true).map(|(f, _)| f) {
                 Ok(regular) if regular.text_len().saturating_mul(2) < f.text_len() => Ok(regular),
                 _ => Ok(f),
             }
@@ -326,6 +354,21 @@ pub(crate) fn compile_fragments_compact(
 const FREE_FORM_CHECK_LEN: usize = 256 << 10;
 
 impl SchemaFragments {
+    /// Whether some fragment holds a member set (an object's members in
+    /// any order, [`crate::dfa::ordered::SET_OPEN`]): the pushdown engine's
+    /// fragments write those in declared order, so free-form values as
+    /// calls would narrow that object. (A pattern's escaped `\\(?%` reads
+    /// so too: then the copies are kept, which is never less exact.)
+    fn has_member_set(&self) -> bool {
+        match self {
+            SchemaFragments::Regex(_) => false,
+            SchemaFragments::Fragments { bodies, .. } => bodies
+                .iter()
+                .flatten()
+                .any(|b| b.contains(crate::dfa::ordered::SET_OPEN)),
+        }
+    }
+
     /// Bytes of regex text in all.
     fn text_len(&self) -> usize {
         match self {
@@ -338,13 +381,14 @@ impl SchemaFragments {
 }
 
 /// [`compile_fragments`], free-form values as calls when `free_calls`,
-/// every bare `$ref` a call when `shared_refs`.
+/// every bare `$ref` a call when `shared_refs`; with whether an explicit
+/// free-form value was met.
 fn fragments_with(
     schema: &Value,
     opts: &SchemaOptions,
     free_calls: bool,
     shared_refs: bool,
-) -> Result<SchemaFragments, SchemaError> {
+) -> Result<(SchemaFragments, bool), SchemaError> {
     // `$ref`s to the meta-schemas resolve to the bundled copies.
     let schema = crate::schema::documents::bundle(schema, &Default::default());
     super::super::escapes::check(&schema, opts.allowed_escapes)?;
@@ -357,6 +401,7 @@ fn fragments_with(
         ..Calls::default()
     });
     let top = g.value(&root, &[])?;
+    let explicit = g.calls.as_ref().is_some_and(|c| c.explicit_free_form);
     if g.calls.as_ref().is_some_and(|c| c.order.is_empty()) {
         let Some(regex) = top else {
             return Err(SchemaError::Empty {
@@ -367,10 +412,13 @@ fn fragments_with(
                 ),
             });
         };
-        return Ok(SchemaFragments::Regex(CompiledSchema {
-            regex,
-            warnings: doc.warnings.take(),
-        }));
+        return Ok((
+            SchemaFragments::Regex(CompiledSchema {
+                regex,
+                warnings: doc.warnings.take(),
+            }),
+            explicit,
+        ));
     }
     let mut names = vec!["document".to_string()];
     let mut bodies = vec![top];
@@ -389,9 +437,12 @@ fn fragments_with(
         names.push(t);
         i += 1;
     }
-    Ok(SchemaFragments::Fragments {
-        names,
-        bodies,
-        warnings: doc.warnings.take(),
-    })
+    Ok((
+        SchemaFragments::Fragments {
+            names,
+            bodies,
+            warnings: doc.warnings.take(),
+        },
+        explicit,
+    ))
 }

@@ -469,6 +469,52 @@ fn fold_patterns(m: &mut Node) -> Result<(), SchemaError> {
     Ok(())
 }
 
+/// The default product limits ([`SchemaOptions::max_product_states`],
+/// [`SchemaOptions::max_product_len`]): a product past them (allowed by
+/// larger limits) is kept only when its groups nest at most
+/// [`PRODUCT_NEST`] deep.
+const DEFAULT_PRODUCT_STATES: usize = 4096;
+const DEFAULT_PRODUCT_LEN: usize = 256 << 10;
+
+/// Deepest nesting of groups and classes kept in a product past the
+/// default limits: half the parser's limit ([`crate::dfa::NEST_LIMIT`]),
+/// leaving room for the groups around it.
+const PRODUCT_NEST: usize = crate::dfa::NEST_LIMIT as usize / 2;
+
+/// How deep groups `(` and classes `[` nest in regex text (escapes
+/// skipped; a class counts one level, its contents none).
+fn nest_depth(re: &str) -> usize {
+    let (mut depth, mut max, mut class) = (0usize, 0usize, 0usize);
+    let mut bytes = re.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\\' => {
+                bytes.next();
+            }
+            b'[' => {
+                if class == 0 {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+                class += 1;
+            }
+            b']' if class > 0 => {
+                class -= 1;
+                if class == 0 {
+                    depth -= 1;
+                }
+            }
+            b'(' if class == 0 => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' if class == 0 => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 /// Every JSON string in its one canonical spelling (no `\u` escapes; the
 /// control characters without a short escape are left out).
 const CANONICAL_STRING: &str = r#""(?:[^"\\\x00-\x1F]|\\["\\bfnrt])*""#;
@@ -484,13 +530,34 @@ impl<'d, 'a> Gen<'d, 'a> {
         what: &str,
         at: &Pointer,
     ) -> Result<Lang, SchemaError> {
-        match algebra::combine(
-            a,
-            b,
-            op,
-            self.opts.max_product_states,
-            self.opts.max_product_len,
-        ) {
+        // Within the default limits first; past them (larger limits, as
+        // compliant mode's), a product is kept only when its groups nest
+        // at most PRODUCT_NEST deep: deeper, the parser's nesting limit
+        // would refuse the whole regex, so the default limits' error
+        // stands (callers that fall back on it still can).
+        let (states, len) = (
+            self.opts.max_product_states.min(DEFAULT_PRODUCT_STATES),
+            self.opts.max_product_len.min(DEFAULT_PRODUCT_LEN),
+        );
+        let larger = (self.opts.max_product_states, self.opts.max_product_len) != (states, len);
+        let result = match algebra::combine(a, b, op, states, len) {
+            Err(AlgebraError::TooManyStates { .. } | AlgebraError::TooLong { .. }) if larger => {
+                match algebra::combine(
+                    a,
+                    b,
+                    op,
+                    self.opts.max_product_states,
+                    self.opts.max_product_len,
+                ) {
+                    Ok(Some(r)) if nest_depth(&r) > PRODUCT_NEST => {
+                        algebra::combine(a, b, op, states, len)
+                    }
+                    r => r,
+                }
+            }
+            r => r,
+        };
+        match result {
             Ok(r) => Ok(r),
             Err(AlgebraError::TooManyStates { limit }) => Err(SchemaError::TooBig {
                 what: format!("{what}: product automaton states"),
@@ -526,7 +593,7 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     /// The quoted spelled language of one pattern, exactly (`None`: the
     /// pattern cannot be compiled exactly).
-    fn pattern_language(&self, p: &ir::Located<String>) -> Result<Lang, SchemaError> {
+    pub(super) fn pattern_language(&self, p: &ir::Located<String>) -> Result<Lang, SchemaError> {
         match pattern::compile_pattern(&p.value, 0, None) {
             Ok(c) if c.narrowed.is_none() => Ok(c.regex.map(|r| format!("\"{r}\""))),
             Ok(_) => Err(SchemaError::Pattern {
@@ -755,5 +822,18 @@ impl<'d, 'a> Gen<'d, 'a> {
             }
         }
         Ok(rest(&lits, 0, 0, min, max, &comma).map(|b| format!("\\[{inner}{b}{inner}\\]")))
+    }
+}
+
+#[cfg(test)]
+mod nest_tests {
+    use super::nest_depth;
+
+    #[test]
+    fn nest_depth_counts_groups_and_classes_not_escapes() {
+        assert_eq!(nest_depth("abc"), 0);
+        assert_eq!(nest_depth("(?:a(b)[c(])"), 2);
+        assert_eq!(nest_depth(r"\(\(\[a]"), 0);
+        assert_eq!(nest_depth("((((x))))"), 4);
     }
 }

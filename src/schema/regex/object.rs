@@ -437,6 +437,9 @@ impl Gen<'_, '_> {
                     // "object"}`), its values as deep as any free-form
                     // value's.
                     let declares_nothing = declared.is_empty() && n.pattern_properties.is_empty();
+                    if declares_nothing {
+                        self.note_explicit_free_form();
+                    }
                     let depth = if declares_nothing {
                         self.opts
                             .free_form_depth

@@ -171,6 +171,11 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }
             }
         }
+        // Strings: patterns no string matches both of (`^[a-z_-]+$` and
+        // `.*\{\{.+}}.*`): the product of their spelled languages is empty.
+        if ta == Types::STRING && self.patterns_disjoint(a, b) {
+            return Ok(true);
+        }
         // Numbers: disjoint ranges.
         if ta.intersect(tb).0 & !(Types::INTEGER.0 | Types::NUMBER.0) == 0 && ranges_disjoint(a, b)
         {
@@ -240,6 +245,29 @@ impl<'d, 'a> Gen<'d, 'a> {
 }
 
 impl<'d, 'a> Gen<'d, 'a> {
+    /// Whether no string matches both a pattern of `a` and a pattern of `b`
+    /// (`false` where unproven). Each pattern's canonical spelled language
+    /// is exact ([`Gen::pattern_language`]), so an empty product of two of
+    /// them means no string value satisfies both patterns; a string `a`
+    /// generates satisfies all of `a`'s, one valid in `b` all of `b`'s.
+    /// At most four patterns a side, each product within
+    /// `max_product_states`.
+    fn patterns_disjoint(&self, a: &Node, b: &Node) -> bool {
+        let langs = |n: &Node| -> Vec<String> {
+            n.patterns
+                .iter()
+                .take(4)
+                .filter_map(|p| self.pattern_language(p).ok().flatten())
+                .collect()
+        };
+        let (la, lb) = (langs(a), langs(b));
+        la.iter().any(|x| {
+            lb.iter().any(|y| {
+                crate::dfa::algebra::disjoint(x, y, self.opts.max_product_states).unwrap_or(false)
+            })
+        })
+    }
+
     /// Whether every branch of `group`, merged with `rest`, passes `test`.
     fn excludes_each(
         &mut self,

@@ -1,5 +1,7 @@
 //! `constrain maskbench PATH... [--files-from LIST] [--timeout-s N]
-//! [--summary-json FILE] [--jsonl FILE] [--jobs N] [--shared-refs-len N]`: MaskBench's rules over MaskBench
+//! [--summary-json FILE] [--jsonl FILE] [--jobs N] [--shared-refs-len N] [--no-deep-free-form]
+//! [--free-form-depth N] [--extra-value-depth N] [--root-extra-value-depth N]
+//! [--max-product-states N] [--max-product-len N]`: MaskBench's rules over MaskBench
 //! and JSON-Schema-Test-Suite files (see `constrain_testkit::maskbench`). Progress on
 //! stderr, the summary on stdout (and in `--summary-json`).
 
@@ -40,11 +42,34 @@ pub struct MaskbenchArgs {
     /// any depth, at a first-visit cost in TBM (SchemaOptions::free_form_calls).
     #[arg(long)]
     free_form_calls: bool,
+    /// Keep free-form values as depth-bounded copies also in schemas with
+    /// an explicit free-form value (SchemaOptions::deep_free_form off).
+    #[arg(long)]
+    no_deep_free_form: bool,
     /// Regex text length (bytes) past which every bare `$ref` is a call of
     /// a shared pushdown fragment (SchemaOptions::shared_refs_len; default
     /// 16777216, the text limit: off; 65536 is the measured setting).
     #[arg(long)]
     shared_refs_len: Option<usize>,
+    /// Containers a free-form value nests (SchemaOptions::free_form_depth;
+    /// default: the compliant options').
+    #[arg(long)]
+    free_form_depth: Option<usize>,
+    /// Containers the value of an implicit extra key nests
+    /// (SchemaOptions::extra_value_depth; default: the compliant options').
+    #[arg(long)]
+    extra_value_depth: Option<usize>,
+    /// The same for the document's own object
+    /// (SchemaOptions::root_extra_value_depth).
+    #[arg(long)]
+    root_extra_value_depth: Option<usize>,
+    /// Most states of a product automaton (SchemaOptions::max_product_states).
+    #[arg(long)]
+    max_product_states: Option<usize>,
+    /// Longest regex text read back from a product automaton, in bytes
+    /// (SchemaOptions::max_product_len).
+    #[arg(long)]
+    max_product_len: Option<usize>,
     #[command(flatten)]
     index: IndexArgs,
 }
@@ -91,8 +116,26 @@ pub fn run(a: MaskbenchArgs) -> anyhow::Result<ExitCode> {
         max: a.whitespace_max,
     };
     cfg.schema.free_form_calls = a.free_form_calls;
+    if a.no_deep_free_form {
+        cfg.schema.deep_free_form = false;
+    }
     if let Some(n) = a.shared_refs_len {
         cfg.schema.shared_refs_len = n;
+    }
+    if let Some(n) = a.free_form_depth {
+        cfg.schema.free_form_depth = n;
+    }
+    if let Some(n) = a.extra_value_depth {
+        cfg.schema.extra_value_depth = n;
+    }
+    if let Some(n) = a.root_extra_value_depth {
+        cfg.schema.root_extra_value_depth = n;
+    }
+    if let Some(n) = a.max_product_states {
+        cfg.schema.max_product_states = n;
+    }
+    if let Some(n) = a.max_product_len {
+        cfg.schema.max_product_len = n;
     }
     cfg.dfa = a.index.dfa_config();
     cfg.index = a.index.index_config().threads(1);
