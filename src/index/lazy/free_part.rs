@@ -1,6 +1,6 @@
 //! A state's mask built on its free part's: see [`Lazy::free_part_mask`].
 
-use super::{Building, Core, Lazy, Mask, DEAD, LEVEL_LOOP, LEVEL_UNLIMITED};
+use super::{Building, Core, Lazy, DEAD, LEVEL_LOOP, LEVEL_UNLIMITED};
 use crate::vocab::trie::{self, VocabTries, PLAIN_LEVELS};
 use crate::vocab::Vocabulary;
 use std::sync::atomic::Ordering;
@@ -55,25 +55,7 @@ impl Lazy {
         if core.plain_level(s) != LEVEL_UNLIMITED {
             return None;
         }
-        let mut m = match &*base {
-            Mask::Dense(set, fp) => Building {
-                set: (**set).clone(),
-                fp: *fp,
-                ids: None,
-                level: None,
-            },
-            Mask::Sparse { level, ids, .. } => {
-                let mut m = Building::scratch(core, vocab.logits_width());
-                if let Some(l) = level {
-                    m.level = Some(*l);
-                    m.fp = tries.plain_level(*l as usize).fingerprint;
-                }
-                for &id in ids.iter() {
-                    m.insert(id);
-                }
-                m
-            }
-        };
+        let mut m = Building::copy_of(&base, core, tries, vocab.logits_width());
         // EOS is no token of the trie: `t`'s mask holds it when `t` accepts
         // (then so does `s`), and `compute` adds it for `s`.
         // `t` never loses plain text, so it allows every plain token, and so

@@ -62,10 +62,12 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+mod building;
 mod chains;
 mod free_part;
 mod published;
 mod siblings;
+use building::Building;
 use chains::ByteChain;
 use published::{Published, ACCEPTS};
 
@@ -424,93 +426,6 @@ impl Mask {
 
 /// A state's mask, computed once.
 type MaskCell = OnceLock<Arc<Mask>>;
-
-/// A mask being built, with its fingerprint.
-struct Building {
-    set: TokenSet,
-    fp: u64,
-    /// The ids added, when the set started empty (the automaton's scratch
-    /// set): a small result is kept as a list.
-    ids: Option<Vec<u32>>,
-    /// The plain level whose set the mask holds besides `set` (which then
-    /// holds none of its tokens; `fp` counts them).
-    level: Option<u8>,
-}
-
-impl Building {
-    fn from(level: &trie::PlainLevel) -> Building {
-        Building {
-            set: level.set.clone(),
-            fp: level.fingerprint,
-            ids: None,
-            level: None,
-        }
-    }
-
-    /// An empty mask in the automaton's scratch set (a bitset of `width`),
-    /// keeping its ids.
-    fn scratch(core: &mut Core, width: usize) -> Building {
-        let set = match core.scratch.take() {
-            Some(set) if set.width() == width => set,
-            _ => TokenSet::new(width),
-        };
-        Building {
-            set,
-            fp: 0,
-            ids: Some(Vec::new()),
-            level: None,
-        }
-    }
-
-    /// Returns a scratch set holding `ids` to the automaton, empty again.
-    fn give_back(mut set: TokenSet, ids: &[u32], core: &mut Core) {
-        for &t in ids {
-            set.remove(TokenId(t));
-        }
-        core.scratch = Some(set);
-    }
-
-    fn remove(&mut self, t: u32) {
-        if self.set.contains(TokenId(t)) {
-            self.set.remove(TokenId(t));
-            self.fp = self.fp.wrapping_sub(mix(t));
-            if let Some(ids) = &mut self.ids {
-                if let Some(p) = ids.iter().position(|&x| x == t) {
-                    ids.swap_remove(p);
-                }
-            }
-        }
-    }
-
-    #[inline]
-    fn insert(&mut self, t: u32) {
-        if self.set.insert_new(TokenId(t)) {
-            self.fp = self.fp.wrapping_add(mix(t));
-            if let Some(ids) = &mut self.ids {
-                ids.push(t);
-            }
-        }
-    }
-
-    /// Adds a precomputed set with its fingerprint; it must share no token
-    /// with the set being built (fingerprints add). Never on a set built
-    /// from scratch (its id list would miss them).
-    fn add_set(&mut self, (set, fp): &(TokenSet, u64)) {
-        debug_assert!(self.ids.is_none() && self.level.is_none());
-        self.set.union_with(set);
-        self.fp = self.fp.wrapping_add(*fp);
-    }
-
-    /// Adds each of `trie`'s duplicate tokens whose twin is in the set
-    /// (both are tokens of `trie`: never of a plain level's set).
-    fn add_dups(&mut self, trie: &trie::TokenTrie) {
-        for &(first, dup) in &trie.dups {
-            if self.set.contains(TokenId(first)) {
-                self.insert(dup);
-            }
-        }
-    }
-}
 
 /// The lazy half of a [`super::TokenIndex`].
 pub(super) struct Lazy {

@@ -27,7 +27,7 @@
 //!   strings, literals or free-form JSON have few crossings (a token must
 //!   end the value and pass the separator).
 
-use super::{level_of_reach, Building, Core, Lazy, Mask, LEVEL_LOOP, LEVEL_UNLIMITED, LEVEL_YET};
+use super::{level_of_reach, Building, Core, Lazy, LEVEL_LOOP, LEVEL_UNLIMITED, LEVEL_YET};
 use crate::index::NO_LEVEL;
 use crate::vocab::trie::{self, TokenTrie, VocabTries, DEAD, PLAIN_LEVELS};
 use crate::vocab::{TokenId, Vocabulary};
@@ -126,25 +126,7 @@ impl Lazy {
         let s0 = self.mask_sibling(core, s)?;
         let base = self.cell(s0)?.get()?.clone();
         let crossings = core.crossings(s0, tries)?;
-        let mut m = match &*base {
-            Mask::Dense(set, fp) => Building {
-                set: (**set).clone(),
-                fp: *fp,
-                ids: None,
-                level: None,
-            },
-            Mask::Sparse { level, ids, .. } => {
-                let mut m = Building::scratch(core, vocab.logits_width());
-                if let Some(l) = level {
-                    m.level = Some(*l);
-                    m.fp = tries.plain_level(*l as usize).fingerprint;
-                }
-                for &id in ids.iter() {
-                    m.insert(id);
-                }
-                m
-            }
-        };
+        let mut m = Building::copy_of(&base, core, tries, vocab.logits_width());
         // `compute` adds EOS where `s` accepts.
         for &e in vocab.eos() {
             m.remove(e.0);
