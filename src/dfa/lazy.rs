@@ -42,10 +42,10 @@ pub struct LazyDfa {
     /// copies ([`LazyDfa::shifted_back`]; itself when they do not).
     pub(super) shifted: Vec<u32>,
     /// Per NFA state, its plain reach to a member-set operation
-    /// ([`op_reach::plain_reach`]); empty until first asked.
+    /// ([`op_reach::reaches`]); empty until first asked.
     pub(super) op_reach: Vec<u32>,
-    /// The same in bytes ([`op_reach::byte_reach`]), and per DFA state its
-    /// least over the threads ([`LazyDfa::byte_op_reach`]).
+    /// The same in bytes, and per DFA state its least over the threads
+    /// ([`LazyDfa::byte_op_reach`]).
     pub(super) op_byte_reach: Vec<u32>,
     pub(super) byte_reach_of: Vec<u32>,
 }
@@ -320,18 +320,14 @@ impl LazyDfa {
     /// member-set operation (`u32::MAX`: never): below it, `s` and its
     /// siblings fare alike ([`op_reach`]).
     pub(crate) fn plain_op_reach(&mut self, s: u32) -> u32 {
-        if self.op_reach.is_empty() {
-            self.op_reach = op_reach::plain_reach(self.det.nfa());
-        }
+        self.ensure_op_reaches();
         Self::least(&self.det, &self.op_reach, s)
     }
 
     /// The fewest bytes after which a thread of `s` meets a member-set
     /// operation (`u32::MAX`: never).
     pub(crate) fn byte_op_reach(&mut self, s: u32) -> u32 {
-        if self.op_byte_reach.is_empty() {
-            self.op_byte_reach = op_reach::byte_reach(self.det.nfa());
-        }
+        self.ensure_op_reaches();
         let si = s as usize;
         if let Some(&r) = self.byte_reach_of.get(si) {
             if r != REACH_UNKNOWN {
@@ -345,6 +341,12 @@ impl LazyDfa {
         }
         self.byte_reach_of[si] = r;
         r
+    }
+
+    fn ensure_op_reaches(&mut self) {
+        if self.op_reach.is_empty() {
+            (self.op_reach, self.op_byte_reach) = op_reach::reaches(self.det.nfa());
+        }
     }
 
     fn least(det: &determinize::Determinizer, reach: &[u32], s: u32) -> u32 {

@@ -7,10 +7,10 @@
 //! state it is live in depends on its NFA state alone (its stack's costs
 //! are already finite). So what the lazy index learns of one such state
 //! holds for its *siblings* over texts too short to reach an operation.
-//! [`plain_reach`] gives, per NFA state, that length in plain string
+//! [`reaches`] gives, per NFA state, that length in plain string
 //! characters (printable ASCII but `"` and `\`, and non-ASCII characters),
-//! what the index's plain levels count; [`byte_reach`] in bytes, what a
-//! token walk counts.
+//! what the index's plain levels count, and in bytes, what a token walk
+//! counts.
 
 use super::nfa::{Kind, Nfa};
 use std::collections::VecDeque;
@@ -29,74 +29,71 @@ fn plain_cost(lo: u8, hi: u8) -> Option<u32> {
     }
 }
 
-/// Per NFA state, the fewest plain characters a thread there reads before
-/// its closure meets an [`Op`](Kind::Op) state (`u32::MAX`: never; an `Op`
-/// state itself is 0). A lower bound: a range counts as its cheapest byte.
-pub(crate) fn plain_reach(nfa: &Nfa) -> Vec<u32> {
-    reach(nfa, &plain_cost)
-}
-
-/// Per NFA state, the fewest bytes a thread there reads before its closure
-/// meets an [`Op`](Kind::Op) state (`u32::MAX`: never).
-pub(crate) fn byte_reach(nfa: &Nfa) -> Vec<u32> {
-    reach(nfa, &|_, _| Some(1))
-}
-
-/// Distances to the `Op` states with `cost` per byte edge (`None`: not
-/// taken); moves without reading cost nothing.
-fn reach(nfa: &Nfa, cost: &dyn Fn(u8, u8) -> Option<u32>) -> Vec<u32> {
+/// Per NFA state, the fewest plain characters, then the fewest bytes, a
+/// thread there reads before its closure meets an [`Op`](Kind::Op) state
+/// (`u32::MAX`: never; an `Op` state itself is 0). Plain characters are a
+/// lower bound: a range counts as its cheapest byte. One reversed edge list
+/// serves both searches.
+pub(crate) fn reaches(nfa: &Nfa) -> (Vec<u32>, Vec<u32>) {
     let n = nfa.len();
-    // Reversed edges in CSR form, with their costs.
-    let cost = |kind: Kind, lo: u8, hi: u8| match kind {
-        Kind::Bytes => cost(lo, hi),
-        _ => Some(0),
-    };
+    // Reversed edges in CSR form, with their plain cost (`NOT_PLAIN`: no
+    // plain byte) and byte cost.
+    const NOT_PLAIN: u32 = u32::MAX;
     let mut start = vec![0u32; n + 1];
-    for (_, kind, edges) in nfa.states() {
+    for (_, _, edges) in nfa.states() {
         for e in edges {
-            if cost(kind, e.lo, e.hi).is_some() {
-                start[e.next as usize + 1] += 1;
-            }
+            start[e.next as usize + 1] += 1;
         }
     }
     for k in 0..n {
         start[k + 1] += start[k];
     }
     let mut fill = start.clone();
-    let mut rev = vec![(0u32, 0u32); start[n] as usize];
+    let mut rev = vec![(0u32, 0u32, 0u32); start[n] as usize];
     for (q, kind, edges) in nfa.states() {
         for e in edges {
-            if let Some(c) = cost(kind, e.lo, e.hi) {
-                let t = e.next as usize;
-                rev[fill[t] as usize] = (q, c);
-                fill[t] += 1;
-            }
+            let (plain, byte) = match kind {
+                Kind::Bytes => (plain_cost(e.lo, e.hi).unwrap_or(NOT_PLAIN), 1),
+                _ => (0, 0),
+            };
+            let t = e.next as usize;
+            rev[fill[t] as usize] = (q, plain, byte);
+            fill[t] += 1;
         }
     }
+    let ops: Vec<u32> = nfa
+        .states()
+        .filter(|&(_, kind, _)| kind == Kind::Op)
+        .map(|(q, _, _)| q)
+        .collect();
     // A 0-1 breadth-first search from every operation.
-    let mut dist = vec![u32::MAX; n];
-    let mut queue = VecDeque::new();
-    for (q, kind, _) in nfa.states() {
-        if kind == Kind::Op {
+    let search = |cost: &dyn Fn(&(u32, u32, u32)) -> u32| {
+        let mut dist = vec![u32::MAX; n];
+        let mut queue: VecDeque<u32> = ops.iter().copied().collect();
+        for &q in &ops {
             dist[q as usize] = 0;
-            queue.push_back(q);
         }
-    }
-    while let Some(t) = queue.pop_front() {
-        let d = dist[t as usize];
-        for &(src, c) in &rev[start[t as usize] as usize..start[t as usize + 1] as usize] {
-            let nd = d + c;
-            if nd < dist[src as usize] {
-                dist[src as usize] = nd;
-                if c == 0 {
-                    queue.push_front(src);
-                } else {
-                    queue.push_back(src);
+        while let Some(t) = queue.pop_front() {
+            let d = dist[t as usize];
+            for e in &rev[start[t as usize] as usize..start[t as usize + 1] as usize] {
+                let c = cost(e);
+                if c == NOT_PLAIN {
+                    continue;
+                }
+                let (src, nd) = (e.0, d + c);
+                if nd < dist[src as usize] {
+                    dist[src as usize] = nd;
+                    if c == 0 {
+                        queue.push_front(src);
+                    } else {
+                        queue.push_back(src);
+                    }
                 }
             }
         }
-    }
-    dist
+        dist
+    };
+    (search(&|e| e.1), search(&|e| e.2))
 }
 
 #[cfg(test)]

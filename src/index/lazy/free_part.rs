@@ -35,7 +35,7 @@ impl Lazy {
     ) -> Option<Building> {
         let t = core.dfa.free_part(s)?;
         // A part whose sibling has a mask gets its own cheaply, now.
-        if self.cell(t)?.get().is_none() && self.mask_sibling(core, t).is_some() {
+        if self.cell(t)?.get().is_none() && self.mask_sibling(core, t, false).is_some() {
             self.warm(core, Some(t), tries, vocab);
         }
         let Some(base) = self.cell(t)?.get().cloned() else {

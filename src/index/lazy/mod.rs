@@ -645,7 +645,6 @@ impl Lazy {
         // date as ids are added, so equal masks are found without hashing
         // 19 KB.
         let mut warm = None;
-        core.add_mask_sibling(s);
         let sibling = self.sibling_mask(core, s, tries, vocab);
         let mut m = match sibling.or_else(|| self.free_part_mask(core, s, tries, vocab, &mut warm))
         {

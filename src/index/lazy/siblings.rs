@@ -87,13 +87,6 @@ impl Core {
         }
     }
 
-    /// Lets the siblings of `s`, whose mask is being computed, start from it.
-    pub(super) fn add_mask_sibling(&mut self, s: u32) {
-        if let Some(skeleton) = self.dfa.skeleton(s) {
-            self.mask_siblings.entry(skeleton).or_insert(s);
-        }
-    }
-
     /// The crossings of `s0` (computed once), `None` when too many.
     fn crossings(&mut self, s0: u32, tries: &VocabTries) -> Option<Arc<Crossings>> {
         if let Some(c) = self.crossings.get(&s0) {
@@ -106,10 +99,16 @@ impl Core {
 }
 
 impl Lazy {
-    /// A sibling of `s` whose mask is known ([module docs](self)).
-    pub(super) fn mask_sibling(&self, core: &mut Core, s: u32) -> Option<u32> {
+    /// A sibling of `s` whose mask is known ([module docs](self)). With
+    /// `computing` (the mask of `s` is being computed), `s` becomes the one
+    /// its siblings start from when it is the first of its skeleton.
+    pub(super) fn mask_sibling(&self, core: &mut Core, s: u32, computing: bool) -> Option<u32> {
         let skeleton = core.dfa.skeleton(s)?;
-        let &s0 = core.mask_siblings.get(&skeleton)?;
+        let s0 = if computing {
+            *core.mask_siblings.entry(skeleton).or_insert(s)
+        } else {
+            *core.mask_siblings.get(&skeleton)?
+        };
         (s0 != s && self.cell(s0)?.get().is_some()).then_some(s0)
     }
 
@@ -123,7 +122,7 @@ impl Lazy {
         tries: &VocabTries,
         vocab: &Vocabulary,
     ) -> Option<Building> {
-        let s0 = self.mask_sibling(core, s)?;
+        let s0 = self.mask_sibling(core, s, true)?;
         let base = self.cell(s0)?.get()?.clone();
         let crossings = core.crossings(s0, tries)?;
         let mut m = Building::copy_of(&base, core, tries, vocab.logits_width());
