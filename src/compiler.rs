@@ -420,6 +420,14 @@ impl Compiled {
         self
     }
 
+    /// The same artefact with `unique` checked by its matchers.
+    fn with_unique_items(mut self, unique: Option<crate::unique::UniqueItems>) -> Compiled {
+        if let Some(index) = Arc::get_mut(&mut self.index) {
+            index.set_unique_items(unique);
+        }
+        self
+    }
+
     /// The token index.
     pub fn index(&self) -> &Arc<TokenIndex> {
         &self.index
@@ -535,15 +543,23 @@ impl Compiler {
         let mut budget = None;
         // `Some(limit)`: schema text, which may hold the generator's
         // one-copy constructs (written out past `limit` bytes).
+        // Arrays of distinct items the matcher checks (a schema that is
+        // the whole output).
+        let mut unique = None;
         let (regex, warnings, schema_text) = match source {
             Source::JsonSchema { schema, options } => {
+                if options.unique_items_check {
+                    let bundled = schema::documents::bundle(schema, &Default::default());
+                    unique = Some(schema::unique_sites::sites(&bundled).trie);
+                }
                 match self.schema_regex(schema, options, &mut stats, t)? {
                     Ok((r, w)) => (r, w, Some(options.max_regex_len)),
-                    Err(done) => return Ok(done),
+                    Err(done) => return Ok(done.with_unique_items(unique)),
                 }
             }
             Source::Tools { tools, options } => {
                 let schema = schema::tools_schema(tools)?;
+                let options = &options.clone().unique_items_check(false);
                 match self.schema_regex(&schema, options, &mut stats, t)? {
                     Ok((r, w)) => (r, w, Some(options.max_regex_len)),
                     Err(done) => return Ok(done),
@@ -552,6 +568,7 @@ impl Compiler {
             Source::StructuralTag { tag, options } => {
                 let every_byte = crate::index::has_every_byte(&self.vocab);
                 let tokens = self.vocab_tokens();
+                let options = &options.clone().unique_items_check(false);
                 let mut low = crate::tags::lower(tag.format(), options, every_byte, &tokens)?;
                 budget = low
                     .budget
@@ -611,7 +628,8 @@ impl Compiler {
         drop(regex);
         Ok(self
             .finish(dfa, warnings, stats, t)?
-            .with_token_budget(budget))
+            .with_token_budget(budget)
+            .with_unique_items(unique))
     }
 
     /// The vocabulary's special tokens (grammar symbols) and stop tokens,
@@ -711,7 +729,7 @@ impl Compiler {
         t: Instant,
     ) -> Result<Result<(String, Vec<SchemaWarning>), Compiled>, CompileError> {
         if !crate::index::has_every_byte(&self.vocab) {
-            let c = schema::compile(schema, options)?;
+            let c = schema::regex::compile_document(schema, options)?;
             return Ok(Ok((c.regex, c.warnings)));
         }
         if options.shared_refs_len >= options.max_regex_len {

@@ -85,6 +85,7 @@ pub mod index;
 
 pub mod matcher;
 pub mod region;
+pub mod unique;
 
 pub mod compiler;
 

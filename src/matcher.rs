@@ -37,6 +37,7 @@
 
 use crate::index::{StateId, TokenBudget, TokenIndex, TokenSet};
 use crate::region::Region;
+use crate::unique::UniqueRun;
 use crate::vocab::TokenId;
 #[cfg(feature = "tokenizers")]
 use crate::vocab::{TextTokenizer, VocabError};
@@ -114,6 +115,9 @@ pub struct Matcher {
     /// The mask of the current state once the budget is spent (made on
     /// first use).
     closing: OnceLock<TokenSet>,
+    /// The run-time `uniqueItems` check, where the index has checked
+    /// arrays ([`crate::unique`]).
+    unique: Option<Box<UniqueRun>>,
 }
 
 impl Matcher {
@@ -122,6 +126,9 @@ impl Matcher {
         let start = index.start();
         let budget = index.token_budget().cloned();
         let regions = budget.iter().map(|b| b.start()).collect();
+        let index_unique = index
+            .unique_items()
+            .map(|u| Box::new(UniqueRun::new(u.clone())));
         Matcher {
             index,
             states: vec![start],
@@ -133,6 +140,7 @@ impl Matcher {
             budget,
             regions,
             closing: OnceLock::new(),
+            unique: index_unique,
         }
     }
 
@@ -231,8 +239,29 @@ impl Matcher {
         if self.terminated {
             return self.index.empty_set();
         }
-        self.closing_set()
-            .unwrap_or_else(|| self.index.allowed(self.state()))
+        let base = self
+            .closing_set()
+            .unwrap_or_else(|| self.index.allowed(self.state()));
+        self.unique_set(base).unwrap_or(base)
+    }
+
+    /// The allowed set narrowed by the `uniqueItems` check, where it
+    /// narrows anything.
+    fn unique_set(&self, base: &TokenSet) -> Option<&TokenSet> {
+        self.unique
+            .as_ref()?
+            .filtered(&self.index, self.state(), base)
+    }
+
+    /// Whether the `uniqueItems` check lets `t` follow the current state.
+    fn unique_admits(&self, t: TokenId) -> bool {
+        if self.unique.is_none() {
+            return true;
+        }
+        let base = self
+            .closing_set()
+            .unwrap_or_else(|| self.index.allowed(self.state()));
+        self.unique_set(base).is_none_or(|u| u.contains(t))
     }
 
     /// Once the token budget is spent in the region: the tokens that go
@@ -267,10 +296,11 @@ impl Matcher {
         if self.terminated {
             return false;
         }
-        match self.closing_set() {
+        let ok = match self.closing_set() {
             Some(c) => c.contains(t),
             None => self.index.allows(self.state(), t),
-        }
+        };
+        ok && self.unique_admits(t)
     }
 
     /// Writes the allowed tokens into `row` in XGrammar's layout (token `t`
@@ -287,9 +317,16 @@ impl Matcher {
         }
         let row = &mut row[..needed];
         let closing = self.closing_set();
+        let narrowed = match (&self.unique, self.terminated) {
+            (Some(_), false) => {
+                let base = closing.unwrap_or_else(|| self.index.allowed(self.state()));
+                self.unique_set(base)
+            }
+            _ => None,
+        };
         if self.terminated {
             row.fill(0);
-        } else if let Some(c) = closing {
+        } else if let Some(c) = narrowed.or(closing) {
             for (i, w) in row.iter_mut().enumerate() {
                 *w = (c.words()[i / 2] >> (32 * (i % 2))) as u32;
             }
@@ -302,7 +339,7 @@ impl Matcher {
             for &e in self.index.vocab().eos().iter().chain(stop.iter()) {
                 row[e.as_usize() / 32] &= !(1u32 << (e.0 % 32));
             }
-            if !self.terminated && closing.is_none() && self.is_accepting() {
+            if !self.terminated && closing.is_none() && narrowed.is_none() && self.is_accepting() {
                 for &t in stop.iter() {
                     row[t.as_usize() / 32] |= 1u32 << (t.0 % 32);
                 }
@@ -317,6 +354,7 @@ impl Matcher {
         !self.terminated
             && self.step(self.state(), t).is_some()
             && self.closing_set().is_none_or(|c| c.contains(t))
+            && self.unique_admits(t)
     }
 
     /// Takes token `t`. A disallowed token is an error and changes nothing.
@@ -326,9 +364,15 @@ impl Matcher {
         }
         let step = self
             .step(self.state(), t)
-            .filter(|_| self.closing_set().is_none_or(|c| c.contains(t)));
+            .filter(|_| self.closing_set().is_none_or(|c| c.contains(t)))
+            .filter(|_| self.unique_admits(t));
         match step {
             Some((next, stop)) => {
+                if let Some(u) = &mut self.unique {
+                    let bytes = self.index.vocab().spelling(t).unwrap_or(&[]);
+                    let after = u.after(u.current(), if stop { &[] } else { bytes });
+                    u.push(after.unwrap_or_else(|| u.current().clone()));
+                }
                 if self.budget.is_some() {
                     let bytes = self.index.vocab().spelling(t).unwrap_or(&[]);
                     if let Some(r) = self.next_region(bytes, true) {
@@ -384,11 +428,23 @@ impl Matcher {
         }
         let mut s = self.state();
         let mut region = self.regions.last().cloned();
+        let mut scan = self.unique.as_ref().map(|u| u.current().clone());
         for (i, &t) in tokens.iter().enumerate() {
             if !self.budget_admits(s, region.as_ref(), t) {
                 return i;
             }
-            match self.step(s, t) {
+            let step = self.step(s, t);
+            if let (Some(u), Some(sc), Some((_, false))) = (&self.unique, &mut scan, step) {
+                let bytes = self.index.vocab().spelling(t).unwrap_or(&[]);
+                if !u.token_ok(&self.index, s, sc, t) {
+                    return i;
+                }
+                match u.after(sc, bytes) {
+                    Some(next) => *sc = next,
+                    None => return i,
+                }
+            }
+            match step {
                 Some((_, true)) => return i + 1,
                 Some((n, false)) => s = n,
                 None => return i,
@@ -416,6 +472,16 @@ impl Matcher {
         for &b in text {
             match self.index.next_byte_state(s, b) {
                 Some(n) => s = n,
+                None => return false,
+            }
+        }
+        if let Some(u) = &mut self.unique {
+            let from = self.states.last().copied().unwrap_or(s);
+            if !u.bytes_ok(&self.index, from, u.current(), text) {
+                return false;
+            }
+            match u.after(u.current(), text) {
+                Some(next) => u.push(next),
                 None => return false,
             }
         }
@@ -470,6 +536,10 @@ impl Matcher {
                 self.regions.truncate(self.regions.len() - n);
                 self.closing = OnceLock::new();
             }
+            if let Some(u) = &mut self.unique {
+                u.scans.truncate(u.scans.len() - n);
+                u.moved();
+            }
             self.terminated = false;
         }
         Ok(())
@@ -482,6 +552,9 @@ impl Matcher {
         self.tokens.clear();
         self.regions = self.budget.iter().map(|b| b.start()).collect();
         self.closing = OnceLock::new();
+        if let Some(u) = &mut self.unique {
+            **u = UniqueRun::new(u.spec().clone());
+        }
         self.dropped = 0;
         self.terminated = false;
     }
@@ -497,6 +570,9 @@ impl Matcher {
                 if self.budget.is_some() {
                     self.regions.drain(..cut);
                 }
+                if let Some(u) = &mut self.unique {
+                    u.scans.drain(..cut);
+                }
                 self.dropped += cut;
             }
         }
@@ -509,7 +585,14 @@ impl Matcher {
         if self.terminated {
             return Some(0);
         }
-        self.index.tokens_to_accept(self.state())
+        let n = self.index.tokens_to_accept(self.state())?;
+        Some(n + self.unique_slack())
+    }
+
+    /// Tokens the `uniqueItems` check may cost beyond the index's bound:
+    /// a shortest completion may repeat an item ([`crate::unique`]).
+    fn unique_slack(&self) -> u32 {
+        self.unique.as_ref().map_or(0, |u| u.current().slack())
     }
 
     /// [`Matcher::tokens_to_accept`] after taking `t`; `None` when `t` is not
@@ -522,7 +605,8 @@ impl Matcher {
         if stop {
             return Some(0);
         }
-        self.index.tokens_to_accept(next)
+        let n = self.index.tokens_to_accept(next)?;
+        Some(n + self.unique_slack())
     }
 
     /// Whether taking `t` with `remaining` tokens left (counting `t`) still
@@ -544,9 +628,10 @@ impl Matcher {
     /// budget is below it. A generation loop then needs no copy of the
     /// logits for a budget redraw.
     pub fn always_fits(&self, remaining: usize) -> bool {
+        let slack = self.unique.as_ref().map_or(0, |u| u.spec().max_slack());
         self.index
             .max_tokens_to_accept()
-            .is_some_and(|m| (m as usize) < remaining)
+            .is_some_and(|m| (m as usize + slack as usize) < remaining)
     }
 
     /// The bytes every continuation must start with (empty when there is a
@@ -610,6 +695,10 @@ impl Matcher {
             if self.budget.is_some() {
                 self.regions.pop();
                 self.closing = OnceLock::new();
+            }
+            if let Some(u) = &mut self.unique {
+                u.scans.pop();
+                u.moved();
             }
             taken.pop();
         }

@@ -40,12 +40,18 @@ pub(crate) struct Classes {
     pub reps: Vec<u8>,
     /// How many bytes each class has.
     pub sizes: Vec<u32>,
+    /// The class of each byte.
+    pub of: Box<[u8; 256]>,
 }
 
 impl Classes {
     pub fn new(classes: &[u8; 256]) -> Classes {
         let (reps, sizes) = crate::dfa::class_reps(classes);
-        Classes { reps, sizes }
+        Classes {
+            reps,
+            sizes,
+            of: Box::new(*classes),
+        }
     }
 }
 

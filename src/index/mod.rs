@@ -211,6 +211,9 @@ pub struct TokenIndex {
     /// A region of the output bounded in tokens (a structural tag's
     /// `any_text.max_tokens`), which every matcher of the index keeps.
     budget: Option<Arc<TokenBudget>>,
+    /// Arrays of distinct items, checked by every matcher of the index
+    /// ([`crate::unique`]).
+    unique: Option<Arc<crate::unique::UniqueItems>>,
 }
 
 impl std::fmt::Debug for TokenIndex {
@@ -245,6 +248,7 @@ impl TokenIndex {
         stats.memory_bytes = backend.memory_usage();
         Ok(TokenIndex {
             budget: None,
+            unique: None,
             empty: TokenSet::new(vocab.logits_width()),
             backend: Box::new(backend),
             lazy: false,
@@ -295,6 +299,7 @@ impl TokenIndex {
         };
         Ok(TokenIndex {
             budget: None,
+            unique: None,
             empty: TokenSet::new(vocab.logits_width()),
             backend: Box::new(lazy),
             lazy: true,
@@ -331,6 +336,7 @@ impl TokenIndex {
         };
         Ok(TokenIndex {
             budget: None,
+            unique: None,
             empty: TokenSet::new(vocab.logits_width()),
             backend: Box::new(engine),
             lazy: true,
@@ -461,6 +467,21 @@ impl TokenIndex {
 
     pub(crate) fn set_token_budget(&mut self, budget: Option<TokenBudget>) {
         self.budget = budget.map(Arc::new);
+    }
+
+    /// The class of each byte: bytes of one class lead every state alike.
+    pub(crate) fn byte_class_of(&self) -> &[u8; 256] {
+        &self.backend.classes().of
+    }
+
+    /// The arrays whose items every matcher of the index keeps distinct
+    /// ([`crate::unique`]), if any.
+    pub fn unique_items(&self) -> Option<&Arc<crate::unique::UniqueItems>> {
+        self.unique.as_ref()
+    }
+
+    pub(crate) fn set_unique_items(&mut self, unique: Option<crate::unique::UniqueItems>) {
+        self.unique = unique.filter(|u| !u.is_empty()).map(Arc::new);
     }
 
     /// Whether some byte can follow the text that led to `s`.

@@ -99,6 +99,7 @@ pub(crate) mod pattern;
 pub(crate) mod pushdown;
 pub mod regex;
 pub mod tools;
+pub(crate) mod unique_sites;
 pub mod whitespace;
 pub use escapes::Escapes;
 mod witness;
@@ -291,6 +292,14 @@ pub struct SchemaOptions {
     /// refused under `pattern`, `format`, `propertyNames`, `not` and for
     /// names and values it cannot spell ([`Escapes`]).
     pub allowed_escapes: Escapes,
+    /// `uniqueItems` over items with no small finite set of values (strings,
+    /// numbers) is checked at run time by the matcher ([`crate::unique`]),
+    /// where the array's place in the document alone says it is checked
+    /// (default `true`). Only a [`crate::Compiler`] compiling the schema as
+    /// the whole output can do that: [`compile`] (a regex alone), tools,
+    /// structural tags and grammars turn it off and refuse the keyword
+    /// there as before.
+    pub unique_items_check: bool,
 }
 
 crate::config_setters!(SchemaOptions {
@@ -322,6 +331,7 @@ crate::config_setters!(SchemaOptions {
     max_unique_values: usize,
     general_unicode_escapes: bool,
     allowed_escapes: Escapes,
+    unique_items_check: bool,
 });
 
 impl Default for SchemaOptions {
@@ -355,6 +365,7 @@ impl Default for SchemaOptions {
             max_unique_values: 6,
             general_unicode_escapes: false,
             allowed_escapes: Escapes::ALL,
+            unique_items_check: true,
         }
     }
 }
@@ -602,7 +613,7 @@ pub struct CompiledSchema {
 /// # Ok::<(), constrain::schema::SchemaError>(())
 /// ```
 pub fn compile(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
-    regex::compile_document(schema, opts)
+    regex::compile_document(schema, &opts.clone().unique_items_check(false))
 }
 
 /// The JSON Schema of a Rust type, through `schemars`.

@@ -16,6 +16,11 @@ pub struct Document<'a> {
     /// only when some `$dynamicAnchor` name is defined more than once.
     scope: RefCell<Vec<Rc<Scope>>>,
     pub warnings: RefCell<Vec<SchemaWarning>>,
+    /// Schemas whose `uniqueItems` the matcher checks at run time
+    /// ([`crate::schema::unique_sites`]).
+    unique_checked: std::collections::HashSet<String>,
+    /// Why the others are not.
+    unique_refused: HashMap<String, &'static str>,
 }
 
 /// Separates a pointer from its dynamic scope in a reference key
@@ -61,14 +66,33 @@ pub(super) fn as_dec(v: &Value) -> Option<Dec> {
 
 impl<'a> Document<'a> {
     pub fn new(root: &'a Value, opts: &'a SchemaOptions) -> Document<'a> {
-        Document {
+        let mut doc = Document {
             root,
             opts,
             cache: RefCell::new(HashMap::new()),
             resources: Resources::collect(root),
             scope: RefCell::new(Vec::new()),
             warnings: RefCell::new(Vec::new()),
+            unique_checked: Default::default(),
+            unique_refused: Default::default(),
+        };
+        if opts.unique_items_check {
+            let sites = crate::schema::unique_sites::sites(root);
+            doc.unique_checked = sites.checked;
+            doc.unique_refused = sites.refused;
         }
+        doc
+    }
+
+    /// Why the matcher cannot check the `uniqueItems` of the schema at
+    /// `at` (when the compiler asked for the check at all).
+    pub fn unique_refused_at(&self, at: &Pointer) -> Option<&'static str> {
+        self.unique_refused.get(at.as_str()).copied()
+    }
+
+    /// Whether the matcher checks the `uniqueItems` of the schema at `at`.
+    pub fn unique_checked_at(&self, at: &Pointer) -> bool {
+        self.unique_checked.contains(at.as_str())
     }
 
     pub fn opts(&self) -> &SchemaOptions {

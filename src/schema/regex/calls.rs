@@ -258,6 +258,7 @@ pub fn compile_fragments(
     schema: &Value,
     opts: &SchemaOptions,
 ) -> Result<SchemaFragments, SchemaError> {
+    let opts = &opts.clone().unique_items_check(false);
     Ok(match compile_fragments_compact(schema, opts)? {
         SchemaFragments::Regex(c) => SchemaFragments::Regex(CompiledSchema {
             regex: super::plain_text(c.regex, opts)?,

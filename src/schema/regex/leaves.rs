@@ -732,16 +732,35 @@ impl<'d, 'a> Gen<'d, 'a> {
         let item = n.items.clone().unwrap_or(Schema::Bool(true));
         let min = n.min_items.unwrap_or(0);
         let max = n.max_items.unwrap_or(u64::MAX);
-        let Some(values) = self.finite_values(&item)? else {
+        let values = self.finite_values(&item)?;
+        if self.doc.unique_checked_at(&n.at)
+            && values
+                .as_ref()
+                .is_none_or(|v| v.len() > self.opts.max_unique_values)
+        {
+            // Checked at run time by the matcher (`crate::unique`): the
+            // automaton keeps the array without it.
+            if let Some(v) = values.as_ref().filter(|v| (v.len() as u64) < min) {
+                return Err(unsupported(&format!(
+                    "minItems {min} distinct items of only {} possible values",
+                    v.len()
+                )));
+            }
+            return self.array(&m);
+        }
+        let Some(values) = values else {
             // Neither exact (no small finite item language) nor checked at
             // run time: an error naming the keyword, or ignored
             // with a warning when lenient. (Narrowing to at most one item
             // was tried: sound, and 18 more MaskBench files pass, but a
             // list of unique strings would never hold two; not taken.)
-            self.doc.soft(
-                unsupported("the items have no small finite set of values"),
-                self.opts.lenient,
-            )?;
+            let detail = match self.doc.unique_refused_at(&n.at) {
+                Some(why) => format!(
+                    "the items have no small finite set of values, and the run-time check cannot tell this array by its place: {why}"
+                ),
+                None => "the items have no small finite set of values".into(),
+            };
+            self.doc.soft(unsupported(&detail), self.opts.lenient)?;
             return self.array(&m);
         };
         if values.len() > self.opts.max_unique_values {
