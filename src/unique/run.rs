@@ -1,0 +1,279 @@
+//! The check as one matcher runs it: the narrowed mask and the search for
+//! a new completion.
+
+use super::places::UniqueItems;
+use super::scan::{Lex, Scan};
+use crate::index::{StateId, TokenIndex};
+use crate::vocab::{TokenId, TokenSet};
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+
+/// Most byte steps the search for a new completion of an item may take per
+/// token before the token is refused.
+pub const LOOKAHEAD_NODES: usize = 4096;
+
+/// The order the search tries bytes in: those that end an item or a string
+/// first, then printable ASCII, then the rest.
+const BYTE_ORDER: [u8; 256] = {
+    let first = *b"\",]} 0a";
+    let mut out = [0u8; 256];
+    let mut n = 0;
+    while n < first.len() {
+        out[n] = first[n];
+        n += 1;
+    }
+    let mut b = 0usize;
+    while b < 256 {
+        let mut listed = false;
+        let mut i = 0;
+        while i < first.len() {
+            if first[i] as usize == b {
+                listed = true;
+            }
+            i += 1;
+        }
+        if !listed {
+            out[n] = b as u8;
+            n += 1;
+        }
+        b += 1;
+    }
+    // Printable ASCII before control bytes and UTF-8 lead bytes.
+    let mut sorted = [0u8; 256];
+    let mut k = 0;
+    let mut pass = 0;
+    while pass < 2 {
+        let mut i = 0;
+        while i < 256 {
+            let v = out[i];
+            let printable = i < first.len() || (v >= 0x20 && v < 0x7f);
+            if printable == (pass == 0) {
+                sorted[k] = v;
+                k += 1;
+            }
+            i += 1;
+        }
+        pass += 1;
+    }
+    sorted
+};
+
+/// The check as one matcher runs it.
+#[derive(Clone, Debug)]
+pub(crate) struct UniqueRun {
+    spec: Arc<UniqueItems>,
+    /// `scans[i]` goes with the matcher's `states[i]`.
+    pub(crate) scans: Vec<Scan>,
+    /// The mask of the current state, where the check narrows it.
+    filtered: OnceLock<Option<TokenSet>>,
+}
+
+impl UniqueRun {
+    pub(crate) fn new(spec: Arc<UniqueItems>) -> UniqueRun {
+        UniqueRun {
+            spec,
+            scans: vec![Scan::new()],
+            filtered: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn spec(&self) -> &Arc<UniqueItems> {
+        &self.spec
+    }
+
+    fn scan(&self) -> &Scan {
+        self.scans.last().expect("one scan per state")
+    }
+
+    /// Forgets the mask made for the current state.
+    pub(crate) fn moved(&mut self) {
+        self.filtered = OnceLock::new();
+    }
+
+    /// The scan after `bytes` from the current one; `None` when they
+    /// complete a duplicate item.
+    pub(crate) fn after(&self, scan: &Scan, bytes: &[u8]) -> Option<Scan> {
+        let mut s = scan.clone();
+        for &b in bytes {
+            s.feed(&self.spec, b).ok()?;
+        }
+        Some(s)
+    }
+
+    pub(crate) fn push(&mut self, s: Scan) {
+        self.scans.push(s);
+        self.moved();
+    }
+
+    pub(crate) fn current(&self) -> &Scan {
+        self.scan()
+    }
+
+    /// The allowed set narrowed by the check, where it narrows anything
+    /// (`base` is the index's set for `s`).
+    pub(crate) fn filtered(
+        &self,
+        index: &TokenIndex,
+        s: StateId,
+        base: &TokenSet,
+    ) -> Option<&TokenSet> {
+        self.filtered
+            .get_or_init(|| self.narrow(index, s, base, self.scan()))
+            .as_ref()
+    }
+
+    fn narrow(
+        &self,
+        index: &TokenIndex,
+        s: StateId,
+        base: &TokenSet,
+        scan: &Scan,
+    ) -> Option<TokenSet> {
+        let vocab = index.vocab();
+        let mut out: Option<TokenSet> = None;
+        let try_token = |t: TokenId, out: &mut Option<TokenSet>| {
+            if !self.token_ok(index, s, scan, t) {
+                out.get_or_insert_with(|| base.clone()).remove(t);
+            }
+        };
+        if scan.active().is_none() {
+            // No item yet: only a token holding two items can repeat one.
+            scan.checked.last()?;
+            let tables = self.spec.tables(vocab);
+            let list = match scan.lex {
+                Lex::Str { .. } => &tables.quoted_commas,
+                _ => &tables.commas,
+            };
+            for &t in list {
+                if base.contains(t) {
+                    try_token(t, &mut out);
+                }
+            }
+            return out;
+        }
+        match scan.string_prefix() {
+            Some(Some(p)) => {
+                let c = scan.active()?;
+                let mut first = [false; 256];
+                first[b'\\' as usize] = true;
+                let mut any = false;
+                for u in c.seen.iter().filter(|u| u.starts_with(&p)) {
+                    any = true;
+                    match u.get(p.len()) {
+                        Some(&b) => first[b as usize] = true,
+                        None => first[b'"' as usize] = true,
+                    }
+                }
+                if !any {
+                    return None;
+                }
+                let tables = self.spec.tables(vocab);
+                let mut tried = HashSet::new();
+                for (b, list) in tables.first.iter().enumerate() {
+                    if first[b] {
+                        for &t in list {
+                            if base.contains(t) && tried.insert(t) {
+                                try_token(t, &mut out);
+                            }
+                        }
+                    }
+                }
+                for &t in &tables.quoted {
+                    if base.contains(t) && tried.insert(t) {
+                        try_token(t, &mut out);
+                    }
+                }
+            }
+            _ => {
+                for t in base.iter() {
+                    if !vocab.is_eos(t) {
+                        try_token(t, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether token `t` (allowed by the index at `s`) passes the check
+    /// from `scan`.
+    pub(crate) fn token_ok(&self, index: &TokenIndex, s: StateId, scan: &Scan, t: TokenId) -> bool {
+        let Some(bytes) = index.vocab().spelling(t) else {
+            return true;
+        };
+        self.bytes_ok(index, s, scan, bytes)
+    }
+
+    /// Whether `bytes` from `s` complete no duplicate and leave no item
+    /// that only duplicates can finish.
+    pub(crate) fn bytes_ok(
+        &self,
+        index: &TokenIndex,
+        s: StateId,
+        scan: &Scan,
+        bytes: &[u8],
+    ) -> bool {
+        let mut sc = scan.clone();
+        for &b in bytes {
+            if sc.feed(&self.spec, b).is_err() {
+                return false;
+            }
+        }
+        if !sc.item_at_risk() {
+            return true;
+        }
+        let mut st = s;
+        for &b in bytes {
+            match index.next_byte_state(st, b) {
+                Some(n) => st = n,
+                None => return true,
+            }
+        }
+        let mut budget = LOOKAHEAD_NODES;
+        let done = sc.items_done();
+        self.completes(index, st, &sc, done, &mut budget, 0)
+    }
+
+    /// Whether some continuation from `s` finishes the open item with a
+    /// value not written before (a depth-first search of at most `budget`
+    /// byte steps, the bytes that end an item tried first so that it
+    /// finishes early).
+    fn completes(
+        &self,
+        index: &TokenIndex,
+        s: StateId,
+        scan: &Scan,
+        done: u64,
+        budget: &mut usize,
+        depth: usize,
+    ) -> bool {
+        if depth > 256 {
+            return false;
+        }
+        // The state after each byte class, looked up once per class.
+        let class_of = index.byte_class_of();
+        let mut after: [Option<Option<StateId>>; 256] = [None; 256];
+        for &b in BYTE_ORDER.iter() {
+            let c = class_of[b as usize] as usize;
+            let n = *after[c].get_or_insert_with(|| index.next_byte_state(s, b));
+            let Some(n) = n else {
+                continue;
+            };
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            let mut sc = scan.clone();
+            if sc.feed(&self.spec, b).is_err() {
+                continue;
+            }
+            if sc.items_done() > done || sc.checked.len() < scan.checked.len() {
+                return true;
+            }
+            if self.completes(index, n, &sc, done, budget, depth + 1) {
+                return true;
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,344 @@
+//! The JSON scanner each matcher runs over its output, with the items of
+//! every open checked array.
+
+use super::canon::canonical;
+use super::places::UniqueItems;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// The items of one open checked array.
+#[derive(Clone, Debug)]
+pub(super) struct Checked {
+    /// Index of the array's frame in the scanner's stack.
+    pub(super) frame: usize,
+    pub(super) seen: Arc<HashSet<Box<[u8]>>>,
+    /// The item being written (raw bytes), while `in_item`.
+    pub(super) item: Vec<u8>,
+    pub(super) in_item: bool,
+    pub(super) count: u64,
+    pub(super) min_items: u64,
+}
+
+#[derive(Clone, Debug)]
+pub(super) enum Frame {
+    Obj { node: Vec<u32> },
+    Arr { node: Vec<u32> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lex {
+    Value,
+    AfterValue,
+    Key,
+    Colon,
+    Str { key: bool, esc: u8 },
+    Num,
+    Lit,
+    End,
+}
+
+/// A byte of the output completed an item equal to an earlier one.
+#[derive(Debug)]
+pub(super) struct Duplicate;
+
+/// Where a matcher's output stands for the check: a JSON scanner over the
+/// bytes so far with the items of every open checked array.
+#[derive(Clone, Debug)]
+pub(crate) struct Scan {
+    pub(super) stack: Vec<Frame>,
+    pub(super) lex: Lex,
+    pub(super) checked: Vec<Checked>,
+    /// The nodes of the value about to start (where `lex` is `Value`).
+    pub(super) next_node: Vec<u32>,
+    /// Object keys being read.
+    pub(super) key: Vec<u8>,
+}
+
+impl Scan {
+    pub(crate) fn new() -> Scan {
+        Scan {
+            stack: Vec::new(),
+            lex: Lex::Value,
+            checked: Vec::new(),
+            next_node: vec![0],
+            key: Vec::new(),
+        }
+    }
+
+    pub(super) fn append(&mut self, b: u8) {
+        for c in self.checked.iter_mut().filter(|c| c.in_item) {
+            c.item.push(b);
+        }
+    }
+
+    /// A value starts: an item of the innermost checked array when that
+    /// array is the top frame.
+    pub(super) fn begin_value(&mut self) {
+        let depth = self.stack.len();
+        if let Some(c) = self.checked.last_mut() {
+            if c.frame + 1 == depth && !c.in_item {
+                c.in_item = true;
+                c.item.clear();
+            }
+        }
+    }
+
+    /// A value ended; the top frame is its parent.
+    pub(super) fn value_done(&mut self) -> Result<(), Duplicate> {
+        self.lex = if self.stack.is_empty() {
+            Lex::End
+        } else {
+            Lex::AfterValue
+        };
+        let depth = self.stack.len();
+        if let Some(c) = self.checked.last_mut() {
+            if c.frame + 1 == depth && c.in_item {
+                c.in_item = false;
+                let canon = canonical(&c.item).into_boxed_slice();
+                if c.seen.contains(&canon) {
+                    return Err(Duplicate);
+                }
+                Arc::make_mut(&mut c.seen).insert(canon);
+                c.count += 1;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn feed(&mut self, spec: &UniqueItems, b: u8) -> Result<(), Duplicate> {
+        loop {
+            match self.lex {
+                Lex::Num | Lex::Lit => {
+                    let more = if self.lex == Lex::Num {
+                        matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                    } else {
+                        b.is_ascii_lowercase()
+                    };
+                    if more {
+                        self.append(b);
+                        return Ok(());
+                    }
+                    self.value_done()?;
+                    continue;
+                }
+                Lex::Str { key, esc } => {
+                    self.append(b);
+                    if key {
+                        self.key.push(b);
+                    }
+                    self.lex = match (esc, b) {
+                        (0, b'\\') => Lex::Str { key, esc: 1 },
+                        (0, b'"') => {
+                            if key {
+                                Lex::Colon
+                            } else {
+                                return self.value_done();
+                            }
+                        }
+                        (0, _) => Lex::Str { key, esc: 0 },
+                        (1, b'u') => Lex::Str { key, esc: 2 },
+                        (1, _) => Lex::Str { key, esc: 0 },
+                        (2..=4, _) => Lex::Str { key, esc: esc + 1 },
+                        _ => Lex::Str { key, esc: 0 },
+                    };
+                    return Ok(());
+                }
+                _ if matches!(b, b' ' | b'\t' | b'\n' | b'\r') => return Ok(()),
+                Lex::Value => {
+                    if b == b']' {
+                        return self.close(b);
+                    }
+                    let node = std::mem::take(&mut self.next_node);
+                    self.begin_value();
+                    self.append(b);
+                    match b {
+                        b'{' => {
+                            self.stack.push(Frame::Obj { node });
+                            self.lex = Lex::Key;
+                        }
+                        b'[' => {
+                            let unique = spec.unique_at(&node);
+                            self.next_node = spec.child_items(&node);
+                            self.stack.push(Frame::Arr { node });
+                            if let Some(min_items) = unique {
+                                self.checked.push(Checked {
+                                    frame: self.stack.len() - 1,
+                                    seen: Arc::new(HashSet::new()),
+                                    item: Vec::new(),
+                                    in_item: false,
+                                    count: 0,
+                                    min_items,
+                                });
+                            }
+                        }
+                        b'"' => self.lex = Lex::Str { key: false, esc: 0 },
+                        b'-' | b'0'..=b'9' => self.lex = Lex::Num,
+                        _ => self.lex = Lex::Lit,
+                    }
+                    return Ok(());
+                }
+                Lex::Key => {
+                    match b {
+                        b'}' => return self.close(b),
+                        b'"' => {
+                            self.key.clear();
+                            self.key.push(b);
+                            self.lex = Lex::Str { key: true, esc: 0 };
+                        }
+                        _ => {}
+                    }
+                    self.append(b);
+                    return Ok(());
+                }
+                Lex::Colon => {
+                    self.append(b);
+                    if b == b':' {
+                        self.next_node = match self.stack.last() {
+                            Some(Frame::Obj { node }) => spec.child_key(node, &self.key),
+                            _ => Vec::new(),
+                        };
+                        self.lex = Lex::Value;
+                    }
+                    return Ok(());
+                }
+                Lex::AfterValue => match b {
+                    b',' => {
+                        self.append(b);
+                        match self.stack.last() {
+                            Some(Frame::Obj { .. }) => self.lex = Lex::Key,
+                            Some(Frame::Arr { node }) => {
+                                self.next_node = spec.child_items(node);
+                                self.lex = Lex::Value;
+                            }
+                            None => self.lex = Lex::End,
+                        }
+                        return Ok(());
+                    }
+                    b']' | b'}' => return self.close(b),
+                    _ => return Ok(()),
+                },
+                Lex::End => return Ok(()),
+            }
+        }
+    }
+
+    /// `]` or `}`: the top frame closes, and is a value of its parent.
+    pub(super) fn close(&mut self, b: u8) -> Result<(), Duplicate> {
+        if self
+            .checked
+            .last()
+            .is_some_and(|c| c.frame + 1 == self.stack.len())
+        {
+            self.checked.pop();
+        }
+        self.append(b);
+        self.stack.pop();
+        self.value_done()
+    }
+
+    /// The innermost open checked array, when the output is at its level
+    /// (between its items or in one) and it holds an item already.
+    pub(super) fn active(&self) -> Option<&Checked> {
+        let c = self.checked.last()?;
+        (!c.seen.is_empty()).then_some(c)
+    }
+
+    /// Inside a string item of the innermost checked array: the item's text
+    /// so far in canonical spelling (without the closing quote), or `None`
+    /// in the middle of an escape.
+    pub(super) fn string_prefix(&self) -> Option<Option<Vec<u8>>> {
+        let c = self.checked.last()?;
+        if !c.in_item || c.frame + 1 != self.stack.len() {
+            return None;
+        }
+        let Lex::Str { key: false, esc } = self.lex else {
+            return None;
+        };
+        if esc != 0 {
+            return Some(None);
+        }
+        let mut closed = c.item.clone();
+        closed.push(b'"');
+        let s: String = serde_json::from_slice(&closed).ok()?;
+        let mut canon = serde_json::to_vec(&s).ok()?;
+        canon.pop();
+        Some(Some(canon))
+    }
+
+    /// Whether an unfinished item could still turn out equal to one
+    /// already written (so the search for a new completion must run).
+    pub(super) fn item_at_risk(&self) -> bool {
+        let Some(c) = self.active() else {
+            return false;
+        };
+        if !c.in_item {
+            // After a comma an item must follow, and a finite item
+            // language may have none left.
+            return self.lex == Lex::Value && c.frame + 1 == self.stack.len();
+        }
+        match self.string_prefix() {
+            Some(Some(p)) => c.seen.iter().any(|u| u.starts_with(&p)),
+            _ => true,
+        }
+    }
+
+    /// Items written in open checked arrays (to see an item complete).
+    pub(super) fn items_done(&self) -> u64 {
+        self.checked.iter().map(|c| c.count).sum()
+    }
+
+    /// Tokens a budget may need beyond the index's bound here.
+    pub(crate) fn slack(&self) -> u32 {
+        self.checked
+            .iter()
+            .map(|c| 2 * (c.min_items.saturating_sub(c.count).min(1 << 20) as u32 + 1))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_tags() -> UniqueItems {
+        let mut u = UniqueItems::new();
+        let tags = u.key(0, "tags");
+        u.mark(tags, 0);
+        u
+    }
+
+    fn feed(spec: &UniqueItems, text: &str) -> Result<Scan, usize> {
+        let mut s = Scan::new();
+        for (i, &b) in text.as_bytes().iter().enumerate() {
+            s.feed(spec, b).map_err(|_| i)?;
+        }
+        Ok(s)
+    }
+
+    #[test]
+    fn the_scanner_finds_duplicates_where_the_trie_says() {
+        let spec = spec_tags();
+        assert!(feed(&spec, r#"{"tags": ["a", "b", "c"], "x": ["a", "a"]}"#).is_ok());
+        // The byte that completes the second `"a"` is refused.
+        let text = r#"{"tags": ["a", "b", "\u0061"]}"#;
+        assert_eq!(feed(&spec, text).err(), text.rfind('"'));
+        // Numbers complete at the byte after them.
+        let text = r#"{"tags": [1, 2, 1.0]}"#;
+        assert_eq!(feed(&spec, text).err(), Some(text.len() - 2));
+        // A nested array under another key is not checked.
+        assert!(feed(&spec, r#"{"y": {"tags": [1, 1]}, "tags": []}"#).is_ok());
+    }
+
+    #[test]
+    fn string_prefixes_say_which_items_are_at_risk() {
+        let spec = spec_tags();
+        let s = feed(&spec, r#"{"tags": ["abc", "ab"#).unwrap();
+        assert!(s.item_at_risk());
+        let s = feed(&spec, r#"{"tags": ["abc", "ax"#).unwrap();
+        assert!(!s.item_at_risk());
+        let s = feed(&spec, r#"{"tags": ["abc", 12"#).unwrap();
+        assert!(s.item_at_risk());
+        let s = feed(&spec, r#"{"tags": ["abc"#).unwrap();
+        assert!(!s.item_at_risk());
+    }
+}
