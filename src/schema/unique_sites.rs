@@ -74,9 +74,9 @@ pub(crate) fn sites(root: &Value) -> Sites {
         // places is one of those.
         let mut trie = w.trie;
         for places in w.found.values() {
-            for &(at, min) in places {
+            for (at, min, listed) in places {
                 if let Ok(a) = at {
-                    trie.mark(a, min);
+                    trie.mark(*a, *min, listed.clone());
                 }
             }
         }
@@ -120,7 +120,7 @@ struct Walk<'a> {
     recursive: HashSet<String>,
     /// Per schema with `uniqueItems: true`: the place of each visit
     /// (`None`: not one the matcher can check) and its `minItems`.
-    found: HashMap<String, Vec<(Place, u64)>>,
+    found: HashMap<String, Vec<(Place, u64, Option<Vec<Box<[u8]>>>)>>,
     /// Every schema object's places.
     visited: HashMap<String, Vec<Place>>,
     second: bool,
@@ -168,10 +168,11 @@ impl Walk<'_> {
                 }
             });
             let min = m.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+            let listed = m.get("items").and_then(|i| self.listed(i));
             self.found
                 .entry(ptr.clone())
                 .or_default()
-                .push((place, min));
+                .push((place, min, listed));
         }
         if let Some(Value::String(r)) = m.get("$ref") {
             match self.resources.resolve(r, &ptr, self.root) {
@@ -309,6 +310,64 @@ impl Walk<'_> {
             }
         }
         v
+    }
+
+    /// The values `v` admits, where it lists them and says nothing else
+    /// (annotations and a `type` every value has aside), canonical.
+    fn listed(&self, v: &Value) -> Option<Vec<Box<[u8]>>> {
+        let Value::Object(m) = self.deref(v) else {
+            return None;
+        };
+        const QUIET: [&str; 9] = [
+            "enum",
+            "const",
+            "type",
+            "description",
+            "title",
+            "default",
+            "examples",
+            "$comment",
+            "deprecated",
+        ];
+        if m.keys().any(|k| !QUIET.contains(&k.as_str())) {
+            return None;
+        }
+        let values: Vec<&Value> = match (m.get("const"), m.get("enum")) {
+            (Some(c), None) => vec![c],
+            (None, Some(Value::Array(e))) => e.iter().collect(),
+            _ => return None,
+        };
+        let has_type = |v: &Value, t: &str| match t {
+            "string" => v.is_string(),
+            "number" => v.is_number(),
+            "integer" => v.is_i64() || v.is_u64(),
+            "boolean" => v.is_boolean(),
+            "null" => v.is_null(),
+            _ => false,
+        };
+        let typed = |v: &Value| match m.get("type") {
+            None => true,
+            Some(Value::String(t)) => has_type(v, t),
+            Some(Value::Array(ts)) => ts
+                .iter()
+                .any(|t| t.as_str().is_some_and(|t| has_type(v, t))),
+            _ => false,
+        };
+        if !values
+            .iter()
+            .all(|v| typed(v) && !v.is_array() && !v.is_object())
+        {
+            return None;
+        }
+        Some(
+            values
+                .iter()
+                .map(|v| {
+                    crate::unique::canonical(&serde_json::to_vec(v).unwrap_or_default())
+                        .into_boxed_slice()
+                })
+                .collect(),
+        )
     }
 
     /// Whether every value `v` admits is a string, number, boolean or

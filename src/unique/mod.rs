@@ -36,6 +36,7 @@ mod places;
 mod run;
 mod scan;
 
+pub(crate) use canon::canonical;
 pub use places::UniqueItems;
 pub(crate) use run::UniqueRun;
 pub use run::LOOKAHEAD_NODES;

@@ -2,7 +2,7 @@
 
 use crate::vocab::{TokenId, Vocabulary};
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Which arrays of the document must hold distinct items: a trie over
 /// instance paths, node 0 the document's own value.
@@ -27,6 +27,18 @@ pub(super) struct Tables {
     pub(super) quoted_commas: Vec<TokenId>,
 }
 
+/// The values a checked array's items may take.
+#[derive(Debug, Default, Clone)]
+pub(super) enum Listed {
+    /// No schema said yet.
+    #[default]
+    Unset,
+    /// Exactly these (canonical forms, sorted).
+    Known(Arc<Vec<Box<[u8]>>>),
+    /// Not listed, or listed differently by two schemas.
+    Unknown,
+}
+
 #[derive(Debug, Default, Clone)]
 pub(super) struct PathNode {
     pub(super) keys: HashMap<String, u32>,
@@ -37,6 +49,9 @@ pub(super) struct PathNode {
     pub(super) unique: bool,
     /// The largest `minItems` of the checked arrays here.
     pub(super) min_items: u64,
+    /// The values the items may take, where the schema lists them
+    /// (canonical forms, sorted).
+    pub(super) listed: Listed,
 }
 
 impl UniqueItems {
@@ -88,10 +103,31 @@ impl UniqueItems {
     }
 
     /// Marks the array at `at` as one of distinct items.
-    pub fn mark(&mut self, at: u32, min_items: u64) {
+    ///
+    /// `listed`: the values the items may take, where the schema lists
+    /// them (canonical forms, [`canonical`](super::canonical)): the search
+    /// for a new item is then a lookup.
+    pub fn mark(&mut self, at: u32, min_items: u64, listed: Option<Vec<Box<[u8]>>>) {
         let n = &mut self.nodes[at as usize];
         n.unique = true;
         n.min_items = n.min_items.max(min_items);
+        n.listed = match (std::mem::take(&mut n.listed), listed) {
+            (Listed::Unset, Some(mut v)) => {
+                v.sort();
+                v.dedup();
+                Listed::Known(Arc::new(v))
+            }
+            (Listed::Known(k), Some(mut v)) => {
+                v.sort();
+                v.dedup();
+                if *k == v {
+                    Listed::Known(k)
+                } else {
+                    Listed::Unknown
+                }
+            }
+            _ => Listed::Unknown,
+        };
     }
 
     /// Whether the array at `at` is checked.
@@ -142,11 +178,28 @@ impl UniqueItems {
             .collect()
     }
 
-    pub(super) fn unique_at(&self, at: &[u32]) -> Option<u64> {
-        at.iter()
-            .filter(|&&n| self.nodes[n as usize].unique)
-            .map(|&n| self.nodes[n as usize].min_items)
-            .max()
+    /// Whether the array at these nodes is checked: its `minItems` and
+    /// the values its items may take, where known.
+    pub(super) fn unique_at(&self, at: &[u32]) -> Option<(u64, Option<Arc<Vec<Box<[u8]>>>>)> {
+        let mut out: Option<(u64, Option<Arc<Vec<Box<[u8]>>>>)> = None;
+        for &n in at {
+            let node = &self.nodes[n as usize];
+            if !node.unique {
+                continue;
+            }
+            let listed = match &node.listed {
+                Listed::Known(v) => Some(v.clone()),
+                _ => None,
+            };
+            out = Some(match out {
+                None => (node.min_items, listed),
+                Some((m, l)) => (
+                    m.max(node.min_items),
+                    l.filter(|l| listed.as_ref() == Some(l)),
+                ),
+            });
+        }
+        out
     }
 
     pub(super) fn tables(&self, vocab: &Vocabulary) -> &Tables {

@@ -5,7 +5,11 @@ use super::places::UniqueItems;
 use super::scan::{Lex, Scan};
 use crate::index::{StateId, TokenIndex};
 use crate::vocab::{TokenId, TokenSet};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+
+/// Results of the search, per index state and scan ([`Scan::memo_key`]),
+/// shared by the tokens tried for one mask.
+type Memo = HashMap<(StateId, (u64, bool, Vec<u8>)), bool>;
 use std::sync::{Arc, OnceLock};
 
 /// Most byte steps the search for a new completion of an item may take per
@@ -131,8 +135,10 @@ impl UniqueRun {
     ) -> Option<TokenSet> {
         let vocab = index.vocab();
         let mut out: Option<TokenSet> = None;
+        let memo = std::cell::RefCell::new(Memo::new());
         let try_token = |t: TokenId, out: &mut Option<TokenSet>| {
-            if !self.token_ok(index, s, scan, t) {
+            let bytes = vocab.spelling(t).unwrap_or(&[]);
+            if !self.bytes_ok_memo(index, s, scan, bytes, &mut memo.borrow_mut()) {
                 out.get_or_insert_with(|| base.clone()).remove(t);
             }
         };
@@ -157,7 +163,7 @@ impl UniqueRun {
                 let mut first = [false; 256];
                 first[b'\\' as usize] = true;
                 let mut any = false;
-                for u in c.seen.iter().filter(|u| u.starts_with(&p)) {
+                for u in c.starting_with(&p) {
                     any = true;
                     match u.get(p.len()) {
                         Some(&b) => first[b as usize] = true,
@@ -213,6 +219,17 @@ impl UniqueRun {
         scan: &Scan,
         bytes: &[u8],
     ) -> bool {
+        self.bytes_ok_memo(index, s, scan, bytes, &mut Memo::new())
+    }
+
+    fn bytes_ok_memo(
+        &self,
+        index: &TokenIndex,
+        s: StateId,
+        scan: &Scan,
+        bytes: &[u8],
+        memo: &mut Memo,
+    ) -> bool {
         let mut sc = scan.clone();
         for &b in bytes {
             if sc.feed(&self.spec, b).is_err() {
@@ -221,6 +238,9 @@ impl UniqueRun {
         }
         if !sc.item_at_risk() {
             return true;
+        }
+        if let Some(known) = sc.listed_answer() {
+            return known;
         }
         let mut st = s;
         for &b in bytes {
@@ -231,7 +251,7 @@ impl UniqueRun {
         }
         let mut budget = LOOKAHEAD_NODES;
         let done = sc.items_done();
-        self.completes(index, st, &sc, done, &mut budget, 0)
+        self.completes(index, st, &sc, done, &mut budget, 0, memo)
     }
 
     /// Whether some continuation from `s` finishes the open item with a
@@ -246,13 +266,43 @@ impl UniqueRun {
         done: u64,
         budget: &mut usize,
         depth: usize,
+        memo: &mut Memo,
     ) -> bool {
         if depth > 256 {
             return false;
         }
-        // The state after each byte class, looked up once per class.
+        let key = (s, scan.memo_key());
+        if let Some(&known) = memo.get(&key) {
+            return known;
+        }
+        let found = self.completes_from(index, s, scan, done, budget, depth, memo);
+        // A search cut short by the budget proves nothing.
+        if found || *budget > 0 {
+            memo.insert(key, found);
+        }
+        found
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn completes_from(
+        &self,
+        index: &TokenIndex,
+        s: StateId,
+        scan: &Scan,
+        done: u64,
+        budget: &mut usize,
+        depth: usize,
+        memo: &mut Memo,
+    ) -> bool {
+        // The state after each byte class, looked up once per class. Every
+        // child is looked at before any is searched below: one that ends
+        // the item new or leaves every earlier item behind settles it.
         let class_of = index.byte_class_of();
         let mut after: [Option<Option<StateId>>; 256] = [None; 256];
+        // Inside a string item: the bytes that continue some earlier item
+        // (printable ASCII but `"` and `\\` is spelled as itself).
+        let next = scan.next_bytes_of_earlier();
+        let mut deeper = Vec::new();
         for &b in BYTE_ORDER.iter() {
             let c = class_of[b as usize] as usize;
             let n = *after[c].get_or_insert_with(|| index.next_byte_state(s, b));
@@ -263,14 +313,26 @@ impl UniqueRun {
                 return false;
             }
             *budget -= 1;
+            if let Some(next) = &next {
+                if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' && !next[b as usize] {
+                    return true;
+                }
+            }
             let mut sc = scan.clone();
             if sc.feed(&self.spec, b).is_err() {
                 continue;
             }
-            if sc.items_done() > done || sc.checked.len() < scan.checked.len() {
+            // The item ended new, or its text no longer starts any earlier
+            // item (then every way to finish it is new, and the state is
+            // live, so there is one).
+            if sc.items_done() > done || sc.checked.len() < scan.checked.len() || !sc.item_at_risk()
+            {
                 return true;
             }
-            if self.completes(index, n, &sc, done, budget, depth + 1) {
+            deeper.push((n, sc));
+        }
+        for (n, sc) in deeper {
+            if self.completes(index, n, &sc, done, budget, depth + 1, memo) {
                 return true;
             }
         }

@@ -3,7 +3,7 @@
 
 use super::canon::canonical;
 use super::places::UniqueItems;
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// The items of one open checked array.
@@ -11,12 +11,24 @@ use std::sync::Arc;
 pub(super) struct Checked {
     /// Index of the array's frame in the scanner's stack.
     pub(super) frame: usize,
-    pub(super) seen: Arc<HashSet<Box<[u8]>>>,
+    pub(super) seen: Arc<BTreeSet<Box<[u8]>>>,
     /// The item being written (raw bytes), while `in_item`.
     pub(super) item: Vec<u8>,
     pub(super) in_item: bool,
     pub(super) count: u64,
     pub(super) min_items: u64,
+    /// The values the items may take, where the schema lists them.
+    pub(super) listed: Option<Arc<Vec<Box<[u8]>>>>,
+}
+
+impl Checked {
+    /// The items written that start with `p` (canonical forms).
+    pub(super) fn starting_with<'a>(&'a self, p: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.seen
+            .range::<[u8], _>((std::ops::Bound::Included(p), std::ops::Bound::Unbounded))
+            .map(|u| &**u)
+            .take_while(move |u| u.starts_with(p))
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -160,14 +172,15 @@ impl Scan {
                             let unique = spec.unique_at(&node);
                             self.next_node = spec.child_items(&node);
                             self.stack.push(Frame::Arr { node });
-                            if let Some(min_items) = unique {
+                            if let Some((min_items, listed)) = unique {
                                 self.checked.push(Checked {
                                     frame: self.stack.len() - 1,
-                                    seen: Arc::new(HashSet::new()),
+                                    seen: Arc::new(BTreeSet::new()),
                                     item: Vec::new(),
                                     in_item: false,
                                     count: 0,
                                     min_items,
+                                    listed,
                                 });
                             }
                         }
@@ -277,9 +290,59 @@ impl Scan {
             return self.lex == Lex::Value && c.frame + 1 == self.stack.len();
         }
         match self.string_prefix() {
-            Some(Some(p)) => c.seen.iter().any(|u| u.starts_with(&p)),
+            Some(Some(p)) => c.starting_with(&p).next().is_some(),
             _ => true,
         }
+    }
+
+    /// Inside a string item, not in an escape: which bytes come next in
+    /// the earlier items its text so far starts (canonical spellings).
+    pub(super) fn next_bytes_of_earlier(&self) -> Option<[bool; 256]> {
+        let Some(Some(p)) = self.string_prefix() else {
+            return None;
+        };
+        let c = self.checked.last()?;
+        let mut next = [false; 256];
+        for u in c.starting_with(&p) {
+            if let Some(&b) = u.get(p.len()) {
+                next[b as usize] = true;
+            }
+        }
+        Some(next)
+    }
+
+    /// Whether the open item (or the item a comma asks for) can still be
+    /// finished new, answered from the listed values where the schema
+    /// lists them (`None`: search).
+    pub(super) fn listed_answer(&self) -> Option<bool> {
+        let c = self.checked.last()?;
+        let listed = c.listed.as_ref()?;
+        let new = |v: &Box<[u8]>| !c.seen.contains(v);
+        if !c.in_item {
+            return (self.lex == Lex::Value && c.frame + 1 == self.stack.len())
+                .then(|| listed.iter().any(new));
+        }
+        let Some(Some(p)) = self.string_prefix() else {
+            return None;
+        };
+        let from = listed.partition_point(|v| **v < *p);
+        Some(
+            listed[from..]
+                .iter()
+                .take_while(|v| v.starts_with(&p))
+                .any(new),
+        )
+    }
+
+    /// What the search for a new completion remembers a scan by (with the
+    /// index state): items written, and the open item's text.
+    pub(super) fn memo_key(&self) -> (u64, bool, Vec<u8>) {
+        let c = self.checked.last();
+        (
+            self.items_done(),
+            self.lex == Lex::Value,
+            c.map(|c| c.item.clone()).unwrap_or_default(),
+        )
     }
 
     /// Items written in open checked arrays (to see an item complete).
@@ -303,7 +366,7 @@ mod tests {
     fn spec_tags() -> UniqueItems {
         let mut u = UniqueItems::new();
         let tags = u.key(0, "tags");
-        u.mark(tags, 0);
+        u.mark(tags, 0, None);
         u
     }
 
