@@ -1,6 +1,7 @@
-//! `uniqueItems` over strings and numbers, checked at run time by the
+//! `uniqueItems` over items of any kind, checked at run time by the
 //! matcher: exact against the `jsonschema` crate on instances with equal
-//! items spelled alike and apart (`1` / `1.0`, `"a"` / `"\u0061"`), only
+//! items spelled alike and apart (`1` / `1.0`, `"a"` / `"\u0061"`, object
+//! keys in another order), only
 //! where the place of the array says it is checked, and with no dead end:
 //! generation under a tight `max_tokens` with adversarial choices always
 //! ends complete and valid, also where few values are left to choose from.
@@ -48,7 +49,9 @@ fn equal_items_are_refused_however_spelled() {
     let schema = json!({"type": "object", "properties": {
         "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
         "nums": {"type": "array", "items": {"type": "number"}, "uniqueItems": true},
-        "free": {"type": "array", "items": {"type": "string"}}
+        "free": {"type": "array", "items": {"type": "string"}},
+        "objs": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}, "uniqueItems": true},
+        "any": {"type": "array", "uniqueItems": true}
     }, "additionalProperties": false});
     let oracle = jsonschema::validator_for(&schema).unwrap();
     let c = compile(&v, &schema, compliant());
@@ -68,7 +71,23 @@ fn equal_items_are_refused_however_spelled() {
         r#"{"nums": [-1, 1]}"#,
         r#"{"free": ["a", "a"], "tags": ["a"]}"#,
         r#"{"tags": ["x"], "free": ["x", "x"], "nums": [3, 4]}"#,
+        r#"{"objs": [{"a": 1, "b": "x"}, {"b": "x"}, {"a": 1}]}"#,
+        r#"{"objs": [{}, {"a": 2}, {}]}"#,
+        r#"{"any": [[1, "a"], ["a", 1], [1, "a"]]}"#,
+        r#"{"any": [[1, "a"], ["a", 1], {"x": [1]}, {"x": [1.0]}]}"#,
+        r#"{"any": [null, true, "true", 0, false, [], {}, [[]], [{}]]}"#,
+        r#"{"any": [null, true, "true", 0, false, [], {}, [[]], [{}], [ ]]}"#,
     ];
+    // Objects equal but for their key order are equal items (JSON
+    // Schema's equality; the `jsonschema` crate, with `serde_json`'s
+    // insertion-ordered maps, compares them in order and calls them apart).
+    for text in [
+        r#"{"objs": [{"a": 1, "b": "x"}, {"b": "x", "a": 1}]}"#,
+        r#"{"objs": [{"a": 1, "b": "x"}, {"b": "x", "a": 1.0}]}"#,
+        r#"{"any": [{"p": [1, {"q": null, "r": 2}]}, {"p": [1.0, {"r": 2, "q": null}]}]}"#,
+    ] {
+        assert!(!accepts(&c, text), "{text}");
+    }
     for text in cases {
         let value: Value = serde_json::from_str(text).unwrap();
         assert_eq!(
@@ -151,8 +170,8 @@ fn places_the_matcher_cannot_tell_are_refused() {
         {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
         {"type": "array", "items": {"type": "integer"}}
     ]});
-    let objects = json!({"type": "array", "items": {"type": "object"}, "uniqueItems": true});
-    for schema in [ambiguous, objects] {
+    let tuple = json!({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "string"}, "uniqueItems": true});
+    for schema in [ambiguous, tuple] {
         let e = Compiler::new(v.clone(), CompilerConfig::default())
             .compile(&Source::json_schema(schema.clone()))
             .expect_err("refused");
@@ -178,6 +197,10 @@ fn generation_never_meets_a_dead_end() {
         json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "uniqueItems": true, "minItems": 9}),
         json!({"type": "array", "items": {"type": "string", "pattern": "^[ab]{0,2}$"}, "uniqueItems": true, "minItems": 6}),
         json!({"type": "object", "properties": {"t": {"type": "array", "items": {"type": "string", "maxLength": 1}, "uniqueItems": true, "minItems": 3}}, "required": ["t"], "additionalProperties": false}),
+        // Objects of two booleans: four values, all of them wanted.
+        json!({"type": "array", "uniqueItems": true, "minItems": 4, "items": {"type": "object",
+               "properties": {"p": {"type": "boolean"}, "q": {"type": "boolean"}},
+               "required": ["p", "q"], "additionalProperties": false}}),
     ];
     let mut rng = StdRng::seed_from_u64(3);
     for schema in schemas {

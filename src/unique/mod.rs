@@ -32,6 +32,7 @@
 //! `schema::unique_sites`).
 
 mod canon;
+mod partial;
 mod places;
 mod run;
 mod scan;

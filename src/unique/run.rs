@@ -190,10 +190,61 @@ impl UniqueRun {
                     }
                 }
             }
-            _ => {
+            Some(None) => {
                 for t in base.iter() {
                     if !vocab.is_eos(t) {
                         try_token(t, &mut out);
+                    }
+                }
+            }
+            None => {
+                let c = scan.checked.last()?;
+                let tables = self.spec.tables(vocab);
+                let next = if c.in_item { scan.partial_next() } else { None };
+                match next {
+                    // Between items, or in one that may still become an
+                    // earlier one with the text stopping outside a string.
+                    _ if !c.in_item => {
+                        for t in base.iter() {
+                            if !vocab.is_eos(t) {
+                                try_token(t, &mut out);
+                            }
+                        }
+                    }
+                    Some(n) if n.anywhere => {
+                        for t in base.iter() {
+                            if !vocab.is_eos(t) {
+                                try_token(t, &mut out);
+                            }
+                        }
+                    }
+                    // Inside a string of an item that may become an earlier
+                    // one: the tokens that go on as it does, or hold a quote.
+                    Some(n) => {
+                        let mut tried = HashSet::new();
+                        for (b, list) in tables.first.iter().enumerate() {
+                            if n.bytes[b] || b == b'\\' as usize {
+                                for &t in list {
+                                    if base.contains(t) && tried.insert(t) {
+                                        try_token(t, &mut out);
+                                    }
+                                }
+                            }
+                        }
+                        for &t in tables.quoted.iter().chain(&tables.commas) {
+                            if base.contains(t) && tried.insert(t) {
+                                try_token(t, &mut out);
+                            }
+                        }
+                    }
+                    // The item can no longer become an earlier one: only a
+                    // token holding another item can repeat one.
+                    None => {
+                        for &t in &tables.commas {
+                            if base.contains(t) {
+                                try_token(t, &mut out);
+                            }
+                        }
                     }
                 }
             }

@@ -2,6 +2,7 @@
 //! every open checked array.
 
 use super::canon::canonical;
+use super::partial::{may_become, Next};
 use super::places::UniqueItems;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -291,8 +292,28 @@ impl Scan {
         }
         match self.string_prefix() {
             Some(Some(p)) => c.starting_with(&p).next().is_some(),
-            _ => true,
+            Some(None) => true,
+            None => self.partial_next().is_some(),
         }
+    }
+
+    /// Inside an item that is not a plain string (an object, an array, a
+    /// number, a literal): where its text so far could still become an
+    /// earlier item, what may come next (`None`: it cannot).
+    pub(super) fn partial_next(&self) -> Option<Next> {
+        let c = self.checked.last()?;
+        let mut next = Next::new();
+        let mut any = false;
+        for u in c.seen.iter() {
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(u) else {
+                // Not JSON (cannot happen): assume the worst.
+                next.anywhere = true;
+                any = true;
+                continue;
+            };
+            any |= may_become(&c.item, &v, &mut next);
+        }
+        any.then_some(next)
     }
 
     /// Inside a string item, not in an escape: which bytes come next in
@@ -399,8 +420,19 @@ mod tests {
         assert!(s.item_at_risk());
         let s = feed(&spec, r#"{"tags": ["abc", "ax"#).unwrap();
         assert!(!s.item_at_risk());
+        // A number cannot become a string.
         let s = feed(&spec, r#"{"tags": ["abc", 12"#).unwrap();
+        assert!(!s.item_at_risk());
+        let s = feed(&spec, r#"{"tags": ["abc", 12, 1"#).unwrap();
         assert!(s.item_at_risk());
+        let s = feed(&spec, r#"{"tags": [{"a": [1, "x"]}, {"a": [1.0, "#).unwrap();
+        assert!(s.item_at_risk());
+        let s = feed(&spec, r#"{"tags": [{"a": [1, "x"]}, {"a": [2"#).unwrap();
+        // `2` may go on (`2.0`... is not 1, but a number's text is only
+        // judged once it ends).
+        assert!(s.item_at_risk());
+        let s = feed(&spec, r#"{"tags": [{"a": [1, "x"]}, {"a": [2,"#).unwrap();
+        assert!(!s.item_at_risk());
         let s = feed(&spec, r#"{"tags": ["abc"#).unwrap();
         assert!(!s.item_at_risk());
     }
