@@ -109,6 +109,8 @@ fn random_arrays_match_the_oracle() {
         json!({"type": "array", "items": {"type": ["string", "integer", "number"]}, "uniqueItems": true, "maxItems": 5}),
         json!({"type": "object", "properties": {"x": {"type": "array",
             "items": {"type": "array", "items": {"type": "number"}, "uniqueItems": true}}}}),
+        json!({"type": "array", "prefixItems": [{"type": "number"}], "items": {"type": "string"}, "uniqueItems": true}),
+        json!({"type": "array", "items": {"type": ["string", "number"]}, "contains": {"const": "a"}, "uniqueItems": true}),
         json!({"$defs": {"t": {"type": "array", "items": {"type": "string", "maxLength": 2}, "uniqueItems": true}},
                "type": "object", "properties": {"a": {"$ref": "#/$defs/t"}, "b": {"anyOf": [{"$ref": "#/$defs/t"}, {"type": "null"}]}}}),
     ];
@@ -170,8 +172,8 @@ fn places_the_matcher_cannot_tell_are_refused() {
         {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
         {"type": "array", "items": {"type": "integer"}}
     ]});
-    let tuple = json!({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "string"}, "uniqueItems": true});
-    for schema in [ambiguous, tuple] {
+    let under_not = json!({"type": "object", "properties": {"a": {"not": {"type": "array", "uniqueItems": true}}}});
+    for schema in [ambiguous, under_not] {
         let e = Compiler::new(v.clone(), CompilerConfig::default())
             .compile(&Source::json_schema(schema.clone()))
             .expect_err("refused");

@@ -2,29 +2,29 @@
 //! ([`crate::unique`]).
 //!
 //! The matcher knows an array only by its place in the output: the keys and
-//! items that lead to it. So the check is exact only where that place alone
-//! says the array must hold distinct items, whatever else the document does.
-//! A schema reached from the root through `properties`, `items` (one schema
-//! for every item), `allOf`, `$ref`, and an `anyOf` / `oneOf` branch whose
-//! sibling branches admit no array, applies to every value at its place
-//! that is an array; a schema reached through anything else (alternatives
-//! that may also be arrays, `if`, `not`, pattern or extra keys, tuple items,
-//! `contains`, a recursive `$ref`, a `$dynamicRef`) does not, and its
-//! `uniqueItems` stays refused as before.
+//! items that lead to it. It follows the schemas that apply there through a
+//! graph of the schema ([`UniqueItems`]): one node per schema object, edges
+//! for `properties`, `additionalProperties` (where no `patternProperties`
+//! could claim a key too) and `items`, and "applies here too" for `allOf`,
+//! `$ref` and an `anyOf` / `oneOf` branch whose sibling branches admit no
+//! array. A recursive `$ref` is a cycle. A schema reached only that way
+//! applies to every value at its place that is an array, so its
+//! `uniqueItems` is exact when checked there. A schema also reached through
+//! anything else (an alternative that may be an array too, `if` / `then` /
+//! `else`, `not`, `patternProperties`, tuple items, `contains`,
+//! `dependentSchemas`, ...) may apply where the matcher cannot tell, and its
+//! `uniqueItems` stays refused, with the reason. A `$dynamicRef` or
+//! `$recursiveRef` anywhere leaves every array unchecked.
 
 use super::ir::resources::Resources;
 use crate::unique::UniqueItems;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
-/// Where a schema applies: a node of the trie, or why the matcher cannot
-/// tell the place.
-type Place = Result<u32, &'static str>;
-
-/// Most schema nodes one walk visits (a walk past it checks nothing).
+/// Most schema objects one walk expands (past it nothing is checked).
 const MAX_VISITS: usize = 100_000;
 
-/// The arrays the matcher checks: their schemas' pointers and the trie of
+/// The arrays the matcher checks: their schemas' pointers and the graph of
 /// their places.
 #[derive(Debug)]
 pub(crate) struct Sites {
@@ -39,71 +39,46 @@ pub(crate) struct Sites {
 /// it).
 pub(crate) fn sites(root: &Value) -> Sites {
     let resources = Resources::collect(root);
-    // First pass: the pointers a `$ref` re-enters (their places repeat
-    // without end, which the trie cannot hold). Second: the walk that
-    // counts, entering those with no place.
-    let mut recursive = HashSet::new();
-    for pass in 0..2 {
-        let mut w = Walk {
-            root,
-            resources: &resources,
-            trie: UniqueItems::new(),
-            stack: Vec::new(),
-            visits: 0,
-            failed: false,
-            recursive: std::mem::take(&mut recursive),
-            found: HashMap::new(),
-            visited: HashMap::new(),
-            second: pass == 1,
-        };
-        w.walk(root, String::new(), Ok(0));
-        if w.failed {
-            break;
-        }
-        if pass == 0 {
-            recursive = w.recursive;
-            continue;
-        }
-        // Every place a `uniqueItems` schema is seen at is checked (where
-        // the generator keeps the keyword exact, the check finds nothing
-        // to refuse). A schema the generator lowers (its own or one merged
-        // into it through `$ref` / `allOf`) is checked when each of its
-        // places is one of those.
-        let mut trie = w.trie;
-        for places in w.found.values() {
-            for (at, min, listed) in places {
-                if let Ok(a) = at {
-                    trie.mark(*a, *min, listed.clone());
-                }
-            }
-        }
-        let mut checked = HashSet::new();
-        let mut refused = HashMap::new();
-        for (ptr, places) in w.visited {
-            let found_why = w
-                .found
-                .get(&ptr)
-                .and_then(|f| f.iter().find_map(|p| p.0.err()));
-            match places.iter().find_map(|p| p.err()).or(found_why) {
-                Some(why) => {
-                    refused.insert(ptr, why);
-                }
-                None if places.iter().all(|p| p.is_ok_and(|a| trie.is_unique(a))) => {
-                    checked.insert(ptr);
-                }
-                None => {}
-            }
-        }
+    let mut w = Walk {
+        root,
+        resources: &resources,
+        trie: UniqueItems::new(),
+        node_of: HashMap::new(),
+        placed: HashSet::new(),
+        unplaced: HashMap::new(),
+        unique: HashSet::new(),
+        visits: 0,
+        failed: false,
+    };
+    w.node_of.insert(String::new(), 0);
+    w.placed(root, String::new());
+    if w.failed {
         return Sites {
-            checked,
-            refused,
-            trie,
+            checked: HashSet::new(),
+            refused: HashMap::new(),
+            trie: UniqueItems::new(),
         };
     }
+    let mut trie = w.trie;
+    trie.finish();
+    // A schema the generator lowers (its own `uniqueItems` or one merged
+    // into it through `$ref` / `allOf`) is checked when it is only ever
+    // reached with a place, and a checked node applies wherever it does.
+    let mut checked = HashSet::new();
+    for (ptr, &n) in &w.node_of {
+        if !w.unplaced.contains_key(ptr) && trie.closure_unique(n) {
+            checked.insert(ptr.clone());
+        }
+    }
+    let refused = w
+        .unplaced
+        .into_iter()
+        .filter(|(p, _)| w.unique.contains(p) || w.node_of.contains_key(p))
+        .collect();
     Sites {
-        checked: HashSet::new(),
-        refused: HashMap::new(),
-        trie: UniqueItems::new(),
+        checked,
+        refused,
+        trie,
     }
 }
 
@@ -111,148 +86,123 @@ struct Walk<'a> {
     root: &'a Value,
     resources: &'a Resources,
     trie: UniqueItems,
-    stack: Vec<String>,
+    /// The node of each schema object reached with a place.
+    node_of: HashMap<String, u32>,
+    /// Schemas expanded with a place.
+    placed: HashSet<String>,
+    /// Schemas reached without one, and why.
+    unplaced: HashMap<String, &'static str>,
+    /// Schemas with `uniqueItems: true`.
+    unique: HashSet<String>,
     visits: usize,
     failed: bool,
-    recursive: HashSet<String>,
-    /// Per schema with `uniqueItems: true`: the place of each visit
-    /// (`None`: not one the matcher can check) and its `minItems`.
-    found: HashMap<String, Vec<(Place, u64, Option<Vec<Box<[u8]>>>)>>,
-    /// Every schema object's places.
-    visited: HashMap<String, Vec<Place>>,
-    second: bool,
 }
 
 fn push(ptr: &str, token: &str) -> String {
     format!("{ptr}/{}", token.replace('~', "~0").replace('/', "~1"))
 }
 
-impl Walk<'_> {
-    fn walk(&mut self, v: &Value, ptr: String, mut at: Place) {
-        let Value::Object(m) = v else { return };
-        self.visits += 1;
-        if self.visits > MAX_VISITS {
-            self.failed = true;
+/// How a subschema relates to its parent's place.
+enum Edge {
+    /// Applies at the same place.
+    Here,
+    /// Applies at the place of a member with this key.
+    Key(String),
+    /// Applies at the undeclared keys (the parent's declared names).
+    Other(Vec<String>),
+    /// Applies at every item.
+    Items,
+    /// Applies where the matcher cannot tell.
+    Lost(&'static str),
+}
+
+impl<'a> Walk<'a> {
+    fn node(&mut self, ptr: &str) -> u32 {
+        if let Some(&n) = self.node_of.get(ptr) {
+            return n;
         }
-        if self.failed {
-            return;
-        }
-        if self.stack.contains(&ptr) {
-            self.recursive.insert(ptr);
-            return;
-        }
-        if self.second && self.recursive.contains(&ptr) {
-            at = Err("inside a recursive $ref");
-        }
-        if m.contains_key("$dynamicRef") || m.contains_key("$recursiveRef") {
-            // The target depends on the dynamic scope.
-            self.failed = true;
-            return;
-        }
-        self.stack.push(ptr.clone());
-        self.visited.entry(ptr.clone()).or_default().push(at);
-        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
-            let place = at.and_then(|a| {
-                if m.contains_key("prefixItems")
-                    || m.contains_key("contains")
-                    || m.get("items").is_some_and(Value::is_array)
-                {
-                    Err("beside prefixItems or contains")
-                } else {
-                    Ok(a)
-                }
-            });
-            let min = m.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-            let listed = m.get("items").and_then(|i| self.listed(i));
-            self.found
-                .entry(ptr.clone())
-                .or_default()
-                .push((place, min, listed));
-        }
-        if let Some(Value::String(r)) = m.get("$ref") {
-            match self.resources.resolve(r, &ptr, self.root) {
-                Some(t) => {
-                    if let Some(target) = self.root.pointer(&t) {
-                        self.walk(target, t, at);
-                    }
-                }
-                None => self.failed = true,
-            }
-        }
+        let n = self.trie.node();
+        self.node_of.insert(ptr.to_string(), n);
+        n
+    }
+
+    fn target(&self, r: &str, ptr: &str) -> Option<(String, &'a Value)> {
+        let t = self.resources.resolve(r, ptr, self.root)?;
+        let v = self.root.pointer(&t)?;
+        Some((t, v))
+    }
+
+    /// The subschemas of `m` (at `ptr`), each with how it relates to the
+    /// place of `m`.
+    fn children<'v>(
+        &self,
+        m: &'v serde_json::Map<String, Value>,
+        ptr: &str,
+    ) -> Vec<(&'v Value, String, Edge)> {
+        let mut out = Vec::new();
         if let Some(Value::Object(props)) = m.get("properties") {
-            let base = push(&ptr, "properties");
+            let base = push(ptr, "properties");
             for (k, s) in props {
-                let child = at.map(|a| self.trie.key(a, k));
-                self.walk(s, push(&base, k), child);
+                out.push((s, push(&base, k), Edge::Key(k.clone())));
             }
         }
         match m.get("items") {
             Some(Value::Array(list)) => {
                 for (i, s) in list.iter().enumerate() {
-                    self.walk(
+                    out.push((
                         s,
-                        push(&push(&ptr, "items"), &i.to_string()),
-                        Err("under tuple items"),
-                    );
+                        push(&push(ptr, "items"), &i.to_string()),
+                        Edge::Lost("under tuple items"),
+                    ));
                 }
             }
-            Some(s) => {
-                let child = at.map(|a| self.trie.items(a));
-                self.walk(s, push(&ptr, "items"), child);
-            }
+            Some(s) => out.push((s, push(ptr, "items"), Edge::Items)),
             None => {}
         }
         if let Some(Value::Array(list)) = m.get("allOf") {
             for (i, s) in list.iter().enumerate() {
-                self.walk(s, push(&push(&ptr, "allOf"), &i.to_string()), at);
+                out.push((s, push(&push(ptr, "allOf"), &i.to_string()), Edge::Here));
             }
         }
         for kw in ["anyOf", "oneOf"] {
             if let Some(Value::Array(list)) = m.get(kw) {
                 for (i, s) in list.iter().enumerate() {
-                    // A branch's place is checked when no other branch
+                    // A branch's place is told when no other branch
                     // admits an array.
                     let alone = list
                         .iter()
                         .enumerate()
                         .all(|(j, o)| j == i || self.never_array(o, 0));
-                    let here = at.and_then(|a| {
-                        if alone {
-                            Ok(a)
-                        } else {
-                            Err("in an anyOf/oneOf branch beside others that admit arrays")
-                        }
-                    });
-                    self.walk(s, push(&push(&ptr, kw), &i.to_string()), here);
+                    let edge = if alone {
+                        Edge::Here
+                    } else {
+                        Edge::Lost("in an anyOf/oneOf branch beside others that admit arrays")
+                    };
+                    out.push((s, push(&push(ptr, kw), &i.to_string()), edge));
                 }
             }
         }
-        for kw in ["prefixItems"] {
-            if let Some(Value::Array(list)) = m.get(kw) {
-                for (i, s) in list.iter().enumerate() {
-                    self.walk(
-                        s,
-                        push(&push(&ptr, kw), &i.to_string()),
-                        Err("under prefixItems"),
-                    );
-                }
+        if let Some(Value::Array(list)) = m.get("prefixItems") {
+            for (i, s) in list.iter().enumerate() {
+                out.push((
+                    s,
+                    push(&push(ptr, "prefixItems"), &i.to_string()),
+                    Edge::Lost("under prefixItems"),
+                ));
             }
         }
         if let Some(s) = m.get("additionalProperties") {
-            // The keys this schema does not declare: exact where no
-            // pattern could claim them too.
-            let child = at.and_then(|a| {
-                if m.contains_key("patternProperties") {
-                    return Err("under additionalProperties beside patternProperties");
-                }
-                let declared: Vec<String> = m
-                    .get("properties")
-                    .and_then(Value::as_object)
-                    .map(|p| p.keys().cloned().collect())
-                    .unwrap_or_default();
-                Ok(self.trie.other(a, declared))
-            });
-            self.walk(s, push(&ptr, "additionalProperties"), child);
+            let edge = if m.contains_key("patternProperties") {
+                Edge::Lost("under additionalProperties beside patternProperties")
+            } else {
+                Edge::Other(
+                    m.get("properties")
+                        .and_then(Value::as_object)
+                        .map(|p| p.keys().cloned().collect())
+                        .unwrap_or_default(),
+                )
+            };
+            out.push((s, push(ptr, "additionalProperties"), edge));
         }
         for (kw, why) in [
             ("additionalItems", "under additionalItems"),
@@ -266,7 +216,7 @@ impl Walk<'_> {
             ("else", "under then/else"),
         ] {
             if let Some(s) = m.get(kw) {
-                self.walk(s, push(&ptr, kw), Err(why));
+                out.push((s, push(ptr, kw), Edge::Lost(why)));
             }
         }
         for (kw, why) in [
@@ -275,13 +225,93 @@ impl Walk<'_> {
             ("dependencies", "under dependencies"),
         ] {
             if let Some(Value::Object(map)) = m.get(kw) {
-                let base = push(&ptr, kw);
+                let base = push(ptr, kw);
                 for (k, s) in map {
-                    self.walk(s, push(&base, k), Err(why));
+                    out.push((s, push(&base, k), Edge::Lost(why)));
                 }
             }
         }
-        self.stack.pop();
+        out
+    }
+
+    fn count(&mut self) -> bool {
+        self.visits += 1;
+        if self.visits > MAX_VISITS {
+            self.failed = true;
+        }
+        !self.failed
+    }
+
+    /// The schema at `ptr`, reached with a place: its node and edges.
+    fn placed(&mut self, v: &Value, ptr: String) -> Option<u32> {
+        let Value::Object(m) = v else { return None };
+        let n = self.node(&ptr);
+        if !self.placed.insert(ptr.clone()) || !self.count() {
+            return Some(n);
+        }
+        if m.contains_key("$dynamicRef") || m.contains_key("$recursiveRef") {
+            // The target depends on the dynamic scope.
+            self.failed = true;
+            return Some(n);
+        }
+        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
+            self.unique.insert(ptr.clone());
+            let min = m.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+            let tuple =
+                m.contains_key("prefixItems") || m.get("items").is_some_and(Value::is_array);
+            let listed = m
+                .get("items")
+                .filter(|_| !tuple)
+                .and_then(|i| self.listed(i));
+            self.trie.mark(n, min, listed);
+        }
+        if let Some(Value::String(r)) = m.get("$ref") {
+            match self.target(r, &ptr) {
+                Some((t, tv)) => {
+                    if let Some(c) = self.placed(tv, t) {
+                        self.trie.add_also(n, c);
+                    }
+                }
+                None => self.failed = true,
+            }
+        }
+        for (s, p, edge) in self.children(m, &ptr) {
+            match edge {
+                Edge::Lost(why) => self.unplaced(s, p, why),
+                edge => {
+                    let Some(c) = self.placed(s, p) else { continue };
+                    match edge {
+                        Edge::Here => self.trie.add_also(n, c),
+                        Edge::Key(k) => self.trie.add_key(n, &k, c),
+                        Edge::Other(declared) => self.trie.add_other(n, declared, c),
+                        Edge::Items => self.trie.add_items(n, c),
+                        Edge::Lost(_) => unreachable!(),
+                    }
+                }
+            }
+        }
+        Some(n)
+    }
+
+    /// The schema at `ptr`, and all below it, reached where the matcher
+    /// cannot tell the place.
+    fn unplaced(&mut self, v: &Value, ptr: String, why: &'static str) {
+        let Value::Object(m) = v else { return };
+        if self.unplaced.contains_key(&ptr) || !self.count() {
+            return;
+        }
+        self.unplaced.insert(ptr.clone(), why);
+        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
+            self.unique.insert(ptr.clone());
+        }
+        if let Some(Value::String(r)) = m.get("$ref") {
+            if let Some((t, tv)) = self.target(r, &ptr) {
+                self.unplaced(tv, t, why);
+            }
+        }
+        for (s, p, _) in self.children(m, &ptr) {
+            self.unplaced(s, p, why);
+        }
     }
 
     /// The schema `v` after its `$ref`s (a few hops).
@@ -436,7 +466,7 @@ mod tests {
     }
 
     #[test]
-    fn recursion_leaves_arrays_unchecked() {
+    fn recursion_is_a_cycle() {
         let s = json!({
             "type": "object",
             "properties": {
@@ -444,6 +474,8 @@ mod tests {
                 "child": {"$ref": "#"}
             }
         });
-        assert!(sites(&s).checked.is_empty());
+        assert!(sites(&s).checked.contains("/properties/tags"));
+        let d = json!({"properties": {"a": {"$dynamicRef": "#x"}, "t": {"type": "array", "uniqueItems": true}}});
+        assert!(sites(&d).checked.is_empty());
     }
 }

@@ -13,6 +13,9 @@ pub(super) struct Next {
     /// byte of what comes next there (its canonical spelling; `"` where the
     /// string is complete).
     pub bytes: [bool; 256],
+    /// The same, whole: the canonical spelling of the rest of each such
+    /// string, closing quote included.
+    pub rests: Vec<Vec<u8>>,
     /// The text stops outside a string (any token may matter).
     pub anywhere: bool,
 }
@@ -21,6 +24,7 @@ impl Next {
     pub(super) fn new() -> Next {
         Next {
             bytes: [false; 256],
+            rests: Vec::new(),
             anywhere: false,
         }
     }
@@ -247,6 +251,9 @@ fn string_next(target: &str, text: &str, next: &mut Next) -> bool {
     let Some(rest) = target.strip_prefix(text) else {
         return false;
     };
+    let mut spelled = serde_json::to_vec(rest).unwrap_or_default();
+    spelled.remove(0);
+    next.rests.push(spelled);
     match rest.chars().next() {
         Some(c) => {
             let spelled = serde_json::to_vec(&c.to_string()).unwrap_or_default();

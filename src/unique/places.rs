@@ -4,8 +4,10 @@ use crate::vocab::{TokenId, Vocabulary};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-/// Which arrays of the document must hold distinct items: a trie over
-/// instance paths, node 0 the document's own value.
+/// Which arrays of the document must hold distinct items: a graph of the
+/// schemas that apply at each place (node 0 the document's own), with
+/// edges for object keys, undeclared keys and items, so that a recursive
+/// schema is a cycle.
 #[derive(Debug, Default)]
 pub struct UniqueItems {
     pub(super) nodes: Vec<PathNode>,
@@ -41,11 +43,18 @@ pub(super) enum Listed {
 
 #[derive(Debug, Default, Clone)]
 pub(super) struct PathNode {
+    /// The schema's `properties`: the node of each member's schema.
     pub(super) keys: HashMap<String, u32>,
-    /// The keys an object schema here does not declare (its
-    /// `additionalProperties`): the declared names, and the node.
-    pub(super) others: Vec<(Vec<String>, u32)>,
+    /// The keys the schema does not declare (its `additionalProperties`):
+    /// the declared names, sorted, and the node.
+    pub(super) others: Option<(Vec<String>, u32)>,
+    /// The schema of every item.
     pub(super) items: Option<u32>,
+    /// Schemas that apply at the same place (`allOf`, `$ref`, a lone
+    /// array branch of `anyOf` / `oneOf`).
+    pub(super) also: Vec<u32>,
+    /// This node and every node its `also` reaches (made by `finish`).
+    pub(super) closure: Vec<u32>,
     pub(super) unique: bool,
     /// The largest `minItems` of the checked arrays here.
     pub(super) min_items: u64,
@@ -55,7 +64,7 @@ pub(super) struct PathNode {
 }
 
 impl UniqueItems {
-    /// A trie with only the document's value, unchecked.
+    /// A graph with only the document's schema (node 0), unchecked.
     pub fn new() -> UniqueItems {
         UniqueItems {
             nodes: vec![PathNode::default()],
@@ -63,43 +72,53 @@ impl UniqueItems {
         }
     }
 
-    /// The node for member `key` of the object at `at`.
-    pub fn key(&mut self, at: u32, key: &str) -> u32 {
-        if let Some(&n) = self.nodes[at as usize].keys.get(key) {
-            return n;
-        }
-        let n = self.nodes.len() as u32;
+    /// A new node: one schema, applying where its edges say.
+    pub fn node(&mut self) -> u32 {
         self.nodes.push(PathNode::default());
-        self.nodes[at as usize].keys.insert(key.to_string(), n);
-        n
+        (self.nodes.len() - 1) as u32
     }
 
-    /// The node for the keys of the object at `at` that are not among
-    /// `declared` (one schema's `additionalProperties`).
-    pub fn other(&mut self, at: u32, mut declared: Vec<String>) -> u32 {
+    /// Member `key` of an object at `at` has the schema of `child`.
+    pub fn add_key(&mut self, at: u32, key: &str, child: u32) {
+        self.nodes[at as usize].keys.insert(key.to_string(), child);
+    }
+
+    /// The keys of an object at `at` not among `declared` have the schema
+    /// of `child`.
+    pub fn add_other(&mut self, at: u32, mut declared: Vec<String>, child: u32) {
         declared.sort();
-        if let Some((_, n)) = self.nodes[at as usize]
-            .others
-            .iter()
-            .find(|(d, _)| *d == declared)
-        {
-            return *n;
-        }
-        let n = self.nodes.len() as u32;
-        self.nodes.push(PathNode::default());
-        self.nodes[at as usize].others.push((declared, n));
-        n
+        self.nodes[at as usize].others = Some((declared, child));
     }
 
-    /// The node for every item of the array at `at`.
-    pub fn items(&mut self, at: u32) -> u32 {
-        if let Some(n) = self.nodes[at as usize].items {
-            return n;
+    /// Every item of an array at `at` has the schema of `child`.
+    pub fn add_items(&mut self, at: u32, child: u32) {
+        self.nodes[at as usize].items = Some(child);
+    }
+
+    /// Where `at` applies, `other` applies too.
+    pub fn add_also(&mut self, at: u32, other: u32) {
+        if at != other && !self.nodes[at as usize].also.contains(&other) {
+            self.nodes[at as usize].also.push(other);
         }
-        let n = self.nodes.len() as u32;
-        self.nodes.push(PathNode::default());
-        self.nodes[at as usize].items = Some(n);
-        n
+    }
+
+    /// Computes the closures of `also` (call once every edge is in).
+    pub fn finish(&mut self) {
+        for n in 0..self.nodes.len() {
+            let mut seen = vec![n as u32];
+            let mut i = 0;
+            while i < seen.len() {
+                let m = seen[i] as usize;
+                for &o in &self.nodes[m].also {
+                    if !seen.contains(&o) {
+                        seen.push(o);
+                    }
+                }
+                i += 1;
+            }
+            seen.sort_unstable();
+            self.nodes[n].closure = seen;
+        }
     }
 
     /// Marks the array at `at` as one of distinct items.
@@ -130,9 +149,13 @@ impl UniqueItems {
         };
     }
 
-    /// Whether the array at `at` is checked.
-    pub fn is_unique(&self, at: u32) -> bool {
-        self.nodes[at as usize].unique
+    /// Whether an array where `at` applies is checked (by `at` or a
+    /// schema that applies with it; after [`Self::finish`]).
+    pub fn closure_unique(&self, at: u32) -> bool {
+        self.nodes[at as usize]
+            .closure
+            .iter()
+            .any(|&n| self.nodes[n as usize].unique)
     }
 
     /// Whether no array is checked.
@@ -150,10 +173,12 @@ impl UniqueItems {
             .sum()
     }
 
+    /// The nodes at member `key` of an object at the nodes `at`.
     pub(super) fn child_key(&self, at: &[u32], key: &[u8]) -> Vec<u32> {
         let mut out = Vec::new();
         if at.iter().all(|&n| {
-            self.nodes[n as usize].keys.is_empty() && self.nodes[n as usize].others.is_empty()
+            let node = &self.nodes[n as usize];
+            node.keys.is_empty() && node.others.is_none()
         }) {
             return out;
         }
@@ -162,20 +187,36 @@ impl UniqueItems {
         };
         for &n in at {
             let node = &self.nodes[n as usize];
-            out.extend(node.keys.get(&k));
-            for (declared, c) in &node.others {
+            if let Some(&c) = node.keys.get(&k) {
+                out.extend_from_slice(&self.nodes[c as usize].closure);
+            }
+            if let Some((declared, c)) = &node.others {
                 if declared.binary_search(&k).is_err() {
-                    out.push(*c);
+                    out.extend_from_slice(&self.nodes[*c as usize].closure);
                 }
             }
         }
+        out.sort_unstable();
+        out.dedup();
         out
     }
 
+    /// The nodes at every item of an array at the nodes `at`.
     pub(super) fn child_items(&self, at: &[u32]) -> Vec<u32> {
-        at.iter()
-            .filter_map(|&n| self.nodes[n as usize].items)
-            .collect()
+        let mut out = Vec::new();
+        for &n in at {
+            if let Some(c) = self.nodes[n as usize].items {
+                out.extend_from_slice(&self.nodes[c as usize].closure);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The nodes of the document's own value.
+    pub(super) fn root(&self) -> Vec<u32> {
+        self.nodes[0].closure.clone()
     }
 
     /// Whether the array at these nodes is checked: its `minItems` and
@@ -198,6 +239,18 @@ impl UniqueItems {
                     l.filter(|l| listed.as_ref() == Some(l)),
                 ),
             });
+        }
+        // Listed values speak for the items only where no other schema
+        // here says more of them.
+        if at
+            .iter()
+            .filter(|&&n| self.nodes[n as usize].items.is_some())
+            .count()
+            > 1
+        {
+            if let Some((_, l)) = &mut out {
+                *l = None;
+            }
         }
         out
     }

@@ -75,8 +75,8 @@ pub(crate) struct UniqueRun {
 impl UniqueRun {
     pub(crate) fn new(spec: Arc<UniqueItems>) -> UniqueRun {
         UniqueRun {
+            scans: vec![Scan::new(&spec)],
             spec,
-            scans: vec![Scan::new()],
             filtered: OnceLock::new(),
         }
     }
@@ -220,18 +220,30 @@ impl UniqueRun {
                     }
                     // Inside a string of an item that may become an earlier
                     // one: the tokens that go on as it does, or hold a quote.
+                    // A token that spells none of those rests (up to its
+                    // first quote) leaves the item apart from every earlier
+                    // one; only one that also holds a comma may write
+                    // another item.
                     Some(n) => {
+                        let spells_a_rest = |bytes: &[u8]| {
+                            let upto = match bytes.iter().position(|&b| b == b'"') {
+                                Some(q) => &bytes[..=q],
+                                None => bytes,
+                            };
+                            bytes.contains(&b'\\') || n.rests.iter().any(|r| r.starts_with(upto))
+                        };
                         let mut tried = HashSet::new();
                         for (b, list) in tables.first.iter().enumerate() {
-                            if n.bytes[b] || b == b'\\' as usize {
+                            if n.bytes[b] || b == b'\\' as usize || b == b'"' as usize {
                                 for &t in list {
-                                    if base.contains(t) && tried.insert(t) {
+                                    let bytes = vocab.spelling(t).unwrap_or(&[]);
+                                    if base.contains(t) && spells_a_rest(bytes) && tried.insert(t) {
                                         try_token(t, &mut out);
                                     }
                                 }
                             }
                         }
-                        for &t in tables.quoted.iter().chain(&tables.commas) {
+                        for &t in &tables.quoted_commas {
                             if base.contains(t) && tried.insert(t) {
                                 try_token(t, &mut out);
                             }

@@ -13,6 +13,9 @@ pub(super) struct Checked {
     /// Index of the array's frame in the scanner's stack.
     pub(super) frame: usize,
     pub(super) seen: Arc<BTreeSet<Box<[u8]>>>,
+    /// The items written that are objects or arrays, parsed (for
+    /// [`may_become`]).
+    pub(super) containers: Arc<Vec<serde_json::Value>>,
     /// The item being written (raw bytes), while `in_item`.
     pub(super) item: Vec<u8>,
     pub(super) in_item: bool,
@@ -68,12 +71,12 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
-    pub(crate) fn new() -> Scan {
+    pub(crate) fn new(spec: &UniqueItems) -> Scan {
         Scan {
             stack: Vec::new(),
             lex: Lex::Value,
             checked: Vec::new(),
-            next_node: vec![0],
+            next_node: spec.root(),
             key: Vec::new(),
         }
     }
@@ -110,6 +113,11 @@ impl Scan {
                 let canon = canonical(&c.item).into_boxed_slice();
                 if c.seen.contains(&canon) {
                     return Err(Duplicate);
+                }
+                if matches!(canon.first(), Some(b'{' | b'[')) {
+                    if let Ok(v) = serde_json::from_slice(&canon) {
+                        Arc::make_mut(&mut c.containers).push(v);
+                    }
                 }
                 Arc::make_mut(&mut c.seen).insert(canon);
                 c.count += 1;
@@ -177,6 +185,7 @@ impl Scan {
                                 self.checked.push(Checked {
                                     frame: self.stack.len() - 1,
                                     seen: Arc::new(BTreeSet::new()),
+                                    containers: Arc::new(Vec::new()),
                                     item: Vec::new(),
                                     in_item: false,
                                     count: 0,
@@ -304,14 +313,28 @@ impl Scan {
         let c = self.checked.last()?;
         let mut next = Next::new();
         let mut any = false;
-        for u in c.seen.iter() {
-            let Ok(v) = serde_json::from_slice::<serde_json::Value>(u) else {
-                // Not JSON (cannot happen): assume the worst.
-                next.anywhere = true;
-                any = true;
-                continue;
-            };
-            any |= may_become(&c.item, &v, &mut next);
+        match c.item.first() {
+            // An object or an array can only become one of those.
+            Some(b'{' | b'[') => {
+                for v in c.containers.iter() {
+                    any |= may_become(&c.item, v, &mut next);
+                }
+            }
+            _ => {
+                for u in c
+                    .seen
+                    .iter()
+                    .filter(|u| !matches!(u.first(), Some(b'{' | b'[')))
+                {
+                    let Ok(v) = serde_json::from_slice::<serde_json::Value>(u) else {
+                        // Not JSON (cannot happen): assume the worst.
+                        next.anywhere = true;
+                        any = true;
+                        continue;
+                    };
+                    any |= may_become(&c.item, &v, &mut next);
+                }
+            }
         }
         any.then_some(next)
     }
@@ -386,13 +409,15 @@ mod tests {
 
     fn spec_tags() -> UniqueItems {
         let mut u = UniqueItems::new();
-        let tags = u.key(0, "tags");
+        let tags = u.node();
+        u.add_key(0, "tags", tags);
         u.mark(tags, 0, None);
+        u.finish();
         u
     }
 
     fn feed(spec: &UniqueItems, text: &str) -> Result<Scan, usize> {
-        let mut s = Scan::new();
+        let mut s = Scan::new(spec);
         for (i, &b) in text.as_bytes().iter().enumerate() {
             s.feed(spec, b).map_err(|_| i)?;
         }

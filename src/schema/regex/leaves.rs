@@ -726,27 +726,29 @@ impl<'d, 'a> Gen<'d, 'a> {
             pointer: n.at.clone(),
             detail: detail.into(),
         };
-        if n.prefix_items.is_some() || !n.contains.is_empty() {
-            return Err(unsupported("together with prefixItems/contains"));
-        }
+        let tuple = n.prefix_items.is_some() || !n.contains.is_empty();
         let item = n.items.clone().unwrap_or(Schema::Bool(true));
         let min = n.min_items.unwrap_or(0);
         let max = n.max_items.unwrap_or(u64::MAX);
         let values = self.finite_values(&item)?;
         if self.doc.unique_checked_at(&n.at)
-            && values
-                .as_ref()
-                .is_none_or(|v| v.len() > self.opts.max_unique_values)
+            && (tuple
+                || values
+                    .as_ref()
+                    .is_none_or(|v| v.len() > self.opts.max_unique_values))
         {
             // Checked at run time by the matcher (`crate::unique`): the
             // automaton keeps the array without it.
-            if let Some(v) = values.as_ref().filter(|v| (v.len() as u64) < min) {
+            if let Some(v) = values.as_ref().filter(|v| !tuple && (v.len() as u64) < min) {
                 return Err(unsupported(&format!(
                     "minItems {min} distinct items of only {} possible values",
                     v.len()
                 )));
             }
             return self.array(&m);
+        }
+        if tuple {
+            return Err(unsupported("together with prefixItems/contains"));
         }
         let Some(values) = values else {
             // Neither exact (no small finite item language) nor checked at
