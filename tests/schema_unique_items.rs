@@ -321,3 +321,26 @@ fn qwen_walks_end_valid() {
         assert!(oracle.is_valid(&value), "walk {walk}: {text}");
     }
 }
+
+/// A recursive schema: arrays at every depth are checked (the places form
+/// a cycle), and `prefixItems` beside the keyword changes nothing.
+#[test]
+fn recursive_and_tuple_arrays_are_checked() {
+    let (v, _) = tiny_vocab();
+    let schema = json!({"type": "object", "properties": {
+        "tags": {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "string"}, "uniqueItems": true},
+        "child": {"$ref": "#"}
+    }, "additionalProperties": false});
+    let oracle = jsonschema::validator_for(&schema).unwrap();
+    let c = compile(&v, &schema, compliant());
+    for text in [
+        r#"{"tags": [1, "a", "b"]}"#,
+        r#"{"tags": [1, "a", "a"]}"#,
+        r#"{"child": {"tags": [2, "b", "b"]}}"#,
+        r#"{"child": {"child": {"tags": [2, "a", "b"]}}, "tags": [1, "a"]}"#,
+        r#"{"child": {"child": {"tags": [2, "a", "a"]}}, "tags": [1, "a"]}"#,
+    ] {
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(accepts(&c, text), oracle.is_valid(&value), "{text}");
+    }
+}

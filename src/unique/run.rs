@@ -10,6 +10,16 @@ use std::collections::{HashMap, HashSet};
 /// Results of the search, per index state and scan ([`Scan::memo_key`]),
 /// shared by the tokens tried for one mask.
 type Memo = HashMap<(StateId, (u64, bool, Vec<u8>)), bool>;
+
+/// One search for a new completion of an item.
+struct Search<'a> {
+    index: &'a TokenIndex,
+    /// Items written when it started (one more: an item ended new).
+    done: u64,
+    /// Byte steps left.
+    budget: usize,
+    memo: &'a mut Memo,
+}
 use std::sync::{Arc, OnceLock};
 
 /// Most byte steps the search for a new completion of an item may take per
@@ -312,51 +322,38 @@ impl UniqueRun {
                 None => return true,
             }
         }
-        let mut budget = LOOKAHEAD_NODES;
-        let done = sc.items_done();
-        self.completes(index, st, &sc, done, &mut budget, 0, memo)
+        let mut q = Search {
+            index,
+            done: sc.items_done(),
+            budget: LOOKAHEAD_NODES,
+            memo,
+        };
+        self.completes(&mut q, st, &sc, 0)
     }
 
     /// Whether some continuation from `s` finishes the open item with a
     /// value not written before (a depth-first search of at most `budget`
     /// byte steps, the bytes that end an item tried first so that it
     /// finishes early).
-    fn completes(
-        &self,
-        index: &TokenIndex,
-        s: StateId,
-        scan: &Scan,
-        done: u64,
-        budget: &mut usize,
-        depth: usize,
-        memo: &mut Memo,
-    ) -> bool {
+    fn completes(&self, q: &mut Search, s: StateId, scan: &Scan, depth: usize) -> bool {
         if depth > 256 {
             return false;
         }
         let key = (s, scan.memo_key());
-        if let Some(&known) = memo.get(&key) {
+        if let Some(&known) = q.memo.get(&key) {
             return known;
         }
-        let found = self.completes_from(index, s, scan, done, budget, depth, memo);
+        let found = self.completes_from(q, s, scan, depth);
         // A search cut short by the budget proves nothing.
-        if found || *budget > 0 {
-            memo.insert(key, found);
+        if found || q.budget > 0 {
+            q.memo.insert(key, found);
         }
         found
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn completes_from(
-        &self,
-        index: &TokenIndex,
-        s: StateId,
-        scan: &Scan,
-        done: u64,
-        budget: &mut usize,
-        depth: usize,
-        memo: &mut Memo,
-    ) -> bool {
+    /// [`Self::completes`] for a state not searched before.
+    fn completes_from(&self, q: &mut Search, s: StateId, scan: &Scan, depth: usize) -> bool {
+        let index = q.index;
         // The state after each byte class, looked up once per class. Every
         // child is looked at before any is searched below: one that ends
         // the item new or leaves every earlier item behind settles it.
@@ -372,10 +369,10 @@ impl UniqueRun {
             let Some(n) = n else {
                 continue;
             };
-            if *budget == 0 {
+            if q.budget == 0 {
                 return false;
             }
-            *budget -= 1;
+            q.budget -= 1;
             if let Some(next) = &next {
                 if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' && !next[b as usize] {
                     return true;
@@ -388,14 +385,16 @@ impl UniqueRun {
             // The item ended new, or its text no longer starts any earlier
             // item (then every way to finish it is new, and the state is
             // live, so there is one).
-            if sc.items_done() > done || sc.checked.len() < scan.checked.len() || !sc.item_at_risk()
+            if sc.items_done() > q.done
+                || sc.checked.len() < scan.checked.len()
+                || !sc.item_at_risk()
             {
                 return true;
             }
             deeper.push((n, sc));
         }
         for (n, sc) in deeper {
-            if self.completes(index, n, &sc, done, budget, depth + 1, memo) {
+            if self.completes(q, n, &sc, depth + 1) {
                 return true;
             }
         }
