@@ -1,35 +1,35 @@
 //! # `uniqueItems` checked at run time
 //!
-//! Arrays of distinct strings or numbers are not a regular language, so the
-//! schema compiler cannot write them into an automaton. Where a schema asks
-//! for them, the automaton keeps the array without the check and the
-//! [`crate::Matcher`] adds it: a [`UniqueItems`] beside the index says, as a
-//! trie over instance paths (object keys and "any item"), which arrays must
-//! hold distinct items, and each matcher reads its own output with a small
-//! JSON scanner ([`Scan`]) that knows where it stands in that trie, keeps the
-//! items of every open checked array in canonical form (strings decoded,
-//! numbers as exact decimals so `1`, `1.0` and `10e-1` are one value, object
-//! keys sorted), and
+//! Arrays of distinct items are not a regular language, so the schema
+//! compiler cannot write them into an automaton. Where a schema asks for
+//! them, the automaton keeps the array without the check and the
+//! [`crate::Matcher`] adds it. A [`UniqueItems`] beside the index is a graph
+//! of the schema (one node per schema object; edges for object keys,
+//! undeclared keys and items; "applies here too" for `allOf`, `$ref` and
+//! lone array branches), built by `schema::unique_sites`, saying which
+//! arrays must hold distinct items. Each matcher reads its own output with
+//! a small JSON scanner (`Scan`, `scan.rs`) that knows which schema nodes
+//! apply where it stands and keeps the items of every open checked array in
+//! canonical form (`canon.rs`: strings decoded, numbers as exact decimals so
+//! `1`, `1.0` and `10e-1` are one value, object keys sorted). The mask is
+//! the index's mask less
 //!
-//! * refuses a token whose bytes complete an item equal to an earlier one of
-//!   the same array;
-//! * refuses a token that leaves an item unfinished where every way to
-//!   finish it is a duplicate (an item `"ab` with `maxLength: 2` when `"ab"`
-//!   was written), or that writes a comma where no new item is left (eight
-//!   one-letter strings of `^[a-h]$` written): a bounded search over the index's own byte steps, in
-//!   order of the fewest bytes to acceptance, looks for one completion that
-//!   is new. Past [`LOOKAHEAD_NODES`] steps the token is refused (sound; it
-//!   only narrows).
+//! * a token whose bytes complete an item equal to an earlier one of the
+//!   same array (two equal items inside one token too);
+//! * a token that leaves an item only duplicates can finish (`"ab` under
+//!   `maxLength: 2` once `"ab"` was written), or writes a comma where no new
+//!   item is left (all eight strings of `^[a-h]$` written): where the schema
+//!   lists the items' values, a lookup; elsewhere a depth-first search over
+//!   the index's own byte steps (`run.rs`) for one completion that is new.
+//!   Past [`LOOKAHEAD_NODES`] steps the token is refused (sound; it only
+//!   narrows).
 //!
-//! The mask is the index's mask with those tokens removed. Only tokens that
-//! may matter are tried: inside a string item whose text so far starts no
-//! earlier item, nothing is; inside one that does, the tokens starting with
-//! the next byte of such an item, a backslash or a quote (the item can close
-//! in the token); elsewhere in a checked array, every allowed token. Outside
-//! checked arrays, or while no item was written, the index's mask stands as
-//! it is. The schema compiler only hands an array to this check where the
-//! path alone decides that the array is checked (see
-//! `schema::unique_sites`).
+//! Only tokens that may matter are tried. An item is at risk only while its
+//! text can still become an earlier item (`partial.rs`); inside a string,
+//! the tokens tried are those that go on as an earlier item's string does,
+//! or hold a backslash, or a quote and a comma. Outside checked arrays, or
+//! while nothing is at risk, the index's mask stands but for tokens holding
+//! a comma (one may hold a whole item).
 
 mod canon;
 mod partial;

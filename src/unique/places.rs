@@ -124,7 +124,8 @@ impl UniqueItems {
     /// Marks the array at `at` as one of distinct items.
     ///
     /// `listed`: the values the items may take, where the schema lists
-    /// them (canonical forms, [`canonical`](super::canonical)): the search
+    /// them (canonical forms: strings decoded, numbers as exact decimals,
+    /// keys sorted): the search
     /// for a new item is then a lookup.
     pub fn mark(&mut self, at: u32, min_items: u64, listed: Option<Vec<Box<[u8]>>>) {
         let n = &mut self.nodes[at as usize];
