@@ -606,7 +606,11 @@ impl Matcher {
             return Some(0);
         }
         let n = self.index.tokens_to_accept(next)?;
-        Some(n + self.unique_slack())
+        let slack = self.unique.as_ref().map_or(0, |u| {
+            let bytes = self.index.vocab().spelling(t).unwrap_or(&[]);
+            u.after(u.current(), bytes).map_or(0, |s| s.slack())
+        });
+        Some(n + slack)
     }
 
     /// Whether taking `t` with `remaining` tokens left (counting `t`) still

@@ -394,11 +394,25 @@ impl Scan {
         self.checked.iter().map(|c| c.count).sum()
     }
 
-    /// Tokens a budget may need beyond the index's bound here.
+    /// Tokens a budget may need beyond the index's bound here: the
+    /// shortest completion may repeat an item, so two per item still
+    /// required that may have to differ from an earlier one (the first item
+    /// of an array cannot repeat), and two for an item under way that no
+    /// minimum asks for. It never grows along a completion but where an
+    /// array with `minItems` ≥ 2 opens or an optional item starts.
     pub(crate) fn slack(&self) -> u32 {
         self.checked
             .iter()
-            .map(|c| 2 * (c.min_items.saturating_sub(c.count).min(1 << 20) as u32 + 1))
+            .map(|c| {
+                let rem = c.min_items.saturating_sub(c.count).min(1 << 20) as u32;
+                let risky = if c.seen.is_empty() {
+                    rem.saturating_sub(1)
+                } else {
+                    rem
+                };
+                let open = u32::from(c.in_item && rem == 0 && !c.seen.is_empty());
+                2 * (risky + open)
+            })
             .sum()
     }
 }
