@@ -398,9 +398,11 @@ impl Scan {
     /// shortest completion may repeat an item, so two per item still
     /// required that may have to differ from an earlier one (the first item
     /// of an array cannot repeat), and two for an item under way that no
-    /// minimum asks for. It never grows along a completion but where an
-    /// array with `minItems` ≥ 2 opens or an optional item starts.
+    /// minimum asks for (from its comma on). It never grows along a
+    /// completion but where an array with `minItems` ≥ 2 opens or an
+    /// optional item starts.
     pub(crate) fn slack(&self) -> u32 {
+        let depth = self.stack.len();
         self.checked
             .iter()
             .map(|c| {
@@ -410,7 +412,9 @@ impl Scan {
                 } else {
                     rem
                 };
-                let open = u32::from(c.in_item && rem == 0 && !c.seen.is_empty());
+                // An item under way, or one a comma asks for.
+                let pending = c.in_item || (self.lex == Lex::Value && c.frame + 1 == depth);
+                let open = u32::from(pending && rem == 0 && !c.seen.is_empty());
                 2 * (risky + open)
             })
             .sum()
