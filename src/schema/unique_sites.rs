@@ -46,7 +46,6 @@ pub(crate) fn sites(root: &Value) -> Sites {
         node_of: HashMap::new(),
         placed: HashSet::new(),
         unplaced: HashMap::new(),
-        unique: HashSet::new(),
         visits: 0,
         failed: false,
     };
@@ -70,14 +69,9 @@ pub(crate) fn sites(root: &Value) -> Sites {
             checked.insert(ptr.clone());
         }
     }
-    let refused = w
-        .unplaced
-        .into_iter()
-        .filter(|(p, _)| w.unique.contains(p) || w.node_of.contains_key(p))
-        .collect();
     Sites {
         checked,
-        refused,
+        refused: w.unplaced,
         trie,
     }
 }
@@ -92,8 +86,6 @@ struct Walk<'a> {
     placed: HashSet<String>,
     /// Schemas reached without one, and why.
     unplaced: HashMap<String, &'static str>,
-    /// Schemas with `uniqueItems: true`.
-    unique: HashSet<String>,
     visits: usize,
     failed: bool,
 }
@@ -255,7 +247,6 @@ impl<'a> Walk<'a> {
             return Some(n);
         }
         if m.get("uniqueItems") == Some(&Value::Bool(true)) {
-            self.unique.insert(ptr.clone());
             let min = m.get("minItems").and_then(Value::as_u64).unwrap_or(0);
             let tuple =
                 m.contains_key("prefixItems") || m.get("items").is_some_and(Value::is_array);
@@ -301,9 +292,6 @@ impl<'a> Walk<'a> {
             return;
         }
         self.unplaced.insert(ptr.clone(), why);
-        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
-            self.unique.insert(ptr.clone());
-        }
         if let Some(Value::String(r)) = m.get("$ref") {
             if let Some((t, tv)) = self.target(r, &ptr) {
                 self.unplaced(tv, t, why);

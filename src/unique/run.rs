@@ -5,7 +5,7 @@ use super::places::UniqueItems;
 use super::scan::{Lex, Scan};
 use crate::index::{StateId, TokenIndex};
 use crate::vocab::{TokenId, TokenSet};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Results of the search, per index state and scan ([`Scan::memo_key`]),
 /// shared by the tokens tried for one mask.
@@ -167,107 +167,77 @@ impl UniqueRun {
             }
             return out;
         }
-        match scan.string_prefix() {
-            Some(Some(p)) => {
-                let c = scan.active()?;
-                let mut first = [false; 256];
-                first[b'\\' as usize] = true;
-                let mut any = false;
-                for u in c.starting_with(&p) {
-                    any = true;
-                    match u.get(p.len()) {
-                        Some(&b) => first[b as usize] = true,
-                        None => first[b'"' as usize] = true,
+        let tables = self.spec.tables(vocab);
+        // The tokens starting with a marked byte (a backslash always: any
+        // character may be spelled `\uXXXX`) that pass `keep`, then those
+        // of `extra` not tried yet (the first-byte lists are disjoint).
+        let try_first = |mut first: [bool; 256],
+                         extra: &[TokenId],
+                         keep: &dyn Fn(&[u8]) -> bool,
+                         out: &mut Option<TokenSet>| {
+            first[b'\\' as usize] = true;
+            for (_, list) in tables.first.iter().enumerate().filter(|(b, _)| first[*b]) {
+                for &t in list {
+                    if base.contains(t) && keep(vocab.spelling(t).unwrap_or(&[])) {
+                        try_token(t, out);
                     }
                 }
-                if !any {
+            }
+            for &t in extra {
+                let bytes = vocab.spelling(t).unwrap_or(&[]);
+                let tried = bytes.first().is_some_and(|&b| first[b as usize]) && keep(bytes);
+                if !tried && base.contains(t) {
+                    try_token(t, out);
+                }
+            }
+        };
+        let c = scan.active()?;
+        let next = match scan.string_prefix() {
+            // A string item: the bytes that go on as an earlier item does,
+            // and any token that may close it.
+            Some(Some(_)) => {
+                let first = scan.next_bytes_of_earlier()?;
+                if !first.iter().any(|&b| b) {
                     return None;
                 }
-                let tables = self.spec.tables(vocab);
-                let mut tried = HashSet::new();
-                for (b, list) in tables.first.iter().enumerate() {
-                    if first[b] {
-                        for &t in list {
-                            if base.contains(t) && tried.insert(t) {
-                                try_token(t, &mut out);
-                            }
-                        }
-                    }
-                }
-                for &t in &tables.quoted {
-                    if base.contains(t) && tried.insert(t) {
-                        try_token(t, &mut out);
-                    }
-                }
+                try_first(first, &tables.quoted, &|_| true, &mut out);
+                return out;
             }
-            Some(None) => {
-                for t in base.iter() {
-                    if !vocab.is_eos(t) {
-                        try_token(t, &mut out);
-                    }
+            Some(None) => None,
+            None if c.in_item => match scan.partial_next() {
+                Some(n) => Some(n),
+                // The item can no longer become an earlier one: only a
+                // token holding another item can repeat one.
+                None => {
+                    try_first([false; 256], &tables.commas, &|_| true, &mut out);
+                    return out;
                 }
+            },
+            None => None,
+        };
+        match next {
+            // Inside a string of an item that may become an earlier one:
+            // the tokens that spell the rest of such a string (up to their
+            // first quote), or hold a backslash; a token that spells none
+            // leaves the item apart from every earlier one, and only one
+            // that also holds a comma may write another item.
+            Some(n) if !n.anywhere => {
+                let spells_a_rest = |bytes: &[u8]| {
+                    let upto = match bytes.iter().position(|&b| b == b'"') {
+                        Some(q) => &bytes[..=q],
+                        None => bytes,
+                    };
+                    bytes.contains(&b'\\') || n.rests.iter().any(|r| r.starts_with(upto))
+                };
+                let mut first = n.bytes;
+                first[b'"' as usize] = true;
+                try_first(first, &tables.quoted_commas, &spells_a_rest, &mut out);
             }
-            None => {
-                let c = scan.checked.last()?;
-                let tables = self.spec.tables(vocab);
-                let next = if c.in_item { scan.partial_next() } else { None };
-                match next {
-                    // Between items, or in one that may still become an
-                    // earlier one with the text stopping outside a string.
-                    _ if !c.in_item => {
-                        for t in base.iter() {
-                            if !vocab.is_eos(t) {
-                                try_token(t, &mut out);
-                            }
-                        }
-                    }
-                    Some(n) if n.anywhere => {
-                        for t in base.iter() {
-                            if !vocab.is_eos(t) {
-                                try_token(t, &mut out);
-                            }
-                        }
-                    }
-                    // Inside a string of an item that may become an earlier
-                    // one: the tokens that go on as it does, or hold a quote.
-                    // A token that spells none of those rests (up to its
-                    // first quote) leaves the item apart from every earlier
-                    // one; only one that also holds a comma may write
-                    // another item.
-                    Some(n) => {
-                        let spells_a_rest = |bytes: &[u8]| {
-                            let upto = match bytes.iter().position(|&b| b == b'"') {
-                                Some(q) => &bytes[..=q],
-                                None => bytes,
-                            };
-                            bytes.contains(&b'\\') || n.rests.iter().any(|r| r.starts_with(upto))
-                        };
-                        let mut tried = HashSet::new();
-                        for (b, list) in tables.first.iter().enumerate() {
-                            if n.bytes[b] || b == b'\\' as usize || b == b'"' as usize {
-                                for &t in list {
-                                    let bytes = vocab.spelling(t).unwrap_or(&[]);
-                                    if base.contains(t) && spells_a_rest(bytes) && tried.insert(t) {
-                                        try_token(t, &mut out);
-                                    }
-                                }
-                            }
-                        }
-                        for &t in &tables.quoted_commas {
-                            if base.contains(t) && tried.insert(t) {
-                                try_token(t, &mut out);
-                            }
-                        }
-                    }
-                    // The item can no longer become an earlier one: only a
-                    // token holding another item can repeat one.
-                    None => {
-                        for &t in &tables.commas {
-                            if base.contains(t) {
-                                try_token(t, &mut out);
-                            }
-                        }
-                    }
+            // In an escape, between items, or stopping outside a string in
+            // an item that may still become an earlier one: every token.
+            _ => {
+                for t in base.iter().filter(|&t| !vocab.is_eos(t)) {
+                    try_token(t, &mut out);
                 }
             }
         }

@@ -340,7 +340,8 @@ impl Scan {
     }
 
     /// Inside a string item, not in an escape: which bytes come next in
-    /// the earlier items its text so far starts (canonical spellings).
+    /// the earlier items its text so far starts (canonical spellings; `"`
+    /// where one ends there). All false: the item starts none.
     pub(super) fn next_bytes_of_earlier(&self) -> Option<[bool; 256]> {
         let Some(Some(p)) = self.string_prefix() else {
             return None;
