@@ -1,11 +1,15 @@
 //! `schema_compile`: arbitrary JSON, biased towards JSON Schema keywords and
 //! values, as a schema.
 //!
-//! Invariants (in `constrain_testkit::check::check_schema_case`, replayed by
-//! `tests/fuzz_regressions.rs`): compiling never panics and either refuses
-//! with a message or yields a regex that parses; every random walk over the
-//! guide (masks checked against the DFA oracle) ends in a text that parses
-//! as JSON and validates against the schema with the `jsonschema` crate.
+//! Invariants (in `constrain_testkit::check::check_schema_case` and
+//! `check_compiled_schema_case`, replayed by `tests/fuzz_regressions.rs`):
+//! compiling never panics and either refuses with a message or yields a regex
+//! that parses; every random walk over the guide (masks checked against the
+//! DFA oracle) ends in a text that parses as JSON and validates against the
+//! schema with the `jsonschema` crate. The same schema compiled by a
+//! `Compiler` (pushdown engine, run-time `uniqueItems` check) never offers an
+//! empty mask or EOS before a valid text, and its walks finish under the
+//! budget `tokens_to_accept` names.
 //!
 //! Bounds: JSON depth 5, at most 5 members per object or array, small DFA and
 //! index limits, 3 walks of at most 48 chosen steps. On a violation the panic
@@ -14,7 +18,9 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use constrain_testkit::check::{check_schema_case, json_test_vocabulary, SchemaOutcome};
+use constrain_testkit::check::{
+    check_compiled_schema_case, check_schema_case, json_test_vocabulary, SchemaOutcome,
+};
 use constrain::dfa::DfaConfig;
 use constrain::schema::SchemaOptions;
 use constrain::vocab::Vocabulary;
@@ -64,6 +70,11 @@ enum Key {
     Dependencies,
     PropertyNames,
     Description,
+    UnevaluatedProperties,
+    UnevaluatedItems,
+    Anchor,
+    DynamicAnchor,
+    DynamicRef,
     A,
     B,
 }
@@ -111,6 +122,11 @@ impl Key {
             Key::Dependencies => "dependencies",
             Key::PropertyNames => "propertyNames",
             Key::Description => "description",
+            Key::UnevaluatedProperties => "unevaluatedProperties",
+            Key::UnevaluatedItems => "unevaluatedItems",
+            Key::Anchor => "$anchor",
+            Key::DynamicAnchor => "$dynamicAnchor",
+            Key::DynamicRef => "$dynamicRef",
             Key::A => "a",
             Key::B => "b",
         }
@@ -134,6 +150,7 @@ enum Word {
     Uuid,
     RefA,
     RefRoot,
+    RefAnchor,
     Pattern,
     Empty,
     Unicode,
@@ -157,6 +174,7 @@ impl Word {
             Word::Uuid => "uuid",
             Word::RefA => "#/$defs/a",
             Word::RefRoot => "#",
+            Word::RefAnchor => "#a",
             Word::Pattern => "^[a-c]{1,3}$",
             Word::Empty => "",
             Word::Unicode => "é\"\\\n",
@@ -225,6 +243,7 @@ fuzz_target!(|input: Input| {
     let validator = jsonschema::validator_for(&schema).ok();
     let validate = |v: &Value| validator.as_ref().is_none_or(|val| val.is_valid(v));
     let choices: Vec<u8> = input.choices.iter().take(96).copied().collect();
+    let case = || json!({"schema": schema, "compliant": input.compliant, "choices": choices});
     match check_schema_case(
         &schema,
         &opts,
@@ -235,9 +254,18 @@ fuzz_target!(|input: Input| {
         &validate,
     ) {
         Ok(SchemaOutcome::Checked { .. }) | Ok(SchemaOutcome::Refused(_)) => {}
-        Err(v) => panic!(
-            "{v}\ncase: {}",
-            json!({"schema": schema, "compliant": input.compliant, "choices": choices})
-        ),
+        Err(v) => panic!("{v}\ncase: {}", case()),
+    }
+    match check_compiled_schema_case(
+        &schema,
+        &opts,
+        vocab(),
+        &dfa_config(),
+        &choices,
+        2,
+        &validate,
+    ) {
+        Ok(SchemaOutcome::Checked { .. }) | Ok(SchemaOutcome::Refused(_)) => {}
+        Err(v) => panic!("{v}\ncase: {}", case()),
     }
 });

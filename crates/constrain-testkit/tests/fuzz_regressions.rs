@@ -344,7 +344,9 @@ struct SchemaRegression {
 #[test]
 fn schema_compile_regressions_replay() {
     use constrain::schema::SchemaOptions;
-    use constrain_testkit::check::{check_schema_case, json_test_vocabulary};
+    use constrain_testkit::check::{
+        check_compiled_schema_case, check_schema_case, json_test_vocabulary,
+    };
     let vocab = Arc::new(json_test_vocabulary());
     let cases = regressions("schema_compile");
     assert!(
@@ -371,6 +373,27 @@ fn schema_compile_regressions_replay() {
             &validate,
         ) {
             panic!("{}: {v}", path.display());
+        }
+        let outcome = check_compiled_schema_case(
+            &case.schema,
+            &opts,
+            vocab.clone(),
+            &constrain_testkit::check::fuzz_dfa_config(),
+            &case.choices,
+            2,
+            &validate,
+        )
+        .unwrap_or_else(|v| panic!("{} (through the compiler): {v}", path.display()));
+        // The seeds written for the compiler's own features must compile and
+        // finish their walks there.
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("seed-unique") || name.starts_with("seed-unevaluated") {
+            assert_eq!(
+                outcome,
+                constrain_testkit::check::SchemaOutcome::Checked { finished: 2 },
+                "{}",
+                path.display()
+            );
         }
     }
 }

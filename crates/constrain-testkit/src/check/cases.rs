@@ -659,3 +659,124 @@ pub fn check_schema_case(
     }
     Ok(SchemaOutcome::Checked { finished })
 }
+
+/// Schema invariants through the whole pipeline a user calls (a
+/// [`constrain::Compiler`] compiling the schema as the output, so the
+/// pushdown engine and the run-time `uniqueItems` check take part): the
+/// compile never panics and refuses with a non-empty message or yields a
+/// matcher; over `walks` walks steered by `choices`, every mask is non-empty,
+/// every allowed token is taken, EOS is allowed only where the text parses as
+/// JSON and `validate` accepts it, and a known completion exists. Each walk
+/// then finishes under the budget its state names ([`Matcher::fits`] with
+/// `remaining` = `tokens_to_accept()`): some token always fits, and the text
+/// it ends with validates.
+pub fn check_compiled_schema_case(
+    schema: &serde_json::Value,
+    opts: &constrain::schema::SchemaOptions,
+    vocab: Arc<Vocabulary>,
+    dfa_config: &DfaConfig,
+    choices: &[u8],
+    walks: usize,
+    validate: &dyn Fn(&serde_json::Value) -> bool,
+) -> Result<SchemaOutcome, Violation> {
+    use constrain::{Compiler, CompilerConfig, Source};
+    let config = CompilerConfig::default()
+        .dfa(dfa_config.clone())
+        .cache_entries(0);
+    let source = Source::JsonSchema {
+        schema: schema.clone(),
+        options: opts.clone(),
+    };
+    let compiled = match Compiler::new(vocab.clone(), config).compile(&source) {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = e.to_string();
+            if msg.trim().is_empty() {
+                return fail("the compiler refused with an empty message", b"");
+            }
+            return Ok(SchemaOutcome::Refused(msg));
+        }
+    };
+    let valid = |text: &[u8]| -> bool {
+        std::str::from_utf8(text)
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+            .is_some_and(|v| validate(&v))
+    };
+    let mut finished = 0;
+    for k in 0..walks {
+        let mut picks = choices
+            .iter()
+            .copied()
+            .cycle()
+            .skip(k * 7)
+            .chain(std::iter::repeat(k as u8));
+        let mut m = compiled.matcher();
+        let mut text = Vec::new();
+        let mut ended = false;
+        for _ in 0..48 {
+            let allowed: Vec<TokenId> = m.allowed().iter().collect();
+            if allowed.is_empty() {
+                return fail("an empty mask", &text);
+            }
+            let stop = allowed.iter().any(|&t| m.is_stop_token(t));
+            if stop && !valid(&text) {
+                return fail("EOS allowed where the text does not validate", &text);
+            }
+            let pick = allowed[picks.next().unwrap_or(0) as usize % allowed.len()];
+            if m.is_stop_token(pick) {
+                ended = true;
+                break;
+            }
+            if !m.accept_token(pick) {
+                return fail(format!("allowed token {pick:?} refused"), &text);
+            }
+            text.extend_from_slice(vocab.token_bytes(pick).unwrap_or_default());
+        }
+        if ended {
+            finished += 1;
+            continue;
+        }
+        // Finish under the budget the state names.
+        let Some(need) = m.tokens_to_accept() else {
+            if compiled.index().lazy_limit_error().is_some() {
+                continue;
+            }
+            return fail("no known completion from a reached state", &text);
+        };
+        let mut remaining = need as usize;
+        loop {
+            if remaining == 0 {
+                if !m.is_accepting() {
+                    return fail(format!("the budget of {need} tokens ran out"), &text);
+                }
+                break;
+            }
+            let fitting: Vec<TokenId> = m
+                .allowed()
+                .iter()
+                .filter(|&t| m.fits(t, remaining))
+                .collect();
+            if fitting.is_empty() {
+                return fail(
+                    format!("no token fits the last {remaining} of {need} tokens"),
+                    &text,
+                );
+            }
+            let pick = fitting[picks.next().unwrap_or(0) as usize % fitting.len()];
+            if m.is_stop_token(pick) {
+                break;
+            }
+            if !m.accept_token(pick) {
+                return fail(format!("allowed token {pick:?} refused"), &text);
+            }
+            text.extend_from_slice(vocab.token_bytes(pick).unwrap_or_default());
+            remaining -= 1;
+        }
+        if !m.is_accepting() || !valid(&text) {
+            return fail("a text finished under the budget does not validate", &text);
+        }
+        finished += 1;
+    }
+    Ok(SchemaOutcome::Checked { finished })
+}
