@@ -237,3 +237,76 @@ fn schema_masks_are_identical_with_and_without_the_split() {
         }
     }
 }
+
+/// Property names beside extra keys on the pushdown engine: the frame of a
+/// name no plain text kills takes every plain token at once and walks only
+/// the others (settling the tokens that enter the free key's string body
+/// by that body's frame). Along texts that write declared names, their
+/// prefixes, extra keys (after the declared ones) and escaped values, in the document and in objects nested
+/// through a recursive `$ref` (frames over the stack below), every mask
+/// equals the whole walk's, on the tiny and the Qwen vocabulary.
+#[test]
+fn property_names_past_plain_text_equal_the_whole_walks() {
+    use constrain::schema::SchemaOptions;
+    use serde_json::json;
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "alpha": {},
+            "alpha_beta": {"type": "string"},
+            "alphabet": {"type": "integer"},
+            "gamma": {"type": "array", "items": {"$ref": "#"}},
+            "déjà": {"type": "boolean"}
+        }
+    });
+    let texts = [
+        r#"{"alpha": 1, "alpha_beta": "x", "alphabet": 2, "extra": null, "al": 3}"#,
+        r#"{"alpha": [1], "alpha_beta": "a\"b\\cé", "alphabetic": {"a": 1}}"#,
+        r#"{"gamma": [{"alpha_beta": "y", "gamma": [{"z": 0}], "alpha_b": 1, "gam": []}]}"#,
+        r#"{"déjà": false, "déjàvu": "ok", "d": 1, "": 2, "gammas": "g"}"#,
+    ];
+    let (tiny, _) = tiny_vocab();
+    let qwen = constrain_testkit::assets::qwen_vocab();
+    if qwen.is_none() {
+        eprintln!("skipping the Qwen half: no tokenizer.json in ~/.cache/constrain (scripts/fetch-assets)");
+    }
+    for v in [Some(tiny), qwen].into_iter().flatten() {
+        let build = |split: bool| {
+            let mut cfg = CompilerConfig::default();
+            cfg.index.pda_split = split;
+            Compiler::new(v.clone(), cfg)
+                .compile(
+                    &Source::json_schema(schema.clone())
+                        .with_schema_options(SchemaOptions::compliant().free_form_calls(true)),
+                )
+                .unwrap()
+        };
+        let (split, whole) = (build(true), build(false));
+        assert!(split.stats().fragments >= 2, "the schema uses fragments");
+        // Each byte's own single-byte token.
+        let mut byte_token = [None; 256];
+        for (id, bytes) in v.text_tokens() {
+            if let [b] = bytes {
+                byte_token[*b as usize].get_or_insert(id);
+            }
+        }
+        for text in texts {
+            let (mut a, mut b) = (split.matcher(), whole.matcher());
+            for (k, &byte) in text.as_bytes().iter().enumerate() {
+                assert!(
+                    a.allowed() == b.allowed(),
+                    "masks differ after {:?}",
+                    &text[..k]
+                );
+                let t = byte_token[byte as usize].expect("every byte is a token");
+                assert!(a.accept_token(t) && b.accept_token(t), "{text} at byte {k}");
+            }
+            assert!(a.allowed() == b.allowed() && a.is_accepting(), "{text}");
+        }
+        assert!(
+            split.index().frames_past_plain_text() > 0,
+            "some frames took the plain tokens at once"
+        );
+        assert_eq!(whole.index().frames_past_plain_text(), 0);
+    }
+}

@@ -130,6 +130,11 @@ pub(crate) trait Backend: Send + Sync {
     fn masks_from_siblings(&self) -> usize {
         0
     }
+    /// Pushdown frames whose mask took every plain token at once (pushdown
+    /// backend only).
+    fn frames_past_plain_text(&self) -> usize {
+        0
+    }
 }
 
 impl<B: Backend + ?Sized> Steps for B {

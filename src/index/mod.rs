@@ -379,6 +379,14 @@ impl TokenIndex {
         self.backend.masks_from_siblings()
     }
 
+    /// How many frames of a pushdown index took every plain token at once
+    /// and walked only the other tokens (a property name beside extra
+    /// keys, see `index/pushdown.rs`, `Engine::plain_reach`); 0 for the
+    /// other engines.
+    pub fn frames_past_plain_text(&self) -> usize {
+        self.backend.frames_past_plain_text()
+    }
+
     /// Whether masks were pruned by token-level liveness (the vocabulary lacks
     /// some single bytes, so some byte-live continuations cannot be spelled).
     pub fn is_token_pruned(&self) -> bool {

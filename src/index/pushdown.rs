@@ -94,6 +94,9 @@ const OPAQUE: u32 = 1;
 const UNKNOWN: u32 = u32::MAX - 1;
 /// Mask cells in the first segment of [`Engine::masks`] (doubling from there).
 const MASK_BASE: usize = 64;
+/// Most states the search for an unlimited free part visits (past it the
+/// frame is walked as usual).
+const PLAIN_SEARCH: usize = 4096;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -137,6 +140,11 @@ struct Core {
     /// Scratch for closures.
     work: Vec<u32>,
     seen: FastMap<u32, ()>,
+    /// Per set: its node when it is one whole stack in a string body.
+    body_sets: FastMap<u32, Option<u32>>,
+    /// Per (fragment, state, whole stack): [`Engine::plain_reach`]'s
+    /// answer (known for every state a search met).
+    unlimited: FastMap<(u16, u32, bool), Option<u32>>,
 }
 
 impl Core {
@@ -396,10 +404,8 @@ struct FrameMask {
     /// Trie nodes at which some walk returned into the frames below with
     /// bytes left: the longer tokens through them are decided there.
     exits: Vec<u32>,
-    /// The frame is a string body: `exits` are nodes of the vocabulary's
-    /// string-body suffix trie (`trie::BodyTries::body_suffixes`), not of
-    /// the full trie.
-    body: bool,
+    /// Which trie the walk went over (`exits` are its nodes).
+    trie: Walked,
     /// Most `depth + need` the walk met, depths counted from the frame at
     /// 1: the walk is the real one for a frame at depth `d` when
     /// `reach + d - 1` is within the stack limit.
@@ -425,6 +431,29 @@ fn shared_frames(tries: &VocabTries, key: &str) -> Arc<SharedFrames> {
     }
 }
 
+/// The trie a frame's walk went over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walked {
+    /// The whole vocabulary.
+    Full,
+    /// A string body: the vocabulary's string-body suffix trie
+    /// (`trie::BodyTries::body_suffixes`), every plain token allowed.
+    Body,
+    /// A frame no plain text kills ([`Engine::plain_reach`], with the most
+    /// frames its plain texts' states need): the last plain level's `rest`
+    /// trie, every plain token allowed.
+    Rest(u32),
+}
+
+/// What a frame's walk has found so far ([`Engine::walk_nodes`]).
+struct FrameWalk {
+    inside: TokenSet,
+    exits: Vec<u32>,
+    reach: u32,
+    /// Nodes left to settle: (trie node, string-body node, its set).
+    settle: Vec<(usize, u32, u32)>,
+}
+
 /// A [`Pda`] behind the index's backend trait.
 pub(crate) struct Engine {
     core: Mutex<Core>,
@@ -447,6 +476,9 @@ pub(crate) struct Engine {
     classes: Classes,
     /// The memo of the fewest-tokens budget per configuration.
     budgets: Slots,
+    /// Frames whose walk took every plain token at once
+    /// ([`Engine::plain_loop`]).
+    past_plain: std::sync::atomic::AtomicUsize,
 }
 
 impl Engine {
@@ -485,6 +517,8 @@ impl Engine {
             limits: Vec::new(),
             work: Vec::new(),
             seen: FastMap::default(),
+            body_sets: FastMap::default(),
+            unlimited: FastMap::default(),
         };
         for f in &mut core.pda.frags {
             f.set_max_states(max_sets);
@@ -508,6 +542,7 @@ impl Engine {
             frames: Mutex::new(FastMap::default()),
             resolved: Mutex::new(FastMap::default()),
             split,
+            past_plain: Default::default(),
         })
     }
 
@@ -626,8 +661,6 @@ impl Engine {
                 return Some(fm);
             }
         }
-        let mut inside = TokenSet::new(vocab.logits_width());
-        let mut exits = Vec::new();
         let mut core = self.core();
         // A string body (every plain character leads the frame's state back
         // to itself, and it neither calls nor returns): the plain tokens and
@@ -635,49 +668,86 @@ impl Engine {
         // token's fate is its suffix after its plain prefix (the lazy
         // index's string-body split, `trie::BodyTries`), so only the
         // suffixes are walked, not the vocabulary.
-        let body = Self::is_body(&self.plain, &mut core, key);
-        let trie = if body {
-            let last = trie::PLAIN_LEVELS.len() - 1;
-            inside.union_with(&tries.plain_level(last).set);
-            inside.union_with(&tries.body().body_partial.0);
-            &tries.body().body_suffixes
+        let kind = if Self::is_body(&self.plain, &mut core, key) {
+            Walked::Body
+        } else if let Some(need) = Self::plain_reach(&self.plain, &mut core, key) {
+            // No plain text kills the frame (a property name beside extra
+            // keys): every plain token is allowed, and only the other
+            // tokens are walked (the lazy index's unlimited plain level).
+            Walked::Rest(need)
         } else {
-            &tries.full
+            Walked::Full
+        };
+        let last = trie::PLAIN_LEVELS.len() - 1;
+        let mut w = FrameWalk {
+            inside: TokenSet::new(vocab.logits_width()),
+            exits: Vec::new(),
+            reach: 0,
+            settle: Vec::new(),
+        };
+        let trie = match kind {
+            Walked::Body => {
+                w.inside.union_with(&tries.plain_level(last).set);
+                w.inside.union_with(&tries.body().body_partial.0);
+                &tries.body().body_suffixes
+            }
+            Walked::Rest(need) => {
+                w.inside.union_with(&tries.plain_level(last).set);
+                // The plain texts' frames are the frame's own (plus the
+                // frames their states need), so the walk assumed that room.
+                w.reach = 1 + need;
+                &tries.plain_level(last).rest
+            }
+            Walked::Full => &tries.full,
         };
         let start = core.close(&[key]);
         if start == DEAD || !Self::shortcut_ok(&core) {
             return None;
         }
-        let mut reach = core.sets[start as usize].reach;
-        let mut stack = vec![0u32; trie.max_depth + 1];
-        stack[0] = start;
-        let n = trie.byte.len();
-        let mut i = 0usize;
-        while i < n {
-            let d = trie.depth[i] as usize;
-            let t = core.next(stack[d - 1], trie.byte[i]);
-            if t == DEAD {
-                i = trie.end[i] as usize;
-                continue;
-            }
-            let set = &core.sets[t as usize];
-            reach = reach.max(set.reach);
-            if set.opaque && (trie.end[i] as usize) > i + 1 {
-                // Some stack returned into the frames below here: the
-                // longer tokens through this node are decided there.
-                exits.push(i as u32);
-            }
-            stack[d] = t;
-            let tok = trie.token[i];
-            if tok != trie::NONE {
-                inside.insert(TokenId(tok));
-            }
-            i += 1;
-        }
+        w.reach = w.reach.max(core.sets[start as usize].reach);
+        // Where a walk past plain text enters a string body on a whole
+        // plain character, the tokens below share that body's fate: they
+        // are settled by the body's own frame.
+        let boundary =
+            matches!(kind, Walked::Rest(_)).then(|| &tries.body().body_rest_boundary[..]);
+        self.walk_nodes(&mut core, trie, 0..trie.len(), 0, start, boundary, &mut w);
         if !Self::shortcut_ok(&core) {
             return None;
         }
         drop(core);
+        for (i, g, t) in std::mem::take(&mut w.settle) {
+            let gm = self.frame(g, tries, vocab)?;
+            w.reach = w.reach.max(gm.reach);
+            let end = trie.end[i] as usize;
+            if gm.exits.is_empty() {
+                for &tok in &trie.token[i..end] {
+                    if tok != trie::NONE && gm.inside.contains(TokenId(tok)) {
+                        w.inside.insert(TokenId(tok));
+                    }
+                }
+            } else {
+                // The body returns within some tokens: walk them here.
+                if trie.token[i] != trie::NONE {
+                    w.inside.insert(TokenId(trie.token[i]));
+                }
+                let mut core = self.core();
+                let base = trie.depth[i] as usize;
+                self.walk_nodes(&mut core, trie, i + 1..end, base, t, None, &mut w);
+                if !Self::shortcut_ok(&core) {
+                    return None;
+                }
+            }
+        }
+        if matches!(kind, Walked::Rest(_)) {
+            self.past_plain
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let FrameWalk {
+            mut inside,
+            exits,
+            reach,
+            ..
+        } = w;
         for &(first, dup) in &trie.dups {
             if inside.contains(TokenId(first)) {
                 inside.insert(TokenId(dup));
@@ -686,7 +756,7 @@ impl Engine {
         let fm = Arc::new(FrameMask {
             inside,
             exits,
-            body,
+            trie: kind,
             reach,
         });
         self.frames
@@ -700,6 +770,151 @@ impl Engine {
                 .insert(state, fm.clone());
         }
         Some(fm)
+    }
+
+    /// Walks `trie`'s nodes `nodes` (the whole trie, or the descendants of
+    /// a node at depth `base`) from set `start`, into `w`: tokens read
+    /// whole, nodes where some stack returned with bytes left, the room
+    /// assumed. With `boundary`, a node of whole plain characters whose set
+    /// is a string body other than `start` is left for
+    /// [`Engine::frame`] to settle.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_nodes(
+        &self,
+        core: &mut Core,
+        trie: &trie::TokenTrie,
+        nodes: std::ops::Range<usize>,
+        base: usize,
+        start: u32,
+        boundary: Option<&[bool]>,
+        w: &mut FrameWalk,
+    ) {
+        let mut stack = vec![0u32; trie.max_depth + 1];
+        stack[0] = start;
+        let mut i = nodes.start;
+        while i < nodes.end {
+            let d = trie.depth[i] as usize - base;
+            let t = core.next(stack[d - 1], trie.byte[i]);
+            if t == DEAD {
+                i = trie.end[i] as usize;
+                continue;
+            }
+            if let Some(boundary) = boundary {
+                if boundary[i] && t != start {
+                    if let Some(g) = Self::body_set(&self.plain, core, t) {
+                        w.settle.push((i, g, t));
+                        i = trie.end[i] as usize;
+                        continue;
+                    }
+                }
+            }
+            let set = &core.sets[t as usize];
+            w.reach = w.reach.max(set.reach);
+            if set.opaque && (trie.end[i] as usize) > i + 1 {
+                // Some stack returned into the frames below here: the
+                // longer tokens through this node are decided there.
+                w.exits.push(i as u32);
+            }
+            stack[d] = t;
+            let tok = trie.token[i];
+            if tok != trie::NONE {
+                w.inside.insert(TokenId(tok));
+            }
+            i += 1;
+        }
+    }
+
+    /// When no plain text kills frame `key` nor makes it call or return:
+    /// the most frames any state plain text leads it to needs above it
+    /// (the walk's room). A whole stack (over [`BOTTOM`]) asks this of its
+    /// free part (the other keys' trie and its free tail, see
+    /// `dfa/free.rs`: the declared names' threads die, but not the part),
+    /// where calls and ends are harmless (no frame below to return into);
+    /// a frame over [`OPAQUE`] asks it of its whole state. Searched once
+    /// per object: every state plain text leads to is answered then.
+    fn plain_reach(plain: &PlainReps, core: &mut Core, key: u32) -> Option<u32> {
+        let x = core.nodes[key as usize];
+        let whole = x.parent == BOTTOM;
+        let from = if whole {
+            core.pda.frags[x.frag as usize]
+                .lazy_dfa()?
+                .free_part(x.state)?
+        } else if x.parent == OPAQUE {
+            x.state
+        } else {
+            return None;
+        };
+        let memo = (x.frag, from, whole);
+        if let Some(&known) = core.unlimited.get(&memo) {
+            return known;
+        }
+        let (mut cur, mut next, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        let mut seen: FastMap<u32, ()> = FastMap::default();
+        seen.insert(from, ());
+        let mut work = vec![from];
+        let mut need = 0u32;
+        let answer = loop {
+            let Some(q) = work.pop() else {
+                break Some(need);
+            };
+            if seen.len() > PLAIN_SEARCH {
+                break None;
+            }
+            if !whole {
+                core.ensure(x.frag, q);
+                let f = &core.pda.frags[x.frag as usize];
+                if f.accepting[q as usize] || !f.calls[q as usize].is_empty() {
+                    break None;
+                }
+                need = need.max(f.need[q as usize]);
+            }
+            out.clear();
+            let f = &mut core.pda.frags[x.frag as usize];
+            let step = |s: u32, b: u8| match f.next(s, b) {
+                0 => DEAD,
+                t => t,
+            };
+            if !plain_successors(step, q, plain, &mut cur, &mut next, &mut out) {
+                break None;
+            }
+            for &t in &out {
+                if seen.insert(t, ()).is_none() {
+                    work.push(t);
+                }
+            }
+        };
+        match answer {
+            // Every state met is as unlimited, within the same room.
+            Some(_) => {
+                for &q in seen.keys() {
+                    core.unlimited.insert((x.frag, q, whole), answer);
+                }
+            }
+            None => {
+                core.unlimited.insert(memo, None);
+            }
+        }
+        answer
+    }
+
+    /// The node of set `t` when it is one stack (whole, or one frame over
+    /// [`OPAQUE`]) whose frame is a string body ([`Engine::is_body`]),
+    /// memoized per set.
+    fn body_set(plain: &PlainReps, core: &mut Core, t: u32) -> Option<u32> {
+        if let Some(&known) = core.body_sets.get(&t) {
+            return known;
+        }
+        let set = &core.sets[t as usize];
+        let answer = match *set.nodes {
+            [n] if !set.accepting && !set.opaque => {
+                let parent = core.nodes[n as usize].parent;
+                ((parent == BOTTOM || parent == OPAQUE) && Self::is_body(plain, core, n))
+                    .then_some(n)
+            }
+            _ => None,
+        };
+        core.body_sets.insert(t, answer);
+        answer
     }
 
     /// Whether the frame `key` is a string body: its state neither calls
@@ -740,10 +955,10 @@ impl Engine {
         {
             return Some(r.clone());
         }
-        let trie = if fm.body {
-            &tries.body().body_suffixes
-        } else {
-            &tries.full
+        let trie = match fm.trie {
+            Walked::Body => &tries.body().body_suffixes,
+            Walked::Rest(_) => &tries.plain_level(trie::PLAIN_LEVELS.len() - 1).rest,
+            Walked::Full => &tries.full,
         };
         let mut toks = Vec::new();
         let mut core = self.core();
@@ -849,6 +1064,10 @@ impl Engine {
 impl Backend for Engine {
     fn start(&self) -> u32 {
         self.start
+    }
+
+    fn frames_past_plain_text(&self) -> usize {
+        self.past_plain.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn num_states(&self) -> usize {

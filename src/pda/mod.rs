@@ -144,6 +144,15 @@ impl Fragment {
         matches!(self.dfa, FragDfa::Lazy(_))
     }
 
+    /// The DFA of a fragment determinized on demand (`None` for one built
+    /// whole).
+    pub(crate) fn lazy_dfa(&mut self) -> Option<&mut crate::dfa::LazyDfa> {
+        match &mut self.dfa {
+            FragDfa::Lazy(l) => Some(&mut l.dfa),
+            FragDfa::Eager(_) => None,
+        }
+    }
+
     /// Number of states (determinized so far, for a lazy fragment).
     pub(crate) fn states(&self) -> usize {
         self.accepting.len()
