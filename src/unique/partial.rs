@@ -269,6 +269,17 @@ fn string_next(target: &str, text: &str, next: &mut Next) -> bool {
 }
 
 fn decode(body: &[u8]) -> String {
+    // Without escapes or control bytes the text is the string itself (up
+    // to a multi-byte character cut at the end).
+    if !body.iter().any(|&b| b == b'\\' || b < 0x20) {
+        match std::str::from_utf8(body) {
+            Ok(s) => return s.to_owned(),
+            Err(e) if e.error_len().is_none() => {
+                return String::from_utf8_lossy(&body[..e.valid_up_to()]).into_owned()
+            }
+            Err(_) => {}
+        }
+    }
     let mut quoted = Vec::with_capacity(body.len() + 2);
     quoted.push(b'"');
     quoted.extend_from_slice(body);

@@ -161,7 +161,7 @@ impl UniqueRun {
                 _ => &tables.commas,
             };
             for &t in list {
-                if base.contains(t) {
+                if base.contains(t) && scan.may_end_item(vocab.spelling(t).unwrap_or(&[])) {
                     try_token(t, &mut out);
                 }
             }
@@ -209,7 +209,8 @@ impl UniqueRun {
                 // The item can no longer become an earlier one: only a
                 // token holding another item can repeat one.
                 None => {
-                    try_first([false; 256], &tables.commas, &|_| true, &mut out);
+                    let ends = |bytes: &[u8]| scan.may_end_item(bytes);
+                    try_first([false; 256], &tables.commas, &ends, &mut out);
                     return out;
                 }
             },
@@ -329,9 +330,17 @@ impl UniqueRun {
         // the item new or leaves every earlier item behind settles it.
         let class_of = index.byte_class_of();
         let mut after: [Option<Option<StateId>>; 256] = [None; 256];
-        // Inside a string item: the bytes that continue some earlier item
-        // (printable ASCII but `"` and `\\` is spelled as itself).
-        let next = scan.next_bytes_of_earlier();
+        // Inside a string (the item itself, or a key or value inside an
+        // object or array item): the bytes that continue some earlier item
+        // (printable ASCII but `"` and `\\` is spelled as itself). Found once
+        // here rather than by matching each child's text again.
+        let next = scan.next_bytes_of_earlier().or_else(|| {
+            let c = scan.checked.last()?;
+            if !c.in_item || scan.string_prefix().is_some() {
+                return None;
+            }
+            scan.partial_next().filter(|n| !n.anywhere).map(|n| n.bytes)
+        });
         let mut deeper = Vec::new();
         for &b in BYTE_ORDER.iter() {
             let c = class_of[b as usize] as usize;

@@ -23,6 +23,11 @@ pub(super) struct Checked {
     pub(super) min_items: u64,
     /// The values the items may take, where the schema lists them.
     pub(super) listed: Option<Arc<Vec<Box<[u8]>>>>,
+    /// The item being written can no longer equal an earlier one, whatever
+    /// follows: found once (by [`Scan::item_at_risk`] or
+    /// [`Scan::partial_next`]) and kept while the item grows, so a long
+    /// item is not matched against the earlier ones at every byte.
+    pub(super) apart: std::cell::Cell<bool>,
 }
 
 impl Checked {
@@ -95,6 +100,7 @@ impl Scan {
             if c.frame + 1 == depth && !c.in_item {
                 c.in_item = true;
                 c.item.clear();
+                c.apart.set(false);
             }
         }
     }
@@ -110,6 +116,7 @@ impl Scan {
         if let Some(c) = self.checked.last_mut() {
             if c.frame + 1 == depth && c.in_item {
                 c.in_item = false;
+                c.apart.set(false);
                 let canon = canonical(&c.item).into_boxed_slice();
                 if c.seen.contains(&canon) {
                     return Err(Duplicate);
@@ -191,6 +198,7 @@ impl Scan {
                                     count: 0,
                                     min_items,
                                     listed,
+                                    apart: Default::default(),
                                 });
                             }
                         }
@@ -288,6 +296,22 @@ impl Scan {
         Some(Some(canon))
     }
 
+    /// Whether `bytes` may end the item being written of the innermost
+    /// checked array (they close its open containers, and its string); a
+    /// token that cannot write another item after it. `true` between items.
+    pub(super) fn may_end_item(&self, bytes: &[u8]) -> bool {
+        let Some(c) = self.checked.last() else {
+            return true;
+        };
+        if !c.in_item {
+            return true;
+        }
+        let open = self.stack.len().saturating_sub(c.frame + 1);
+        let closers = bytes.iter().filter(|&&b| b == b'}' || b == b']').count();
+        let in_string = matches!(self.lex, Lex::Str { .. });
+        closers >= open && (!in_string || bytes.contains(&b'"'))
+    }
+
     /// Whether an unfinished item could still turn out equal to one
     /// already written (so the search for a new completion must run).
     pub(super) fn item_at_risk(&self) -> bool {
@@ -299,11 +323,20 @@ impl Scan {
             // language may have none left.
             return self.lex == Lex::Value && c.frame + 1 == self.stack.len();
         }
-        match self.string_prefix() {
-            Some(Some(p)) => c.starting_with(&p).next().is_some(),
-            Some(None) => true,
-            None => self.partial_next().is_some(),
+        if c.apart.get() {
+            return false;
         }
+        // Text that starts no earlier item never will (an extension of it
+        // starts none either), so the answer "apart" is kept.
+        let risk = match self.string_prefix() {
+            Some(Some(p)) => c.starting_with(&p).next().is_some(),
+            Some(None) => return true,
+            None => self.partial_next().is_some(),
+        };
+        if !risk {
+            c.apart.set(true);
+        }
+        risk
     }
 
     /// Inside an item that is not a plain string (an object, an array, a
@@ -311,6 +344,9 @@ impl Scan {
     /// earlier item, what may come next (`None`: it cannot).
     pub(super) fn partial_next(&self) -> Option<Next> {
         let c = self.checked.last()?;
+        if c.apart.get() {
+            return None;
+        }
         let mut next = Next::new();
         let mut any = false;
         match c.item.first() {
@@ -335,6 +371,9 @@ impl Scan {
                     any |= may_become(&c.item, &v, &mut next);
                 }
             }
+        }
+        if !any {
+            c.apart.set(true);
         }
         any.then_some(next)
     }

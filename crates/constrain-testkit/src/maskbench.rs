@@ -111,6 +111,10 @@ pub struct CaseResult {
     pub lazy: bool,
     /// Tokens whose mask step took more than 20 µs (the TBM p99 target).
     pub tbm_over_20us: usize,
+    /// Tokens whose mask step took more than 100 µs.
+    pub tbm_over_100us: usize,
+    /// The slowest mask step in µs (0 when none ran).
+    pub tbm_max_us: f64,
     /// Tokens of the instances the engine was run on, all together.
     pub tokens: usize,
     /// Number of valid instances rejected.
@@ -399,6 +403,8 @@ pub fn run_case(
         live_states: None,
         lazy: false,
         tbm_over_20us: 0,
+        tbm_over_100us: 0,
+        tbm_max_us: 0.0,
         tokens: 0,
         valid_rejected: 0,
         invalid_accepted: 0,
@@ -508,6 +514,8 @@ pub fn run_case(
         });
     }
     r.tbm_over_20us = r.tbm_us.iter().filter(|&&t| t > 20.0).count();
+    r.tbm_over_100us = r.tbm_us.iter().filter(|&&t| t > 100.0).count();
+    r.tbm_max_us = r.tbm_us.iter().copied().fold(0.0, f64::max);
     r.outcome = if r.invalid_accepted > 0 {
         Outcome::InvalidAccepted
     } else if r.valid_rejected > 0 {
