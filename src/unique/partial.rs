@@ -268,41 +268,113 @@ fn string_next(target: &str, text: &str, next: &mut Next) -> bool {
     true
 }
 
+/// The characters of a JSON string's body (between the quotes): escapes
+/// decoded; an escape or a multi-byte character cut at the end is left out,
+/// and so is everything from a byte that cannot be there.
 fn decode(body: &[u8]) -> String {
-    // Without escapes or control bytes the text is the string itself (up
-    // to a multi-byte character cut at the end).
-    if !body.iter().any(|&b| b == b'\\' || b < 0x20) {
-        match std::str::from_utf8(body) {
-            Ok(s) => return s.to_owned(),
-            Err(e) if e.error_len().is_none() => {
-                return String::from_utf8_lossy(&body[..e.valid_up_to()]).into_owned()
+    let mut out = String::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        let run = body[i..]
+            .iter()
+            .position(|&b| b == b'\\' || b < 0x20)
+            .map_or(body.len(), |k| i + k);
+        match std::str::from_utf8(&body[i..run]) {
+            Ok(s) => out.push_str(s),
+            Err(e) => {
+                // Whole characters before a cut (or a bad byte).
+                out.push_str(&String::from_utf8_lossy(&body[i..i + e.valid_up_to()]));
+                return out;
             }
-            Err(_) => {}
         }
+        i = run;
+        if i >= body.len() || body[i] != b'\\' {
+            return out;
+        }
+        let Some(&e) = body.get(i + 1) else {
+            return out;
+        };
+        let c = match e {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let Some(hi) = hex4(body, i + 2) else {
+                    return out;
+                };
+                i += 6;
+                if (0xD800..0xDC00).contains(&hi) {
+                    // A high surrogate: its low half follows as `\uXXXX`.
+                    if body.get(i) != Some(&b'\\') || body.get(i + 1) != Some(&b'u') {
+                        return out;
+                    }
+                    let Some(lo) = hex4(body, i + 2) else {
+                        return out;
+                    };
+                    if !(0xDC00..0xE000).contains(&lo) {
+                        return out;
+                    }
+                    i += 6;
+                    let code = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                    match char::from_u32(code) {
+                        Some(c) => out.push(c),
+                        None => return out,
+                    }
+                } else {
+                    match char::from_u32(hi) {
+                        Some(c) => out.push(c),
+                        None => return out,
+                    }
+                }
+                continue;
+            }
+            _ => return out,
+        };
+        out.push(c);
+        i += 2;
     }
-    let mut quoted = Vec::with_capacity(body.len() + 2);
-    quoted.push(b'"');
-    quoted.extend_from_slice(body);
-    quoted.push(b'"');
-    serde_json::from_slice(&quoted).unwrap_or_else(|_| {
-        // A multi-byte character cut at the end: what is whole before it.
-        let mut cut = body.len();
-        while cut > 0 {
-            cut -= 1;
-            quoted.truncate(cut + 1);
-            quoted.push(b'"');
-            if let Ok(s) = serde_json::from_slice(&quoted) {
-                return s;
-            }
-        }
-        String::new()
-    })
+    out
+}
+
+/// The four hex digits at `at`, as a number.
+fn hex4(body: &[u8], at: usize) -> Option<u32> {
+    let digits = body.get(at..at + 4)?;
+    let s = std::str::from_utf8(digits).ok()?;
+    u32::from_str_radix(s, 16).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn decode_agrees_with_serde_json_and_stops_at_a_cut() {
+        for body in [
+            r#"plain"#,
+            r#"a\"b\\c\/d\b\f\n\r\t"#,
+            r#"\u0061\u00e9\u20ac\ud83d\ude00x"#,
+            "déjà vu 😀",
+            r#"\\b[a-z]+\\b"#,
+            "",
+        ] {
+            let quoted = format!("\"{body}\"");
+            let want: String = serde_json::from_str(&quoted).unwrap();
+            assert_eq!(decode(body.as_bytes()), want, "{body}");
+        }
+        // Cut inside an escape, a surrogate pair or a character: what is
+        // whole before it.
+        assert_eq!(decode(br#"ab\"#), "ab");
+        assert_eq!(decode(br#"ab\u00"#), "ab");
+        assert_eq!(decode(br#"a\ud83d"#), "a");
+        assert_eq!(decode(br#"a\ud83d\ude"#), "a");
+        assert_eq!(decode("xé".as_bytes().split_last().unwrap().1), "x");
+    }
 
     #[test]
     fn partial_texts_against_values() {

@@ -186,7 +186,10 @@ impl UniqueRun {
             for &t in extra {
                 let bytes = vocab.spelling(t).unwrap_or(&[]);
                 let tried = bytes.first().is_some_and(|&b| first[b as usize]) && keep(bytes);
-                if !tried && base.contains(t) {
+                // A token `keep` turns down leaves the item apart: it matters
+                // only where it may also end the item and write another.
+                let matters = keep(bytes) || scan.may_end_item(bytes);
+                if !tried && matters && base.contains(t) {
                     try_token(t, out);
                 }
             }

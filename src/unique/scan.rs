@@ -14,8 +14,9 @@ pub(super) struct Checked {
     pub(super) frame: usize,
     pub(super) seen: Arc<BTreeSet<Box<[u8]>>>,
     /// The items written that are objects or arrays, parsed (for
-    /// [`may_become`]).
+    /// [`may_become`]), and their text as written.
     pub(super) containers: Arc<Vec<serde_json::Value>>,
+    pub(super) written: Arc<Vec<Box<[u8]>>>,
     /// The item being written (raw bytes), while `in_item`.
     pub(super) item: Vec<u8>,
     pub(super) in_item: bool,
@@ -27,7 +28,28 @@ pub(super) struct Checked {
     /// follows: found once (by [`Scan::item_at_risk`] or
     /// [`Scan::partial_next`]) and kept while the item grows, so a long
     /// item is not matched against the earlier ones at every byte.
-    pub(super) apart: std::cell::Cell<bool>,
+    pub(super) apart: Flag,
+}
+
+/// A flag a shared scan may set (matchers are `Sync`): an atomic that
+/// clones by value.
+#[derive(Debug, Default)]
+pub(super) struct Flag(std::sync::atomic::AtomicBool);
+
+impl Flag {
+    pub(super) fn get(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(super) fn set(&self, v: bool) {
+        self.0.store(v, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Clone for Flag {
+    fn clone(&self) -> Flag {
+        Flag(std::sync::atomic::AtomicBool::new(self.get()))
+    }
 }
 
 impl Checked {
@@ -124,6 +146,7 @@ impl Scan {
                 if matches!(canon.first(), Some(b'{' | b'[')) {
                     if let Ok(v) = serde_json::from_slice(&canon) {
                         Arc::make_mut(&mut c.containers).push(v);
+                        Arc::make_mut(&mut c.written).push(c.item.clone().into_boxed_slice());
                     }
                 }
                 Arc::make_mut(&mut c.seen).insert(canon);
@@ -193,6 +216,7 @@ impl Scan {
                                     frame: self.stack.len() - 1,
                                     seen: Arc::new(BTreeSet::new()),
                                     containers: Arc::new(Vec::new()),
+                                    written: Arc::new(Vec::new()),
                                     item: Vec::new(),
                                     in_item: false,
                                     count: 0,
@@ -331,6 +355,9 @@ impl Scan {
         let risk = match self.string_prefix() {
             Some(Some(p)) => c.starting_with(&p).next().is_some(),
             Some(None) => return true,
+            // A container item written as an earlier one was, so far: at
+            // risk without matching it value by value.
+            None if c.written.iter().any(|w| w.starts_with(&c.item)) => return true,
             None => self.partial_next().is_some(),
         };
         if !risk {
