@@ -393,6 +393,11 @@ impl TokenIndex {
         self.backend.is_token_pruned()
     }
 
+    /// The vocabulary's token tries (shared by every index over it).
+    pub(crate) fn tries(&self) -> &VocabTries {
+        &self.tries
+    }
+
     /// The vocabulary the index is over.
     pub fn vocab(&self) -> &Arc<Vocabulary> {
         &self.vocab

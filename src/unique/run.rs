@@ -4,6 +4,7 @@
 use super::places::UniqueItems;
 use super::scan::{Lex, Scan};
 use crate::index::{StateId, TokenIndex};
+use crate::vocab::trie::NONE;
 use crate::vocab::{TokenId, TokenSet};
 use std::collections::HashMap;
 
@@ -160,8 +161,15 @@ impl UniqueRun {
                 Lex::Str { .. } => &tables.quoted_commas,
                 _ => &tables.commas,
             };
+            // Inside a string item, the token must close it and hold the
+            // whole of another, equal one: three quotes at least.
+            let string_item = scan.string_prefix().is_some();
+            let holds_two = |bytes: &[u8]| {
+                scan.may_end_item(bytes)
+                    && (!string_item || bytes.iter().filter(|&&b| b == b'"').count() >= 3)
+            };
             for &t in list {
-                if base.contains(t) && scan.may_end_item(vocab.spelling(t).unwrap_or(&[])) {
+                if base.contains(t) && holds_two(vocab.spelling(t).unwrap_or(&[])) {
                     try_token(t, &mut out);
                 }
             }
@@ -186,10 +194,7 @@ impl UniqueRun {
             for &t in extra {
                 let bytes = vocab.spelling(t).unwrap_or(&[]);
                 let tried = bytes.first().is_some_and(|&b| first[b as usize]) && keep(bytes);
-                // A token `keep` turns down leaves the item apart: it matters
-                // only where it may also end the item and write another.
-                let matters = keep(bytes) || scan.may_end_item(bytes);
-                if !tried && matters && base.contains(t) {
+                if !tried && keep(bytes) && base.contains(t) {
                     try_token(t, out);
                 }
             }
@@ -198,12 +203,72 @@ impl UniqueRun {
         let next = match scan.string_prefix() {
             // A string item: the bytes that go on as an earlier item does,
             // and any token that may close it.
-            Some(Some(_)) => {
+            Some(Some(p)) => {
                 let first = scan.next_bytes_of_earlier()?;
                 if !first.iter().any(|&b| b) {
                     return None;
                 }
-                try_first(first, &tables.quoted, &|_| true, &mut out);
+                // The tokens that matter: those that spell a piece of the
+                // rest of an earlier item starting with the text so far, or
+                // such a piece and then a backslash (another spelling) or a
+                // quote (the item ends there); found by walking the token
+                // trie along each rest, not by trying every token that
+                // starts with a byte it continues with. Then any token that
+                // closes the string and goes on to a comma (another item
+                // may start in it).
+                let trie = &index.tries().full;
+                let mut found: Vec<u32> = Vec::new();
+                for rest in c.starting_with(&p).map(|u| &u[p.len()..]) {
+                    let mut node = None;
+                    for (k, &b) in rest.iter().enumerate() {
+                        for stop in [b'\\', b'"'] {
+                            if let Some(x) = trie.child(node, stop) {
+                                let end = trie.end[x] as usize;
+                                found.extend(trie.token[x..end].iter().filter(|&&t| t != NONE));
+                            }
+                        }
+                        if k == rest.len() {
+                            break;
+                        }
+                        match trie.child(node, b) {
+                            Some(x) => {
+                                node = Some(x);
+                                if trie.token[x] != NONE {
+                                    found.push(trie.token[x]);
+                                }
+                            }
+                            None => break,
+                        }
+                    }
+                    // At the end of the rest: a quote closes an equal item.
+                    if node.is_some() || rest.is_empty() {
+                        for stop in [b'\\', b'"'] {
+                            if let Some(x) = trie.child(node, stop) {
+                                let end = trie.end[x] as usize;
+                                found.extend(trie.token[x..end].iter().filter(|&&t| t != NONE));
+                            }
+                        }
+                    }
+                }
+                found.sort_unstable();
+                found.dedup();
+                let dups: Vec<u32> = trie
+                    .dups
+                    .iter()
+                    .filter(|(first, _)| found.binary_search(first).is_ok())
+                    .map(|&(_, dup)| dup)
+                    .collect();
+                for t in found.iter().chain(&dups).map(|&t| TokenId(t)) {
+                    if base.contains(t) {
+                        try_token(t, &mut out);
+                    }
+                }
+                let tried = |t: TokenId| found.binary_search(&t.0).is_ok() || dups.contains(&t.0);
+                for &t in &tables.quoted_commas {
+                    if !tried(t) && base.contains(t) {
+                        try_token(t, &mut out);
+                    }
+                }
                 return out;
             }
             Some(None) => None,
@@ -233,9 +298,13 @@ impl UniqueRun {
                     };
                     bytes.contains(&b'\\') || n.rests.iter().any(|r| r.starts_with(upto))
                 };
+                // A token that spells none leaves the item apart: it
+                // matters only where it may also end the item and write
+                // another.
+                let matters = |bytes: &[u8]| spells_a_rest(bytes) || scan.may_end_item(bytes);
                 let mut first = n.bytes;
                 first[b'"' as usize] = true;
-                try_first(first, &tables.quoted_commas, &spells_a_rest, &mut out);
+                try_first(first, &tables.quoted_commas, &matters, &mut out);
             }
             // In an escape, between items, or stopping outside a string in
             // an item that may still become an earlier one: every token.
