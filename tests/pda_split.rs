@@ -177,13 +177,24 @@ fn masks_are_identical_with_and_without_the_split() {
     }
 }
 
+/// `schema` in compliant mode with free-form values as calls (the pushdown
+/// engine), masks split per top frame or walked whole.
+fn schema_split(v: &Arc<Vocabulary>, schema: &serde_json::Value, split: bool) -> Arc<Compiled> {
+    let mut cfg = CompilerConfig::default();
+    cfg.index.pda_split = split;
+    Compiler::new(v.clone(), cfg)
+        .compile(&Source::json_schema(schema.clone()).with_schema_options(
+            constrain::schema::SchemaOptions::compliant().free_form_calls(true),
+        ))
+        .unwrap()
+}
+
 /// Schemas over the pushdown engine (free-form values as calls of the
 /// shared "any JSON value" fragment, a recursive `$ref`, string bodies in
 /// every fragment): the same random path through the split engine and the
 /// whole walks, every mask equal, on the tiny and the Qwen vocabulary.
 #[test]
 fn schema_masks_are_identical_with_and_without_the_split() {
-    use constrain::schema::SchemaOptions;
     use serde_json::json;
     let schemas = [
         json!({"type": "object", "properties": {"name": {"type": "string"}, "meta": {},
@@ -200,17 +211,10 @@ fn schema_masks_are_identical_with_and_without_the_split() {
     for (i, schema) in schemas.iter().enumerate() {
         for (v, runs, steps) in [(Some(tiny.clone()), 12, 60), (qwen.clone(), 3, 30)] {
             let Some(v) = v else { continue };
-            let build = |split: bool| {
-                let mut cfg = CompilerConfig::default();
-                cfg.index.pda_split = split;
-                Compiler::new(v.clone(), cfg)
-                    .compile(
-                        &Source::json_schema(schema.clone())
-                            .with_schema_options(SchemaOptions::compliant().free_form_calls(true)),
-                    )
-                    .unwrap()
-            };
-            let (split, whole) = (build(true), build(false));
+            let (split, whole) = (
+                schema_split(&v, schema, true),
+                schema_split(&v, schema, false),
+            );
             assert!(split.stats().fragments >= 2, "schema {i} uses fragments");
             let mut rng = StdRng::seed_from_u64(500 + i as u64);
             for run in 0..runs {
@@ -247,7 +251,6 @@ fn schema_masks_are_identical_with_and_without_the_split() {
 /// equals the whole walk's, on the tiny and the Qwen vocabulary.
 #[test]
 fn property_names_past_plain_text_equal_the_whole_walks() {
-    use constrain::schema::SchemaOptions;
     use serde_json::json;
     let schema = json!({
         "type": "object",
@@ -271,17 +274,10 @@ fn property_names_past_plain_text_equal_the_whole_walks() {
         eprintln!("skipping the Qwen half: no tokenizer.json in ~/.cache/constrain (scripts/fetch-assets)");
     }
     for v in [Some(tiny), qwen].into_iter().flatten() {
-        let build = |split: bool| {
-            let mut cfg = CompilerConfig::default();
-            cfg.index.pda_split = split;
-            Compiler::new(v.clone(), cfg)
-                .compile(
-                    &Source::json_schema(schema.clone())
-                        .with_schema_options(SchemaOptions::compliant().free_form_calls(true)),
-                )
-                .unwrap()
-        };
-        let (split, whole) = (build(true), build(false));
+        let (split, whole) = (
+            schema_split(&v, &schema, true),
+            schema_split(&v, &schema, false),
+        );
         assert!(split.stats().fragments >= 2, "the schema uses fragments");
         // Each byte's own single-byte token.
         let mut byte_token = [None; 256];

@@ -1,8 +1,9 @@
 //! `schema_compile`: arbitrary JSON, biased towards JSON Schema keywords and
 //! values, as a schema.
 //!
-//! Invariants (in `constrain_testkit::check::check_schema_case` and
-//! `check_compiled_schema_case`, replayed by `tests/fuzz_regressions.rs`):
+//! Invariants (in `constrain_testkit::check::check_schema_both_ways`:
+//! `check_schema_case` and `check_compiled_schema_case`, replayed by
+//! `tests/fuzz_regressions.rs`):
 //! compiling never panics and either refuses with a message or yields a regex
 //! that parses; every random walk over the guide (masks checked against the
 //! DFA oracle) ends in a text that parses as JSON and validates against the
@@ -18,9 +19,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use constrain_testkit::check::{
-    check_compiled_schema_case, check_schema_case, json_test_vocabulary, SchemaOutcome,
-};
+use constrain_testkit::check::{check_schema_both_ways, json_test_vocabulary};
 use constrain::dfa::DfaConfig;
 use constrain::schema::SchemaOptions;
 use constrain::vocab::Vocabulary;
@@ -244,28 +243,7 @@ fuzz_target!(|input: Input| {
     let validate = |v: &Value| validator.as_ref().is_none_or(|val| val.is_valid(v));
     let choices: Vec<u8> = input.choices.iter().take(96).copied().collect();
     let case = || json!({"schema": schema, "compliant": input.compliant, "choices": choices});
-    match check_schema_case(
-        &schema,
-        &opts,
-        vocab(),
-        &dfa_config(),
-        &choices,
-        3,
-        &validate,
-    ) {
-        Ok(SchemaOutcome::Checked { .. }) | Ok(SchemaOutcome::Refused(_)) => {}
-        Err(v) => panic!("{v}\ncase: {}", case()),
-    }
-    match check_compiled_schema_case(
-        &schema,
-        &opts,
-        vocab(),
-        &dfa_config(),
-        &choices,
-        2,
-        &validate,
-    ) {
-        Ok(SchemaOutcome::Checked { .. }) | Ok(SchemaOutcome::Refused(_)) => {}
-        Err(v) => panic!("{v}\ncase: {}", case()),
+    if let Err(v) = check_schema_both_ways(&schema, &opts, vocab(), &dfa_config(), &choices, &validate) {
+        panic!("{v}\ncase: {}", case());
     }
 });

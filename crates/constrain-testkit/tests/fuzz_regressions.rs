@@ -344,9 +344,7 @@ struct SchemaRegression {
 #[test]
 fn schema_compile_regressions_replay() {
     use constrain::schema::SchemaOptions;
-    use constrain_testkit::check::{
-        check_compiled_schema_case, check_schema_case, json_test_vocabulary,
-    };
+    use constrain_testkit::check::{check_schema_both_ways, json_test_vocabulary};
     let vocab = Arc::new(json_test_vocabulary());
     let cases = regressions("schema_compile");
     assert!(
@@ -363,27 +361,15 @@ fn schema_compile_regressions_replay() {
         };
         let val = validator(&case.schema);
         let validate = |v: &serde_json::Value| val.as_ref().is_none_or(|x| x.is_valid(v));
-        if let Err(v) = check_schema_case(
+        let (_, outcome) = check_schema_both_ways(
             &case.schema,
             &opts,
             vocab.clone(),
             &constrain_testkit::check::fuzz_dfa_config(),
             &case.choices,
-            3,
-            &validate,
-        ) {
-            panic!("{}: {v}", path.display());
-        }
-        let outcome = check_compiled_schema_case(
-            &case.schema,
-            &opts,
-            vocab.clone(),
-            &constrain_testkit::check::fuzz_dfa_config(),
-            &case.choices,
-            2,
             &validate,
         )
-        .unwrap_or_else(|v| panic!("{} (through the compiler): {v}", path.display()));
+        .unwrap_or_else(|v| panic!("{}: {v}", path.display()));
         // The seeds written for the compiler's own features must compile and
         // finish their walks there.
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

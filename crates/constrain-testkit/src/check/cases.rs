@@ -819,3 +819,33 @@ fn beyond_f64(text: &[u8]) -> bool {
     }
     false
 }
+
+/// Both schema checks of the `schema_compile` fuzz target on one case:
+/// [`check_schema_case`] (3 walks against the DFA oracle), then
+/// [`check_compiled_schema_case`] (2 walks of the compiled matcher).
+pub fn check_schema_both_ways(
+    schema: &serde_json::Value,
+    opts: &constrain::schema::SchemaOptions,
+    vocab: Arc<Vocabulary>,
+    dfa_config: &DfaConfig,
+    choices: &[u8],
+    validate: &dyn Fn(&serde_json::Value) -> bool,
+) -> Result<(SchemaOutcome, SchemaOutcome), Violation> {
+    let regex = check_schema_case(
+        schema,
+        opts,
+        vocab.clone(),
+        dfa_config,
+        choices,
+        3,
+        validate,
+    )?;
+    let compiled = check_compiled_schema_case(
+        schema, opts, vocab, dfa_config, choices, 2, validate,
+    )
+    .map_err(|v| Violation {
+        what: format!("through the compiler: {}", v.what),
+        ..v
+    })?;
+    Ok((regex, compiled))
+}
