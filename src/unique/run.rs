@@ -220,15 +220,12 @@ impl UniqueRun {
                 let mut found: Vec<u32> = Vec::new();
                 for rest in c.starting_with(&p).map(|u| &u[p.len()..]) {
                     let mut node = None;
-                    for (k, &b) in rest.iter().enumerate() {
+                    for &b in rest {
                         for stop in [b'\\', b'"'] {
                             if let Some(x) = trie.child(node, stop) {
                                 let end = trie.end[x] as usize;
                                 found.extend(trie.token[x..end].iter().filter(|&&t| t != NONE));
                             }
-                        }
-                        if k == rest.len() {
-                            break;
                         }
                         match trie.child(node, b) {
                             Some(x) => {
@@ -238,15 +235,6 @@ impl UniqueRun {
                                 }
                             }
                             None => break,
-                        }
-                    }
-                    // At the end of the rest: a quote closes an equal item.
-                    if node.is_some() || rest.is_empty() {
-                        for stop in [b'\\', b'"'] {
-                            if let Some(x) = trie.child(node, stop) {
-                                let end = trie.end[x] as usize;
-                                found.extend(trie.token[x..end].iter().filter(|&&t| t != NONE));
-                            }
                         }
                     }
                 }
