@@ -991,19 +991,7 @@ impl Engine {
             return None;
         }
         drop(core);
-        toks.sort_unstable();
-        toks.dedup();
-        let dups: Vec<u32> = trie
-            .dups
-            .iter()
-            .filter(|(first, _)| toks.binary_search(first).is_ok())
-            .map(|&(_, dup)| dup)
-            .collect();
-        if !dups.is_empty() {
-            toks.extend(dups);
-            toks.sort_unstable();
-            toks.dedup();
-        }
+        trie.with_dups(&mut toks);
         let r: Arc<[u32]> = toks.into();
         self.resolved
             .lock()

@@ -238,22 +238,14 @@ impl UniqueRun {
                         }
                     }
                 }
-                found.sort_unstable();
-                found.dedup();
-                let dups: Vec<u32> = trie
-                    .dups
-                    .iter()
-                    .filter(|(first, _)| found.binary_search(first).is_ok())
-                    .map(|&(_, dup)| dup)
-                    .collect();
-                for t in found.iter().chain(&dups).map(|&t| TokenId(t)) {
+                trie.with_dups(&mut found);
+                for t in found.iter().map(|&t| TokenId(t)) {
                     if base.contains(t) {
                         try_token(t, &mut out);
                     }
                 }
-                let tried = |t: TokenId| found.binary_search(&t.0).is_ok() || dups.contains(&t.0);
                 for &t in &tables.quoted_commas {
-                    if !tried(t) && base.contains(t) {
+                    if found.binary_search(&t.0).is_err() && base.contains(t) {
                         try_token(t, &mut out);
                     }
                 }

@@ -655,6 +655,24 @@ impl TokenTrie {
             .collect()
     }
 
+    /// Sorts and dedups `ids` (first ids of this trie's nodes) and adds
+    /// the duplicate ids of the same bytes, keeping the list sorted.
+    pub fn with_dups(&self, ids: &mut Vec<u32>) {
+        ids.sort_unstable();
+        ids.dedup();
+        let dups: Vec<u32> = self
+            .dups
+            .iter()
+            .filter(|(first, _)| ids.binary_search(first).is_ok())
+            .map(|&(_, dup)| dup)
+            .collect();
+        if !dups.is_empty() {
+            ids.extend(dups);
+            ids.sort_unstable();
+            ids.dedup();
+        }
+    }
+
     /// The child of `node` (or of the root when `None`) reached by `b`.
     pub fn child(&self, node: Option<usize>, b: u8) -> Option<usize> {
         let (mut j, stop) = match node {
