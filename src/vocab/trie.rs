@@ -397,7 +397,11 @@ impl VocabTries {
     fn build_byte_chain(&self, set: u128) -> ByteChainTokens {
         let in_set = |b: u8| b < 128 && (set >> b) & 1 == 1;
         let mut by_len: Vec<Vec<u32>> = vec![Vec::new(); BYTE_CHAIN_CAP + 1];
-        let mut keys: Vec<(Vec<u8>, u32)> = Vec::new();
+        // The other tokens by how many bytes in the set they start with (at
+        // most the cap), each as its bytes after those and its id. `toks` is
+        // in byte order, so a group whose first bytes are cut is sorted
+        // again; the group of none keeps that order (by bytes, then id).
+        let mut groups: Vec<Vec<(&[u8], u32)>> = vec![Vec::new(); BYTE_CHAIN_CAP + 1];
         for (b, id) in self.toks() {
             let k = b.iter().take_while(|&&x| in_set(x)).count();
             if k == b.len() && k <= BYTE_CHAIN_CAP {
@@ -405,13 +409,27 @@ impl VocabTries {
                 continue;
             }
             let j = k.min(BYTE_CHAIN_CAP);
-            let mut key = Vec::with_capacity(1 + b.len() - j);
-            key.push(j as u8);
-            key.extend_from_slice(&b[j..]);
-            keys.push((key, id));
+            groups[j].push((&b[j..], id));
         }
-        keys.sort_unstable();
-        let trie = TokenTrie::from_sorted(keys.iter().map(|(k, id)| (k.as_slice(), *id)));
+        for g in groups.iter_mut() {
+            if !g.is_sorted() {
+                g.sort_unstable();
+            }
+        }
+        // Keys: the count as one byte, then the bytes after it, written
+        // one after another in one buffer.
+        let total: usize = groups.iter().flatten().map(|(b, _)| b.len() + 1).sum();
+        let mut keys = Vec::with_capacity(total);
+        let mut spans = Vec::with_capacity(groups.iter().map(Vec::len).sum());
+        for (j, g) in groups.iter().enumerate() {
+            for &(rest, id) in g {
+                let a = keys.len();
+                keys.push(j as u8);
+                keys.extend_from_slice(rest);
+                spans.push((a, keys.len(), id));
+            }
+        }
+        let trie = TokenTrie::from_sorted(spans.iter().map(|&(a, b, id)| (&keys[a..b], id)));
         let mut cur = TokenSet::new(self.width);
         let mut fp = 0u64;
         let mut sets = Vec::with_capacity(BYTE_CHAIN_CAP + 1);
@@ -1000,5 +1018,81 @@ mod tests {
             !cache.map.contains_key(&set(1)),
             "the least recently used goes"
         );
+    }
+
+    /// The byte-chain trie equals the trie of its keys sorted as byte
+    /// strings (the count byte, then the bytes after the counted ones),
+    /// duplicates included, whichever group a token falls in.
+    #[test]
+    fn byte_chain_trie_is_the_trie_of_its_sorted_keys() {
+        let words: Vec<&str> = vec![
+            "a",
+            "b",
+            "ab",
+            "ba",
+            "a,",
+            "ab,",
+            ",a",
+            ",",
+            "aaaaaaaaaaaaaaaaaaaa,",
+            "ab;",
+            "b;",
+            "xa",
+            "x",
+            ";;",
+            "aaaaaaaaaaaaaaaaa",
+            "ba,",
+            "ab,",
+            ",a",
+            "a\"b",
+            "\"",
+        ];
+        let mut all: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
+        all.extend(words.iter().map(|w| w.as_bytes().to_vec()));
+        let n = all.len() as u32;
+        let vocab = Vocabulary::new(
+            all.iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, w)| (TokenId(i as u32), w)),
+            [TokenId(n)],
+            n as usize + 1,
+        )
+        .unwrap();
+        let tries = VocabTries::new(&vocab, 4);
+        let set: u128 = (1 << b'a') | (1 << b'b');
+        let built = tries.build_byte_chain(set);
+        let in_set = |b: u8| b < 128 && (set >> b) & 1 == 1;
+        let mut keys: Vec<(Vec<u8>, u32)> = Vec::new();
+        for (b, id) in tries.toks() {
+            let k = b.iter().take_while(|&&x| in_set(x)).count();
+            if k == b.len() && k <= BYTE_CHAIN_CAP {
+                continue;
+            }
+            let j = k.min(BYTE_CHAIN_CAP);
+            let mut key = vec![j as u8];
+            key.extend_from_slice(&b[j..]);
+            keys.push((key, id));
+        }
+        keys.sort_unstable();
+        let want = TokenTrie::from_sorted(keys.iter().map(|(k, id)| (k.as_slice(), *id)));
+        let t = &built.trie;
+        assert_eq!(
+            (&t.byte, &t.depth, &t.end, &t.token, &t.dups, t.max_depth),
+            (
+                &want.byte,
+                &want.depth,
+                &want.end,
+                &want.token,
+                &want.dups,
+                want.max_depth
+            )
+        );
+        assert!(!t.dups.is_empty(), "the duplicate words make duplicates");
+        // `sets[j]`: the tokens of 1 to j bytes all in the set.
+        let ab = |w: &str| all.iter().position(|x| x == w.as_bytes()).unwrap() as u32;
+        assert!(built.sets[2].0.contains(TokenId(ab("ab"))));
+        assert!(!built.sets[1].0.contains(TokenId(ab("ab"))));
+        assert!(!built.sets[16].0.contains(TokenId(ab("xa"))));
     }
 }
