@@ -328,10 +328,14 @@ pub(super) struct Registers {
     thread_ids: FastMap<(u32, u32), u32>,
     /// Per thread past `n`, its distance ([module docs](self)).
     tdist: Vec<u32>,
-    /// Per thread, the search that last met it ([`Registers::search`]).
-    mark: Vec<u32>,
+    /// Per NFA state, the search that last met it and the stack it met
+    /// it with ([`Registers::search`]).
+    mark: Vec<(u32, u32)>,
+    /// The (state, stack) pairs a search met besides those in `mark` (a
+    /// state met again with another stack).
+    also: std::collections::HashSet<(u32, u32), foldhash::fast::RandomState>,
     generation: u32,
-    todo: Vec<u32>,
+    todo: Vec<(u32, u32)>,
     /// Per seed thread, its closure (a DFA state's successors on a class
     /// are mostly the closure of one thread that many states reach), up to
     /// [`MEMO_THREADS`] threads in all.
@@ -358,6 +362,7 @@ impl Registers {
             thread_ids: FastMap::default(),
             tdist: Vec::new(),
             mark: Vec::new(),
+            also: Default::default(),
             generation: 0,
             todo: Vec::new(),
             memo: FastMap::default(),
@@ -507,45 +512,45 @@ impl Registers {
         }
     }
 
-    /// [`Registers::closure`] searched.
+    /// [`Registers::closure`] searched. The search moves (state, stack)
+    /// pairs and makes a thread only of the byte-reading and match states
+    /// it keeps: the epsilon and operation states it passes (most of a
+    /// key's start, one path per member left) are never threads.
     fn search(&mut self, nfa: &Nfa, base: &[u32], seeds: &[u32], out: &mut Vec<u32>) {
         out.clear();
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
-            self.mark.iter_mut().for_each(|m| *m = 0);
+            self.mark.iter_mut().for_each(|m| *m = (0, 0));
             self.generation = 1;
         }
+        if self.mark.len() < self.n as usize {
+            self.mark.resize(self.n as usize, (0, 0));
+        }
+        self.also.clear();
         let g = self.generation;
         let mut todo = std::mem::take(&mut self.todo);
-        todo.extend(seeds.iter().rev());
-        while let Some(t) = todo.pop() {
-            if self.mark.len() <= t as usize {
-                self.mark.resize(t as usize + 1 + (t as usize >> 3), 0);
-            }
-            if std::mem::replace(&mut self.mark[t as usize], g) == g {
+        todo.extend(seeds.iter().rev().map(|&t| (self.state(t), self.stack(t))));
+        while let Some((q, r)) = todo.pop() {
+            if base[q as usize] == u32::MAX {
                 continue;
             }
-            let q = self.state(t);
-            if base[q as usize] == u32::MAX {
+            let m = &mut self.mark[q as usize];
+            if m.0 != g {
+                *m = (g, r);
+            } else if m.1 == r || !self.also.insert((q, r)) {
                 continue;
             }
             match nfa.kind(q) {
                 Kind::Bytes | Kind::Match => {
+                    let t = self.thread(nfa, base, q, r);
                     if self.dist(base, t) != u32::MAX {
                         out.push(t);
                     }
                 }
-                Kind::Eps => {
-                    for e in nfa.edges(q).iter().rev() {
-                        let u = self.moved(nfa, base, t, e.next);
-                        todo.push(u);
-                    }
-                }
+                Kind::Eps => todo.extend(nfa.edges(q).iter().rev().map(|e| (e.next, r))),
                 Kind::Op => {
-                    let r = self.stack(t);
                     if let Some(r) = self.apply(nfa, nfa.op(q), r) {
-                        let u = self.thread(nfa, base, nfa.edges(q)[0].next, r);
-                        todo.push(u);
+                        todo.push((nfa.edges(q)[0].next, r));
                     }
                 }
             }
