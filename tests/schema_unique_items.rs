@@ -163,6 +163,77 @@ fn random_arrays_match_the_oracle() {
     }
 }
 
+/// Members whose key a `patternProperties` pattern matches take its
+/// schema, with a declared one's, and `additionalProperties` only where
+/// neither applies: the check follows each key the matcher writes to the
+/// schemas that apply to its value, as JSON Schema does.
+#[test]
+fn pattern_properties_keys_choose_the_checked_arrays() {
+    let (v, _) = tiny_vocab();
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "array", "items": {"type": "string"}}},
+        "patternProperties": {
+            "^x": {"type": "array", "items": {"type": ["string", "number"]}, "uniqueItems": true},
+            "b$": {"type": "array", "maxItems": 3}
+        },
+        "additionalProperties": {"type": "array", "items": {"type": ["string", "number"]}, "uniqueItems": true}
+    });
+    let oracle = jsonschema::validator_for(&schema).unwrap();
+    let c = compile(&v, &schema, compliant());
+    let atoms = [json!("a"), json!("b"), json!(1), json!(1.0), json!(2)];
+    // "xb" matches both patterns, "b" and "ab" only the second (so no
+    // additionalProperties: repeats allowed), "y" none.
+    let keys = ["xa", "xb", "b", "ab", "y"];
+    let mut rng = StdRng::seed_from_u64(11);
+    let (mut valid, mut invalid) = (0, 0);
+    let mut repeats_kept = 0;
+    for _ in 0..400 {
+        let mut m = serde_json::Map::new();
+        let mut arr = |rng: &mut StdRng| -> Value {
+            let n = rng.random_range(0..4);
+            Value::Array(
+                (0..n)
+                    .map(|_| atoms[rng.random_range(0..atoms.len())].clone())
+                    .collect(),
+            )
+        };
+        if rng.random_bool(0.3) {
+            m.insert("a".into(), json!(["s", "s"]));
+        }
+        for k in keys {
+            if rng.random_bool(0.4) {
+                m.insert(k.into(), arr(&mut rng));
+            }
+        }
+        let inst = Value::Object(m);
+        let text = constrain_testkit::maskbench::python_dumps(&inst);
+        let want = oracle.is_valid(&inst);
+        assert_eq!(accepts(&c, &text), want, "{text}");
+        if want {
+            valid += 1;
+            let only_b = ["b", "ab"].iter().any(|k| {
+                inst.get(*k).and_then(Value::as_array).is_some_and(|a| {
+                    a.iter()
+                        .enumerate()
+                        .any(|(i, x)| a[..i].iter().any(|y| y == x))
+                })
+            });
+            repeats_kept += usize::from(only_b);
+        } else {
+            invalid += 1;
+        }
+    }
+    assert!(
+        valid > 40 && invalid > 40,
+        "{valid} valid, {invalid} invalid"
+    );
+    assert!(
+        repeats_kept > 5,
+        "arrays only b$ governs may repeat: {repeats_kept}"
+    );
+}
+
 /// Where the place alone does not say the array is checked, the keyword
 /// is refused as before; a regex alone cannot check it either.
 #[test]

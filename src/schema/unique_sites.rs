@@ -4,14 +4,15 @@
 //! The matcher knows an array only by its place in the output: the keys and
 //! items that lead to it. It follows the schemas that apply there through a
 //! graph of the schema ([`UniqueItems`]): one node per schema object, edges
-//! for `properties`, `additionalProperties` (where no `patternProperties`
-//! could claim a key too) and `items`, and "applies here too" for `allOf`,
+//! for `properties`, `patternProperties` (a pattern the check can read: the
+//! matcher matches each key it writes against it), `additionalProperties`
+//! and `items`, and "applies here too" for `allOf`,
 //! `$ref` and an `anyOf` / `oneOf` branch whose sibling branches admit no
 //! array. A recursive `$ref` is a cycle. A schema reached only that way
 //! applies to every value at its place that is an array, so its
 //! `uniqueItems` is exact when checked there. A schema also reached through
 //! anything else (an alternative that may be an array too, `if` / `then` /
-//! `else`, `not`, `patternProperties`, tuple items, `contains`,
+//! `else`, `not`, a pattern with lookaround, tuple items, `contains`,
 //! `dependentSchemas`, ...) may apply where the matcher cannot tell, and its
 //! `uniqueItems` stays refused, with the reason. A `$dynamicRef` or
 //! `$recursiveRef` anywhere leaves every array unchecked.
@@ -20,6 +21,7 @@ use super::ir::resources::Resources;
 use crate::unique::UniqueItems;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// Most schema objects one walk expands (past it nothing is checked).
 const MAX_VISITS: usize = 100_000;
@@ -90,6 +92,14 @@ struct Walk<'a> {
     failed: bool,
 }
 
+/// A `patternProperties` key as the matcher matches member keys with it:
+/// the ECMA-262 pattern in the regex crate's syntax, searched (unanchored,
+/// as JSON Schema reads it); `None` when it cannot be read.
+fn key_pattern(p: &str) -> Option<regex_automata::meta::Regex> {
+    let t = super::pattern::translate_ecma(p).ok()?;
+    regex_automata::meta::Regex::new(&t).ok()
+}
+
 fn push(ptr: &str, token: &str) -> String {
     format!("{ptr}/{}", token.replace('~', "~0").replace('/', "~1"))
 }
@@ -100,7 +110,10 @@ enum Edge {
     Here,
     /// Applies at the place of a member with this key.
     Key(String),
-    /// Applies at the undeclared keys (the parent's declared names).
+    /// Applies at the keys a pattern matches.
+    Pattern(Arc<regex_automata::meta::Regex>),
+    /// Applies at the undeclared keys no pattern matches (the parent's
+    /// declared names).
     Other(Vec<String>),
     /// Applies at every item.
     Items,
@@ -183,9 +196,26 @@ impl<'a> Walk<'a> {
                 ));
             }
         }
+        // The patterns as the matcher will match keys with them; an
+        // unreadable one (lookaround) leaves its own members' place, and
+        // the undeclared keys', untold.
+        let mut all_read = true;
+        if let Some(Value::Object(map)) = m.get("patternProperties") {
+            let base = push(ptr, "patternProperties");
+            for (k, s) in map {
+                let edge = match key_pattern(k) {
+                    Some(re) => Edge::Pattern(Arc::new(re)),
+                    None => {
+                        all_read = false;
+                        Edge::Lost("under patternProperties whose pattern the check cannot read")
+                    }
+                };
+                out.push((s, push(&base, k), edge));
+            }
+        }
         if let Some(s) = m.get("additionalProperties") {
-            let edge = if m.contains_key("patternProperties") {
-                Edge::Lost("under additionalProperties beside patternProperties")
+            let edge = if !all_read {
+                Edge::Lost("under additionalProperties beside a pattern the check cannot read")
             } else {
                 Edge::Other(
                     m.get("properties")
@@ -212,7 +242,6 @@ impl<'a> Walk<'a> {
             }
         }
         for (kw, why) in [
-            ("patternProperties", "under patternProperties"),
             ("dependentSchemas", "under dependentSchemas"),
             ("dependencies", "under dependencies"),
         ] {
@@ -274,6 +303,7 @@ impl<'a> Walk<'a> {
                     match edge {
                         Edge::Here => self.trie.add_also(n, c),
                         Edge::Key(k) => self.trie.add_key(n, &k, c),
+                        Edge::Pattern(re) => self.trie.add_pattern(n, re, c),
                         Edge::Other(declared) => self.trie.add_other(n, declared, c),
                         Edge::Items => self.trie.add_items(n, c),
                         Edge::Lost(_) => unreachable!(),
@@ -436,7 +466,10 @@ mod tests {
                 ]},
                 "objs": {"type": "array", "items": {"type": "object"}, "uniqueItems": true}
             },
-            "patternProperties": {"^x": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}},
+            "patternProperties": {
+                "^x": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+                "(?=y)": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}
+            },
             "$defs": {"n": {"type": "integer"}}
         });
         let sites = sites(&s);
@@ -444,7 +477,9 @@ mod tests {
             assert!(sites.checked.contains(p), "{p}");
         }
         assert!(sites.checked.contains("/properties/objs"));
-        for p in ["/properties/either/anyOf/0", "/patternProperties/^x"] {
+        // A pattern the check can match keys with; one with lookahead not.
+        assert!(sites.checked.contains("/patternProperties/^x"));
+        for p in ["/properties/either/anyOf/0", "/patternProperties/(?=y)"] {
             assert!(
                 !sites.checked.contains(p) && sites.refused.contains_key(p),
                 "{p}"

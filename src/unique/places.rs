@@ -45,8 +45,12 @@ pub(super) enum Listed {
 pub(super) struct PathNode {
     /// The schema's `properties`: the node of each member's schema.
     pub(super) keys: HashMap<String, u32>,
-    /// The keys the schema does not declare (its `additionalProperties`):
-    /// the declared names, sorted, and the node.
+    /// The schema's `patternProperties`: per pattern (searched, as JSON
+    /// Schema reads it), the node of the members whose key it matches.
+    pub(super) patterns: Vec<(Arc<regex_automata::meta::Regex>, u32)>,
+    /// The keys the schema does not declare and no pattern of it matches
+    /// (its `additionalProperties`): the declared names, sorted, and the
+    /// node.
     pub(super) others: Option<(Vec<String>, u32)>,
     /// The schema of every item.
     pub(super) items: Option<u32>,
@@ -83,8 +87,14 @@ impl UniqueItems {
         self.nodes[at as usize].keys.insert(key.to_string(), child);
     }
 
-    /// The keys of an object at `at` not among `declared` have the schema
-    /// of `child`.
+    /// The members of an object at `at` whose key `pattern` matches have
+    /// the schema of `child` (besides any other that applies to them).
+    pub fn add_pattern(&mut self, at: u32, pattern: Arc<regex_automata::meta::Regex>, child: u32) {
+        self.nodes[at as usize].patterns.push((pattern, child));
+    }
+
+    /// The keys of an object at `at` not among `declared` (nor matched by
+    /// one of its patterns) have the schema of `child`.
     pub fn add_other(&mut self, at: u32, mut declared: Vec<String>, child: u32) {
         declared.sort();
         self.nodes[at as usize].others = Some((declared, child));
@@ -179,7 +189,7 @@ impl UniqueItems {
         let mut out = Vec::new();
         if at.iter().all(|&n| {
             let node = &self.nodes[n as usize];
-            node.keys.is_empty() && node.others.is_none()
+            node.keys.is_empty() && node.others.is_none() && node.patterns.is_empty()
         }) {
             return out;
         }
@@ -191,8 +201,15 @@ impl UniqueItems {
             if let Some(&c) = node.keys.get(&k) {
                 out.extend_from_slice(&self.nodes[c as usize].closure);
             }
+            let mut matched = false;
+            for (re, c) in &node.patterns {
+                if re.is_match(&k) {
+                    matched = true;
+                    out.extend_from_slice(&self.nodes[*c as usize].closure);
+                }
+            }
             if let Some((declared, c)) = &node.others {
-                if declared.binary_search(&k).is_err() {
+                if !matched && declared.binary_search(&k).is_err() {
                     out.extend_from_slice(&self.nodes[*c as usize].closure);
                 }
             }

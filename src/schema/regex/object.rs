@@ -743,10 +743,22 @@ pub(super) fn pattern_hits(
     Ok(out)
 }
 
-/// `allOf` of `parts` as one schema.
+/// `allOf` of `parts` as one schema: at `at`, or where one of the parts
+/// holds `uniqueItems`, at that part's pointer. The run-time check
+/// ([`crate::unique`]) knows an array by the schemas that apply at its
+/// place, and a member's key brings each of the parts there (a declared
+/// name's schema and each pattern's that matches), so an array checked by
+/// that part's place is checked here too.
 pub(super) fn all_of(at: &Pointer, parts: Vec<Schema>) -> Schema {
+    let at = parts
+        .iter()
+        .find_map(|p| match p {
+            Schema::Node(n) if n.unique_items => Some(n.at.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| at.clone());
     Schema::Node(Box::new(Node {
-        at: at.clone(),
+        at,
         all_of: parts,
         ..Default::default()
     }))
