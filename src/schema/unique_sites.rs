@@ -92,12 +92,11 @@ struct Walk<'a> {
     failed: bool,
 }
 
-/// A `patternProperties` key as the matcher matches member keys with it:
-/// the ECMA-262 pattern in the regex crate's syntax, searched (unanchored,
-/// as JSON Schema reads it); `None` when it cannot be read.
-fn key_pattern(p: &str) -> Option<regex_automata::meta::Regex> {
-    let t = super::pattern::translate_ecma(p).ok()?;
-    regex_automata::meta::Regex::new(&t).ok()
+/// A `patternProperties` key as the matcher matches member keys with it,
+/// and as the generator matched declared names with it; `None` when it
+/// cannot be run.
+fn key_pattern(p: &str) -> Option<crate::schema::pattern::KeyMatcher> {
+    crate::schema::pattern::KeyMatcher::new(p)
 }
 
 fn push(ptr: &str, token: &str) -> String {
@@ -111,7 +110,7 @@ enum Edge {
     /// Applies at the place of a member with this key.
     Key(String),
     /// Applies at the keys a pattern matches.
-    Pattern(Arc<regex_automata::meta::Regex>),
+    Pattern(Arc<crate::schema::pattern::KeyMatcher>),
     /// Applies at the undeclared keys no pattern matches (the parent's
     /// declared names).
     Other(Vec<String>),
@@ -468,7 +467,8 @@ mod tests {
             },
             "patternProperties": {
                 "^x": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
-                "(?=y)": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}
+                "(?=y)": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+                "^(?!z)w": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}
             },
             "$defs": {"n": {"type": "integer"}}
         });
@@ -477,8 +477,10 @@ mod tests {
             assert!(sites.checked.contains(p), "{p}");
         }
         assert!(sites.checked.contains("/properties/objs"));
-        // A pattern the check can match keys with; one with lookahead not.
+        // Patterns the check can match keys with (a leading lookahead as
+        // the generator reads it too); a lookahead elsewhere not.
         assert!(sites.checked.contains("/patternProperties/^x"));
+        assert!(sites.checked.contains("/patternProperties/^(?!z)w"));
         for p in ["/properties/either/anyOf/0", "/patternProperties/(?=y)"] {
             assert!(
                 !sites.checked.contains(p) && sites.refused.contains_key(p),

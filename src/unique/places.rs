@@ -47,7 +47,7 @@ pub(super) struct PathNode {
     pub(super) keys: HashMap<String, u32>,
     /// The schema's `patternProperties`: per pattern (searched, as JSON
     /// Schema reads it), the node of the members whose key it matches.
-    pub(super) patterns: Vec<(Arc<regex_automata::meta::Regex>, u32)>,
+    pub(super) patterns: Vec<(Arc<crate::schema::pattern::KeyMatcher>, u32)>,
     /// The keys the schema does not declare and no pattern of it matches
     /// (its `additionalProperties`): the declared names, sorted, and the
     /// node.
@@ -89,7 +89,12 @@ impl UniqueItems {
 
     /// The members of an object at `at` whose key `pattern` matches have
     /// the schema of `child` (besides any other that applies to them).
-    pub fn add_pattern(&mut self, at: u32, pattern: Arc<regex_automata::meta::Regex>, child: u32) {
+    pub(crate) fn add_pattern(
+        &mut self,
+        at: u32,
+        pattern: Arc<crate::schema::pattern::KeyMatcher>,
+        child: u32,
+    ) {
         self.nodes[at as usize].patterns.push((pattern, child));
     }
 

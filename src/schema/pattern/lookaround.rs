@@ -21,23 +21,51 @@ use super::{compile_pattern, translate_ecma, CompiledPattern, PatternError};
 /// cannot be run), lookarounds in the places [`compile_pattern`] accepts
 /// included.
 pub fn is_match(pattern: &str, text: &str) -> Option<bool> {
-    let run = |p: &str| -> Option<bool> {
-        let t = translate_ecma(p).ok()?;
-        let r = regex_automata::meta::Regex::new(&t).ok()?;
-        Some(r.is_match(text))
-    };
-    let Some(split) = split_lookaround(pattern) else {
-        return run(pattern);
-    };
-    if !run(&split.rest)? {
-        return Some(false);
+    Some(KeyMatcher::new(pattern)?.is_match(text))
+}
+
+/// An ECMA-262 pattern compiled to run on texts (searched, as JSON Schema
+/// reads a pattern), lookarounds in the places [`compile_pattern`] accepts
+/// included: what [`is_match`] runs, kept for many texts (the keys the
+/// `uniqueItems` check meets, matched exactly as the generator matched
+/// declared names against `patternProperties`).
+#[derive(Debug)]
+pub struct KeyMatcher {
+    rest: regex_automata::meta::Regex,
+    /// (negative, the condition's regex).
+    conds: Vec<(bool, regex_automata::meta::Regex)>,
+}
+
+impl KeyMatcher {
+    /// `None` when the pattern cannot be run.
+    pub fn new(pattern: &str) -> Option<KeyMatcher> {
+        let compile = |p: &str| -> Option<regex_automata::meta::Regex> {
+            regex_automata::meta::Regex::new(&translate_ecma(p).ok()?).ok()
+        };
+        let Some(split) = split_lookaround(pattern) else {
+            return Some(KeyMatcher {
+                rest: compile(pattern)?,
+                conds: Vec::new(),
+            });
+        };
+        let conds = split
+            .conds
+            .iter()
+            .map(|(negative, c)| Some((*negative, compile(c)?)))
+            .collect::<Option<Vec<_>>>()?;
+        Some(KeyMatcher {
+            rest: compile(&split.rest)?,
+            conds,
+        })
     }
-    for (negative, cond) in &split.conds {
-        if run(cond)? == *negative {
-            return Some(false);
-        }
+
+    pub fn is_match(&self, text: &str) -> bool {
+        self.rest.is_match(text)
+            && self
+                .conds
+                .iter()
+                .all(|(negative, c)| c.is_match(text) != *negative)
     }
-    Some(true)
 }
 
 /// A pattern `^(?=A)(?!B)…R…(?<=C)(?<!D)$`: lookaheads right after a

@@ -30,7 +30,7 @@
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look, Repetition};
 
 mod lookaround;
-pub use lookaround::is_match;
+pub use lookaround::{is_match, KeyMatcher};
 
 mod emit;
 mod translate;
