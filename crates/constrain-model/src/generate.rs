@@ -408,7 +408,13 @@ impl<'a> Decoder<'a> {
                 _ => e.into(),
             })?;
         if !m.is_allowed(t) {
-            return Err(GenerateError::MaskIgnored { token: t });
+            // A mask shortcut (a plain level's tokens, allowed at once) may
+            // have let in a token whose path a limit hit since cut off: the
+            // limit is the cause, not the sampler.
+            return Err(match m.index().lazy_limit_error() {
+                Some(limit) => GenerateError::LimitHit { limit },
+                None => GenerateError::MaskIgnored { token: t },
+            });
         }
         if !redraw_possible || budget.fits(t) {
             return Ok(t);
