@@ -159,6 +159,16 @@ fn drive<M: LanguageModel + ?Sized>(
         logits = d.step(model, l)?;
     }
     d.out.stats.decode_time = t1.elapsed();
+    // A lazy automaton past a size limit no longer knows every distance,
+    // so the budget may have let the output run out unfinished: that is
+    // the limit's failure, named, never an output cut in half.
+    if let Some(m) = d.matcher.as_deref() {
+        if !m.is_accepting() {
+            if let Some(limit) = m.index().lazy_limit_error() {
+                return Err(GenerateError::LimitHit { limit });
+            }
+        }
+    }
     Ok(d.finish())
 }
 
@@ -323,7 +333,13 @@ impl<'a> Decoder<'a> {
     /// read: the token and what was forced after it.
     fn take(&mut self, t: TokenId) -> Result<Option<Vec<TokenId>>, GenerateError> {
         if let Some(m) = self.matcher.as_deref_mut() {
-            m.advance(t)?;
+            if let Err(e) = m.advance(t) {
+                // (A limit hit while walking the token's bytes.)
+                return Err(match m.index().lazy_limit_error() {
+                    Some(limit) => GenerateError::LimitHit { limit },
+                    None => e.into(),
+                });
+            }
         }
         if self.vocab.is_eos(t) {
             self.out.stop = StopReason::Complete;

@@ -544,3 +544,53 @@ fn typed_generation_returns_a_valid_value_under_adversarial_models() {
         }
     }
 }
+
+/// A lazy automaton that outgrows its size limit while outputs are made
+/// from it: every generation either ends accepted or fails naming the limit
+/// (never an output the constraint does not accept, never "the sampler
+/// ignored the mask" for a token the limit cut off).
+#[test]
+fn a_lazy_limit_hit_while_generating_is_named_never_an_unfinished_output() {
+    let t = tok();
+    let vocab = Arc::new(t.vocab.clone());
+    // 2^13 states after the first `a`s: far past a 16 KiB table.
+    let re = "(?:a|b| |c)*a(?:a|b| |c){12}";
+    let config = CompilerConfig::default().dfa(
+        constrain::DfaConfig::default()
+            .lazy_states(Some(1))
+            .dfa_size_limit(16 << 10),
+    );
+    let idx = Compiler::new(vocab.clone(), config)
+        .compile(&Source::regex(re))
+        .unwrap()
+        .index()
+        .clone();
+    let (mut limits, mut accepted) = (0, 0);
+    for seed in 0..40u64 {
+        let width = vocab.logits_width();
+        let mut m = FakeModel::new(width, constrain_testkit::hashed_logits(width, seed));
+        let mut g = Matcher::from_index(idx.clone());
+        let cfg = GenerateConfig::default().seed(seed).max_tokens(40);
+        match generate(
+            &mut m,
+            &vocab,
+            None,
+            Some(&mut g),
+            &[TokenId(0)],
+            &cfg,
+            &mut |_| {},
+        ) {
+            Ok(out) => {
+                assert!(
+                    out.accepted,
+                    "seed {seed}: {:?}",
+                    String::from_utf8_lossy(&out.bytes)
+                );
+                accepted += 1;
+            }
+            Err(GenerateError::LimitHit { .. }) => limits += 1,
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    assert!(limits > 0, "the limit was reached ({accepted} accepted)");
+}
