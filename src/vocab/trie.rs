@@ -989,17 +989,7 @@ mod tests {
             .map(|b| vec![b])
             .chain(["ab", "abc", "a1", "12", "x\"", "zz"].map(|w| w.as_bytes().to_vec()))
             .collect();
-        let n = words.len() as u32;
-        let vocab = Vocabulary::new(
-            words
-                .into_iter()
-                .enumerate()
-                .map(|(i, w)| (TokenId(i as u32), w)),
-            [TokenId(n)],
-            n as usize + 1,
-        )
-        .unwrap();
-        let tries = VocabTries::new(&vocab, 4);
+        let tries = tries_of(&words);
         // Sets of 17 bytes each (16 punctuation marks and digits, and one
         // letter), all different.
         let set = |k: u32| -> u128 { (0xFFFFu128 << 40) ^ (1u128 << (97 + k)) };
@@ -1018,6 +1008,22 @@ mod tests {
             !cache.map.contains_key(&set(1)),
             "the least recently used goes"
         );
+    }
+
+    /// The tries of a vocabulary of `words` (ids in order) and one EOS.
+    fn tries_of(words: &[Vec<u8>]) -> VocabTries {
+        let n = words.len() as u32;
+        let vocab = Vocabulary::new(
+            words
+                .iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, w)| (TokenId(i as u32), w)),
+            [TokenId(n)],
+            n as usize + 1,
+        )
+        .unwrap();
+        VocabTries::new(&vocab, 4)
     }
 
     /// The byte-chain trie equals the trie of its keys sorted as byte
@@ -1049,17 +1055,7 @@ mod tests {
         ];
         let mut all: Vec<Vec<u8>> = (0u8..=255).map(|b| vec![b]).collect();
         all.extend(words.iter().map(|w| w.as_bytes().to_vec()));
-        let n = all.len() as u32;
-        let vocab = Vocabulary::new(
-            all.iter()
-                .cloned()
-                .enumerate()
-                .map(|(i, w)| (TokenId(i as u32), w)),
-            [TokenId(n)],
-            n as usize + 1,
-        )
-        .unwrap();
-        let tries = VocabTries::new(&vocab, 4);
+        let tries = tries_of(&all);
         let set: u128 = (1 << b'a') | (1 << b'b');
         let built = tries.build_byte_chain(set);
         let in_set = |b: u8| b < 128 && (set >> b) & 1 == 1;
