@@ -594,3 +594,55 @@ fn a_lazy_limit_hit_while_generating_is_named_never_an_unfinished_output() {
     }
     assert!(limits > 0, "the limit was reached ({accepted} accepted)");
 }
+
+/// The same over a schema whose masks take plain tokens at once (string
+/// values, keys in any order, whitespace between tokens): a token such a
+/// mask let in may meet the limit on its own walk, and an output may run
+/// out of budget once distances are cut off.
+#[test]
+fn a_lazy_limit_hit_under_a_schema_is_named_never_an_unfinished_output() {
+    let t = tok();
+    let vocab = Arc::new(t.vocab.clone());
+    let schema = json!({"type": "object", "properties": {
+        "alpha": {"type": "string"}, "beta": {"type": "string"}, "gamma": {"type": "string"},
+        "delta": {"type": "string"}, "epsilon": {"type": "integer"}, "zeta": {"type": "string"}}});
+    let mut limits = 0;
+    for kib in [64usize, 128, 256] {
+        let config = CompilerConfig::default().dfa(
+            constrain::DfaConfig::default()
+                .lazy_states(Some(1))
+                .dfa_size_limit(kib << 10),
+        );
+        let options = constrain::schema::SchemaOptions::compliant();
+        let Ok(c) = Compiler::new(vocab.clone(), config)
+            .compile(&Source::json_schema(schema.clone()).with_schema_options(options))
+        else {
+            continue;
+        };
+        let idx = c.index().clone();
+        for seed in 0..24u64 {
+            let width = vocab.logits_width();
+            let mut m = FakeModel::new(width, constrain_testkit::hashed_logits(width, seed));
+            let mut g = Matcher::from_index(idx.clone());
+            let cfg = GenerateConfig::default().seed(seed).max_tokens(60);
+            match generate(
+                &mut m,
+                &vocab,
+                None,
+                Some(&mut g),
+                &[TokenId(0)],
+                &cfg,
+                &mut |_| {},
+            ) {
+                Ok(out) => assert!(
+                    out.accepted,
+                    "{kib} KiB, seed {seed}: {:?}",
+                    String::from_utf8_lossy(&out.bytes)
+                ),
+                Err(GenerateError::LimitHit { .. }) => limits += 1,
+                Err(e) => panic!("{kib} KiB, seed {seed}: {e}"),
+            }
+        }
+    }
+    assert!(limits > 0, "a limit was reached");
+}
