@@ -18,6 +18,7 @@
 //! `$recursiveRef` anywhere leaves every array unchecked.
 
 use super::ir::resources::Resources;
+use super::pattern::KeyMatcher;
 use crate::unique::UniqueItems;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -92,13 +93,6 @@ struct Walk<'a> {
     failed: bool,
 }
 
-/// A `patternProperties` key as the matcher matches member keys with it,
-/// and as the generator matched declared names with it; `None` when it
-/// cannot be run.
-fn key_pattern(p: &str) -> Option<crate::schema::pattern::KeyMatcher> {
-    crate::schema::pattern::KeyMatcher::new(p)
-}
-
 fn push(ptr: &str, token: &str) -> String {
     format!("{ptr}/{}", token.replace('~', "~0").replace('/', "~1"))
 }
@@ -110,7 +104,7 @@ enum Edge {
     /// Applies at the place of a member with this key.
     Key(String),
     /// Applies at the keys a pattern matches.
-    Pattern(Arc<crate::schema::pattern::KeyMatcher>),
+    Pattern(Arc<KeyMatcher>),
     /// Applies at the undeclared keys no pattern matches (the parent's
     /// declared names).
     Other(Vec<String>),
@@ -202,7 +196,8 @@ impl<'a> Walk<'a> {
         if let Some(Value::Object(map)) = m.get("patternProperties") {
             let base = push(ptr, "patternProperties");
             for (k, s) in map {
-                let edge = match key_pattern(k) {
+                // Matched as the generator matched declared names with it.
+                let edge = match KeyMatcher::new(k) {
                     Some(re) => Edge::Pattern(Arc::new(re)),
                     None => {
                         all_read = false;

@@ -145,6 +145,17 @@ fn run<M: LanguageModel + ?Sized>(
     drive(d, model, prompt)
 }
 
+/// `e`, unless the matcher's lazy automaton hit a size limit: then the
+/// limit, the cause of whatever went wrong after it (a token a mask let in
+/// that its walk can no longer follow, a budget that no longer knows every
+/// distance).
+fn or_limit(m: &Matcher, e: GenerateError) -> GenerateError {
+    match m.index().lazy_limit_error() {
+        Some(limit) => GenerateError::LimitHit { limit },
+        None => e,
+    }
+}
+
 /// The plain loop: prefill, then steps until the output is done.
 fn drive<M: LanguageModel + ?Sized>(
     mut d: Decoder<'_>,
@@ -335,10 +346,7 @@ impl<'a> Decoder<'a> {
         if let Some(m) = self.matcher.as_deref_mut() {
             if let Err(e) = m.advance(t) {
                 // (A limit hit while walking the token's bytes.)
-                return Err(match m.index().lazy_limit_error() {
-                    Some(limit) => GenerateError::LimitHit { limit },
-                    None => e.into(),
-                });
+                return Err(or_limit(m, e.into()));
             }
         }
         if self.vocab.is_eos(t) {
@@ -427,10 +435,7 @@ impl<'a> Decoder<'a> {
             // A mask shortcut (a plain level's tokens, allowed at once) may
             // have let in a token whose path a limit hit since cut off: the
             // limit is the cause, not the sampler.
-            return Err(match m.index().lazy_limit_error() {
-                Some(limit) => GenerateError::LimitHit { limit },
-                None => GenerateError::MaskIgnored { token: t },
-            });
+            return Err(or_limit(m, GenerateError::MaskIgnored { token: t }));
         }
         if !redraw_possible || budget.fits(t) {
             return Ok(t);
