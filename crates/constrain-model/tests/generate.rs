@@ -545,6 +545,55 @@ fn typed_generation_returns_a_valid_value_under_adversarial_models() {
     }
 }
 
+/// A compiler whose lazy automata stop at `bytes` (determinized from the
+/// first state on).
+fn limited(bytes: usize) -> CompilerConfig {
+    CompilerConfig::default().dfa(
+        constrain::DfaConfig::default()
+            .lazy_states(Some(1))
+            .dfa_size_limit(bytes),
+    )
+}
+
+/// Random-logit generations over `idx`, one per seed: each must end
+/// accepted or fail naming the limit. Returns (limits, accepted).
+fn run_past_limit(
+    vocab: &Arc<Vocabulary>,
+    idx: &Arc<TokenIndex>,
+    seeds: std::ops::Range<u64>,
+    max_tokens: usize,
+    what: &str,
+) -> (usize, usize) {
+    let (mut limits, mut accepted) = (0, 0);
+    for seed in seeds {
+        let width = vocab.logits_width();
+        let mut m = FakeModel::new(width, constrain_testkit::hashed_logits(width, seed));
+        let mut g = Matcher::from_index(idx.clone());
+        let cfg = GenerateConfig::default().seed(seed).max_tokens(max_tokens);
+        match generate(
+            &mut m,
+            vocab,
+            None,
+            Some(&mut g),
+            &[TokenId(0)],
+            &cfg,
+            &mut |_| {},
+        ) {
+            Ok(out) => {
+                assert!(
+                    out.accepted,
+                    "{what}, seed {seed}: {:?}",
+                    String::from_utf8_lossy(&out.bytes)
+                );
+                accepted += 1;
+            }
+            Err(GenerateError::LimitHit { .. }) => limits += 1,
+            Err(e) => panic!("{what}, seed {seed}: {e}"),
+        }
+    }
+    (limits, accepted)
+}
+
 /// A lazy automaton that outgrows its size limit while outputs are made
 /// from it: every generation either ends accepted or fails naming the limit
 /// (never an output the constraint does not accept, never "the sampler
@@ -555,43 +604,12 @@ fn a_lazy_limit_hit_while_generating_is_named_never_an_unfinished_output() {
     let vocab = Arc::new(t.vocab.clone());
     // 2^13 states after the first `a`s: far past a 16 KiB table.
     let re = "(?:a|b| |c)*a(?:a|b| |c){12}";
-    let config = CompilerConfig::default().dfa(
-        constrain::DfaConfig::default()
-            .lazy_states(Some(1))
-            .dfa_size_limit(16 << 10),
-    );
-    let idx = Compiler::new(vocab.clone(), config)
+    let idx = Compiler::new(vocab.clone(), limited(16 << 10))
         .compile(&Source::regex(re))
         .unwrap()
         .index()
         .clone();
-    let (mut limits, mut accepted) = (0, 0);
-    for seed in 0..40u64 {
-        let width = vocab.logits_width();
-        let mut m = FakeModel::new(width, constrain_testkit::hashed_logits(width, seed));
-        let mut g = Matcher::from_index(idx.clone());
-        let cfg = GenerateConfig::default().seed(seed).max_tokens(40);
-        match generate(
-            &mut m,
-            &vocab,
-            None,
-            Some(&mut g),
-            &[TokenId(0)],
-            &cfg,
-            &mut |_| {},
-        ) {
-            Ok(out) => {
-                assert!(
-                    out.accepted,
-                    "seed {seed}: {:?}",
-                    String::from_utf8_lossy(&out.bytes)
-                );
-                accepted += 1;
-            }
-            Err(GenerateError::LimitHit { .. }) => limits += 1,
-            Err(e) => panic!("seed {seed}: {e}"),
-        }
-    }
+    let (limits, accepted) = run_past_limit(&vocab, &idx, 0..40, 40, "regex");
     assert!(limits > 0, "the limit was reached ({accepted} accepted)");
 }
 
@@ -608,41 +626,13 @@ fn a_lazy_limit_hit_under_a_schema_is_named_never_an_unfinished_output() {
         "delta": {"type": "string"}, "epsilon": {"type": "integer"}, "zeta": {"type": "string"}}});
     let mut limits = 0;
     for kib in [64usize, 128, 256] {
-        let config = CompilerConfig::default().dfa(
-            constrain::DfaConfig::default()
-                .lazy_states(Some(1))
-                .dfa_size_limit(kib << 10),
-        );
         let options = constrain::schema::SchemaOptions::compliant();
-        let Ok(c) = Compiler::new(vocab.clone(), config)
+        let Ok(c) = Compiler::new(vocab.clone(), limited(kib << 10))
             .compile(&Source::json_schema(schema.clone()).with_schema_options(options))
         else {
             continue;
         };
-        let idx = c.index().clone();
-        for seed in 0..24u64 {
-            let width = vocab.logits_width();
-            let mut m = FakeModel::new(width, constrain_testkit::hashed_logits(width, seed));
-            let mut g = Matcher::from_index(idx.clone());
-            let cfg = GenerateConfig::default().seed(seed).max_tokens(60);
-            match generate(
-                &mut m,
-                &vocab,
-                None,
-                Some(&mut g),
-                &[TokenId(0)],
-                &cfg,
-                &mut |_| {},
-            ) {
-                Ok(out) => assert!(
-                    out.accepted,
-                    "{kib} KiB, seed {seed}: {:?}",
-                    String::from_utf8_lossy(&out.bytes)
-                ),
-                Err(GenerateError::LimitHit { .. }) => limits += 1,
-                Err(e) => panic!("{kib} KiB, seed {seed}: {e}"),
-            }
-        }
+        limits += run_past_limit(&vocab, c.index(), 0..24, 60, &format!("{kib} KiB")).0;
     }
     assert!(limits > 0, "a limit was reached");
 }
