@@ -5,14 +5,16 @@
 //!   position, after its own prompt) against B single steps.
 //!
 //! `cargo bench -p constrain-model --bench net [-- --reps N --model FILE
-//! --skip-prefill]`; prints milliseconds (median of N repetitions, default
-//! 5) and ratios, wall-clock and CPU time (summed over the process's
+//! --skip-prefill --batch 1,2,4,8 --batched-only]`; prints milliseconds
+//! (median of N repetitions, default 5) and ratios, wall-clock and CPU time (summed over the process's
 //! threads, from `/proc/self/task/*/schedstat`: on a machine shared with
 //! other jobs the CPU time is the steadier figure; run with
 //! `CANDLE_NUM_THREADS=1 RAYON_NUM_THREADS=1` so that no thread spins
 //! waiting for work). `CONSTRAIN_KERNELS=candle` runs every matmul through
 //! candle's `QMatMul` instead of the own kernels (the figures before them).
-//! `--skip-prefill` leaves out the four 200-token prompts. Skips with a
+//! `--skip-prefill` leaves out the four 200-token prompts; `--batch` picks
+//! the batch sizes; `--batched-only` times the batched steps alone (for a
+//! profiler). Skips with a
 //! message when the model is absent.
 
 use constrain::vocab::TokenId;
@@ -61,6 +63,7 @@ fn main() {
         return;
     }
     let skip_prefill = args.iter().any(|a| a == "--skip-prefill");
+    let batched_only = args.iter().any(|a| a == "--batched-only");
     let mut m = QwenModel::load(&path).expect("loading the model");
     println!(
         "model: {} ({} threads, kernels: {})",
@@ -118,7 +121,10 @@ fn main() {
     }
 
     // A batched step over B sequences vs B single steps.
-    for bsz in [1usize, 2, 4, 8] {
+    let sizes: Vec<usize> = arg("--batch")
+        .map(|s| s.split(',').filter_map(|b| b.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 2, 4, 8]);
+    for bsz in sizes {
         let mut seqs: Vec<QwenModel> = (0..bsz)
             .map(|k| {
                 let mut s = QwenModel::from_weights(m.weights().clone());
@@ -137,6 +143,9 @@ fn main() {
             for (s, &l) in seqs.iter_mut().zip(&lens) {
                 s.truncate(l);
             }
+            if batched_only {
+                continue;
+            }
             single.push(timed(|| {
                 for (s, (tok, &l)) in seqs.iter_mut().zip(toks.iter().zip(&lens)) {
                     s.forward(std::slice::from_ref(tok), l).unwrap();
@@ -145,6 +154,22 @@ fn main() {
             for (s, &l) in seqs.iter_mut().zip(&lens) {
                 s.truncate(l);
             }
+        }
+        if batched_only {
+            let m = |cpu: bool| {
+                median(
+                    batched
+                        .iter()
+                        .map(|p| if cpu { p.1 } else { p.0 })
+                        .collect(),
+                )
+            };
+            println!(
+                "B={bsz}: batched step {:.1} ms (cpu {:.1})",
+                m(false),
+                m(true)
+            );
+            continue;
         }
         report(
             &format!("B={bsz}"),

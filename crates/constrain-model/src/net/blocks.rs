@@ -47,13 +47,11 @@ pub(crate) struct Act {
     pub(crate) q: [i32; 8],
     /// Its scale (f16 widened).
     pub(crate) d: f32,
-    /// `-16 · Σ q` (`Q5_0` stores values + 16): the start of the block's
-    /// first `vpdpbusd` chain.
+    /// `-16 · Σ q` (`Q5_0` stores values + 16; `Q8_0` values + 128, so
+    /// its chain starts from `8 · neg16`): the start of the block's first
+    /// `vpdpbusd` chain, so that the sum comes out signed with no
+    /// subtraction (exact: every sum fits an `i32`).
     pub(crate) neg16: i32,
-    /// `-128 · Σ` of each group of 4 (`Q8_0` tiles store values + 128):
-    /// the start of that group's `vpdpbusd`, so that the sum comes out
-    /// signed with no subtraction (exact: every sum fits an `i32`).
-    pub(crate) neg128: [i32; 8],
 }
 
 /// candle's `BlockQ8_0` is `#[repr(C)] { d: f16, qs: [i8; 32] }` with
@@ -71,7 +69,6 @@ pub(crate) fn act(b: &BlockQ8_0) -> Act {
     // SAFETY: same size, alignment and field layout (checked above).
     let raw = unsafe { &*(b as *const BlockQ8_0 as *const RawQ8_0) };
     let mut q = [0i32; 8];
-    let mut neg128 = [0i32; 8];
     let mut sum = 0i32;
     for g in 0..8 {
         let bytes = [
@@ -81,14 +78,14 @@ pub(crate) fn act(b: &BlockQ8_0) -> Act {
             raw.qs[4 * g + 3] as u8,
         ];
         q[g] = i32::from_le_bytes(bytes);
-        let s: i32 = raw.qs[4 * g..4 * g + 4].iter().map(|&v| v as i32).sum();
-        neg128[g] = -128 * s;
-        sum += s;
+        sum += raw.qs[4 * g..4 * g + 4]
+            .iter()
+            .map(|&v| v as i32)
+            .sum::<i32>();
     }
     Act {
         q,
         d: f16_to_f32(raw.d),
         neg16: -16 * sum,
-        neg128,
     }
 }

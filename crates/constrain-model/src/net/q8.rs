@@ -2,26 +2,29 @@
 //!
 //! The 0.5B's biggest matmul is its output head, tied to the `Q8_0` token
 //! embeddings: 151,936 columns by 896 inputs, 145 MB read per pass. Its
-//! arithmetic is pinned by candle's one-row AVX2 `vec_dot_q8_0_q8_0`
-//! (eight f32 lanes per column, lane `g` summing inputs `4g..4g+4` of each
-//! block, `acc = fma(d_w·d_x, lane, acc)`, then
-//! `((l4+l0)+(l6+l2)) + ((l5+l1)+(l7+l3))`), so a row keeps eight
-//! accumulator registers per tile of 16 columns (`acc[g]` is lane `g` of the
-//! 16 columns at once).
+//! arithmetic is candle's scalar `vec_dot_unopt` (ggml's reference): per
+//! 32-value block the exact integer sum `Σ w·x`, then
+//! `sum += (Σ as f32 · d_w) · d_x`, block after block, lane-wise over a
+//! tile of 16 columns. One accumulator a row, so a loaded block serves
+//! up to [`ROWS`] rows; a batched pass pays per row eight `vpdpbusd` and
+//! four f32 operations a block, not the 24 operations of candle's AVX2
+//! `vec_dot` (eight f32 lanes per column, each converted and fused on
+//! its own), which made the head of a 4-row pass cost 1.7 times its 3-row
+//! pass.
 //!
 //! [`matmul`] walks the weights outer and the rows inner: for each tile of
 //! 16 columns (chunks of tiles on the own pool, [`super::pool`]) and each
 //! 32-value block, each of the block's eight 64-byte groups is loaded once
-//! and dotted (`vpdpbusd`) with up to [`ROWS`] rows, whose accumulators stay
-//! in registers (8 per row: three rows take 24 of the 32 vector registers).
-//! A pass of 4 rows takes the tile as 3 + 1.
+//! and dotted (`vpdpbusd`) with every row of the unit. Where the rows are
+//! few, each row's sum runs as two or four independent chains, so that
+//! the `vpdpbusd` latency does not bound a one-row step.
 //!
 //! Each row's arithmetic is the same whatever the rows beside it: the exact
-//! integer sum of a group starts from `-128 · Σ` of the row's four values
+//! integer sum of a block starts from `-128 · Σ` of the row's 32 values
 //! (the tiles store the weights + 128, unsigned, for `vpdpbusd`), so it comes
-//! out signed with no subtraction, and the f32 part is candle's, in candle's
-//! order. The tests compare it bitwise with `GgmlType::vec_dot` for any
-//! number of rows.
+//! out signed with no subtraction (integer sums: exact in any order), and
+//! the f32 part is candle's scalar one, in its order. The tests compare it
+//! bitwise with `GgmlType::vec_dot_unopt` for any number of rows.
 
 use super::blocks::Act;
 
@@ -30,7 +33,7 @@ const TILE: usize = 16;
 /// Values per block.
 const QK: usize = 32;
 /// Rows that share one loaded block (8 accumulators each).
-const ROWS: usize = 3;
+const ROWS: usize = 8;
 
 /// 16 columns × one 32-value `Q8_0` block: `qs[g]` holds inputs
 /// `4g..4g+4` of column `c` at bytes `4c..4c+4`, offset by +128 (unsigned,
@@ -106,6 +109,11 @@ pub(crate) unsafe fn matmul(
                     match rows {
                         1 => simd::unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
                         2 => simd::unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
+                        3 => simd::unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
+                        4 => simd::unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
+                        5 => simd::unit::<5>(tiles, acts, kb, r0, ptr.0, n, t),
+                        6 => simd::unit::<6>(tiles, acts, kb, r0, ptr.0, n, t),
+                        7 => simd::unit::<7>(tiles, acts, kb, r0, ptr.0, n, t),
                         _ => simd::unit::<ROWS>(tiles, acts, kb, r0, ptr.0, n, t),
                     }
                 }
@@ -121,7 +129,9 @@ mod simd {
     use core::arch::x86_64::*;
 
     /// Rows `r0..r0+R` against one tile column (all its blocks), then the
-    /// stores: candle's lanes and final sum per row (see the module docs).
+    /// stores: per block the exact integer sum, then candle's scalar
+    /// `(Σ as f32 · d_w) · d_x` added to the column's sum (see the module
+    /// docs).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn unit<const R: usize>(
@@ -133,29 +143,48 @@ mod simd {
         n: usize,
         t: usize,
     ) {
-        let mut acc = [[_mm512_setzero_ps(); 8]; R];
+        let mut acc = [_mm512_setzero_ps(); R];
         for (b, tile) in tiles.iter().enumerate() {
             let dw = _mm512_cvtph_ps(_mm256_loadu_si256(tile.d.as_ptr() as *const __m256i));
             let a: [&Act; R] = std::array::from_fn(|r| &acts[(r0 + r) * kb + b]);
-            let d: [__m512; R] = std::array::from_fn(|r| _mm512_mul_ps(dw, _mm512_set1_ps(a[r].d)));
+            // Independent chains of `vpdpbusd` per row (enough in flight
+            // for its latency when the rows are few); the first starts from
+            // -128 · Σ of the block's 32 values (the tiles store w + 128).
+            // Integer sums: exact in any order.
+            let chains = match R {
+                1 | 2 => 4,
+                3 | 4 => 2,
+                _ => 1,
+            };
+            let mut s = [[_mm512_setzero_si512(); 4]; R];
+            for r in 0..R {
+                s[r][0] = _mm512_set1_epi32(8 * a[r].neg16);
+            }
             for (g, qs) in tile.qs.iter().enumerate() {
                 let w = _mm512_loadu_si512(qs.as_ptr() as *const __m512i);
                 for r in 0..R {
-                    let s = _mm512_dpbusd_epi32(
-                        _mm512_set1_epi32(a[r].neg128[g]),
-                        w,
-                        _mm512_set1_epi32(a[r].q[g]),
-                    );
-                    acc[r][g] = _mm512_fmadd_ps(d[r], _mm512_cvtepi32_ps(s), acc[r][g]);
+                    let c = g % chains;
+                    s[r][c] = _mm512_dpbusd_epi32(s[r][c], w, _mm512_set1_epi32(a[r].q[g]));
                 }
+            }
+            let s: [__m512i; R] = std::array::from_fn(|r| match chains {
+                4 => _mm512_add_epi32(
+                    _mm512_add_epi32(s[r][0], s[r][1]),
+                    _mm512_add_epi32(s[r][2], s[r][3]),
+                ),
+                2 => _mm512_add_epi32(s[r][0], s[r][1]),
+                _ => s[r][0],
+            });
+            for r in 0..R {
+                let x = _mm512_mul_ps(
+                    _mm512_mul_ps(_mm512_cvtepi32_ps(s[r]), dw),
+                    _mm512_set1_ps(a[r].d),
+                );
+                acc[r] = _mm512_add_ps(acc[r], x);
             }
         }
         for (r, acc) in acc.iter().enumerate() {
-            let x = _mm512_add_ps(
-                _mm512_add_ps(_mm512_add_ps(acc[4], acc[0]), _mm512_add_ps(acc[6], acc[2])),
-                _mm512_add_ps(_mm512_add_ps(acc[5], acc[1]), _mm512_add_ps(acc[7], acc[3])),
-            );
-            _mm512_storeu_ps(out.add((r0 + r) * n + t * TILE), x);
+            _mm512_storeu_ps(out.add((r0 + r) * n + t * TILE), *acc);
         }
     }
 

@@ -19,8 +19,7 @@
 //!   the own pool, `net::pool`), for each block, the block is loaded and unpacked
 //!   once into registers, then every row of the pass takes its dot products
 //!   against it with AVX-512 VNNI (`vpdpbusd`). `Q8_0` (the output head)
-//!   has its own module, `net::q8`: its rows keep eight accumulators each,
-//!   so a loaded block serves up to 3 rows at a time.
+//!   has its own module, `net::q8`.
 //! * `Q6_K` (the 0.5B's and 1.5B's `ffn_down` half the layers, the 1.5B's
 //!   output head): the same tiles over 256-value superblocks, 16-value
 //!   sub-blocks unpacked once from the compact 6-bit form (210 bytes per
@@ -52,9 +51,10 @@
 //! rows are quantized with candle's own `from_float`, the integer part of
 //! each block's dot product is exact, and the f32 part repeats candle's
 //! operations in candle's order (`Q5_0`: its scalar `vec_dot`, block after
-//! block; `Q8_0`: its AVX2 `vec_dot` with eight lanes and the same final
-//! horizontal sum), lane-wise over 16 columns. The tests compare them
-//! bitwise with `GgmlType::vec_dot`.
+//! block; `Q8_0`: its scalar `vec_dot_unopt`, the same form, where candle's
+//! own `QMatMul` takes an AVX2 `vec_dot` with eight lanes, last bits
+//! apart), lane-wise over 16 columns. The tests compare them bitwise with
+//! those functions.
 //!
 //! candle's own path is not row-independent for `Q6_K`: one row takes the
 //! compact AVX2 `vec_dot`, several rows a repacked VNNI kernel with another
@@ -654,8 +654,14 @@ mod tests {
 
     /// candle's one-row arithmetic: its `from_float` then `vec_dot` per
     /// output (the path `QMatMul` takes for these types when `k` is not a
-    /// multiple of 256).
-    fn oracle<T: GgmlType>(q: &QTensor, x: &[f32], n: usize, k: usize) -> Vec<f32> {
+    /// multiple of 256), or with `unopt` its scalar `vec_dot_unopt`.
+    fn oracle_with<T: GgmlType>(
+        q: &QTensor,
+        x: &[f32],
+        n: usize,
+        k: usize,
+        unopt: bool,
+    ) -> Vec<f32> {
         let bytes = q.data().unwrap();
         let kb = k / T::BLCK_SIZE;
         let mut w = vec![T::zeros(); n * kb];
@@ -670,10 +676,29 @@ mod tests {
             let mut xq = vec![T::VecDotType::zeros(); kb];
             T::VecDotType::from_float(&x[r * k..(r + 1) * k], &mut xq);
             for c in 0..n {
-                out.push(T::vec_dot(k, &w[c * kb..(c + 1) * kb], &xq));
+                let w = &w[c * kb..(c + 1) * kb];
+                out.push(if unopt {
+                    T::vec_dot_unopt(k, w, &xq)
+                } else {
+                    T::vec_dot(k, w, &xq)
+                });
             }
         }
         out
+    }
+
+    fn oracle<T: GgmlType>(q: &QTensor, x: &[f32], n: usize, k: usize) -> Vec<f32> {
+        oracle_with::<T>(q, x, n, k, false)
+    }
+
+    /// The arithmetic each own kernel repeats: candle's `vec_dot` for
+    /// `Q5_0` (its scalar form on these CPUs), the scalar `vec_dot_unopt`
+    /// for `Q8_0` (one exact integer sum per block, as ggml's reference).
+    fn own_oracle(q: &QTensor, x: &[f32], n: usize, k: usize, dtype: GgmlDType) -> Vec<f32> {
+        match dtype {
+            GgmlDType::Q5_0 => oracle::<BlockQ5_0>(q, x, n, k),
+            _ => oracle_with::<BlockQ8_0>(q, x, n, k, true),
+        }
     }
 
     fn bits(v: &[f32]) -> Vec<u32> {
@@ -707,7 +732,7 @@ mod tests {
     }
 
     #[test]
-    fn own_kernels_equal_candles_vec_dot_bitwise_for_any_rows() {
+    fn own_kernels_equal_candles_arithmetic_bitwise_for_any_rows() {
         if !vnni() {
             eprintln!("skipping: this CPU has no AVX-512 VNNI, the own kernels are off");
             return;
@@ -718,17 +743,16 @@ mod tests {
         let x = random(11 * k, 2, 2.0);
         for dtype in [GgmlDType::Q5_0, GgmlDType::Q8_0] {
             let q = qtensor(&w, n, k, dtype);
-            let want = match dtype {
-                GgmlDType::Q5_0 => oracle::<BlockQ5_0>(&q, &x, n, k),
-                _ => oracle::<BlockQ8_0>(&q, &x, n, k),
-            };
-            let mm = QMatMul::from_qtensor(qtensor(&w, n, k, dtype)).unwrap();
-            let candle = candle_mm(&mm, x.clone(), 11, k).unwrap();
-            assert_eq!(
-                bits(&candle),
-                bits(&want),
-                "{dtype:?}: the oracle is candle's path"
-            );
+            let want = own_oracle(&q, &x, n, k, dtype);
+            if dtype == GgmlDType::Q5_0 {
+                let mm = QMatMul::from_qtensor(qtensor(&w, n, k, dtype)).unwrap();
+                let candle = candle_mm(&mm, x.clone(), 11, k).unwrap();
+                assert_eq!(
+                    bits(&candle),
+                    bits(&want),
+                    "{dtype:?}: the oracle is candle's path"
+                );
+            }
             let lin = Linear::new(q).unwrap();
             assert!(!matches!(lin.kind, Kind::Candle { .. }), "{dtype:?}");
             for m in 1..=11 {
@@ -736,7 +760,7 @@ mod tests {
                 assert_eq!(bits(&got), bits(&want[..m * n]), "{dtype:?}, {m} rows");
             }
             // A row alone equals the same row inside a pass (of 11 rows:
-            // the Q5_0 kernel takes them 8 + 3, Q8_0 3 + 3 + 3 + 2).
+            // the Q5_0 and Q8_0 kernels take them 8 + 3).
             let last = lin.forward(&x[10 * k..]).unwrap();
             assert_eq!(
                 bits(&last),
@@ -823,10 +847,7 @@ mod tests {
             .collect();
         for dtype in [GgmlDType::Q5_0, GgmlDType::Q8_0] {
             let q = qtensor(&w, n, k, dtype);
-            let want = match dtype {
-                GgmlDType::Q5_0 => oracle::<BlockQ5_0>(&q, &x, n, k),
-                _ => oracle::<BlockQ8_0>(&q, &x, n, k),
-            };
+            let want = own_oracle(&q, &x, n, k, dtype);
             let got = Linear::new(q).unwrap().forward(&x).unwrap();
             assert_eq!(bits(&got), bits(&want), "{dtype:?}");
         }
