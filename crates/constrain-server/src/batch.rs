@@ -209,16 +209,30 @@ pub struct BatchConfig {
     /// Bytes of KV cache the prompt-prefix cache may hold ([`crate::prefix`]);
     /// 0 turns it off.
     pub prefix_cache_bytes: usize,
+    /// How long a new prompt that reaches an idle loop (no sequence
+    /// decoding) waits for more new prompts before its pass: requests sent
+    /// together are then fed together and decode in step. Zero: no wait.
+    pub gather_new: Duration,
 }
 
 constrain::config_setters!(BatchConfig {
     prefill_chunk: usize,
     prefix_cache_bytes: usize,
+    gather_new: Duration,
 });
 
 /// Default per-pass prefill budget (tokens), chosen by measurement on the
 /// 0.5B model (see `docs/server.md`).
 pub const DEFAULT_PREFILL_CHUNK: usize = 64;
+/// Default wait of a new prompt at an idle loop for the rest of its burst
+/// ([`BatchConfig::gather_new`]).
+pub const DEFAULT_GATHER_NEW: Duration = Duration::from_millis(5);
+/// While no sequence decodes, a pass feeds up to this many times
+/// [`BatchConfig::prefill_chunk`] prompt tokens: no step waits on such a
+/// pass, so the prompts of a burst go in together (and start decoding
+/// together); the bound keeps a pass short for a request that arrives
+/// meanwhile, and for a client that goes away.
+pub const IDLE_PREFILL_CHUNKS: usize = 4;
 /// Default prompt-prefix cache size: 256 MiB (about 10,000 positions of the
 /// 0.5B model, whose KV cache takes 24 KiB a position).
 pub const DEFAULT_PREFIX_CACHE_BYTES: usize = 256 << 20;
@@ -228,6 +242,7 @@ impl Default for BatchConfig {
         BatchConfig {
             prefill_chunk: DEFAULT_PREFILL_CHUNK,
             prefix_cache_bytes: DEFAULT_PREFIX_CACHE_BYTES,
+            gather_new: DEFAULT_GATHER_NEW,
         }
     }
 }
@@ -241,11 +256,31 @@ struct Counters {
     prefix: std::sync::Mutex<PrefixStats>,
 }
 
+/// Sequences between their first forward and their reset (`active`), and
+/// those of them still waiting for the answer to their first forward, their
+/// prompt (`prompting`): the others are decoding.
+#[derive(Default)]
+struct Live {
+    active: AtomicUsize,
+    prompting: AtomicUsize,
+}
+
+impl Live {
+    fn active(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
+    }
+
+    /// Whether some sequence has had its prompt answered and not been reset.
+    fn decoding(&self) -> bool {
+        self.active() > self.prompting.load(Ordering::SeqCst)
+    }
+}
+
 /// The decode loop's mailbox and its count of active sequences.
 pub struct Batcher<B: BatchModel> {
     model: Arc<B>,
     tx: std::sync::Mutex<Sender<Request<B::Seq>>>,
-    active: Arc<AtomicUsize>,
+    active: Arc<Live>,
     counters: Arc<Counters>,
 }
 
@@ -260,7 +295,7 @@ impl<B: BatchModel> Batcher<B> {
     pub fn start_with(model: B, config: BatchConfig) -> Arc<Batcher<B>> {
         let model = Arc::new(model);
         let (tx, rx) = mpsc::channel();
-        let active = Arc::new(AtomicUsize::new(0));
+        let active = Arc::new(Live::default());
         let counters = Arc::new(Counters::default());
         {
             let (model, active, counters) = (model.clone(), active.clone(), counters.clone());
@@ -287,12 +322,13 @@ impl<B: BatchModel> Batcher<B> {
             tx: self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             active: self.active.clone(),
             registered: false,
+            prompting: false,
         })
     }
 
     /// Sequences between their first forward and their reset.
     pub fn active(&self) -> usize {
-        self.active.load(Ordering::SeqCst)
+        self.active.active()
     }
 
     /// Batched passes run so far, and the sequences they held (their ratio
@@ -384,7 +420,7 @@ fn plan(left: &[usize], budget: usize) -> Vec<usize> {
 fn decode_loop<B: BatchModel>(
     model: &B,
     rx: Receiver<Request<B::Seq>>,
-    active: &AtomicUsize,
+    live: &Live,
     counters: &Counters,
     config: BatchConfig,
 ) {
@@ -401,7 +437,7 @@ fn decode_loop<B: BatchModel>(
             }
         }
         let deadline = Instant::now() + GATHER;
-        while arrived.len() + carry.len() < active.load(Ordering::SeqCst) {
+        while arrived.len() + carry.len() < live.active() {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -409,6 +445,22 @@ fn decode_loop<B: BatchModel>(
             match rx.recv_timeout(deadline - now) {
                 Ok(r) => arrived.push(r),
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        // New prompts at a loop where no sequence decodes: wait a moment for
+        // the rest of a burst, so that they are fed, and then decode,
+        // together.
+        if carry.is_empty()
+            && !arrived.is_empty()
+            && arrived.iter().all(|r| r.pos == 0)
+            && !live.decoding()
+        {
+            let deadline = Instant::now() + config.gather_new;
+            while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+                match rx.recv_timeout(left) {
+                    Ok(r) => arrived.push(r),
+                    Err(_) => break,
+                }
             }
         }
         while let Ok(r) = rx.try_recv() {
@@ -435,7 +487,13 @@ fn decode_loop<B: BatchModel>(
         // Everything that arrived goes into one pass (single-token steps,
         // jump-forward stretches and prompts alike), long ones in chunks.
         let lefts: Vec<usize> = work.iter().map(Work::left).collect();
-        let takes = plan(&lefts, config.prefill_chunk);
+        // No sequence decoding: no step to hold up, so a larger pass.
+        let budget = match config.prefill_chunk {
+            0 => 0,
+            b if live.decoding() || work.iter().any(|w| !w.fresh) => b,
+            b => b * IDLE_PREFILL_CHUNKS,
+        };
+        let takes = plan(&lefts, budget);
         let mut in_pass = Vec::new();
         let mut sizes = Vec::new();
         for (w, take) in work.into_iter().zip(takes) {
@@ -513,17 +571,27 @@ fn decode_loop<B: BatchModel>(
 pub struct BatchedSeq<S> {
     seq: Option<S>,
     tx: Sender<Request<S>>,
-    active: Arc<AtomicUsize>,
+    active: Arc<Live>,
     registered: bool,
+    /// Registered, its first forward not answered yet.
+    prompting: bool,
     width: usize,
     context: usize,
 }
 
 impl<S> BatchedSeq<S> {
     fn deregister(&mut self) {
+        self.answered();
         if self.registered {
             self.registered = false;
-            self.active.fetch_sub(1, Ordering::SeqCst);
+            self.active.active.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn answered(&mut self) {
+        if self.prompting {
+            self.prompting = false;
+            self.active.prompting.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
@@ -548,7 +616,9 @@ impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
         let seq = self.seq.take().ok_or_else(gone)?;
         if !self.registered {
             self.registered = true;
-            self.active.fetch_add(1, Ordering::SeqCst);
+            self.prompting = true;
+            self.active.prompting.fetch_add(1, Ordering::SeqCst);
+            self.active.active.fetch_add(1, Ordering::SeqCst);
         }
         let (reply, answer) = mpsc::channel();
         let req = Request {
@@ -565,6 +635,7 @@ impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
         match answer.recv() {
             Ok((seq, out)) => {
                 self.seq = Some(seq);
+                self.answered();
                 out
             }
             Err(_) => {

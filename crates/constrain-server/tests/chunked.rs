@@ -2,13 +2,18 @@
 //! [`BatchModel`]: a long prompt is fed in chunks of the per-pass budget
 //! while a decoding sequence keeps stepping every pass, and a prompt that
 //! shares its start with an earlier one is fed only from where they part
-//! (prompt-prefix cache), with the same logits either way.
+//! (prompt-prefix cache), with the same logits either way. While no
+//! sequence decodes, a pass takes several chunks, and prompts sent together
+//! go into one pass.
 
 use constrain::TokenId;
 use constrain_model::{LanguageModel, ModelError};
-use constrain_server::batch::{one_by_one, BatchConfig, BatchModel, Batcher};
+use constrain_server::batch::{
+    one_by_one, BatchConfig, BatchModel, Batcher, IDLE_PREFILL_CHUNKS,
+};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
 
 const WIDTH: usize = 512;
 
@@ -212,6 +217,74 @@ fn without_a_budget_a_prompt_is_one_pass() {
     let prompt = toks(10..110);
     assert_echoes(&h.forward(&prompt, 0).unwrap(), &prompt);
     assert_eq!(*log.lock().unwrap(), vec![vec![(0, 0, 100)]]);
+}
+
+#[test]
+fn while_no_sequence_decodes_a_pass_takes_several_chunks() {
+    const BUDGET: usize = 8;
+    let (model, log) = recorder(false);
+    let b = Batcher::start_with(
+        model,
+        BatchConfig::default()
+            .prefill_chunk(BUDGET)
+            .prefix_cache_bytes(0),
+    );
+    let mut h = b.handle().unwrap();
+    let idle = BUDGET * IDLE_PREFILL_CHUNKS;
+    let prompt = toks(10..10 + idle as u32 + 5);
+    assert_echoes(&h.forward(&prompt, 0).unwrap(), &prompt);
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec![vec![(0, 0, idle)], vec![(0, idle, 5)]]
+    );
+}
+
+#[test]
+fn prompts_sent_together_to_an_idle_loop_are_fed_in_one_pass() {
+    const BUDGET: usize = 8;
+    const N: usize = 4;
+    let (model, log) = recorder(false);
+    // The prompts come 20 ms apart; a wide window, so that they stay
+    // inside it on a loaded machine.
+    let b = Batcher::start_with(
+        model,
+        BatchConfig::default()
+            .prefill_chunk(BUDGET)
+            .prefix_cache_bytes(0)
+            .gather_new(Duration::from_millis(300)),
+    );
+    let len = BUDGET * IDLE_PREFILL_CHUNKS / N;
+    let start = Arc::new(Barrier::new(N));
+    let threads: Vec<_> = (0..N as u32)
+        .map(|k| {
+            let mut h = b.handle().unwrap();
+            let start = start.clone();
+            std::thread::spawn(move || {
+                let mut seq = toks(100 * k..100 * k + len as u32);
+                start.wait();
+                std::thread::sleep(Duration::from_millis(20 * k as u64));
+                assert_echoes(&h.forward(&seq, 0).unwrap(), &seq);
+                for i in 0..3u32 {
+                    let t = TokenId(1000 + i);
+                    let l = h.forward(&[t], seq.len()).unwrap();
+                    seq.push(t);
+                    assert_echoes(&l, &seq);
+                }
+                h.reset();
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let log = log.lock().unwrap();
+    // The four prompts, whole, in the first pass (four times the budget of
+    // a pass beside decoding sequences).
+    let mut first = log[0].clone();
+    first.sort();
+    let want: Vec<Row> = (0..N as u32).map(|k| (k, 0, len)).collect();
+    assert_eq!(first, want, "{log:?}");
+    assert_eq!(b.active(), 0);
 }
 
 /// Feeds `prompts` one after the other on one handle (as sequential
