@@ -48,7 +48,10 @@
 //! [`GenerateConfig::mask_overlap`] (the default) a worker thread computes
 //! it during the pass and the step waits only for what is left
 //! (`mask_ahead.rs`; the output is the same either way, and
-//! [`GenerationStats::mask`] counts the steps that waited).
+//! [`GenerationStats::mask`] counts the steps that waited). The model gets
+//! the mask before its output head ([`LanguageModel::forward_masked`]) and
+//! may compute only the allowed logits: constrain's Qwen skips the tiles of
+//! its `Q8_0` head that hold no allowed token when they are most of it.
 //!
 //! ## What the sampler sees
 //!
@@ -388,7 +391,20 @@ impl<'a> Decoder<'a> {
         if let Some(m) = self.matcher.as_deref() {
             self.ahead.start(m);
         }
-        let logits = model.forward(batch, self.pos)?;
+        // Under a mask, only the allowed logits are read (where nothing
+        // else reads the raw logits: the trace, a guidance model): the
+        // model may skip the rest of its output head, given the mask by
+        // the time its layers are done.
+        let logits = match self.matcher.as_deref() {
+            Some(m) if self.aux.is_none() && !self.trace.is_on() => {
+                let (ahead, stats) = (&mut self.ahead, &mut self.out.stats.mask);
+                model.forward_masked(batch, self.pos, &mut || {
+                    ahead.wait_in_pass(m, stats);
+                    Some(m.allowed().words().to_vec())
+                })?
+            }
+            _ => model.forward(batch, self.pos)?,
+        };
         self.out.stats.model_calls += 1;
         if let Some(aux) = self.aux.as_mut() {
             // At prefill the output so far is the forced start.

@@ -94,6 +94,24 @@ pub trait LanguageModel {
     /// tokens fed since the last start. `tokens` must not be empty.
     fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError>;
 
+    /// [`Self::forward`] where the caller will read only some of the
+    /// logits: `wanted`, called at most once after the model's layers and
+    /// before its output head, returns a bitset of the ids it will read (the
+    /// words of a [`constrain::vocab::TokenSet`]: bit `i % 64` of word
+    /// `i / 64`), or `None` for all. The model may then compute only those
+    /// logits (bitwise as [`Self::forward`] would) and leave others at
+    /// `-inf`. A constrained generation passes its next mask, computed
+    /// while the layers run. The default computes every logit.
+    fn forward_masked(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<f32>, ModelError> {
+        let _ = wanted;
+        self.forward(tokens, pos)
+    }
+
     /// Forgets the sequence (clears the KV cache).
     fn reset(&mut self);
 

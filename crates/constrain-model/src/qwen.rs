@@ -173,6 +173,16 @@ impl LanguageModel for QwenModel {
         self.weights.forward(&mut self.seq, tokens)
     }
 
+    fn forward_masked(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<f32>, ModelError> {
+        self.position(tokens, pos)?;
+        self.weights.forward_masked(&mut self.seq, tokens, wanted)
+    }
+
     fn forward_all(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<Vec<f32>>, ModelError> {
         self.position(tokens, pos)?;
         self.weights.forward_all(&mut self.seq, tokens)

@@ -636,3 +636,105 @@ fn a_lazy_limit_hit_under_a_schema_is_named_never_an_unfinished_output() {
     }
     assert!(limits > 0, "a limit was reached");
 }
+
+/// A model that honours `forward_masked` to the letter: every logit the
+/// mask leaves out is `-inf`. The loop hands it the mask of the step the
+/// logits are for, so the output equals the plain model's.
+struct Strict<M> {
+    inner: M,
+    masks: usize,
+}
+
+impl<M: constrain_model::LanguageModel> constrain_model::LanguageModel for Strict<M> {
+    fn forward(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+    ) -> Result<Vec<f32>, constrain_model::ModelError> {
+        self.inner.forward(tokens, pos)
+    }
+    fn forward_masked(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<f32>, constrain_model::ModelError> {
+        let mut l = self.inner.forward(tokens, pos)?;
+        if let Some(words) = wanted() {
+            self.masks += 1;
+            for (i, x) in l.iter_mut().enumerate() {
+                if (words[i / 64] >> (i % 64)) & 1 == 0 {
+                    *x = f32::NEG_INFINITY;
+                }
+            }
+        }
+        Ok(l)
+    }
+    fn reset(&mut self) {
+        self.inner.reset()
+    }
+    fn logits_width(&self) -> usize {
+        self.inner.logits_width()
+    }
+    fn context_length(&self) -> usize {
+        self.inner.context_length()
+    }
+}
+
+#[test]
+fn a_model_given_the_mask_before_its_head_gives_the_same_output() {
+    let (schema, re) = record();
+    let t = tok();
+    let vocab = Arc::new(t.vocab.clone());
+    let idx = index(&re, &vocab);
+    let prompt = t.tokenizer.encode("Go.").unwrap();
+    for kind in [Adversary::Forbidden, Adversary::Random, Adversary::Endless] {
+        for (seed, sampling) in [
+            (1, SamplingConfig::greedy()),
+            (2, SamplingConfig::default()),
+            (3, SamplingConfig::default()),
+        ] {
+            for (jump, overlap) in [(false, true), (true, false), (false, false)] {
+                let cfg = GenerateConfig::default()
+                    .max_tokens(60)
+                    .sampling(sampling.clone())
+                    .seed(seed)
+                    .jump_forward(jump)
+                    .mask_overlap(overlap);
+                let run = |model: &mut dyn constrain_model::LanguageModel| {
+                    let mut g = Matcher::from_index(idx.clone());
+                    generate(
+                        model,
+                        &vocab,
+                        Some(&t.tokenizer),
+                        Some(&mut g),
+                        &prompt,
+                        &cfg,
+                        &mut |_| {},
+                    )
+                    .unwrap()
+                };
+                let what = format!("{kind:?} seed {seed} jump {jump} overlap {overlap}");
+                let plain = run(&mut adversary(
+                    kind,
+                    vocab.clone(),
+                    idx.clone(),
+                    prompt.len(),
+                    seed,
+                ));
+                let mut strict = Strict {
+                    inner: adversary(kind, vocab.clone(), idx.clone(), prompt.len(), seed),
+                    masks: 0,
+                };
+                let masked = run(&mut strict);
+                assert_eq!(masked.tokens, plain.tokens, "{what}");
+                check_valid(&masked, &schema, &what);
+                assert_eq!(
+                    strict.masks, masked.stats.model_calls,
+                    "{what}: one mask a pass"
+                );
+                assert_eq!(masked.stats.mask.steps, plain.stats.mask.steps, "{what}");
+            }
+        }
+    }
+}

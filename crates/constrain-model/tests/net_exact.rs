@@ -4,6 +4,7 @@
 //! pass over chunks of different lengths equals each chunk alone. This is
 //! what makes speculative greedy decoding give exactly the target model's
 //! text, and a batched server give each request what it would get alone.
+//! `forward_masked` gives each wanted logit as `forward` does.
 //!
 //! Checked on tiny random GGUF files (F32 as written by the testkit, and the
 //! same networks re-quantized to each GGUF type of the Qwen2.5-Coder Q4_K_M
@@ -168,6 +169,68 @@ fn mixed_chunks_equal_alone(m: &QwenModel, what: &str) {
     }
 }
 
+/// `forward_masked`: the mask is asked for once; every wanted logit is
+/// bitwise `forward`'s; any other logit is `forward`'s or `-inf`; no mask
+/// (or one wanting most of the head) gives `forward`'s row whole. Returns
+/// whether a sparse mask left some logits out (the head was narrowed).
+fn masked_head_equals_full(m: &QwenModel, what: &str) -> bool {
+    let prompt = ids(&[10, 40, 77, 256, 200]);
+    let next = ids(&[3]);
+    let mut full = QwenModel::from_weights(m.weights().clone());
+    let width = full.logits_width();
+    let words = width.div_ceil(64);
+    let want = [
+        full.forward(&prompt, 0).unwrap(),
+        full.forward(&next, prompt.len()).unwrap(),
+    ];
+    let set = |ids: &[usize]| {
+        let mut w = vec![0u64; words];
+        for &i in ids {
+            w[i / 64] |= 1 << (i % 64);
+        }
+        w
+    };
+    let masks: Vec<Option<Vec<u64>>> = vec![
+        Some(set(&[0])),
+        Some(set(&[3, 17, 18, 100, width - 1])),
+        Some(set(&(0..width).step_by(97).collect::<Vec<_>>())),
+        Some(vec![u64::MAX; words]),
+        None,
+    ];
+    let mut narrowed = false;
+    for mask in &masks {
+        let mut m2 = QwenModel::from_weights(m.weights().clone());
+        for (step, (tokens, pos)) in [(&prompt, 0), (&next, prompt.len())]
+            .into_iter()
+            .enumerate()
+        {
+            let mut calls = 0;
+            let got = m2
+                .forward_masked(tokens, pos, &mut || {
+                    calls += 1;
+                    mask.clone()
+                })
+                .unwrap();
+            assert_eq!(calls, 1, "{what}: the mask asked for once");
+            assert_eq!(got.len(), width);
+            let full_row = &want[step];
+            for i in 0..width {
+                let wanted = mask
+                    .as_ref()
+                    .is_none_or(|w| (w[i / 64] >> (i % 64)) & 1 == 1);
+                if wanted {
+                    assert_eq!(got[i].to_bits(), full_row[i].to_bits(), "{what}: logit {i}");
+                } else if got[i] != f32::NEG_INFINITY {
+                    assert_eq!(got[i].to_bits(), full_row[i].to_bits(), "{what}: logit {i}");
+                } else {
+                    narrowed = true;
+                }
+            }
+        }
+    }
+    narrowed
+}
+
 fn check(path: &Path, what: &str) {
     let mut m = QwenModel::load(path).unwrap();
     let prompt = ids(&[10, 40, 77, 256, 200]);
@@ -186,6 +249,7 @@ fn check(path: &Path, what: &str) {
     ];
     step_batch_equals_steps(&m, &prompts, &ids(&[7, 8, 9, 10, 11]), what);
     mixed_chunks_equal_alone(&m, what);
+    masked_head_equals_full(&m, what);
 }
 
 #[test]
@@ -238,5 +302,10 @@ fn real_model_rows_are_bitwise_independent() {
         ids(&[785]),
     ];
     step_batch_equals_steps(&m, &prompts, &ids(&[12095, 6722, 10, 11]), "0.5B");
+    // The 0.5B's head is `Q8_0`: a sparse mask skips most of it.
+    assert!(
+        masked_head_equals_full(&m, "0.5B"),
+        "0.5B: a sparse mask computed the whole head"
+    );
     mixed_chunks_equal_alone(&m, "0.5B");
 }

@@ -8,9 +8,7 @@
 
 use constrain::TokenId;
 use constrain_model::{LanguageModel, ModelError};
-use constrain_server::batch::{
-    one_by_one, BatchConfig, BatchModel, Batcher, IDLE_PREFILL_CHUNKS,
-};
+use constrain_server::batch::{one_by_one, BatchConfig, BatchModel, Batcher, IDLE_PREFILL_CHUNKS};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;

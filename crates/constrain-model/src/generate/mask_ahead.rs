@@ -57,6 +57,9 @@ pub(super) struct MaskAhead {
     worker: Option<Worker>,
     /// A job sent and not yet collected.
     pending: bool,
+    /// The mask of the current state was waited for inside the pass
+    /// ([`MaskAhead::wait_in_pass`]): the step's wait is already counted.
+    held: bool,
 }
 
 struct Worker {
@@ -105,6 +108,7 @@ impl MaskAhead {
             enabled,
             worker: None,
             pending: false,
+            held: false,
         }
     }
 
@@ -151,10 +155,24 @@ impl MaskAhead {
     /// `m` (a lookup when the job made it, the whole computation otherwise)
     /// and records the wait in `stats`.
     pub(super) fn wait(&mut self, m: &Matcher, stats: &mut MaskStats) {
+        if std::mem::take(&mut self.held) {
+            return;
+        }
         let t = Instant::now();
         let ready = self.collect().unwrap_or(false);
         let _ = m.allowed();
         stats.record(!ready, t.elapsed());
+    }
+}
+
+impl MaskAhead {
+    /// [`MaskAhead::wait`] from inside the model's pass, when the model
+    /// asks for the mask before its output head: the wait is counted once,
+    /// here, and the step's own wait then reads the mask as it is.
+    pub(super) fn wait_in_pass(&mut self, m: &Matcher, stats: &mut MaskStats) {
+        self.held = false;
+        self.wait(m, stats);
+        self.held = true;
     }
 }
 

@@ -302,6 +302,28 @@ impl QwenWeights {
         Ok(rows.pop().unwrap_or_default())
     }
 
+    /// [`Self::forward`] computing, where the output head allows it, only
+    /// the logits `wanted` names ([`crate::LanguageModel::forward_masked`]):
+    /// the `Q8_0` head's tiles of 16 columns that hold a wanted id, when
+    /// they are at most half of its tiles; the rest stay `-inf`.
+    /// `CONSTRAIN_FULL_HEAD=1` (read once) always computes the whole head.
+    pub fn forward_masked(
+        &self,
+        seq: &mut Sequence,
+        tokens: &[TokenId],
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<f32>, ModelError> {
+        static FULL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let full =
+            *FULL.get_or_init(|| std::env::var("CONSTRAIN_FULL_HEAD").is_ok_and(|v| v == "1"));
+        let mut rows = if full {
+            self.pass(&mut [seq], &[tokens], false)?
+        } else {
+            self.pass_with(&mut [seq], &[tokens], false, Some(wanted))?
+        };
+        Ok(rows.pop().unwrap_or_default())
+    }
+
     /// Feeds `tokens` after what `seq` holds, in one pass; the logits after
     /// each of them (one row per token).
     pub fn forward_all(
@@ -333,6 +355,18 @@ impl QwenWeights {
         seqs: &mut [&mut Sequence],
         chunks: &[&[TokenId]],
         all: bool,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        self.pass_with(seqs, chunks, all, None)
+    }
+
+    /// [`Self::pass`]; with one row of logits wanted, `wanted` may narrow
+    /// the output head ([`Self::forward_masked`]).
+    fn pass_with(
+        &self,
+        seqs: &mut [&mut Sequence],
+        chunks: &[&[TokenId]],
+        all: bool,
+        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
     ) -> Result<Vec<Vec<f32>>, ModelError> {
         let c = &self.cfg;
         if seqs.len() != chunks.len() {
@@ -367,7 +401,7 @@ impl QwenWeights {
             }
         }
         let starts: Vec<usize> = seqs.iter().map(|s| s.len).collect();
-        match self.run(seqs, chunks, all) {
+        match self.run(seqs, chunks, all, wanted) {
             Ok(rows) => {
                 for (s, t) in seqs.iter_mut().zip(chunks) {
                     s.len += t.len();
@@ -392,6 +426,7 @@ impl QwenWeights {
         seqs: &mut [&mut Sequence],
         chunks: &[&[TokenId]],
         all: bool,
+        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
     ) -> candle_core::Result<Vec<Vec<f32>>> {
         let c = &self.cfg;
         let (h, hd) = (c.hidden, c.head_dim);
@@ -485,7 +520,16 @@ impl QwenWeights {
             last.extend_from_slice(&x[r * h..(r + 1) * h]);
         }
         let xn = kernels::rms_norm(&last, &self.norm, c.rms_eps);
-        let logits = self.output.forward(&xn)?;
+        let masked = match wanted {
+            Some(wanted) if pick.len() == 1 => {
+                wanted().and_then(|w| self.output.forward_masked(&xn, &w))
+            }
+            _ => None,
+        };
+        let logits = match masked {
+            Some(l) => l,
+            None => self.output.forward(&xn)?,
+        };
         let w = self.output.out_dim();
         Ok(logits.chunks_exact(w).map(<[f32]>::to_vec).collect())
     }

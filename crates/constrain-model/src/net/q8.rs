@@ -123,6 +123,35 @@ pub(crate) unsafe fn matmul(
     });
 }
 
+/// One row's outputs for the tiles `picked` only (the other columns of
+/// `out` are left as they are): the same unit as [`matmul`] per tile.
+///
+/// # Safety
+///
+/// As [`matmul`], with `acts.len() == kb`, `out.len() == n`, and every
+/// tile index in `picked` below `n / 16`.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn matmul_tiles(
+    tiles: &[TileQ8_0],
+    acts: &[Act],
+    n: usize,
+    kb: usize,
+    picked: &[usize],
+    out: &mut [f32],
+) {
+    debug_assert!(acts.len() == kb && out.len() == n);
+    debug_assert!(picked.iter().all(|&t| t < n / TILE));
+    let ptr = Out(out.as_mut_ptr());
+    super::pool::for_chunks(picked.len(), |range| {
+        let ptr = &ptr;
+        for &t in &picked[range] {
+            // SAFETY: the caller's contract; each tile is written by one
+            // chunk only.
+            unsafe { simd::unit::<1>(&tiles[t * kb..(t + 1) * kb], acts, kb, 0, ptr.0, n, t) }
+        }
+    });
+}
+
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use super::{Act, TileQ8_0, TILE};
