@@ -637,50 +637,6 @@ fn a_lazy_limit_hit_under_a_schema_is_named_never_an_unfinished_output() {
     assert!(limits > 0, "a limit was reached");
 }
 
-/// A model that honours `forward_masked` to the letter: every logit the
-/// mask leaves out is `-inf`. The loop hands it the mask of the step the
-/// logits are for, so the output equals the plain model's.
-struct Strict<M> {
-    inner: M,
-    masks: usize,
-}
-
-impl<M: constrain_model::LanguageModel> constrain_model::LanguageModel for Strict<M> {
-    fn forward(
-        &mut self,
-        tokens: &[TokenId],
-        pos: usize,
-    ) -> Result<Vec<f32>, constrain_model::ModelError> {
-        self.inner.forward(tokens, pos)
-    }
-    fn forward_masked(
-        &mut self,
-        tokens: &[TokenId],
-        pos: usize,
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
-    ) -> Result<Vec<f32>, constrain_model::ModelError> {
-        let mut l = self.inner.forward(tokens, pos)?;
-        if let Some(words) = wanted() {
-            self.masks += 1;
-            for (i, x) in l.iter_mut().enumerate() {
-                if (words[i / 64] >> (i % 64)) & 1 == 0 {
-                    *x = f32::NEG_INFINITY;
-                }
-            }
-        }
-        Ok(l)
-    }
-    fn reset(&mut self) {
-        self.inner.reset()
-    }
-    fn logits_width(&self) -> usize {
-        self.inner.logits_width()
-    }
-    fn context_length(&self) -> usize {
-        self.inner.context_length()
-    }
-}
-
 #[test]
 fn a_model_given_the_mask_before_its_head_gives_the_same_output() {
     let (schema, re) = record();
@@ -722,15 +678,14 @@ fn a_model_given_the_mask_before_its_head_gives_the_same_output() {
                     prompt.len(),
                     seed,
                 ));
-                let mut strict = Strict {
-                    inner: adversary(kind, vocab.clone(), idx.clone(), prompt.len(), seed),
-                    masks: 0,
-                };
+                // Every logit the loop's mask leaves out is -inf.
+                let mut strict = adversary(kind, vocab.clone(), idx.clone(), prompt.len(), seed)
+                    .with_strict_masks();
                 let masked = run(&mut strict);
                 assert_eq!(masked.tokens, plain.tokens, "{what}");
                 check_valid(&masked, &schema, &what);
                 assert_eq!(
-                    strict.masks, masked.stats.model_calls,
+                    strict.masks(), masked.stats.model_calls,
                     "{what}: one mask a pass"
                 );
                 assert_eq!(masked.stats.mask.steps, plain.stats.mask.steps, "{what}");

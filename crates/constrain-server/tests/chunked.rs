@@ -115,6 +115,17 @@ fn recorder(forks: bool) -> (Recorder, Arc<Mutex<Vec<Vec<Row>>>>) {
     )
 }
 
+/// A recording loop feeding at most `budget` prompt tokens a pass beside
+/// decoding sequences, with no prefix cache.
+fn chunked(
+    budget: usize,
+    config: BatchConfig,
+) -> (Arc<Batcher<Recorder>>, Arc<Mutex<Vec<Vec<Row>>>>) {
+    let (model, log) = recorder(false);
+    let b = Batcher::start_with(model, config.prefill_chunk(budget).prefix_cache_bytes(0));
+    (b, log)
+}
+
 fn toks(range: std::ops::Range<u32>) -> Vec<TokenId> {
     range.map(TokenId).collect()
 }
@@ -134,13 +145,7 @@ fn assert_echoes(logits: &[f32], seq: &[TokenId]) {
 #[test]
 fn a_decoding_sequence_keeps_stepping_while_a_long_prompt_is_fed_in_chunks() {
     const BUDGET: usize = 8;
-    let (model, log) = recorder(false);
-    let b = Batcher::start_with(
-        model,
-        BatchConfig::default()
-            .prefill_chunk(BUDGET)
-            .prefix_cache_bytes(0),
-    );
+    let (b, log) = chunked(BUDGET, BatchConfig::default());
     let mut a = b.handle().unwrap(); // sequence 0
     let mut long = b.handle().unwrap(); // sequence 1
     let steps = Arc::new(AtomicUsize::new(0));
@@ -204,13 +209,7 @@ fn a_decoding_sequence_keeps_stepping_while_a_long_prompt_is_fed_in_chunks() {
 
 #[test]
 fn without_a_budget_a_prompt_is_one_pass() {
-    let (model, log) = recorder(false);
-    let b = Batcher::start_with(
-        model,
-        BatchConfig::default()
-            .prefill_chunk(0)
-            .prefix_cache_bytes(0),
-    );
+    let (b, log) = chunked(0, BatchConfig::default());
     let mut h = b.handle().unwrap();
     let prompt = toks(10..110);
     assert_echoes(&h.forward(&prompt, 0).unwrap(), &prompt);
@@ -220,13 +219,7 @@ fn without_a_budget_a_prompt_is_one_pass() {
 #[test]
 fn while_no_sequence_decodes_a_pass_takes_several_chunks() {
     const BUDGET: usize = 8;
-    let (model, log) = recorder(false);
-    let b = Batcher::start_with(
-        model,
-        BatchConfig::default()
-            .prefill_chunk(BUDGET)
-            .prefix_cache_bytes(0),
-    );
+    let (b, log) = chunked(BUDGET, BatchConfig::default());
     let mut h = b.handle().unwrap();
     let idle = BUDGET * IDLE_PREFILL_CHUNKS;
     let prompt = toks(10..10 + idle as u32 + 5);
@@ -241,15 +234,11 @@ fn while_no_sequence_decodes_a_pass_takes_several_chunks() {
 fn prompts_sent_together_to_an_idle_loop_are_fed_in_one_pass() {
     const BUDGET: usize = 8;
     const N: usize = 4;
-    let (model, log) = recorder(false);
     // The prompts come 20 ms apart; a wide window, so that they stay
     // inside it on a loaded machine.
-    let b = Batcher::start_with(
-        model,
-        BatchConfig::default()
-            .prefill_chunk(BUDGET)
-            .prefix_cache_bytes(0)
-            .gather_new(Duration::from_millis(300)),
+    let (b, log) = chunked(
+        BUDGET,
+        BatchConfig::default().gather_new(Duration::from_millis(300)),
     );
     let len = BUDGET * IDLE_PREFILL_CHUNKS / N;
     let start = Arc::new(Barrier::new(N));

@@ -52,6 +52,9 @@ pub struct FakeModel {
     seq: Vec<TokenId>,
     logits: Box<LogitsFn>,
     calls: usize,
+    /// `forward_masked` leaves every logit its mask leaves out at `-inf`.
+    strict_masks: bool,
+    masks: usize,
 }
 
 impl FakeModel {
@@ -63,6 +66,8 @@ impl FakeModel {
             seq: Vec::new(),
             logits: Box::new(logits),
             calls: 0,
+            strict_masks: false,
+            masks: 0,
         }
     }
 
@@ -87,6 +92,20 @@ impl FakeModel {
     /// Number of forward passes so far.
     pub fn calls(&self) -> usize {
         self.calls
+    }
+
+    /// The same model taking `forward_masked` to the letter: every logit
+    /// the caller's mask leaves out is `-inf` (a model that computes only
+    /// the wanted logits, as constrain's Qwen narrows its output head). By
+    /// default the mask is not asked for and every logit is computed.
+    pub fn with_strict_masks(mut self) -> Self {
+        self.strict_masks = true;
+        self
+    }
+
+    /// Number of masks `forward_masked` was given (with strict masks).
+    pub fn masks(&self) -> usize {
+        self.masks
     }
 
     /// The sequence fed since the last start.
@@ -125,6 +144,26 @@ impl LanguageModel for FakeModel {
         self.calls += 1;
         let mut l = (self.logits)(&self.seq);
         l.resize(self.width, f32::NEG_INFINITY);
+        Ok(l)
+    }
+
+    fn forward_masked(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<f32>, ModelError> {
+        let mut l = self.forward(tokens, pos)?;
+        if self.strict_masks {
+            if let Some(words) = wanted() {
+                self.masks += 1;
+                for (i, x) in l.iter_mut().enumerate() {
+                    if words.get(i / 64).is_none_or(|w| (w >> (i % 64)) & 1 == 0) {
+                        *x = f32::NEG_INFINITY;
+                    }
+                }
+            }
+        }
         Ok(l)
     }
 
