@@ -685,7 +685,8 @@ fn a_model_given_the_mask_before_its_head_gives_the_same_output() {
                 assert_eq!(masked.tokens, plain.tokens, "{what}");
                 check_valid(&masked, &schema, &what);
                 assert_eq!(
-                    strict.masks(), masked.stats.model_calls,
+                    strict.masks(),
+                    masked.stats.model_calls,
                     "{what}: one mask a pass"
                 );
                 assert_eq!(masked.stats.mask.steps, plain.stats.mask.steps, "{what}");

@@ -280,7 +280,7 @@ impl Live {
 pub struct Batcher<B: BatchModel> {
     model: Arc<B>,
     tx: std::sync::Mutex<Sender<Request<B::Seq>>>,
-    active: Arc<Live>,
+    live: Arc<Live>,
     counters: Arc<Counters>,
 }
 
@@ -295,19 +295,19 @@ impl<B: BatchModel> Batcher<B> {
     pub fn start_with(model: B, config: BatchConfig) -> Arc<Batcher<B>> {
         let model = Arc::new(model);
         let (tx, rx) = mpsc::channel();
-        let active = Arc::new(Live::default());
+        let live = Arc::new(Live::default());
         let counters = Arc::new(Counters::default());
         {
-            let (model, active, counters) = (model.clone(), active.clone(), counters.clone());
+            let (model, live, counters) = (model.clone(), live.clone(), counters.clone());
             std::thread::Builder::new()
                 .name("constrain-decode".into())
-                .spawn(move || decode_loop(&*model, rx, &active, &counters, config))
+                .spawn(move || decode_loop(&*model, rx, &live, &counters, config))
                 .expect("spawning the decode thread");
         }
         Arc::new(Batcher {
             model,
             tx: std::sync::Mutex::new(tx),
-            active,
+            live,
             counters,
         })
     }
@@ -320,7 +320,7 @@ impl<B: BatchModel> Batcher<B> {
             context: seq.context_length(),
             seq: Some(seq),
             tx: self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            active: self.active.clone(),
+            live: self.live.clone(),
             registered: false,
             prompting: false,
         })
@@ -328,7 +328,7 @@ impl<B: BatchModel> Batcher<B> {
 
     /// Sequences between their first forward and their reset.
     pub fn active(&self) -> usize {
-        self.active.active()
+        self.live.active()
     }
 
     /// Batched passes run so far, and the sequences they held (their ratio
@@ -571,7 +571,7 @@ fn decode_loop<B: BatchModel>(
 pub struct BatchedSeq<S> {
     seq: Option<S>,
     tx: Sender<Request<S>>,
-    active: Arc<Live>,
+    live: Arc<Live>,
     registered: bool,
     /// Registered, its first forward not answered yet.
     prompting: bool,
@@ -584,14 +584,14 @@ impl<S> BatchedSeq<S> {
         self.answered();
         if self.registered {
             self.registered = false;
-            self.active.active.fetch_sub(1, Ordering::SeqCst);
+            self.live.active.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
     fn answered(&mut self) {
         if self.prompting {
             self.prompting = false;
-            self.active.prompting.fetch_sub(1, Ordering::SeqCst);
+            self.live.prompting.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
@@ -617,8 +617,8 @@ impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
         if !self.registered {
             self.registered = true;
             self.prompting = true;
-            self.active.prompting.fetch_add(1, Ordering::SeqCst);
-            self.active.active.fetch_add(1, Ordering::SeqCst);
+            self.live.prompting.fetch_add(1, Ordering::SeqCst);
+            self.live.active.fetch_add(1, Ordering::SeqCst);
         }
         let (reply, answer) = mpsc::channel();
         let req = Request {
