@@ -190,7 +190,7 @@ fn pattern_properties_keys_choose_the_checked_arrays() {
     let mut repeats_kept = 0;
     for _ in 0..400 {
         let mut m = serde_json::Map::new();
-        let mut arr = |rng: &mut StdRng| -> Value {
+        let arr = |rng: &mut StdRng| -> Value {
             let n = rng.random_range(0..4);
             Value::Array(
                 (0..n)
