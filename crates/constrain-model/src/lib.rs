@@ -232,6 +232,14 @@ impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
     fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
         (**self).forward(tokens, pos)
     }
+    fn forward_masked(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<f32>, ModelError> {
+        (**self).forward_masked(tokens, pos, wanted)
+    }
     fn reset(&mut self) {
         (**self).reset()
     }
@@ -255,6 +263,14 @@ impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
 impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
     fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
         (**self).forward(tokens, pos)
+    }
+    fn forward_masked(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<f32>, ModelError> {
+        (**self).forward_masked(tokens, pos, wanted)
     }
     fn reset(&mut self) {
         (**self).reset()

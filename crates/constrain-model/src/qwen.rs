@@ -119,6 +119,26 @@ impl QwenModel {
         models: &mut [&mut QwenModel],
         chunks: &[&[TokenId]],
     ) -> Result<Vec<Vec<f32>>, ModelError> {
+        Self::batch_pass(models, chunks, None)
+    }
+
+    /// [`QwenModel::forward_batch`] where the callers will read only the
+    /// logits `wanted` names, for every row (the union of their masks; see
+    /// [`LanguageModel::forward_masked`]): the output head may be narrowed
+    /// to them, the others left `-inf`.
+    pub fn forward_batch_masked(
+        models: &mut [&mut QwenModel],
+        chunks: &[&[TokenId]],
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        Self::batch_pass(models, chunks, Some(wanted))
+    }
+
+    fn batch_pass(
+        models: &mut [&mut QwenModel],
+        chunks: &[&[TokenId]],
+        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
         let Some(first) = models.first() else {
             return Err(ModelError::EmptyBatch);
         };
@@ -129,7 +149,7 @@ impl QwenModel {
             ));
         }
         let mut seqs: Vec<&mut Sequence> = models.iter_mut().map(|m| &mut m.seq).collect();
-        weights.pass(&mut seqs, chunks, false)
+        weights.pass_with(&mut seqs, chunks, false, wanted)
     }
 
     /// The architecture read from `general.architecture`.

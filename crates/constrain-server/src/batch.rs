@@ -90,6 +90,21 @@ pub trait BatchModel: Send + Sync + 'static {
         one_by_one(seqs, chunks, positions)
     }
 
+    /// [`BatchModel::step_batch`] where the callers will read only the
+    /// logits `wanted` names (called at most once, before the output head:
+    /// the union of the rows' masks, or `None` for all; see
+    /// [`LanguageModel::forward_masked`]). The default computes them all.
+    fn step_batch_masked(
+        &self,
+        seqs: &mut [&mut Self::Seq],
+        chunks: &[&[TokenId]],
+        positions: &[usize],
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Vec<Result<Vec<f32>, ModelError>> {
+        let _ = wanted;
+        self.step_batch(seqs, chunks, positions)
+    }
+
     /// A copy of `seq` cut to its first `len` positions, continuing on its
     /// own (the prompt-prefix cache keeps and hands out such copies);
     /// `None` when the model cannot copy a sequence: nothing is cached.
@@ -121,24 +136,17 @@ impl BatchModel for QwenBatch {
         chunks: &[&[TokenId]],
         positions: &[usize],
     ) -> Vec<Result<Vec<f32>, ModelError>> {
-        for (s, &p) in seqs.iter_mut().zip(positions) {
-            if p == 0 {
-                s.reset(); // a new prompt
-            }
-        }
-        let plain = seqs
-            .iter()
-            .zip(positions)
-            .all(|(s, &p)| p == s.sequence().len());
-        if plain && seqs.len() > 1 {
-            // A failed pass leaves every cache as it was: retry alone below.
-            if let Ok(rows) = QwenModel::forward_batch(seqs, chunks) {
-                return rows.into_iter().map(Ok).collect();
-            }
-        }
-        // One sequence, not a plain continuation, or the pass failed: each
-        // one alone, with its own error.
-        one_by_one(seqs, chunks, positions)
+        qwen_step(seqs, chunks, positions, None)
+    }
+
+    fn step_batch_masked(
+        &self,
+        seqs: &mut [&mut QwenModel],
+        chunks: &[&[TokenId]],
+        positions: &[usize],
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Vec<Result<Vec<f32>, ModelError>> {
+        qwen_step(seqs, chunks, positions, Some(wanted))
     }
 
     fn fork_prefix(&self, seq: &QwenModel, len: usize) -> Option<QwenModel> {
@@ -148,6 +156,40 @@ impl BatchModel for QwenBatch {
     fn seq_bytes(&self, seq: &QwenModel) -> usize {
         seq.sequence().kv_bytes()
     }
+}
+
+/// [`QwenBatch`]'s pass: one batched pass where the sequences continue
+/// where they are, each one alone otherwise (or when the pass failed: a
+/// failed pass leaves every cache as it was), with its own error. `wanted`
+/// may narrow the output head of the pass.
+fn qwen_step(
+    seqs: &mut [&mut QwenModel],
+    chunks: &[&[TokenId]],
+    positions: &[usize],
+    mut wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+) -> Vec<Result<Vec<f32>, ModelError>> {
+    for (s, &p) in seqs.iter_mut().zip(positions) {
+        if p == 0 {
+            s.reset(); // a new prompt
+        }
+    }
+    let plain = seqs
+        .iter()
+        .zip(positions)
+        .all(|(s, &p)| p == s.sequence().len());
+    if plain && seqs.len() > 1 {
+        let rows = match wanted.as_deref_mut() {
+            Some(w) => QwenModel::forward_batch_masked(seqs, chunks, w),
+            None => QwenModel::forward_batch(seqs, chunks),
+        };
+        if let Ok(rows) = rows {
+            return rows.into_iter().map(Ok).collect();
+        }
+    }
+    if let (1, Some(w)) = (seqs.len(), wanted) {
+        return vec![seqs[0].forward_masked(chunks[0], positions[0], w)];
+    }
+    one_by_one(seqs, chunks, positions)
 }
 
 /// Runs the chunks one sequence after the other (each `forward` on its own).
@@ -185,6 +227,9 @@ struct Request<S> {
     /// Set when the request's client has gone away: the loop answers
     /// [`ModelError::Interrupted`] before the next chunk.
     cancel: Option<Arc<AtomicBool>>,
+    /// Where the caller sends the ids it will read of the logits (a
+    /// [`LanguageModel::forward_masked`] call); `None`: it reads them all.
+    mask: Option<Receiver<Vec<u64>>>,
 }
 
 impl<S> Request<S> {
@@ -370,6 +415,23 @@ impl<S> Work<S> {
     }
 }
 
+/// The logits a pass's callers will read, for the model's output head: the
+/// union of their masks; `None` (all of them) when one reads every logit
+/// or its mask has not come yet (the pass does not wait for it).
+fn union(reading: &[Option<Receiver<Vec<u64>>>]) -> Option<Vec<u64>> {
+    let mut all: Vec<u64> = Vec::new();
+    for rx in reading {
+        let words = rx.as_ref()?.try_recv().ok()?;
+        if all.len() < words.len() {
+            all.resize(words.len(), 0);
+        }
+        for (a, w) in all.iter_mut().zip(&words) {
+            *a |= w;
+        }
+    }
+    Some(all)
+}
+
 /// Takes a request into the loop: a new prompt starts from the longest
 /// cached prefix when there is one.
 fn admit<B: BatchModel>(
@@ -511,12 +573,20 @@ fn decode_loop<B: BatchModel>(
             .collect();
         let chunk_refs: Vec<&[TokenId]> = chunks.iter().map(Vec::as_slice).collect();
         let positions: Vec<usize> = in_pass.iter().map(|w| w.req.pos + w.fed).collect();
+        // The masks of the requests that get their logits from this pass
+        // (their last chunk); the others read none of it.
+        let reading: Vec<Option<Receiver<Vec<u64>>>> = in_pass
+            .iter_mut()
+            .zip(&sizes)
+            .filter(|(w, &n)| w.fed + n == w.req.tokens.len())
+            .map(|(w, _)| w.req.mask.take())
+            .collect();
         // A panic inside the model must not take the only decode thread
         // (and so every later request) down: the requests of this pass get
         // an error and the loop goes on.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut seqs: Vec<&mut B::Seq> = in_pass.iter_mut().map(|w| &mut w.req.seq).collect();
-            model.step_batch(&mut seqs, &chunk_refs, &positions)
+            model.step_batch_masked(&mut seqs, &chunk_refs, &positions, &mut || union(&reading))
         }))
         .unwrap_or_else(|_| {
             (0..in_pass.len())
@@ -606,8 +676,16 @@ fn gone() -> ModelError {
     ModelError::Batch("the decode loop has stopped".into())
 }
 
-impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
-    fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
+impl<S: LanguageModel + Send> BatchedSeq<S> {
+    /// Sends the chunk to the decode loop and waits for its logits; with
+    /// `wanted`, the caller's mask follows the request (while the pass
+    /// runs), for the loop to narrow the output head.
+    fn send(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+    ) -> Result<Vec<f32>, ModelError> {
         if tokens.is_empty() {
             // Nothing to feed: a request with no tokens would never leave
             // the loop's carry-over.
@@ -621,16 +699,33 @@ impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
             self.live.active.fetch_add(1, Ordering::SeqCst);
         }
         let (reply, answer) = mpsc::channel();
+        let (mask_tx, mask) = match wanted {
+            Some(_) => {
+                let (tx, rx) = mpsc::channel();
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
         let req = Request {
             seq,
             tokens: tokens.to_vec(),
             pos,
             reply,
             cancel: crate::scheduler::current_cancel(),
+            mask,
         };
         if self.tx.send(req).is_err() {
             self.deregister();
             return Err(gone());
+        }
+        if let (Some(tx), Some(wanted)) = (mask_tx, wanted) {
+            match wanted() {
+                Some(words) => {
+                    let _ = tx.send(words);
+                }
+                // Every logit: the loop finds no mask and computes them all.
+                None => drop(tx),
+            }
         }
         match answer.recv() {
             Ok((seq, out)) => {
@@ -643,6 +738,21 @@ impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
                 Err(gone())
             }
         }
+    }
+}
+
+impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
+    fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
+        self.send(tokens, pos, None)
+    }
+
+    fn forward_masked(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<f32>, ModelError> {
+        self.send(tokens, pos, Some(wanted))
     }
 
     fn reset(&mut self) {
@@ -732,6 +842,25 @@ mod tests {
             rows == 4 * 22 && steps <= rows,
             "{steps} steps, {rows} rows"
         );
+    }
+
+    #[test]
+    fn the_head_reads_the_union_of_the_masks_sent_in_time() {
+        let sent = |w: Vec<u64>| {
+            let (tx, rx) = mpsc::channel();
+            tx.send(w).unwrap();
+            Some(rx)
+        };
+        // No caller reads logits: no column of the head is needed.
+        assert_eq!(union(&[]), Some(vec![]));
+        assert_eq!(
+            union(&[sent(vec![0b1010, 0]), sent(vec![0b0001, 1 << 63])]),
+            Some(vec![0b1011, 1 << 63])
+        );
+        // A caller that reads every logit, or whose mask is late: all.
+        assert_eq!(union(&[sent(vec![1]), None]), None);
+        let (_late_tx, late) = mpsc::channel();
+        assert_eq!(union(&[sent(vec![1]), Some(late)]), None);
     }
 
     #[test]

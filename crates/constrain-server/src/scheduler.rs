@@ -219,8 +219,16 @@ pub struct Interruptible<'a, M: LanguageModel + ?Sized> {
     pub last: Option<&'a std::cell::RefCell<Vec<f32>>>,
 }
 
-impl<M: LanguageModel + ?Sized> LanguageModel for Interruptible<'_, M> {
-    fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
+impl<M: LanguageModel + ?Sized> Interruptible<'_, M> {
+    /// The inner model's pass, unless the client went away or a stop
+    /// string matched; with `wanted` (and no copy of the logits kept), the
+    /// inner model may compute only the masked logits.
+    fn pass(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+    ) -> Result<Vec<f32>, ModelError> {
         if self.cancel.load(Ordering::SeqCst) {
             return Err(ModelError::Interrupted("the client went away".into()));
         }
@@ -229,7 +237,10 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Interruptible<'_, M> {
         }
         let logits = {
             let _scope = CancelScope::enter(self.cancel.clone());
-            self.inner.forward(tokens, pos)?
+            match wanted {
+                Some(w) if self.last.is_none() => self.inner.forward_masked(tokens, pos, w)?,
+                _ => self.inner.forward(tokens, pos)?,
+            }
         };
         if let Some(l) = self.last {
             let mut l = l.borrow_mut();
@@ -237,6 +248,20 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Interruptible<'_, M> {
             l.extend_from_slice(&logits);
         }
         Ok(logits)
+    }
+}
+
+impl<M: LanguageModel + ?Sized> LanguageModel for Interruptible<'_, M> {
+    fn forward(&mut self, tokens: &[TokenId], pos: usize) -> Result<Vec<f32>, ModelError> {
+        self.pass(tokens, pos, None)
+    }
+    fn forward_masked(
+        &mut self,
+        tokens: &[TokenId],
+        pos: usize,
+        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+    ) -> Result<Vec<f32>, ModelError> {
+        self.pass(tokens, pos, Some(wanted))
     }
     fn reset(&mut self) {
         self.inner.reset()

@@ -313,14 +313,7 @@ impl QwenWeights {
         tokens: &[TokenId],
         wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
     ) -> Result<Vec<f32>, ModelError> {
-        static FULL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let full =
-            *FULL.get_or_init(|| std::env::var("CONSTRAIN_FULL_HEAD").is_ok_and(|v| v == "1"));
-        let mut rows = if full {
-            self.pass(&mut [seq], &[tokens], false)?
-        } else {
-            self.pass_with(&mut [seq], &[tokens], false, Some(wanted))?
-        };
+        let mut rows = self.pass_with(&mut [seq], &[tokens], false, Some(wanted))?;
         Ok(rows.pop().unwrap_or_default())
     }
 
@@ -359,9 +352,10 @@ impl QwenWeights {
         self.pass_with(seqs, chunks, all, None)
     }
 
-    /// [`Self::pass`]; with one row of logits wanted, `wanted` may narrow
-    /// the output head ([`Self::forward_masked`]).
-    fn pass_with(
+    /// [`Self::pass`], where `wanted` (called once, before the output head)
+    /// may narrow the head for every row of logits: it names the union of
+    /// what each row's caller will read ([`Self::forward_masked`]).
+    pub fn pass_with(
         &self,
         seqs: &mut [&mut Sequence],
         chunks: &[&[TokenId]],
@@ -521,7 +515,7 @@ impl QwenWeights {
         }
         let xn = kernels::rms_norm(&last, &self.norm, c.rms_eps);
         let masked = match wanted {
-            Some(wanted) if pick.len() == 1 => {
+            Some(wanted) if !full_head() => {
                 wanted().and_then(|w| self.output.forward_masked(&xn, &w))
             }
             _ => None,
@@ -533,6 +527,12 @@ impl QwenWeights {
         let w = self.output.out_dim();
         Ok(logits.chunks_exact(w).map(<[f32]>::to_vec).collect())
     }
+}
+
+/// `CONSTRAIN_FULL_HEAD=1` (read once): the output head is never narrowed.
+fn full_head() -> bool {
+    static FULL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FULL.get_or_init(|| std::env::var("CONSTRAIN_FULL_HEAD").is_ok_and(|v| v == "1"))
 }
 
 fn add_rows(x: &mut [f32], b: &[f32]) {

@@ -97,59 +97,76 @@ pub(crate) unsafe fn matmul(
     debug_assert!(acts.len() == m * kb && out.len() == m * n);
     let ptr = Out(out.as_mut_ptr());
     super::pool::for_chunks(n / TILE, |range| {
-        let ptr = &ptr;
         for t in range {
-            let tiles = &tiles[t * kb..(t + 1) * kb];
-            let mut r0 = 0;
-            while r0 < m {
-                let rows = (m - r0).min(ROWS);
-                // SAFETY: the caller's contract; each (rows, tile) is
-                // written by one chunk only.
-                unsafe {
-                    match rows {
-                        1 => simd::unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
-                        2 => simd::unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
-                        3 => simd::unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
-                        4 => simd::unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
-                        5 => simd::unit::<5>(tiles, acts, kb, r0, ptr.0, n, t),
-                        6 => simd::unit::<6>(tiles, acts, kb, r0, ptr.0, n, t),
-                        7 => simd::unit::<7>(tiles, acts, kb, r0, ptr.0, n, t),
-                        _ => simd::unit::<ROWS>(tiles, acts, kb, r0, ptr.0, n, t),
-                    }
-                }
-                r0 += rows;
-            }
+            // SAFETY: the caller's contract; each tile is written by one
+            // chunk only.
+            unsafe { tile_rows(&tiles[t * kb..(t + 1) * kb], acts, m, n, kb, t, &ptr) }
         }
     });
 }
 
-/// One row's outputs for the tiles `picked` only (the other columns of
-/// `out` are left as they are): the same unit as [`matmul`] per tile.
+/// `m` rows' outputs for the tiles `picked` only (the other columns of
+/// `out` are left as they are): the same units as [`matmul`] per tile.
 ///
 /// # Safety
 ///
-/// As [`matmul`], with `acts.len() == kb`, `out.len() == n`, and every
-/// tile index in `picked` below `n / 16`.
+/// As [`matmul`], with every tile index in `picked` below `n / 16`.
 #[cfg(target_arch = "x86_64")]
 pub(crate) unsafe fn matmul_tiles(
     tiles: &[TileQ8_0],
     acts: &[Act],
+    m: usize,
     n: usize,
     kb: usize,
     picked: &[usize],
     out: &mut [f32],
 ) {
-    debug_assert!(acts.len() == kb && out.len() == n);
+    debug_assert!(acts.len() == m * kb && out.len() == m * n);
     debug_assert!(picked.iter().all(|&t| t < n / TILE));
     let ptr = Out(out.as_mut_ptr());
     super::pool::for_chunks(picked.len(), |range| {
-        let ptr = &ptr;
         for &t in &picked[range] {
             // SAFETY: the caller's contract; each tile is written by one
             // chunk only.
-            unsafe { simd::unit::<1>(&tiles[t * kb..(t + 1) * kb], acts, kb, 0, ptr.0, n, t) }
+            unsafe { tile_rows(&tiles[t * kb..(t + 1) * kb], acts, m, n, kb, t, &ptr) }
         }
     });
+}
+
+/// Every row against tile `t` (its blocks `tiles`), up to [`ROWS`] rows a
+/// unit.
+///
+/// # Safety
+///
+/// As [`matmul`]; `t` is written by this call only.
+#[cfg(target_arch = "x86_64")]
+unsafe fn tile_rows(
+    tiles: &[TileQ8_0],
+    acts: &[Act],
+    m: usize,
+    n: usize,
+    kb: usize,
+    t: usize,
+    ptr: &Out,
+) {
+    let mut r0 = 0;
+    while r0 < m {
+        let rows = (m - r0).min(ROWS);
+        // SAFETY: the caller's contract.
+        unsafe {
+            match rows {
+                1 => simd::unit::<1>(tiles, acts, kb, r0, ptr.0, n, t),
+                2 => simd::unit::<2>(tiles, acts, kb, r0, ptr.0, n, t),
+                3 => simd::unit::<3>(tiles, acts, kb, r0, ptr.0, n, t),
+                4 => simd::unit::<4>(tiles, acts, kb, r0, ptr.0, n, t),
+                5 => simd::unit::<5>(tiles, acts, kb, r0, ptr.0, n, t),
+                6 => simd::unit::<6>(tiles, acts, kb, r0, ptr.0, n, t),
+                7 => simd::unit::<7>(tiles, acts, kb, r0, ptr.0, n, t),
+                _ => simd::unit::<ROWS>(tiles, acts, kb, r0, ptr.0, n, t),
+            }
+        }
+        r0 += rows;
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -258,20 +258,17 @@ impl Linear {
 }
 
 impl Linear {
-    /// One row's outputs where only the columns set in `wanted` (a bitset,
-    /// bit `c % 64` of word `c / 64`) are needed: for a `Q8_0` weight, the
-    /// tiles of 16 columns holding a wanted column are computed (each column
-    /// bitwise as [`Linear::forward`] computes it) and the other columns are
-    /// `-inf`. `None` (compute them all) for other kinds, or when more than
-    /// half of the tiles are wanted.
+    /// [`Linear::forward`] where only the columns set in `wanted` (a
+    /// bitset, bit `c % 64` of word `c / 64`) are needed, for every row:
+    /// for a `Q8_0` weight, the tiles of 16 columns holding a wanted column
+    /// are computed (each column bitwise as [`Linear::forward`] computes it)
+    /// and the other columns are `-inf`. `None` (compute them all) for other
+    /// kinds, or when more than half of the tiles are wanted.
     pub(crate) fn forward_masked(&self, x: &[f32], wanted: &[u64]) -> Option<Vec<f32>> {
         let Kind::Q8_0(tiles) = &self.kind else {
             return None;
         };
         let (n, k) = (self.n, self.k);
-        if x.len() != k {
-            return None;
-        }
         // Tile t covers bits 16t..16t+16: the 16-bit lane t % 4 of word t / 4.
         let mut picked = Vec::new();
         for t in 0..n / TILE {
@@ -284,12 +281,13 @@ impl Linear {
             return None;
         }
         let input = Input::new(x, k).ok()?;
-        let acts = input.q8_0();
-        let mut out = vec![f32::NEG_INFINITY; n];
+        let (acts, m) = (input.q8_0(), input.m);
+        let mut out = vec![f32::NEG_INFINITY; m * n];
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `vnni()` held when the tiles were built; one row.
+        // SAFETY: `vnni()` held when the tiles were built; sizes as
+        // `q8::matmul` asks.
         unsafe {
-            super::q8::matmul_tiles(tiles, acts, n, k / QK, &picked, &mut out)
+            super::q8::matmul_tiles(tiles, acts, m, n, k / QK, &picked, &mut out)
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = (tiles, acts);
