@@ -86,6 +86,11 @@ pub use qwen::{load, Architecture, LoadedModel, QwenModel, TokenizerSource};
 use constrain::vocab::{TokenId, Vocabulary};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// What [`LanguageModel::forward_masked`]'s caller will read of the
+/// logits: called at most once, before the output head; a bitset of ids
+/// (the words of a [`constrain::vocab::TokenSet`]), or `None` for all.
+pub type Wanted<'a> = &'a mut dyn FnMut() -> Option<Vec<u64>>;
+
 /// A causal language model seen from the generation loop.
 pub trait LanguageModel {
     /// Feeds `tokens` at positions `pos..pos + tokens.len()` and returns the
@@ -106,7 +111,7 @@ pub trait LanguageModel {
         &mut self,
         tokens: &[TokenId],
         pos: usize,
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Result<Vec<f32>, ModelError> {
         let _ = wanted;
         self.forward(tokens, pos)
@@ -236,7 +241,7 @@ impl<M: LanguageModel + ?Sized> LanguageModel for &mut M {
         &mut self,
         tokens: &[TokenId],
         pos: usize,
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Result<Vec<f32>, ModelError> {
         (**self).forward_masked(tokens, pos, wanted)
     }
@@ -268,7 +273,7 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Box<M> {
         &mut self,
         tokens: &[TokenId],
         pos: usize,
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Result<Vec<f32>, ModelError> {
         (**self).forward_masked(tokens, pos, wanted)
     }

@@ -5,7 +5,7 @@
 use crate::gguf::GgufFile;
 pub use crate::net::Architecture;
 use crate::net::{QwenWeights, Sequence};
-use crate::{check_compatible, gguf_tokenizer, LanguageModel, ModelError, SequenceBatch};
+use crate::{check_compatible, gguf_tokenizer, LanguageModel, ModelError, SequenceBatch, Wanted};
 use constrain::vocab::TokenId;
 use constrain::vocab::{TextTokenizer, Vocabulary};
 use std::path::Path;
@@ -129,7 +129,7 @@ impl QwenModel {
     pub fn forward_batch_masked(
         models: &mut [&mut QwenModel],
         chunks: &[&[TokenId]],
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Result<Vec<Vec<f32>>, ModelError> {
         Self::batch_pass(models, chunks, Some(wanted))
     }
@@ -137,7 +137,7 @@ impl QwenModel {
     fn batch_pass(
         models: &mut [&mut QwenModel],
         chunks: &[&[TokenId]],
-        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+        wanted: Option<Wanted<'_>>,
     ) -> Result<Vec<Vec<f32>>, ModelError> {
         let Some(first) = models.first() else {
             return Err(ModelError::EmptyBatch);
@@ -197,7 +197,7 @@ impl LanguageModel for QwenModel {
         &mut self,
         tokens: &[TokenId],
         pos: usize,
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Result<Vec<f32>, ModelError> {
         self.position(tokens, pos)?;
         self.weights.forward_masked(&mut self.seq, tokens, wanted)

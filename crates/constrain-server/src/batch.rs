@@ -59,7 +59,7 @@
 use crate::prefix::{PrefixCache, PrefixStats};
 use constrain::TokenId;
 use constrain_model::net::QwenWeights;
-use constrain_model::{LanguageModel, ModelError, QwenModel};
+use constrain_model::{LanguageModel, ModelError, QwenModel, Wanted};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -99,7 +99,7 @@ pub trait BatchModel: Send + Sync + 'static {
         seqs: &mut [&mut Self::Seq],
         chunks: &[&[TokenId]],
         positions: &[usize],
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Vec<Result<Vec<f32>, ModelError>> {
         let _ = wanted;
         self.step_batch(seqs, chunks, positions)
@@ -144,7 +144,7 @@ impl BatchModel for QwenBatch {
         seqs: &mut [&mut QwenModel],
         chunks: &[&[TokenId]],
         positions: &[usize],
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Vec<Result<Vec<f32>, ModelError>> {
         qwen_step(seqs, chunks, positions, Some(wanted))
     }
@@ -166,7 +166,7 @@ fn qwen_step(
     seqs: &mut [&mut QwenModel],
     chunks: &[&[TokenId]],
     positions: &[usize],
-    mut wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+    mut wanted: Option<Wanted<'_>>,
 ) -> Vec<Result<Vec<f32>, ModelError>> {
     for (s, &p) in seqs.iter_mut().zip(positions) {
         if p == 0 {
@@ -684,7 +684,7 @@ impl<S: LanguageModel + Send> BatchedSeq<S> {
         &mut self,
         tokens: &[TokenId],
         pos: usize,
-        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+        wanted: Option<Wanted<'_>>,
     ) -> Result<Vec<f32>, ModelError> {
         if tokens.is_empty() {
             // Nothing to feed: a request with no tokens would never leave
@@ -750,7 +750,7 @@ impl<S: LanguageModel + Send> LanguageModel for BatchedSeq<S> {
         &mut self,
         tokens: &[TokenId],
         pos: usize,
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Result<Vec<f32>, ModelError> {
         self.send(tokens, pos, Some(wanted))
     }

@@ -27,7 +27,7 @@
 
 use crate::error::ApiError;
 use constrain::TokenId;
-use constrain_model::{LanguageModel, ModelError};
+use constrain_model::{LanguageModel, ModelError, Wanted};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -227,7 +227,7 @@ impl<M: LanguageModel + ?Sized> Interruptible<'_, M> {
         &mut self,
         tokens: &[TokenId],
         pos: usize,
-        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+        wanted: Option<Wanted<'_>>,
     ) -> Result<Vec<f32>, ModelError> {
         if self.cancel.load(Ordering::SeqCst) {
             return Err(ModelError::Interrupted("the client went away".into()));
@@ -259,7 +259,7 @@ impl<M: LanguageModel + ?Sized> LanguageModel for Interruptible<'_, M> {
         &mut self,
         tokens: &[TokenId],
         pos: usize,
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Result<Vec<f32>, ModelError> {
         self.pass(tokens, pos, Some(wanted))
     }

@@ -1,7 +1,7 @@
 //! A scripted [`LanguageModel`] for tests and offline examples.
 
 use constrain::vocab::TokenId;
-use constrain_model::{LanguageModel, ModelError};
+use constrain_model::{LanguageModel, ModelError, Wanted};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 type LogitsFn = dyn FnMut(&[TokenId]) -> Vec<f32> + Send;
@@ -151,7 +151,7 @@ impl LanguageModel for FakeModel {
         &mut self,
         tokens: &[TokenId],
         pos: usize,
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Result<Vec<f32>, ModelError> {
         let mut l = self.forward(tokens, pos)?;
         if self.strict_masks {

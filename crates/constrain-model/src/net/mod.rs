@@ -54,7 +54,7 @@ mod qmm;
 pub use kv::Sequence;
 
 use crate::gguf::GgufFile;
-use crate::ModelError;
+use crate::{ModelError, Wanted};
 use candle_core::quantized::{gguf_file, QTensor};
 use candle_core::Device;
 use constrain::vocab::TokenId;
@@ -311,7 +311,7 @@ impl QwenWeights {
         &self,
         seq: &mut Sequence,
         tokens: &[TokenId],
-        wanted: &mut dyn FnMut() -> Option<Vec<u64>>,
+        wanted: Wanted<'_>,
     ) -> Result<Vec<f32>, ModelError> {
         let mut rows = self.pass_with(&mut [seq], &[tokens], false, Some(wanted))?;
         Ok(rows.pop().unwrap_or_default())
@@ -360,7 +360,7 @@ impl QwenWeights {
         seqs: &mut [&mut Sequence],
         chunks: &[&[TokenId]],
         all: bool,
-        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+        wanted: Option<Wanted<'_>>,
     ) -> Result<Vec<Vec<f32>>, ModelError> {
         let c = &self.cfg;
         if seqs.len() != chunks.len() {
@@ -420,7 +420,7 @@ impl QwenWeights {
         seqs: &mut [&mut Sequence],
         chunks: &[&[TokenId]],
         all: bool,
-        wanted: Option<&mut dyn FnMut() -> Option<Vec<u64>>>,
+        wanted: Option<Wanted<'_>>,
     ) -> candle_core::Result<Vec<Vec<f32>>> {
         let c = &self.cfg;
         let (h, hd) = (c.hidden, c.head_dim);
