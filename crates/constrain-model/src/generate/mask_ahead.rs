@@ -163,9 +163,7 @@ impl MaskAhead {
         let _ = m.allowed();
         stats.record(!ready, t.elapsed());
     }
-}
 
-impl MaskAhead {
     /// [`MaskAhead::wait`] from inside the model's pass, when the model
     /// asks for the mask before its output head: the wait is counted once,
     /// here, and the step's own wait then reads the mask as it is.

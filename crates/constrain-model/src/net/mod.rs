@@ -355,7 +355,7 @@ impl QwenWeights {
     /// [`Self::pass`], where `wanted` (called once, before the output head)
     /// may narrow the head for every row of logits: it names the union of
     /// what each row's caller will read ([`Self::forward_masked`]).
-    pub fn pass_with(
+    pub(crate) fn pass_with(
         &self,
         seqs: &mut [&mut Sequence],
         chunks: &[&[TokenId]],

@@ -255,9 +255,7 @@ impl Linear {
             }
         }
     }
-}
 
-impl Linear {
     /// [`Linear::forward`] where only the columns set in `wanted` (a
     /// bitset, bit `c % 64` of word `c / 64`) are needed, for every row:
     /// for a `Q8_0` weight, the tiles of 16 columns holding a wanted column
@@ -270,15 +268,19 @@ impl Linear {
         };
         let (n, k) = (self.n, self.k);
         // Tile t covers bits 16t..16t+16: the 16-bit lane t % 4 of word t / 4.
+        // Only the set words are read, and the scan stops past half.
+        let tiles_n = n / TILE;
         let mut picked = Vec::new();
-        for t in 0..n / TILE {
-            let w = wanted.get(t / 4).copied().unwrap_or(0);
-            if (w >> (16 * (t % 4))) & 0xffff != 0 {
-                picked.push(t);
+        for (i, &w) in wanted.iter().enumerate().filter(|(_, &w)| w != 0) {
+            for lane in 0..4 {
+                let t = 4 * i + lane;
+                if t < tiles_n && (w >> (16 * lane)) & 0xffff != 0 {
+                    picked.push(t);
+                }
             }
-        }
-        if picked.len() * 2 > n / TILE {
-            return None;
+            if picked.len() * 2 > tiles_n {
+                return None;
+            }
         }
         let input = Input::new(x, k).ok()?;
         let (acts, m) = (input.q8_0(), input.m);
