@@ -152,8 +152,10 @@ pub enum Schema {
     Bool(bool),
     /// A local reference, resolved by the regex stage.
     Ref { target: String, at: Pointer },
-    /// A schema object.
-    Node(Box<Node>),
+    /// A schema object, shared: the generator copies nodes to merge and
+    /// split them (`allOf`, `$ref`, the `oneOf` proof), and a copy of a
+    /// node then shares its subschemas instead of copying their trees.
+    Node(std::sync::Arc<Node>),
 }
 
 /// A pattern or format with the pointer of the schema it came from.

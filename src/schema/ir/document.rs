@@ -703,7 +703,7 @@ impl<'a> Document<'a> {
                 at: at.clone(),
             });
         }
-        Ok(Schema::Node(Box::new(n)))
+        Ok(Schema::Node(std::sync::Arc::new(n)))
     }
 
     fn schema_list_allow_empty(

@@ -313,7 +313,7 @@ fn both(a: Option<Schema>, b: Option<Schema>) -> Schema {
         (Some(x), None) | (None, Some(x)) => x,
         (Some(Schema::Bool(true)), Some(x)) | (Some(x), Some(Schema::Bool(true))) => x,
         (Some(Schema::Bool(false)), _) | (_, Some(Schema::Bool(false))) => Schema::Bool(false),
-        (Some(x), Some(y)) => Schema::Node(Box::new(Node {
+        (Some(x), Some(y)) => Schema::Node(std::sync::Arc::new(Node {
             at: node_at(&x),
             all_of: vec![x, y],
             ..Default::default()

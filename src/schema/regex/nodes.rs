@@ -29,7 +29,7 @@ pub(super) fn conj(at: &Pointer, parts: Vec<Schema>) -> Schema {
     match parts.len() {
         0 => Schema::Bool(true),
         1 => parts.into_iter().next().expect("one"),
-        _ => Schema::Node(Box::new(Node {
+        _ => Schema::Node(std::sync::Arc::new(Node {
             all_of: parts,
             ..blank(at)
         })),
@@ -48,7 +48,7 @@ pub(super) fn disj(at: &Pointer, parts: Vec<Schema>) -> Schema {
     match parts.len() {
         0 => Schema::Bool(false),
         1 => parts.into_iter().next().expect("one"),
-        _ => Schema::Node(Box::new(Node {
+        _ => Schema::Node(std::sync::Arc::new(Node {
             any_of: vec![parts],
             ..blank(at)
         })),
@@ -56,7 +56,7 @@ pub(super) fn disj(at: &Pointer, parts: Vec<Schema>) -> Schema {
 }
 
 pub(super) fn node(n: Node) -> Schema {
-    Schema::Node(Box::new(n))
+    Schema::Node(std::sync::Arc::new(n))
 }
 
 /// The complement of a type set among JSON values, and whether it includes

@@ -310,7 +310,7 @@ impl Gen<'_, '_> {
                         Some(true) => {
                             pattern_matches_declared = true;
                             if !trivial {
-                                *s = Schema::Node(Box::new(Node {
+                                *s = Schema::Node(std::sync::Arc::new(Node {
                                     at: n.at.clone(),
                                     all_of: vec![s.clone(), ps.clone()],
                                     ..Default::default()
@@ -757,7 +757,7 @@ pub(super) fn all_of(at: &Pointer, parts: Vec<Schema>) -> Schema {
             _ => None,
         })
         .unwrap_or_else(|| at.clone());
-    Schema::Node(Box::new(Node {
+    Schema::Node(std::sync::Arc::new(Node {
         at,
         all_of: parts,
         ..Default::default()

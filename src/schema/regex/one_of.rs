@@ -33,17 +33,17 @@ impl<'d, 'a> Gen<'d, 'a> {
         // overlaps[i]: branches that branch i must be made to exclude.
         let mut overlaps: Vec<Vec<usize>> = vec![Vec::new(); k];
         for i in 0..k {
-            let Some(bi) = resolved[i].clone() else {
+            let Some(bi) = &resolved[i] else {
                 continue;
             };
             for j in 0..k {
                 if i == j {
                     continue;
                 }
-                let Some(bj) = resolved[j].clone() else {
+                let Some(bj) = &resolved[j] else {
                     continue;
                 };
-                if self.excludes(&bi, &bj, 0)? {
+                if self.excludes(bi, bj, 0)? {
                     continue;
                 }
                 // A key branch j requires that branch i may leave out.
