@@ -299,12 +299,21 @@ impl Product {
                 }
             }
         }
+        // The states by in × out edges, least first (ties: the lowest
+        // state), kept up to date as eliminations change the degrees of the
+        // eliminated state's neighbours (a scan of every state per
+        // elimination was quadratic).
+        let cost = |k: usize, incoming: &[BTreeSet<usize>], edges: &[BTreeMap<usize, String>]| {
+            incoming[k].len() * edges[k].len()
+        };
+        let mut costs: Vec<usize> = (0..n).map(|k| cost(k, &incoming, &edges)).collect();
+        let mut order: BTreeSet<(usize, usize)> = (0..n).map(|k| (costs[k], k)).collect();
         loop {
             // The state with the fewest in × out edges.
-            let pick = (0..n)
-                .filter(|&k| alive[k])
-                .min_by_key(|&k| incoming[k].len() * edges[k].len());
-            let Some(k) = pick else { break };
+            let Some((_, k)) = order.pop_first() else {
+                break;
+            };
+            let mut touched: Vec<usize> = incoming[k].iter().copied().collect();
             let looped = edges[k].remove(&k).map(|l| star(&l));
             let outs: Vec<(usize, String)> =
                 edges[k].iter().map(|(q, r)| (*q, r.clone())).collect();
@@ -335,6 +344,17 @@ impl Product {
             }
             edges[k].clear();
             alive[k] = false;
+            touched.extend(outs.iter().map(|(q, _)| *q));
+            for x in touched {
+                if x < n && alive[x] {
+                    let c = cost(x, &incoming, &edges);
+                    if c != costs[x] {
+                        order.remove(&(costs[x], x));
+                        costs[x] = c;
+                        order.insert((c, x));
+                    }
+                }
+            }
         }
         let r = edges[start].get(&fin).cloned();
         Ok(r)
