@@ -21,7 +21,9 @@
 //! text exponentially, so the second is the one that matters.
 
 use super::{ByteDfa, DfaConfig, DfaError};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// How two languages are combined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +98,7 @@ const DEAD: u32 = u32::MAX;
 
 impl Product {
     fn build(a: &ByteDfa, b: &ByteDfa, op: Op, max: usize) -> Result<Product, AlgebraError> {
-        let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut ids: HashMap<(u32, u32), u32> = HashMap::default();
         let start = (a.start().as_u32(), b.start().as_u32());
         let mut states = vec![start];
         ids.insert(start, 0);
@@ -105,6 +107,7 @@ impl Product {
         let sid = |x: u32| regex_automata::util::primitives::StateID::new(x as usize).expect("id");
         while i < states.len() {
             let (sa, sb) = states[i];
+            let mut last: Option<((u32, u32), u32)> = None;
             for byte in 0..=255u8 {
                 let na = a.next(sid(sa), byte);
                 if a.is_dead(na) {
@@ -117,6 +120,13 @@ impl Product {
                     continue;
                 }
                 let key = (na.as_u32(), nb.as_u32());
+                // Neighbouring bytes mostly lead to the same pair.
+                if let Some(&(k, id)) = last.as_ref() {
+                    if k == key {
+                        trans.push(id);
+                        continue;
+                    }
+                }
                 let id = match ids.get(&key) {
                     Some(&id) => id,
                     None => {
@@ -130,6 +140,7 @@ impl Product {
                     }
                 };
                 trans.push(id);
+                last = Some((key, id));
             }
             i += 1;
         }
@@ -274,7 +285,7 @@ impl Product {
         // Nodes 0..n are states, n is the final node; the start is 0.
         let fin = n;
         let mut edges: Vec<BTreeMap<usize, String>> = vec![BTreeMap::new(); n + 1];
-        let mut memo = HashMap::new();
+        let mut memo = HashMap::default();
         for s in 0..n {
             for (t, ranges) in self.char_edges(s as u32, &mut memo) {
                 edges[s].insert(t as usize, class(&ranges));
@@ -315,18 +326,21 @@ impl Product {
             };
             let mut touched: Vec<usize> = incoming[k].iter().copied().collect();
             let looped = edges[k].remove(&k).map(|l| star(&l));
-            let outs: Vec<(usize, String)> =
-                edges[k].iter().map(|(q, r)| (*q, r.clone())).collect();
+            // Each edge out of k grouped once, each edge into it (with k's
+            // loop) once: only their concatenations are per pair.
+            let outs: Vec<(usize, String)> = edges[k].iter().map(|(q, r)| (*q, group(r))).collect();
             for p in std::mem::take(&mut incoming[k]) {
                 let Some(into) = edges[p].remove(&k) else {
                     continue;
                 };
+                let mut head = group(&into);
+                if let Some(l) = &looped {
+                    head.push_str(l);
+                }
                 for (q, out) in &outs {
-                    let mut r = group(&into);
-                    if let Some(l) = &looped {
-                        r.push_str(l);
-                    }
-                    r.push_str(&group(out));
+                    let mut r = String::with_capacity(head.len() + out.len());
+                    r.push_str(&head);
+                    r.push_str(out);
                     if r.len() > max_len {
                         return Err(AlgebraError::TooLong { limit: max_len });
                     }
