@@ -112,25 +112,23 @@ pub(super) fn short_walks(
             Some((chain, c)) => {
                 let chain_tokens = chains[c].1.clone();
                 let trie = &chain_tokens.trie;
+                // Tokens that start outside the set (not in the chain's
+                // trie): the short trie's subtrees, shared with the other
+                // walks.
+                for (b, r) in tries.short.roots() {
+                    let q = table.next(s, b);
+                    if q != DEAD && (b >= 128 || (chains[c].0 >> b) & 1 == 0) {
+                        let t = (NO_LEVEL as u32, &tries.short);
+                        planner.add(&mut ids, t, r, q, usize::MAX);
+                    }
+                }
                 for (j, k) in trie.roots() {
                     let j = j as usize;
                     let from = chain.get(j).copied().unwrap_or(DEAD);
                     // A token of the key `j` is `j` bytes of the set, then
                     // the bytes below the key's node; no deeper than the
                     // horizon.
-                    if from == DEAD || j >= tries.horizon {
-                        continue;
-                    }
-                    if j == 0 {
-                        // Tokens that start outside the set: the short
-                        // trie's subtrees, shared with the other walks.
-                        for (b, r) in tries.short.roots() {
-                            let q = table.next(s, b);
-                            if q != DEAD && (b >= 128 || (chains[c].0 >> b) & 1 == 0) {
-                                let t = (NO_LEVEL as u32, &tries.short);
-                                planner.add(&mut ids, t, r, q, usize::MAX);
-                            }
-                        }
+                    if j == 0 || from == DEAD || j >= tries.horizon {
                         continue;
                     }
                     for (b, node) in trie.children(k) {

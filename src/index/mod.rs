@@ -556,6 +556,18 @@ impl TokenIndex {
     }
 }
 
+impl Vocabulary {
+    /// Builds now the tables that every index over this vocabulary shares
+    /// and otherwise builds on first use, inside some request's mask step:
+    /// the token tries, each plain level and the string-body tries (tens of
+    /// milliseconds in all for Qwen). For a runner or server that wants no
+    /// request to pay them; the byte-chain tries, which depend on the
+    /// patterns, are still built when first needed.
+    pub fn build_index_tables(&self) {
+        shared_tries(self).build_lazy_parts();
+    }
+}
+
 /// The vocabulary's tries at the default horizon, built once and shared.
 fn shared_tries(vocab: &Vocabulary) -> Arc<VocabTries> {
     vocab

@@ -115,8 +115,13 @@ pub(crate) struct ByteChainTokens {
     /// `sets[j]`: the tokens made of 1 to `j` bytes, all in `A`, with the
     /// set's fingerprint.
     pub sets: Vec<(TokenSet, u64)>,
-    /// Every other token, keyed by one byte holding how many bytes in `A` it
-    /// starts with (at most [`BYTE_CHAIN_CAP`]), then the bytes after them.
+    /// Every other token that starts with a byte in `A`, keyed by one byte
+    /// holding how many bytes in `A` it starts with (1 to
+    /// [`BYTE_CHAIN_CAP`]), then the bytes after them. The tokens whose
+    /// first byte is outside `A` are read from the vocabulary's full trie
+    /// ([`TokenTrie::walk_live_roots_except`]): for a set such as the digits
+    /// they are nearly the whole vocabulary, and copying them into this trie
+    /// was most of the tens of milliseconds a new set cost in a mask step.
     pub trie: TokenTrie,
 }
 
@@ -404,6 +409,10 @@ impl VocabTries {
         let mut groups: Vec<Vec<(&[u8], u32)>> = vec![Vec::new(); BYTE_CHAIN_CAP + 1];
         for (b, id) in self.toks() {
             let k = b.iter().take_while(|&&x| in_set(x)).count();
+            if k == 0 {
+                // In the full trie (see `ByteChainTokens::trie`).
+                continue;
+            }
             if k == b.len() && k <= BYTE_CHAIN_CAP {
                 by_len[k].push(id);
                 continue;
@@ -472,6 +481,18 @@ impl VocabTries {
                 rest_long: TokenTrie::from_sorted(rest_toks().filter(|t| t.0.len() > horizon)),
             }
         })
+    }
+
+    /// Builds now every part built on first use but the byte chains (whose
+    /// sets depend on the patterns): each plain level, the string-body
+    /// tries and the second-level tables of the tries walked from live
+    /// roots.
+    pub fn build_lazy_parts(&self) {
+        self.full.second_table();
+        for l in 0..PLAIN_LEVELS.len() {
+            self.plain_level(l).rest.second_table();
+        }
+        self.body().body_suffixes.second_table();
     }
 
     /// The string-body and chain tries, built on first use.
@@ -722,12 +743,17 @@ impl TokenTrie {
     /// largest share. Here the first two levels cost one `live` each and a
     /// lookup per live byte. The same tokens are hit, in the same order.
     #[inline]
-    pub fn walk_live_roots(&self, start: u32, dfa: &mut impl LiveBytes, mut hit: impl FnMut(u32)) {
+    pub fn walk_live_roots(&self, start: u32, dfa: &mut impl LiveBytes, hit: impl FnMut(u32)) {
+        self.walk_live_roots_except(start, dfa, [0; 4], hit);
+    }
+
+    /// The second level's nodes by their first two bytes (`NONE`: no such
+    /// node), built on first use; empty without a root table.
+    fn second_table(&self) -> &[u32] {
         if self.root.len() != 256 {
-            self.walk(start, |s, b| dfa.next(s, b), hit);
-            return;
+            return &[];
         }
-        let second = self.second.get_or_init(|| {
+        self.second.get_or_init(|| {
             let mut second = vec![NONE; 256 * 256].into_boxed_slice();
             for (b1, &r) in self.root.iter().enumerate() {
                 if r == NONE {
@@ -740,10 +766,47 @@ impl TokenTrie {
                 }
             }
             second
-        });
+        })
+    }
+
+    /// [`TokenTrie::walk_live_roots`] over the tokens whose first byte is
+    /// not in `except` (a 256-bit set) only.
+    #[inline]
+    pub fn walk_live_roots_except(
+        &self,
+        start: u32,
+        dfa: &mut impl LiveBytes,
+        except: [u64; 4],
+        mut hit: impl FnMut(u32),
+    ) {
+        let excluded = |b: u8| (except[b as usize / 64] >> (b % 64)) & 1 == 1;
+        if self.root.len() != 256 {
+            let mut stack = vec![0u32; self.max_depth + 1];
+            stack[0] = start;
+            for (b, r) in self.roots() {
+                if excluded(b) {
+                    continue;
+                }
+                let s = dfa.next(start, b);
+                if s == DEAD {
+                    continue;
+                }
+                stack[1] = s;
+                if self.token[r] != NONE {
+                    hit(self.token[r]);
+                }
+                self.walk_below(r, &mut stack, &mut |s, b| dfa.next(s, b), &mut hit);
+            }
+            return;
+        }
+        let second = self.second_table();
         let mut stack = vec![0u32; self.max_depth + 1];
         stack[0] = start;
-        for b in byte_set_iter(dfa.live(start)) {
+        let mut live = dfa.live(start);
+        for (w, x) in live.iter_mut().zip(except) {
+            *w &= !x;
+        }
+        for b in byte_set_iter(live) {
             let r = self.root[b as usize];
             if r == NONE {
                 continue;
@@ -1028,7 +1091,8 @@ mod tests {
 
     /// The byte-chain trie equals the trie of its keys sorted as byte
     /// strings (the count byte, then the bytes after the counted ones),
-    /// duplicates included, whichever group a token falls in.
+    /// duplicates included, whichever group a token falls in; tokens that
+    /// start outside the set are left to the full trie.
     #[test]
     fn byte_chain_trie_is_the_trie_of_its_sorted_keys() {
         let words: Vec<&str> = vec![
@@ -1062,7 +1126,7 @@ mod tests {
         let mut keys: Vec<(Vec<u8>, u32)> = Vec::new();
         for (b, id) in tries.toks() {
             let k = b.iter().take_while(|&&x| in_set(x)).count();
-            if k == b.len() && k <= BYTE_CHAIN_CAP {
+            if k == 0 || (k == b.len() && k <= BYTE_CHAIN_CAP) {
                 continue;
             }
             let j = k.min(BYTE_CHAIN_CAP);

@@ -319,11 +319,13 @@ pub fn python_float_repr(f: f64) -> String {
 
 /// The runner's set-up, done once before the first schema's clock starts (as
 /// the peers' runners build their tokenizer tables first): compiles a trivial
-/// schema and fills one mask and one step, so that the vocabulary's lazily
-/// built tables (byte tries, first-byte and chain tables) exist before any
-/// case is timed. Returns how long that took; an error names what failed.
+/// schema and fills one mask and one step, after building the vocabulary's
+/// lazily built tables ([`Vocabulary::build_index_tables`]: byte tries,
+/// plain levels, string-body and first-byte tables), so that they exist
+/// before any case is timed. Returns how long that took; an error names what failed.
 pub fn prepare_vocabulary(vocab: &Arc<Vocabulary>, cfg: &RunConfig) -> Result<Duration, String> {
     let t = Instant::now();
+    vocab.build_index_tables();
     let (index, _) = compile_case(&serde_json::json!({"type": "string"}), vocab, cfg)?;
     let mut row = vec![0u32; constrain::bitmask_words(vocab.logits_width())];
     let mut g = Matcher::from_index(index);
