@@ -365,6 +365,10 @@ pub(super) struct Determinizer {
     /// Threads with member-set registers ([`super::regs`]), when the NFA
     /// has member sets: keys then hold thread ids, not NFA states.
     regs: Option<Box<Registers>>,
+    /// With member sets, the NFA's reversed edges that the register
+    /// distances were searched over, kept for [`super::op_reach::reaches`]
+    /// ([`Determinizer::take_reversed`]).
+    reversed: Option<super::op_reach::Reversed>,
 }
 
 /// A transition not computed yet (rows filled one class at a time).
@@ -376,9 +380,11 @@ impl Determinizer {
     pub fn new(mut nfa: Nfa, dfa_limit: usize, det_limit: usize) -> Determinizer {
         let kept = nfa.take_distances();
         if nfa.has_ops() {
-            let (base, costs) = regs::distances(&nfa, &|_| 1);
+            let (base, costs, reversed) = regs::distances(&nfa, &|_| 1);
             let regs = Registers::new(&nfa, costs);
-            return Self::with_distances(nfa, base, Some(regs), dfa_limit, det_limit);
+            let mut d = Self::with_distances(nfa, base, Some(regs), dfa_limit, det_limit);
+            d.reversed = Some(reversed);
+            return d;
         }
         let nfa_dist = kept.unwrap_or_else(|| nfa_distances(&nfa));
         Self::with_distances(nfa, nfa_dist, None, dfa_limit, det_limit)
@@ -398,19 +404,15 @@ impl Determinizer {
         if nfa.has_ops() {
             // (The weighted search above only vouched that no marker byte
             // shares an edge.)
-            let (base, costs) =
+            let (base, costs, reversed) =
                 regs::distances(&nfa, &|e| match marker_cost(weights, e.lo, e.hi) {
                     MIXED => 1,
                     c => c,
                 });
             let regs = Registers::new(&nfa, costs);
-            return Some(Self::with_distances(
-                nfa,
-                base,
-                Some(regs),
-                dfa_limit,
-                det_limit,
-            ));
+            let mut d = Self::with_distances(nfa, base, Some(regs), dfa_limit, det_limit);
+            d.reversed = Some(reversed);
+            return Some(d);
         }
         Some(Self::with_distances(
             nfa, nfa_dist, None, dfa_limit, det_limit,
@@ -450,6 +452,7 @@ impl Determinizer {
             lazy_rows: false,
             targets: Vec::new(),
             regs: regs.map(Box::new),
+            reversed: None,
             nfa,
         };
         let h = d.hasher.hash_one(&*d.keys[0]);
@@ -467,6 +470,12 @@ impl Determinizer {
         }
         d.scratch = scratch;
         d
+    }
+
+    /// The NFA's reversed edges kept from the compile (once; `None` after,
+    /// or without member sets).
+    pub fn take_reversed(&mut self) -> Option<super::op_reach::Reversed> {
+        self.reversed.take()
     }
 
     /// Number of states found so far (the dead state included).

@@ -345,7 +345,8 @@ impl LazyDfa {
 
     fn ensure_op_reaches(&mut self) {
         if self.op_reach.is_empty() {
-            (self.op_reach, self.op_byte_reach) = op_reach::reaches(self.det.nfa());
+            let reversed = self.det.take_reversed();
+            (self.op_reach, self.op_byte_reach) = op_reach::reaches(self.det.nfa(), reversed);
         }
     }
 

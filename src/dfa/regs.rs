@@ -38,6 +38,7 @@
 //! members not written, each with a separator).
 
 use super::nfa::{Edge, Kind, Nfa};
+use super::op_reach::Reversed;
 use std::collections::{BinaryHeap, HashMap};
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
@@ -130,7 +131,10 @@ impl SetCost {
 /// A last search does the same from the match state for the states outside
 /// every set, and each state's base distance is its own plus its set's
 /// `LEAVE`'s.
-pub(super) fn distances(nfa: &Nfa, weight: &dyn Fn(&Edge) -> u32) -> (Vec<u32>, Vec<SetCost>) {
+pub(super) fn distances(
+    nfa: &Nfa,
+    weight: &dyn Fn(&Edge) -> u32,
+) -> (Vec<u32>, Vec<SetCost>, Reversed) {
     let n = nfa.len();
     let sets = nfa.sets();
     // Per LEAVE state, its ENTER; the ENTER states in order.
@@ -142,32 +146,14 @@ pub(super) fn distances(nfa: &Nfa, weight: &dyn Fn(&Edge) -> u32) -> (Vec<u32>, 
             enters.push((q, s));
         }
     }
-    // Reversed edges in CSR form, without ENTER's own edge and the edges
-    // into LEAVE.
-    let is_op = |q: u32, f: &dyn Fn(RegOp) -> bool| nfa.kind(q) == Kind::Op && f(nfa.op(q));
-    let kept = |src: u32, e: &Edge| {
-        !is_op(src, &|o| matches!(o, RegOp::Enter(_)))
-            && !is_op(e.next, &|o| matches!(o, RegOp::Leave(_)))
-    };
-    let mut count = vec![0u32; n + 1];
-    for (q, _, edges) in nfa.states() {
-        for e in edges.iter().filter(|e| kept(q, e)) {
-            count[e.next as usize + 1] += 1;
-        }
+    // Reversed edges (kept for the lazy index's `op_reach`), followed
+    // without ENTER's own edge and the edges into LEAVE.
+    let (reversed, weights) = Reversed::of(nfa, weight);
+    let mut is_enter = vec![false; n];
+    for &(e, _) in &enters {
+        is_enter[e as usize] = true;
     }
-    for k in 0..n {
-        count[k + 1] += count[k];
-    }
-    let mut fill = count.clone();
-    let mut rev = vec![(0u32, 0u32); count[n] as usize];
-    for (q, kind, edges) in nfa.states() {
-        for e in edges.iter().filter(|e| kept(q, e)) {
-            let w = if kind == Kind::Bytes { weight(e) } else { 0 };
-            let t = e.next as usize;
-            rev[fill[t] as usize] = (q, w);
-            fill[t] += 1;
-        }
-    }
+    let is_leave = |q: u32| nfa.kind(q) == Kind::Op && matches!(nfa.op(q), RegOp::Leave(_));
     const TOP: u32 = u32::MAX;
     const NONE: u32 = u32::MAX - 1;
     let mut local = vec![u32::MAX; n];
@@ -196,9 +182,12 @@ pub(super) fn distances(nfa: &Nfa, weight: &dyn Fn(&Edge) -> u32) -> (Vec<u32>, 
                     queue.push(nd, src);
                 }
             };
-            for &(src, w) in &rev[count[t as usize] as usize..count[t as usize + 1] as usize] {
-                if w != u32::MAX {
-                    relax(src, plus(d, w), local, owner);
+            if !is_leave(t) {
+                for i in reversed.edges_into(t) {
+                    let (src, w) = (reversed.src(i), weights[i]);
+                    if w != u32::MAX && !is_enter[src as usize] {
+                        relax(src, plus(d, w), local, owner);
+                    }
                 }
             }
             if nfa.kind(t) != Kind::Op {
@@ -263,7 +252,7 @@ pub(super) fn distances(nfa: &Nfa, weight: &dyn Fn(&Edge) -> u32) -> (Vec<u32>, 
         })
         .collect();
     let costs = costs.into_iter().map(Option::unwrap_or_default).collect();
-    (base, costs)
+    (base, costs, reversed)
 }
 
 /// A priority queue of (distance, state) for [`distances`]: Dial's buckets
