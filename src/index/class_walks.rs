@@ -128,7 +128,7 @@ pub(super) fn short_walks(
                     // A token of the key `j` is `j` bytes of the set, then
                     // the bytes below the key's node; no deeper than the
                     // horizon.
-                    if j == 0 || from == DEAD || j >= tries.horizon {
+                    if from == DEAD || j >= tries.horizon {
                         continue;
                     }
                     for (b, node) in trie.children(k) {

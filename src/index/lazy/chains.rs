@@ -213,7 +213,8 @@ impl Lazy {
             return None;
         }
         let set = core.byte_chain_set(s)?;
-        let chain_bytes = set;
+        // The set's bytes, which the full trie's walk below leaves out.
+        let except = [set as u64, (set >> 64) as u64, 0, 0];
         let id = match core.byte_chain_ids.get(&set) {
             Some(&id) => id,
             None if core.byte_chains.len() >= BYTE_CHAINS_MAX => return None,
@@ -242,9 +243,6 @@ impl Lazy {
         };
         // Tokens whose first byte is outside the set: the full trie from
         // the chain's first state.
-        let mut except = [0u64; 4];
-        except[0] = chain_bytes as u64;
-        except[1] = (chain_bytes >> 64) as u64;
         tries
             .full
             .walk_live_roots_except(chain[0], core, except, |t| m.insert(t));
