@@ -158,6 +158,22 @@ pub enum Schema {
     Node(std::sync::Arc<Node>),
 }
 
+/// Structure: two schemas are equal when they are the same boolean, the
+/// same reference (by its target, not followed), or nodes with equal
+/// keywords (a shared node is equal to itself without a look inside).
+/// Equal schemas have the same language; the generator memoises work per
+/// node with it ([`Node`]'s `PartialEq`).
+impl PartialEq for Schema {
+    fn eq(&self, other: &Schema) -> bool {
+        match (self, other) {
+            (Schema::Bool(a), Schema::Bool(b)) => a == b,
+            (Schema::Ref { target: a, .. }, Schema::Ref { target: b, .. }) => a == b,
+            (Schema::Node(a), Schema::Node(b)) => std::sync::Arc::ptr_eq(a, b) || a == b,
+            _ => false,
+        }
+    }
+}
+
 /// A pattern or format with the pointer of the schema it came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Located<T> {
@@ -166,7 +182,7 @@ pub struct Located<T> {
 }
 
 /// `if` / `then` / `else` of one schema object.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Conditional {
     pub cond: Schema,
     pub then: Option<Schema>,
@@ -175,7 +191,7 @@ pub struct Conditional {
 }
 
 /// `contains` / `minContains` / `maxContains` of one schema object.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Contains {
     pub schema: Schema,
     pub min: u64,
@@ -191,7 +207,7 @@ pub struct Contains {
 /// `regex/logic.rs`). Resolved against a node whose keys are closed (a
 /// finite declared set) into an `anyOf` of required keys; against open keys
 /// with one witness key added (see `schema/witness.rs`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SomeExtra {
     pub names: Vec<String>,
     pub patterns: Vec<Located<String>>,
@@ -202,7 +218,7 @@ pub struct SomeExtra {
 }
 
 /// A schema object with its keywords typed. Absent keywords are `None`/empty.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Node {
     pub at: Pointer,
     pub types: Option<Types>,

@@ -110,12 +110,23 @@ pub(crate) fn compile_document(
 }
 
 fn compile_at_depth(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
+    compile_memoised(schema, opts, true)
+}
+
+/// [`compile_at_depth`], with the generator's memos of products and
+/// `oneOf` proofs on or off.
+fn compile_memoised(
+    schema: &Value,
+    opts: &SchemaOptions,
+    memoise: bool,
+) -> Result<CompiledSchema, SchemaError> {
     // `$ref`s to the meta-schemas resolve to the bundled copies.
     let schema = crate::schema::documents::bundle(schema, &Default::default());
     super::escapes::check(&schema, opts.allowed_escapes)?;
     let doc = Document::new(&schema, opts);
     let root = doc.root()?;
     let mut g = Gen::new(&doc);
+    g.memoise = memoise;
     let regex = g.value(&root, &[])?;
     let Some(regex) = regex else {
         return Err(SchemaError::Empty {
@@ -180,6 +191,16 @@ pub(crate) struct Gen<'d, 'a> {
     /// Combinations of `anyOf`/`oneOf` branches explored under the node
     /// being generated ([`prune`]).
     explored: u64,
+    /// Product automata already read back ([`leaves`]).
+    products: leaves::Products,
+    /// `oneOf` proofs already made, by the pointer of their node ([`one_of`]).
+    proofs: HashMap<Pointer, Vec<one_of::Proof>>,
+    /// While a `oneOf` proof runs: per `$ref` it enters, the most times it
+    /// was entered within the proof ([`one_of`]).
+    proof_depths: Option<HashMap<String, usize>>,
+    /// Whether `products` and `proofs` are read (off in the tests that show
+    /// they change no output).
+    memoise: bool,
 }
 
 /// Deepest nesting of schemas the generator follows.
@@ -204,6 +225,10 @@ impl<'d, 'a> Gen<'d, 'a> {
             extra_key_lang: None,
             calls: None,
             explored: 0,
+            products: Default::default(),
+            proofs: HashMap::new(),
+            proof_depths: None,
+            memoise: true,
         }
     }
 
@@ -426,8 +451,12 @@ impl<'d, 'a> Gen<'d, 'a> {
             Schema::Bool(false) => Ok(None),
             Schema::Node(n) => self.flatten(n, entered),
             Schema::Ref { target, at } => {
-                let count = self.active.get(target).copied().unwrap_or(0)
-                    + entered.iter().filter(|t| *t == target).count();
+                let inner = entered.iter().filter(|t| *t == target).count();
+                if let Some(depths) = self.proof_depths.as_mut() {
+                    let d = depths.entry(target.clone()).or_insert(0);
+                    *d = (*d).max(inner);
+                }
+                let count = self.active.get(target).copied().unwrap_or(0) + inner;
                 if count > self.opts.max_depth {
                     return Ok(None);
                 }

@@ -474,6 +474,19 @@ fn fold_patterns(m: &mut Node) -> Result<(), SchemaError> {
 /// larger limits) is kept only when its groups nest at most
 /// [`PRODUCT_NEST`] deep.
 const DEFAULT_PRODUCT_STATES: usize = 4096;
+
+/// Why a memoised product was not built ([`AlgebraError`], kept as a value).
+#[derive(Clone)]
+pub(super) enum Failed {
+    States(usize),
+    Len(usize),
+    Dfa(String),
+}
+
+/// The memo of [`Gen::product`]: both regexes, the operation and the two
+/// limits it ran under.
+pub(super) type Products =
+    std::cell::RefCell<HashMap<(String, String, Op, usize, usize), Result<Lang, Failed>>>;
 const DEFAULT_PRODUCT_LEN: usize = 256 << 10;
 
 /// Deepest nesting of groups and classes kept in a product past the
@@ -540,9 +553,9 @@ impl<'d, 'a> Gen<'d, 'a> {
             self.opts.max_product_len.min(DEFAULT_PRODUCT_LEN),
         );
         let larger = (self.opts.max_product_states, self.opts.max_product_len) != (states, len);
-        let result = match algebra::combine(a, b, op, states, len) {
-            Err(AlgebraError::TooManyStates { .. } | AlgebraError::TooLong { .. }) if larger => {
-                match algebra::combine(
+        let result = match self.product(a, b, op, states, len) {
+            Err(Failed::States(_) | Failed::Len(_)) if larger => {
+                match self.product(
                     a,
                     b,
                     op,
@@ -550,7 +563,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                     self.opts.max_product_len,
                 ) {
                     Ok(Some(r)) if nest_depth(&r) > PRODUCT_NEST => {
-                        algebra::combine(a, b, op, states, len)
+                        self.product(a, b, op, states, len)
                     }
                     r => r,
                 }
@@ -559,26 +572,44 @@ impl<'d, 'a> Gen<'d, 'a> {
         };
         match result {
             Ok(r) => Ok(r),
-            Err(AlgebraError::TooManyStates { limit }) => Err(SchemaError::TooBig {
+            Err(Failed::States(limit)) => Err(SchemaError::TooBig {
                 what: format!("{what}: product automaton states"),
                 pointer: at.clone(),
                 size: limit as u64 + 1,
                 limit: limit as u64,
                 knob: "max_product_states",
             }),
-            Err(AlgebraError::TooLong { limit }) => Err(SchemaError::TooBig {
+            Err(Failed::Len(limit)) => Err(SchemaError::TooBig {
                 what: format!("{what}: regex of the product automaton"),
                 pointer: at.clone(),
                 size: limit as u64 + 1,
                 limit: limit as u64,
                 knob: "max_product_len",
             }),
-            Err(AlgebraError::Dfa(e)) => Err(SchemaError::UnsupportedValue {
+            Err(Failed::Dfa(detail)) => Err(SchemaError::UnsupportedValue {
                 what: what.into(),
                 pointer: at.clone(),
-                detail: e.to_string(),
+                detail,
             }),
         }
+    }
+
+    /// [`algebra::combine`] memoised for the whole schema: a definition
+    /// used at many places asks for the same product at each (a pattern
+    /// with its length bounds, a `not` of the same pattern), and each
+    /// product determinizes both sides and reads a regex back.
+    fn product(&self, a: &str, b: &str, op: Op, states: usize, len: usize) -> Result<Lang, Failed> {
+        let key = (a.to_owned(), b.to_owned(), op, states, len);
+        if let Some(r) = self.products.borrow().get(&key).filter(|_| self.memoise) {
+            return r.clone();
+        }
+        let r = algebra::combine(a, b, op, states, len).map_err(|e| match e {
+            AlgebraError::TooManyStates { limit } => Failed::States(limit),
+            AlgebraError::TooLong { limit } => Failed::Len(limit),
+            AlgebraError::Dfa(e) => Failed::Dfa(e.to_string()),
+        });
+        self.products.borrow_mut().insert(key, r.clone());
+        r
     }
 
     /// [`Gen::string`], through [`Gen::string_algebra`] when the node has

@@ -6,6 +6,32 @@
 
 use super::*;
 
+/// Proofs kept per node (distinct contexts of one `oneOf`).
+const PROOFS_PER_NODE: usize = 16;
+
+/// A `oneOf` proof kept for [`Gen::proof_memo`]: what it was made for (the
+/// node, compared by identity of its subschemas; the branches; the keys
+/// forbidden), how deep it entered each `$ref` (`depths`), and its result.
+pub(super) struct Proof {
+    base: Node,
+    group: Vec<Schema>,
+    forbid: Vec<String>,
+    depths: Vec<(String, usize)>,
+    verdict: Verdict,
+}
+
+/// What a `oneOf` proof decides, per branch: whether it has any value
+/// (`live`), the keys it must not write (`forbids`) and the branches it
+/// must be made to exclude (`overlaps`); `coerced` when overlapping
+/// branches are kept as `anyOf` ([`SchemaOptions::coerce_one_of`]).
+#[derive(Clone)]
+pub(super) struct Verdict {
+    live: Vec<bool>,
+    forbids: Vec<Vec<String>>,
+    overlaps: Vec<Vec<usize>>,
+    coerced: bool,
+}
+
 impl<'d, 'a> Gen<'d, 'a> {
     #[inline(never)]
     pub(super) fn one_of(
@@ -14,13 +40,78 @@ impl<'d, 'a> Gen<'d, 'a> {
         group: ir::Located<Vec<Schema>>,
         forbid: &[String],
     ) -> Result<Lang, SchemaError> {
+        let memo = self.proof_memo(&base, &group.value, forbid);
+        let Verdict {
+            live,
+            forbids,
+            overlaps,
+            coerced,
+        } = match memo {
+            Some(p) => p,
+            None => {
+                self.proof_depths = Some(HashMap::new());
+                let r = self.prove_one_of(&base, &group.value, forbid);
+                let depths = self.proof_depths.take().expect("recording");
+                let r = r?;
+                self.remember_proof(&base, &group, forbid, depths, &r);
+                r
+            }
+        };
+        if coerced {
+            self.doc.warn(
+                &group.at,
+                "oneOf compiled as anyOf (branches not provably disjoint)".into(),
+            );
+        }
+        let mut parts = Vec::new();
+        let mut len = 0;
+        let rest_trivial = base.is_trivial();
+        for (i, b) in group.value.iter().enumerate() {
+            if !live[i] {
+                continue;
+            }
+            // Exactly one: this branch and the complement of every branch
+            // it may overlap.
+            let exact;
+            let b = if overlaps[i].is_empty() {
+                b
+            } else {
+                let others: Vec<&Schema> = overlaps[i].iter().map(|&j| &group.value[j]).collect();
+                exact = self.exactly_one(b, &others, &group.at).map_err(|e| {
+                    SchemaError::OneOfOverlap {
+                        pointer: group.at.clone(),
+                        first: i.min(overlaps[i][0]),
+                        second: i.max(overlaps[i][0]),
+                        cause: e.to_string(),
+                    }
+                })?;
+                &exact
+            };
+            let r = if rest_trivial {
+                self.value(b, &forbids[i])?
+            } else {
+                self.merged_branch(&base, b, &forbids[i])?
+            };
+            self.grow_alternation(&mut len, &r, &group.at)?;
+            parts.extend(r);
+        }
+        Ok(alt_all(parts))
+    }
+
+    /// The proof behind [`Gen::one_of`].
+    fn prove_one_of(
+        &mut self,
+        base: &Node,
+        group: &[Schema],
+        forbid: &[String],
+    ) -> Result<Verdict, SchemaError> {
         // Resolve every branch merged with the rest of the node (for the proof).
         let mut resolved: Vec<Option<Node>> = Vec::new();
-        for b in &group.value {
+        for b in group {
             let mut entered = Vec::new();
             let bn = self.schema_node(b, &mut entered)?;
             let merged = match bn {
-                Some(bn) => Some(ir::merge(&base, &bn)?),
+                Some(bn) => Some(ir::merge(base, &bn)?),
                 None => None,
             };
             // Flatten nested applicators one level for the proof's benefit.
@@ -64,45 +155,64 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }
             }
         }
-        if coerced {
-            self.doc.warn(
-                &group.at,
-                "oneOf compiled as anyOf (branches not provably disjoint)".into(),
-            );
+        Ok(Verdict {
+            live: resolved.iter().map(Option::is_some).collect(),
+            forbids,
+            overlaps,
+            coerced,
+        })
+    }
+
+    /// A proof made earlier for the same branches, on the same node and
+    /// forbidden keys, that cut no recursion and would cut none now: each
+    /// `$ref` it entered, as many times as it did, stays within
+    /// `max_depth` beside the references active now. The proof then reads
+    /// exactly what it read before, so its result is the same. Without this
+    /// a `oneOf` inside a recursive definition is proved again at every
+    /// unrolled level and path.
+    fn proof_memo(&self, base: &Node, group: &[Schema], forbid: &[String]) -> Option<Verdict> {
+        if !self.memoise {
+            return None;
         }
-        let mut parts = Vec::new();
-        let mut len = 0;
-        let rest_trivial = base.is_trivial();
-        for (i, b) in group.value.iter().enumerate() {
-            if resolved[i].is_none() {
-                continue;
-            }
-            // Exactly one: this branch and the complement of every branch
-            // it may overlap.
-            let exact;
-            let b = if overlaps[i].is_empty() {
-                b
-            } else {
-                let others: Vec<&Schema> = overlaps[i].iter().map(|&j| &group.value[j]).collect();
-                exact = self.exactly_one(b, &others, &group.at).map_err(|e| {
-                    SchemaError::OneOfOverlap {
-                        pointer: group.at.clone(),
-                        first: i.min(overlaps[i][0]),
-                        second: i.max(overlaps[i][0]),
-                        cause: e.to_string(),
-                    }
-                })?;
-                &exact
-            };
-            let r = if rest_trivial {
-                self.value(b, &forbids[i])?
-            } else {
-                self.merged_branch(&base, b, &forbids[i])?
-            };
-            self.grow_alternation(&mut len, &r, &group.at)?;
-            parts.extend(r);
+        let entries = self.proofs.get(&base.at)?;
+        let e = entries.iter().find(|e| {
+            e.group == group && e.forbid == forbid && e.base == *base && self.uncut(&e.depths)
+        })?;
+        Some(e.verdict.clone())
+    }
+
+    /// Keeps a proof for [`Gen::proof_memo`] when it cut no recursion.
+    fn remember_proof(
+        &mut self,
+        base: &Node,
+        group: &ir::Located<Vec<Schema>>,
+        forbid: &[String],
+        depths: HashMap<String, usize>,
+        verdict: &Verdict,
+    ) {
+        let depths: Vec<(String, usize)> = depths.into_iter().collect();
+        if !self.uncut(&depths) {
+            return;
         }
-        Ok(alt_all(parts))
+        let entries = self.proofs.entry(base.at.clone()).or_default();
+        if entries.len() >= PROOFS_PER_NODE {
+            return;
+        }
+        entries.push(Proof {
+            base: base.clone(),
+            group: group.value.clone(),
+            forbid: forbid.to_vec(),
+            depths,
+            verdict: verdict.clone(),
+        });
+    }
+
+    /// Whether entering each `$ref` of `depths` as many more times as it
+    /// says stays within `max_depth` beside the references active now.
+    fn uncut(&self, depths: &[(String, usize)]) -> bool {
+        depths
+            .iter()
+            .all(|(t, d)| self.active.get(t).copied().unwrap_or(0) + d <= self.opts.max_depth)
     }
 
     /// Proves that nothing branch `a` generates validates against `b`.

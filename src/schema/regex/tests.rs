@@ -57,3 +57,86 @@ fn extra_keys_match_exactly_the_other_keys() {
         }
     }
 }
+
+/// The generator's memos (product automata, `oneOf` proofs) change no
+/// output: recursive definitions with a `oneOf` at every unrolled level
+/// (proofs made at one depth, asked again at others, some cut by
+/// `max_depth`), and the same pattern with length bounds or under `not` in
+/// many places, compile to the same text, warnings and errors with the
+/// memos as without, at every depth and in both modes.
+#[test]
+fn memos_change_no_output() {
+    use crate::schema::{JsonMode, SchemaOptions};
+    use serde_json::json;
+    let id = json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 6});
+    let schemas = [
+        json!({
+            "$defs": {
+                "content": {"type": "object", "required": ["type"],
+                    "properties": {"type": {"const": "story"}, "id": id,
+                        "promo": {"$ref": "#/$defs/promo"}},
+                    "additionalProperties": false},
+                "reference": {"type": "object", "required": ["type", "id"],
+                    "properties": {"type": {"const": "reference"}, "id": id},
+                    "additionalProperties": false},
+                "promo": {"type": "object", "properties": {
+                    "basic": {"oneOf": [{"$ref": "#/$defs/content"}, {"$ref": "#/$defs/reference"}]},
+                    "more": {"oneOf": [{"$ref": "#/$defs/content"},
+                        {"type": "object", "properties": {"promo": {"$ref": "#/$defs/promo"}}}]}}}
+            },
+            "$ref": "#/$defs/content"
+        }),
+        json!({
+            "$defs": {"node": {"oneOf": [
+                {"type": "object", "required": ["x"], "properties": {"x": {"$ref": "#/$defs/node"}}},
+                {"type": "object", "required": ["x"], "properties": {"x": {"type": "string"}}},
+                {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}]}},
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/node"}, "b": {"$ref": "#/$defs/node"},
+                "c": {"allOf": [{"$ref": "#/$defs/node"}, {"type": "object"}]}}
+        }),
+        json!({
+            "$defs": {"node": {"oneOf": [
+                {"type": "object", "required": ["x"], "properties": {"x": {"$ref": "#/$defs/node"}},
+                    "additionalProperties": false},
+                {"type": "object", "required": ["x"], "properties": {"x": {"type": "object"}},
+                    "additionalProperties": false}]}},
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/node"}, "b": {"type": "array", "items": {"$ref": "#/$defs/node"}}}
+        }),
+        json!({
+            "type": "object",
+            "properties": {
+                "a": id, "b": id,
+                "c": {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 6},
+                "d": {"type": "string", "not": {"pattern": "^ab"}},
+                "e": {"type": "string", "not": {"pattern": "^ab"}, "pattern": "^[a-z]+$", "maxLength": 6},
+                "f": {"type": "array", "items": {"type": "string", "not": {"pattern": "^ab"}}}
+            }
+        }),
+    ];
+    for schema in &schemas {
+        for mode in [JsonMode::Strict, JsonMode::Compliant] {
+            for depth in 0..=4 {
+                let opts = SchemaOptions {
+                    mode,
+                    max_depth: depth,
+                    ..Default::default()
+                };
+                let with = compile_memoised(schema, &opts, true);
+                let without = compile_memoised(schema, &opts, false);
+                match (with, without) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a.regex, b.regex, "{mode:?} depth {depth}: {schema}");
+                        assert_eq!(a.warnings.len(), b.warnings.len());
+                    }
+                    (a, b) => assert_eq!(
+                        a.err().map(|e| e.to_string()),
+                        b.err().map(|e| e.to_string()),
+                        "{mode:?} depth {depth}: {schema}"
+                    ),
+                }
+            }
+        }
+    }
+}
