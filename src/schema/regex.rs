@@ -193,12 +193,16 @@ pub(crate) struct Gen<'d, 'a> {
     explored: u64,
     /// Product automata already read back ([`leaves`]).
     products: leaves::Products,
+    /// Patterns already compiled with their length bounds ([`leaves`]).
+    patterns: leaves::Patterns,
+    /// The extra-key languages written, by the declared names ([`Gen::free_key`]).
+    free_keys: std::cell::RefCell<HashMap<Vec<String>, String>>,
     /// `oneOf` proofs already made, by the pointer of their node ([`one_of`]).
     proofs: HashMap<Pointer, Vec<one_of::Proof>>,
     /// While a `oneOf` proof runs: per `$ref` it enters, the most times it
     /// was entered within the proof ([`one_of`]).
     proof_depths: Option<HashMap<String, usize>>,
-    /// Whether `products` and `proofs` are read (off in the tests that show
+    /// Whether `products`, `patterns`, `free_keys` and `proofs` are read (off in the tests that show
     /// they change no output).
     memoise: bool,
 }
@@ -226,6 +230,8 @@ impl<'d, 'a> Gen<'d, 'a> {
             calls: None,
             explored: 0,
             products: Default::default(),
+            patterns: Default::default(),
+            free_keys: Default::default(),
             proofs: HashMap::new(),
             proof_depths: None,
             memoise: true,
@@ -296,12 +302,20 @@ impl<'d, 'a> Gen<'d, 'a> {
     /// A key other than `names`: with no names and general escapes, any
     /// string; otherwise canonical spellings, so that the complement of
     /// the names is exact ([`extra_key`]).
+    /// Memoised for the whole schema: an object's extra keys are written
+    /// at each place the generator writes the object.
     fn free_key(&self, names: &[String]) -> String {
         if names.is_empty() && self.opts.general_unicode_escapes {
-            self.string_any()
-        } else {
-            extra_key(names, self.opts.allowed_escapes)
+            return self.string_any();
         }
+        if let Some(k) = self.free_keys.borrow().get(names).filter(|_| self.memoise) {
+            return k.clone();
+        }
+        let k = extra_key(names, self.opts.allowed_escapes);
+        self.free_keys
+            .borrow_mut()
+            .insert(names.to_vec(), k.clone());
+        k
     }
 
     fn scalar_any(&self) -> String {

@@ -341,6 +341,7 @@ fn cap_reps(h: &Hir, cap: u32) -> Hir {
 }
 
 /// The outcome of compiling a pattern.
+#[derive(Clone)]
 pub struct CompiledPattern {
     /// Regex for the inside of the JSON string; `None`: no string qualifies.
     pub regex: Option<String>,

@@ -483,6 +483,12 @@ pub(super) enum Failed {
     Dfa(String),
 }
 
+/// The memo of [`Gen::pattern_regex`]: the pattern (or format regex), the
+/// length bounds, and whether it is a format's regex.
+pub(super) type Patterns = std::cell::RefCell<
+    HashMap<(String, u64, Option<u64>, bool), Result<pattern::CompiledPattern, String>>,
+>;
+
 /// The memo of [`Gen::product`]: both regexes, the operation and the two
 /// limits it ran under.
 pub(super) type Products =
@@ -594,6 +600,32 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
     }
 
+    /// A pattern (ECMA-262) compiled for the inside of a JSON string
+    /// within length bounds ([`pattern::compile_pattern`]), or, with
+    /// `format`, a format's regex cut to them ([`pattern::restrict_regex`]),
+    /// memoised for the whole schema: a definition's strings are compiled
+    /// at each place the generator writes it, and each compile parses the
+    /// pattern again.
+    pub(super) fn pattern_regex(
+        &self,
+        text: &str,
+        min: u64,
+        max: Option<u64>,
+        format: bool,
+    ) -> Result<pattern::CompiledPattern, String> {
+        let key = (text.to_owned(), min, max, format);
+        if let Some(r) = self.patterns.borrow().get(&key).filter(|_| self.memoise) {
+            return r.clone();
+        }
+        let r = if format {
+            pattern::restrict_regex(text, min, max)
+        } else {
+            pattern::compile_pattern(text, min, max)
+        };
+        self.patterns.borrow_mut().insert(key, r.clone());
+        r
+    }
+
     /// [`algebra::combine`] memoised for the whole schema: a definition
     /// used at many places asks for the same product at each (a pattern
     /// with its length bounds, a `not` of the same pattern), and each
@@ -625,7 +657,7 @@ impl<'d, 'a> Gen<'d, 'a> {
     /// The quoted spelled language of one pattern, exactly (`None`: the
     /// pattern cannot be compiled exactly).
     pub(super) fn pattern_language(&self, p: &ir::Located<String>) -> Result<Lang, SchemaError> {
-        match pattern::compile_pattern(&p.value, 0, None) {
+        match self.pattern_regex(&p.value, 0, None, false) {
             Ok(c) if c.narrowed.is_none() => Ok(c.regex.map(|r| format!("\"{r}\""))),
             Ok(_) => Err(SchemaError::Pattern {
                 pointer: p.at.clone(),

@@ -414,7 +414,7 @@ impl Gen<'_, '_> {
                                 .iter()
                                 .any(|k| ir::pattern_matches(p, k) == Some(true)) =>
                     {
-                        let key = match pattern::compile_pattern(p, 0, None) {
+                        let key = match self.pattern_regex(p, 0, None, false) {
                             Ok(c) => c.regex,
                             Err(e) => {
                                 return Err(SchemaError::Pattern {
@@ -797,7 +797,7 @@ impl Gen<'_, '_> {
         let base = names_key.unwrap_or_else(|| self.free_key(names));
         let mut langs: Vec<Lang> = Vec::new();
         for (p, _) in pats {
-            match pattern::compile_pattern(&p.value, 0, None) {
+            match self.pattern_regex(&p.value, 0, None, false) {
                 Ok(c) => langs.push(c.regex.map(|r| format!("\"{r}\""))),
                 Err(e) => {
                     return Err(SchemaError::Pattern {

@@ -233,7 +233,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             )?;
         } else if let Some(f) = n.formats.first() {
             let re = formats::format_regex(&f.value).expect("supported format");
-            let restricted = pattern::restrict_regex(&re, min, max);
+            let restricted = self.pattern_regex(&re, min, max, true);
             if !matches!(restricted, Ok(ref c) if c.narrowed.is_none()) {
                 if let Some(exact) = self.length_product(&format!("\"{re}\""), min, max, &f.at) {
                     return Ok(exact);
@@ -259,9 +259,9 @@ impl<'d, 'a> Gen<'d, 'a> {
                 }
             };
         } else if let Some(p) = n.patterns.first() {
-            let compiled = pattern::compile_pattern(&p.value, min, max);
+            let compiled = self.pattern_regex(&p.value, min, max, false);
             if !matches!(compiled, Ok(ref c) if c.narrowed.is_none()) {
-                if let Ok(free) = pattern::compile_pattern(&p.value, 0, None) {
+                if let Ok(free) = self.pattern_regex(&p.value, 0, None, false) {
                     if let Some(l) = free.regex {
                         if let Some(exact) =
                             self.length_product(&format!("\"{l}\""), min, max, &p.at)
