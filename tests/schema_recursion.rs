@@ -490,3 +490,82 @@ fn past_the_regex_limit_free_form_values_and_definitions_are_shared_fragments() 
         );
     }
 }
+
+/// A document that calls more definitions than the lazy document's
+/// one-byte markers can name (eleven) is determinized on demand as a long
+/// called fragment is (three-byte markers, distances per room), not built
+/// whole; it accepts and rejects as the oracle decides, and budgeted
+/// adversarial runs end in valid documents.
+#[test]
+fn a_document_with_many_callees_is_determinized_on_demand() {
+    let (v, eos) = tiny_vocab();
+    let n = 14;
+    let mut defs = serde_json::Map::new();
+    let mut props = serde_json::Map::new();
+    for i in 0..n {
+        defs.insert(
+            format!("d{i}"),
+            json!({"type": "object",
+                   "properties": {format!("k{i}"): {"$ref": format!("#/$defs/d{}", (i + 1) % n)},
+                                  "v": {"enum": [i, "x"]}},
+                   "additionalProperties": false}),
+        );
+        props.insert(format!("a{i}"), json!({"$ref": format!("#/$defs/d{i}")}));
+        // (Text of the document's own, so that it is long.)
+        props.insert(
+            format!("s{i}"),
+            json!({"enum": ["alpha", "beta", "gamma", "delta"]}),
+        );
+    }
+    let schema = json!({"$defs": defs, "type": "object", "properties": props,
+                        "additionalProperties": false});
+    // (Properties in the declared order, the default.)
+    let c = compile(&v, &schema, opts(16)).unwrap();
+    assert!(c.stats().fragments > n, "{} fragments", c.stats().fragments);
+    // (The definitions' texts are short: built whole.)
+    assert!(
+        c.stats().lazy_fragments >= 1,
+        "the document is built whole ({} of {} fragments lazy)",
+        c.stats().lazy_fragments,
+        c.stats().fragments
+    );
+    let o = oracle(&schema);
+    let good = [
+        r#"{}"#,
+        r#"{"a0":{}}"#,
+        r#"{"a3":{"k3":{"k4":{"v":"x"}},"v":3},"a13":{}}"#,
+        r#"{"a12":{"k12":{"k13":{"k0":{}}}}}"#,
+        r#"{"a1":{"k1":{"v":2}},"s1":"delta"}"#,
+    ];
+    let bad = [
+        r#"{"a14":{}}"#,
+        r#"{"a3":{"v":4}}"#,
+        r#"{"a3":{"k4":{}}}"#,
+        r#"{"a12":{"k12":{"k13":{"k0":[]}}}}"#,
+        r#"{"a1":{"k1":{"v":1}}}"#,
+        r#"{"a0":{}"#,
+        r#"{"s1":"epsilon"}"#,
+    ];
+    for t in good {
+        assert!(valid(&o, t), "fixture {t}");
+        assert!(accepts(&c, t), "rejected: {t}");
+    }
+    for t in bad {
+        assert!(!valid(&o, t), "fixture {t}");
+        assert!(!accepts(&c, t), "accepted: {t}");
+    }
+    let mut rng = StdRng::seed_from_u64(11);
+    let start_need = c.matcher().tokens_to_accept().unwrap() as usize;
+    for max_tokens in [
+        start_need,
+        start_need + 5,
+        start_need + 40,
+        start_need + 200,
+    ] {
+        for _ in 0..5 {
+            let out = adversarial_run(&c, eos, max_tokens, 0.7, &mut rng).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(valid(&o, &text), "{text}");
+        }
+    }
+}

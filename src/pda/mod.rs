@@ -417,6 +417,10 @@ impl Pda {
             pda.join_classes();
         }
         pda.states = pda.frags.iter().map(Fragment::states).sum();
+        // (A document determinized on demand as a long callee: its start's
+        // distances are read from the room search when first met.)
+        let start = pda.frags[0].start;
+        pda.frags[0].ensure(start);
         let root = &pda.frags[0];
         let (d, need) = (
             root.dist[root.start as usize],

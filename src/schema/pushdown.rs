@@ -82,12 +82,18 @@ pub(crate) fn build(
         Some(n) if !small_limit => n.saturating_mul(LAZY_CALLEE_BYTES_PER_STATE),
         _ => usize::MAX,
     };
+    // A document calling more callees than there are one-byte markers is
+    // determinized on demand as a long callee is (its three-byte markers,
+    // its distances per room), not whole: a schema with a hundred shared
+    // definitions had a document of half a million states built whole.
     let lazy_callees: Vec<bool> = names
         .iter()
         .zip(bodies)
         .enumerate()
         .map(|(i, (name, body))| {
-            i > 0 && name != ANY_VALUE && body.as_ref().is_some_and(|t| t.len() > callee_min)
+            (i > 0 || lazy_doc.is_none())
+                && name != ANY_VALUE
+                && body.as_ref().is_some_and(|t| t.len() > callee_min)
         })
         .collect();
     let mut parsed = Vec::with_capacity(bodies.len());
