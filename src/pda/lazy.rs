@@ -29,9 +29,10 @@
 //!   determinizer keeps no other).
 //!
 //! The one-byte markers leave room for 11 callees (`0xF5..=0xFF`); a
-//! document calling more, one whose syntax needs look-around, or one where
-//! a marker byte would share a transition with other bytes is built whole
-//! as before. A size limit hit while determinizing on demand cuts the
+//! document calling more is determinized on demand as a long called
+//! fragment is (below), and one whose syntax needs look-around, or one
+//! where a marker byte would share a transition with other bytes, is built
+//! whole as before. A size limit hit while determinizing on demand cuts the
 //! state's row and is reported by the engine like its own limits (the
 //! lazy index does the same).
 //!
