@@ -10,7 +10,7 @@ use super::*;
 const PROOFS_PER_NODE: usize = 16;
 
 /// A `oneOf` proof kept for [`Gen::proof_memo`]: what it was made for (the
-/// node, compared by identity of its subschemas; the branches; the keys
+/// node, compared by structure with `$ref`s by target; the branches; the keys
 /// forbidden), how deep it entered each `$ref` (`depths`), and its result.
 pub(super) struct Proof {
     base: Node,
