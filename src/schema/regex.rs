@@ -113,8 +113,8 @@ fn compile_at_depth(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSche
     compile_memoised(schema, opts, true)
 }
 
-/// [`compile_at_depth`], with the generator's memos of products and
-/// `oneOf` proofs on or off.
+/// [`compile_at_depth`], with the generator's memos (products, patterns,
+/// extra keys, `oneOf` proofs) on or off.
 fn compile_memoised(
     schema: &Value,
     opts: &SchemaOptions,
@@ -196,14 +196,14 @@ pub(crate) struct Gen<'d, 'a> {
     /// Patterns already compiled with their length bounds ([`leaves`]).
     patterns: leaves::Patterns,
     /// The extra-key languages written, by the declared names ([`Gen::free_key`]).
-    free_keys: std::cell::RefCell<HashMap<Vec<String>, String>>,
+    free_keys: leaves::Memo<Vec<String>, String>,
     /// `oneOf` proofs already made, by the pointer of their node ([`one_of`]).
     proofs: HashMap<Pointer, Vec<one_of::Proof>>,
     /// While a `oneOf` proof runs: per `$ref` it enters, the most times it
     /// was entered within the proof ([`one_of`]).
     proof_depths: Option<HashMap<String, usize>>,
-    /// Whether `products`, `patterns`, `free_keys` and `proofs` are read (off in the tests that show
-    /// they change no output).
+    /// Whether `products`, `patterns`, `free_keys` and `proofs` are used
+    /// (off in the test that shows they change no output).
     memoise: bool,
 }
 
@@ -302,20 +302,16 @@ impl<'d, 'a> Gen<'d, 'a> {
     /// A key other than `names`: with no names and general escapes, any
     /// string; otherwise canonical spellings, so that the complement of
     /// the names is exact ([`extra_key`]).
+    ///
     /// Memoised for the whole schema: an object's extra keys are written
     /// at each place the generator writes the object.
     fn free_key(&self, names: &[String]) -> String {
         if names.is_empty() && self.opts.general_unicode_escapes {
             return self.string_any();
         }
-        if let Some(k) = self.free_keys.borrow().get(names).filter(|_| self.memoise) {
-            return k.clone();
-        }
-        let k = extra_key(names, self.opts.allowed_escapes);
-        self.free_keys
-            .borrow_mut()
-            .insert(names.to_vec(), k.clone());
-        k
+        self.free_keys.get_or(self.memoise, names, || {
+            extra_key(names, self.opts.allowed_escapes)
+        })
     }
 
     fn scalar_any(&self) -> String {

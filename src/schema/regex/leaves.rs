@@ -475,6 +475,13 @@ fn fold_patterns(m: &mut Node) -> Result<(), SchemaError> {
 /// [`PRODUCT_NEST`] deep.
 const DEFAULT_PRODUCT_STATES: usize = 4096;
 
+const DEFAULT_PRODUCT_LEN: usize = 256 << 10;
+
+/// Deepest nesting of groups and classes kept in a product past the
+/// default limits: half the parser's limit ([`crate::dfa::NEST_LIMIT`]),
+/// leaving room for the groups around it.
+const PRODUCT_NEST: usize = crate::dfa::NEST_LIMIT as usize / 2;
+
 /// Why a memoised product was not built ([`AlgebraError`], kept as a value).
 #[derive(Clone)]
 pub(super) enum Failed {
@@ -483,22 +490,46 @@ pub(super) enum Failed {
     Dfa(String),
 }
 
+/// A memo for the whole schema being compiled: what the generator asked
+/// for once, kept by its key ([`Gen::product`], [`Gen::pattern_regex`],
+/// `Gen::free_key`).
+pub(super) struct Memo<K, V>(std::cell::RefCell<HashMap<K, V>>);
+
+impl<K, V> Default for Memo<K, V> {
+    fn default() -> Self {
+        Memo(Default::default())
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> Memo<K, V> {
+    /// The value kept for `key`, else `make()`'s, kept. With `on` false,
+    /// `make()`'s, neither read nor kept (the tests that show a memo
+    /// changes no output).
+    pub(super) fn get_or<Q>(&self, on: bool, key: &Q, make: impl FnOnce() -> V) -> V
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        if !on {
+            return make();
+        }
+        if let Some(v) = self.0.borrow().get(key) {
+            return v.clone();
+        }
+        let v = make();
+        self.0.borrow_mut().insert(key.to_owned(), v.clone());
+        v
+    }
+}
+
 /// The memo of [`Gen::pattern_regex`]: the pattern (or format regex), the
 /// length bounds, and whether it is a format's regex.
-pub(super) type Patterns = std::cell::RefCell<
-    HashMap<(String, u64, Option<u64>, bool), Result<pattern::CompiledPattern, String>>,
->;
+pub(super) type Patterns =
+    Memo<(String, u64, Option<u64>, bool), Result<pattern::CompiledPattern, String>>;
 
 /// The memo of [`Gen::product`]: both regexes, the operation and the two
 /// limits it ran under.
-pub(super) type Products =
-    std::cell::RefCell<HashMap<(String, String, Op, usize, usize), Result<Lang, Failed>>>;
-const DEFAULT_PRODUCT_LEN: usize = 256 << 10;
-
-/// Deepest nesting of groups and classes kept in a product past the
-/// default limits: half the parser's limit ([`crate::dfa::NEST_LIMIT`]),
-/// leaving room for the groups around it.
-const PRODUCT_NEST: usize = crate::dfa::NEST_LIMIT as usize / 2;
+pub(super) type Products = Memo<(String, String, Op, usize, usize), Result<Lang, Failed>>;
 
 /// How deep groups `(` and classes `[` nest in regex text (escapes
 /// skipped; a class counts one level, its contents none).
@@ -614,16 +645,13 @@ impl<'d, 'a> Gen<'d, 'a> {
         format: bool,
     ) -> Result<pattern::CompiledPattern, String> {
         let key = (text.to_owned(), min, max, format);
-        if let Some(r) = self.patterns.borrow().get(&key).filter(|_| self.memoise) {
-            return r.clone();
-        }
-        let r = if format {
-            pattern::restrict_regex(text, min, max)
-        } else {
-            pattern::compile_pattern(text, min, max)
-        };
-        self.patterns.borrow_mut().insert(key, r.clone());
-        r
+        self.patterns.get_or(self.memoise, &key, || {
+            if format {
+                pattern::restrict_regex(text, min, max)
+            } else {
+                pattern::compile_pattern(text, min, max)
+            }
+        })
     }
 
     /// [`algebra::combine`] memoised for the whole schema: a definition
@@ -632,16 +660,13 @@ impl<'d, 'a> Gen<'d, 'a> {
     /// product determinizes both sides and reads a regex back.
     fn product(&self, a: &str, b: &str, op: Op, states: usize, len: usize) -> Result<Lang, Failed> {
         let key = (a.to_owned(), b.to_owned(), op, states, len);
-        if let Some(r) = self.products.borrow().get(&key).filter(|_| self.memoise) {
-            return r.clone();
-        }
-        let r = algebra::combine(a, b, op, states, len).map_err(|e| match e {
-            AlgebraError::TooManyStates { limit } => Failed::States(limit),
-            AlgebraError::TooLong { limit } => Failed::Len(limit),
-            AlgebraError::Dfa(e) => Failed::Dfa(e.to_string()),
-        });
-        self.products.borrow_mut().insert(key, r.clone());
-        r
+        self.products.get_or(self.memoise, &key, || {
+            algebra::combine(a, b, op, states, len).map_err(|e| match e {
+                AlgebraError::TooManyStates { limit } => Failed::States(limit),
+                AlgebraError::TooLong { limit } => Failed::Len(limit),
+                AlgebraError::Dfa(e) => Failed::Dfa(e.to_string()),
+            })
+        })
     }
 
     /// [`Gen::string`], through [`Gen::string_algebra`] when the node has

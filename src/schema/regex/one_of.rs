@@ -53,7 +53,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 let r = self.prove_one_of(&base, &group.value, forbid);
                 let depths = self.proof_depths.take().expect("recording");
                 let r = r?;
-                self.remember_proof(&base, &group, forbid, depths, &r);
+                self.remember_proof(&base, &group.value, forbid, depths, &r);
                 r
             }
         };
@@ -185,7 +185,7 @@ impl<'d, 'a> Gen<'d, 'a> {
     fn remember_proof(
         &mut self,
         base: &Node,
-        group: &ir::Located<Vec<Schema>>,
+        group: &[Schema],
         forbid: &[String],
         depths: HashMap<String, usize>,
         verdict: &Verdict,
@@ -200,7 +200,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         entries.push(Proof {
             base: base.clone(),
-            group: group.value.clone(),
+            group: group.to_vec(),
             forbid: forbid.to_vec(),
             depths,
             verdict: verdict.clone(),
