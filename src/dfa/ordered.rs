@@ -22,7 +22,7 @@
 //! construct into the plain regex above: the same language, with the copies.
 //!
 //! An array's elements are the same story with one item: `ITEM(?:,ITEM)*`
-//! writes the item twice. [`write_list`] writes `(?*SEP|ITEM)`, compiled
+//! writes the item twice. The schema compiler writes `(?*SEP|ITEM)` instead, compiled
 //! with one copy of the item and of the separator, and written out as
 //! `(?:ITEM(?:SEP ITEM)*)` by [`expand`].
 
@@ -60,7 +60,9 @@ impl SetFlags {
 }
 
 /// The member-set construct (at least two items in all; the last of
-/// `items` the extra member when `flags.extra`).
+/// `items` the extra member when `flags.extra`), for the tests (the
+/// schema compiler writes these constructs as shared pieces of text).
+#[cfg(test)]
 pub(crate) fn write_set(sep: &str, flags: &SetFlags, items: &[&str]) -> String {
     let (required, extra) = (&flags.required, flags.extra);
     debug_assert_eq!(required.len() + usize::from(extra), items.len());
@@ -98,6 +100,7 @@ pub(crate) fn read_flags(s: &[u8]) -> Option<SetFlags> {
 
 /// The list construct: one or more `item`s joined by `sep` (neither with
 /// an alternation at its top level).
+#[cfg(test)]
 pub(crate) fn write_list(sep: &str, item: &str) -> String {
     let mut s = String::with_capacity(LIST_OPEN.len() + sep.len() + item.len() + 2);
     s.push_str(LIST_OPEN);
@@ -110,6 +113,7 @@ pub(crate) fn write_list(sep: &str, item: &str) -> String {
 
 /// The construct for the non-empty ordered subsequences of `items`
 /// joined by `sep` (at least one item).
+#[cfg(test)]
 pub(crate) fn write(sep: &str, items: &[&str]) -> String {
     debug_assert!(!items.is_empty());
     if items.len() == 1 {

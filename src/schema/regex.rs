@@ -1,7 +1,9 @@
 //! # IR → regex
 //!
 //! `Gen` walks the `ir::Schema` tree and writes regex
-//! text. A sub-language is an `Option<String>`: `None` is the empty language
+//! text, as a tree of shared pieces ([`rx`]: joining copies nothing, and
+//! the text is written out once at the end). A sub-language is an
+//! `Option<Rx>`: `None` is the empty language
 //! (a `false` schema, a recursion cut, an unsatisfiable range), and it
 //! propagates: a required property with no possible value empties its object,
 //! an optional one is simply never offered.
@@ -9,8 +11,9 @@
 //! - `$ref`: resolved through the schema `Document`; each target may be active at
 //!   most `max_depth + 1` times on the current path, past which it is `None`.
 //!   Results are memoised per target and per the recursion state of the refs
-//!   it can reach, so a definition used 500 times is generated once (its text
-//!   is still repeated: a regex cannot share sub-expressions).
+//!   it can reach, so a definition used 500 times is generated once, and
+//!   held once: each use shares its [`Rx`] (the written-out text still
+//!   repeats it, as a regex cannot share sub-expressions).
 //! - `allOf` (and `$ref` siblings): merged into one node by `ir::merge`.
 //! - `anyOf`: an alternation of the branches, each merged with the node's
 //!   other keywords. `oneOf`: the same after proving that no output of one
@@ -53,11 +56,13 @@ mod one_of;
 mod prune;
 mod refs;
 mod residue;
+mod rx;
 mod satisfy;
 mod scalars;
 mod some_extra;
 mod text;
 use object::*;
+use rx::{rx, Rx};
 use satisfy::collect_refs;
 pub(crate) use satisfy::satisfies;
 use text::*;
@@ -138,7 +143,7 @@ fn compile_memoised(
         });
     };
     Ok(CompiledSchema {
-        regex: plain_text(regex, opts)?,
+        regex: plain_text(regex.text(), opts)?,
         warnings: doc.warnings.take(),
     })
 }
@@ -170,9 +175,9 @@ pub(crate) fn plain_too_long(opts: &SchemaOptions) -> SchemaError {
 pub(crate) struct Gen<'d, 'a> {
     doc: &'d Document<'a>,
     opts: SchemaOptions,
-    lay: Layout,
+    lay: Lay,
     active: HashMap<String, usize>,
-    free: Vec<String>,
+    free: Vec<Rx>,
     memo: HashMap<String, Lang>,
     reach: HashMap<String, Rc<HashSet<String>>>,
     flatten_depth: usize,
@@ -184,7 +189,7 @@ pub(crate) struct Gen<'d, 'a> {
     neg_active: HashMap<String, usize>,
     /// Set by `propertyNames` for the next [`Gen::object`]: the language of
     /// its extra keys (none of the declared names is in it).
-    extra_key_lang: Option<String>,
+    extra_key_lang: Option<Rx>,
     /// Set for the pushdown engine: a reference into a recursive component
     /// becomes a call marker instead of being unrolled ([`calls`]).
     calls: Option<calls::Calls>,
@@ -196,7 +201,7 @@ pub(crate) struct Gen<'d, 'a> {
     /// Patterns already compiled with their length bounds ([`leaves`]).
     patterns: leaves::Patterns,
     /// The extra-key languages written, by the declared names ([`Gen::free_key`]).
-    free_keys: leaves::Memo<Vec<String>, String>,
+    free_keys: leaves::Memo<Vec<String>, Rx>,
     /// `oneOf` proofs already made, by the pointer of their node ([`one_of`]).
     proofs: HashMap<Pointer, Vec<one_of::Proof>>,
     /// While a `oneOf` proof runs: per `$ref` it enters, the most times it
@@ -207,13 +212,34 @@ pub(crate) struct Gen<'d, 'a> {
     memoise: bool,
 }
 
+/// The whitespace [`Layout`] as pieces of [`Rx`] text.
+#[derive(Clone)]
+pub(crate) struct Lay {
+    inner: Rx,
+    comma: Rx,
+    colon: Rx,
+    /// The same as strings.
+    text: Layout,
+}
+
+impl Lay {
+    fn of(l: Layout) -> Lay {
+        Lay {
+            inner: Rx::owned(&l.inner),
+            comma: Rx::owned(&l.comma),
+            colon: Rx::owned(&l.colon),
+            text: l,
+        }
+    }
+}
+
 /// Deepest nesting of schemas the generator follows.
 const MAX_NESTING: usize = 200;
 
 impl<'d, 'a> Gen<'d, 'a> {
     pub(crate) fn new(doc: &'d Document<'a>) -> Self {
         let opts = doc.opts().clone();
-        let lay = opts.whitespace.layout();
+        let lay = Lay::of(opts.whitespace.layout());
         Gen {
             doc,
             opts,
@@ -286,17 +312,17 @@ impl<'d, 'a> Gen<'d, 'a> {
     /// (see [`super::Escapes::unit`]); `counted` (under `minLength` /
     /// `maxLength`): no `\u00XX` escapes but with general escapes (fewer
     /// DFA states per position).
-    fn string_char(&self, counted: bool) -> String {
+    fn string_char(&self, counted: bool) -> Rx {
         let (esc, general) = (self.opts.allowed_escapes, self.opts.general_unicode_escapes);
         match (esc.is_all() && !general, counted) {
             (true, false) => CHAR.into(),
             (true, true) => KEY_CHAR.into(),
-            (false, _) => esc.unit(general, general || !counted),
+            (false, _) => esc.unit(general, general || !counted).into(),
         }
     }
 
-    fn string_any(&self) -> String {
-        format!("\"{}*\"", self.string_char(false))
+    fn string_any(&self) -> Rx {
+        rx!["\"", self.string_char(false), "*\""]
     }
 
     /// A key other than `names`: with no names and general escapes, any
@@ -305,29 +331,31 @@ impl<'d, 'a> Gen<'d, 'a> {
     ///
     /// Memoised for the whole schema: an object's extra keys are written
     /// at each place the generator writes the object.
-    fn free_key(&self, names: &[String]) -> String {
+    fn free_key(&self, names: &[String]) -> Rx {
         if names.is_empty() && self.opts.general_unicode_escapes {
             return self.string_any();
         }
         self.free_keys.get_or(self.memoise, names, || {
-            extra_key(names, self.opts.allowed_escapes)
+            extra_key(names, self.opts.allowed_escapes).into()
         })
     }
 
-    fn scalar_any(&self) -> String {
-        format!(
-            "(?:null|true|false|{}|{})",
+    fn scalar_any(&self) -> Rx {
+        rx![
+            "(?:null|true|false|",
             numeric::number_any(),
-            self.string_any()
-        )
+            "|",
+            self.string_any(),
+            ")"
+        ]
     }
 
     /// Any JSON value nesting at most `d` containers (for the pushdown
     /// engine, when free-form values are calls: a call of the shared "any
     /// JSON value" fragment, any depth; see `calls`).
-    fn free_form(&mut self, d: usize) -> String {
+    fn free_form(&mut self, d: usize) -> Rx {
         if let Some(call) = self.calls.as_mut().and_then(calls::Calls::any_value) {
-            return call;
+            return call.into();
         }
         while self.free.len() <= d {
             let k = self.free.len();
@@ -344,20 +372,44 @@ impl<'d, 'a> Gen<'d, 'a> {
 
     /// A scalar, or an array or object whose values are `v`, in the
     /// schema's whitespace layout.
-    fn containers_of(&self, v: &str) -> String {
-        let Layout {
+    fn containers_of(&self, v: &Rx) -> Rx {
+        let Lay {
             inner,
             comma,
             colon,
+            ..
         } = &self.lay;
         let key = self.string_any();
-        format!(
-            "(?:{sc}|\\[{inner}(?:{v}(?:{comma}{v})*)?{inner}\\]|\\{{{inner}(?:{key}{colon}{v}(?:{comma}{key}{colon}{v})*)?{inner}\\}})",
-            sc = self.scalar_any()
-        )
+        rx![
+            "(?:",
+            self.scalar_any(),
+            "|\\[",
+            inner,
+            "(?:",
+            v,
+            "(?:",
+            comma,
+            v,
+            ")*)?",
+            inner,
+            "\\]|\\{",
+            inner,
+            "(?:",
+            &key,
+            colon,
+            v,
+            "(?:",
+            comma,
+            &key,
+            colon,
+            v,
+            ")*)?",
+            inner,
+            "\\})"
+        ]
     }
 
-    fn any(&mut self) -> String {
+    fn any(&mut self) -> Rx {
         self.note_explicit_free_form();
         self.free_form(self.opts.free_form_depth)
     }
@@ -498,7 +550,7 @@ impl<'d, 'a> Gen<'d, 'a> {
     fn node(&mut self, n: &Node, forbid: &[String]) -> Result<Lang, SchemaError> {
         if self.calls.is_some() && forbid.is_empty() {
             if let Some(call) = self.ref_call(n)? {
-                return Ok(Some(call));
+                return Ok(Some(call.into()));
             }
         }
         let mut entered = Vec::new();
@@ -725,7 +777,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 let ok = satisfies(n, v)
                     .or_else(|| eval::Eval::new(self.doc).node(n, v, eval::Polarity::Pos));
                 match ok {
-                    Some(true) => parts.push(self.literal(v)),
+                    Some(true) => parts.push(self.literal(v).into()),
                     Some(false) => {}
                     None => {
                         self.doc.soft(
@@ -737,7 +789,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                             },
                             self.opts.lenient,
                         )?;
-                        parts.push(self.literal(v));
+                        parts.push(self.literal(v).into());
                     }
                 }
             }
@@ -748,10 +800,10 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         let mut parts = Vec::new();
         if types.has(Types::NULL) {
-            parts.push("null".to_string());
+            parts.push(Rx::from("null"));
         }
         if types.has(Types::BOOLEAN) {
-            parts.push("(?:true|false)".to_string());
+            parts.push(Rx::from("(?:true|false)"));
         }
         if types.has_numeric() {
             parts.extend(self.number(n, types)?);

@@ -30,7 +30,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 });
             }
         }
-        let mut pre: Vec<String> = Vec::new();
+        let mut pre: Vec<Rx> = Vec::new();
         if let Some(p) = &n.prefix_items {
             for s in p {
                 match self.value(s, &[])? {
@@ -63,52 +63,52 @@ impl<'d, 'a> Gen<'d, 'a> {
                 knob: "max_repeat",
             });
         }
-        let Layout { inner, comma, .. } = self.lay.clone();
+        let Lay { inner, comma, .. } = self.lay.clone();
         if max == Some(0) {
-            return Ok(Some(format!("\\[{inner}\\]")));
+            return Ok(Some(rx!["\\[", &inner, "\\]"]));
         }
         // Elements after the i-th (i ≥ 1 already written).
-        let rest_items = |i: u64| -> String {
+        let rest_items = |i: u64| -> Rx {
             let Some(it) = &item else {
-                return String::new();
+                return Rx::EMPTY;
             };
             let a = min.saturating_sub(i);
             let b = max.map(|m| m.saturating_sub(i));
             if b == Some(0) {
-                return String::new();
+                return Rx::EMPTY;
             }
-            format!("(?:{comma}{it}){}", repeat(a, b))
+            rx!["(?:", &comma, it, ")", repeat(a, b)]
         };
         let mut tail = rest_items(k.max(1));
         if k > 0 {
             for i in (1..k).rev() {
                 if max.is_some_and(|m| i >= m) {
-                    tail = String::new();
+                    tail = Rx::EMPTY;
                     continue;
                 }
-                let body = format!("{comma}{}{tail}", pre[i as usize]);
+                let body = rx![&comma, &pre[i as usize], tail];
                 tail = if i >= min {
-                    format!("(?:{body})?")
+                    rx!["(?:", body, ")?"]
                 } else {
                     body
                 };
             }
         }
         let elements = if k > 0 {
-            format!("{}{tail}", pre[0])
+            rx![&pre[0], tail]
         } else if min <= 1 && max.is_none() {
             // `it(?:,it)*` with one copy of the item ([`crate::dfa::ordered`]).
-            let it = item.as_deref().expect("max > 0 implies items");
-            crate::dfa::ordered::write_list(&comma, it)
+            let it = item.as_ref().expect("max > 0 implies items");
+            list_rx(&comma, it)
         } else {
             let it = item.clone().expect("max > 0 implies items");
-            format!("{it}{tail}")
+            rx![it, tail]
         };
         let body = if min == 0 {
-            format!("(?:{elements})?")
+            rx!["(?:", elements, ")?"]
         } else {
             elements
         };
-        Ok(Some(format!("\\[{inner}{body}{inner}\\]")))
+        Ok(Some(rx!["\\[", &inner, body, &inner, "\\]"]))
     }
 }

@@ -234,13 +234,13 @@ impl Gen<'_, '_> {
     /// array or object whose values are calls of the fragment itself (the
     /// same text as a free-form value one container deep, in the schema's
     /// whitespace layout).
-    fn any_value_body(&mut self) -> String {
+    fn any_value_body(&mut self) -> super::Rx {
         let v = self
             .calls
             .as_mut()
             .and_then(Calls::any_value)
             .expect("the fragment was queued by a call");
-        self.containers_of(&v)
+        self.containers_of(&v.into())
     }
 }
 
@@ -415,7 +415,7 @@ fn fragments_with(
         };
         return Ok((
             SchemaFragments::Regex(CompiledSchema {
-                regex,
+                regex: regex.text(),
                 warnings: doc.warnings.take(),
             }),
             explicit,
@@ -441,7 +441,7 @@ fn fragments_with(
     Ok((
         SchemaFragments::Fragments {
             names,
-            bodies,
+            bodies: bodies.into_iter().map(|b| b.map(|r| r.text())).collect(),
             warnings: doc.warnings.take(),
         },
         explicit,

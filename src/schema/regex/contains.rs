@@ -42,7 +42,7 @@ use crate::schema::ir::Contains;
 
 /// One item class: its regex and, per `contains`, whether it counts.
 struct Class {
-    re: String,
+    re: Rx,
     hits: Vec<bool>,
 }
 
@@ -53,10 +53,10 @@ struct Walk<'c> {
     /// `minItems` (0 when absent) and `maxItems`.
     lo: u64,
     hi: Option<u64>,
-    comma: &'c str,
+    comma: &'c Rx,
     /// Any item (the union of the classes), for the rest of an array once
     /// every count is reached and none has a maximum left to watch.
-    any: &'c str,
+    any: &'c Rx,
     limit: usize,
 }
 
@@ -98,13 +98,13 @@ impl Walk<'_> {
         &self,
         l: u64,
         j: &[u64],
-        memo: &mut HashMap<(u64, Vec<u64>), Option<String>>,
-    ) -> Result<Option<String>, TooLong> {
+        memo: &mut HashMap<(u64, Vec<u64>), Option<Rx>>,
+    ) -> Result<Option<Rx>, TooLong> {
         let key = (l, j.to_vec());
         if let Some(r) = memo.get(&key) {
             return Ok(r.clone());
         }
-        let sep = if l > 0 { self.comma } else { "" };
+        let sep = if l > 0 { self.comma.clone() } else { Rx::EMPTY };
         let done = self
             .counts
             .iter()
@@ -116,25 +116,28 @@ impl Walk<'_> {
             let most = self.hi.map(|h| h - l);
             let (any, comma) = (self.any, self.comma);
             let r = if most == Some(0) {
-                String::new()
+                Rx::EMPTY
             } else if l > 0 {
-                format!("(?:{comma}{any}){}", repeat(need, most))
+                rx!["(?:", comma, any, ")", repeat(need, most)]
             } else {
-                let rest = format!(
-                    "(?:{comma}{any}){}",
+                let rest = rx![
+                    "(?:",
+                    comma,
+                    any,
+                    ")",
                     repeat(need.saturating_sub(1), most.map(|m| m - 1))
-                );
+                ];
                 if need == 0 {
-                    format!("(?:{any}{rest})?")
+                    rx!["(?:", any, rest, ")?"]
                 } else {
-                    format!("{any}{rest}")
+                    rx![any, rest]
                 }
             };
             memo.insert(key, Some(r.clone()));
             return Ok(Some(r));
         }
-        let mut loops: Vec<&str> = Vec::new();
-        let mut alts: Vec<String> = Vec::new();
+        let mut loops: Vec<Rx> = Vec::new();
+        let mut alts: Vec<Rx> = Vec::new();
         if self.hi.is_none_or(|h| l < h) {
             let nl = self.next_len(l);
             for c in self.classes {
@@ -142,9 +145,9 @@ impl Walk<'_> {
                     continue;
                 };
                 if nl == l && nj == j {
-                    loops.push(&c.re);
+                    loops.push(c.re.clone());
                 } else if let Some(r) = self.text(nl, &nj, memo)? {
-                    alts.push(format!("{sep}{}{r}", c.re));
+                    alts.push(rx![&sep, &c.re, r]);
                 }
             }
         }
@@ -154,19 +157,20 @@ impl Walk<'_> {
         } else {
             // A loop only occurs once an item was written (l ≥ 1), so its
             // items take a comma.
+            let bar = Rx::from("|");
             let pre = match loops.len() {
-                0 => String::new(),
-                1 => format!("(?:{}{})*", self.comma, loops[0]),
-                _ => format!("(?:{}(?:{}))*", self.comma, loops.join("|")),
+                0 => Rx::EMPTY,
+                1 => rx!["(?:", self.comma, &loops[0], ")*"],
+                _ => rx!["(?:", self.comma, "(?:", Rx::join(loops, &bar), "))*"],
             };
             let body = match (alts.len(), accept) {
-                (0, _) => String::new(),
+                (0, _) => Rx::EMPTY,
                 (1, false) => alts.pop().expect("one"),
-                (1, true) => format!("(?:{})?", alts[0]),
-                (_, false) => format!("(?:{})", alts.join("|")),
-                (_, true) => format!("(?:{})?", alts.join("|")),
+                (1, true) => rx!["(?:", &alts[0], ")?"],
+                (_, false) => rx!["(?:", Rx::join(alts, &bar), ")"],
+                (_, true) => rx!["(?:", Rx::join(alts, &bar), ")?"],
             };
-            Some(format!("{pre}{body}"))
+            Some(rx![pre, body])
         };
         if r.as_ref().is_some_and(|s| s.len() > self.limit) {
             return Err(TooLong);
@@ -235,7 +239,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         let Some(any) = self.value(&item, &[])? else {
             // No item: only the empty array, if it is allowed.
             let ok = lo == 0 && counts.is_empty();
-            return Ok(ok.then(|| format!("\\[{}\\]", self.lay.inner)));
+            return Ok(ok.then(|| rx!["\\[", &self.lay.inner, "\\]"]));
         };
         let classes = match self.exact_classes(&item, &counts, at) {
             Ok(c) => c,
@@ -248,7 +252,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 return Ok(None);
             }
         }
-        let Layout { inner, comma, .. } = self.lay.clone();
+        let Lay { inner, comma, .. } = self.lay.clone();
         let walk = Walk {
             classes: &classes,
             counts: &counts,
@@ -261,7 +265,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         let start = vec![0; counts.len()];
         match walk.text(0, &start, &mut HashMap::new()) {
             Ok(None) => Ok(None),
-            Ok(Some(body)) => Ok(Some(format!("\\[{inner}{body}{inner}\\]"))),
+            Ok(Some(body)) => Ok(Some(rx!["\\[", &inner, body, &inner, "\\]"])),
             Err(TooLong) => Err(SchemaError::TooBig {
                 what: "contains: regex of the counted items".into(),
                 pointer: at.clone(),
@@ -295,7 +299,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         // Split the item by each `contains` in turn, dropping the empty
         // halves as they appear (most are, for enums and `¬items`).
-        let mut parts: Vec<(Vec<Schema>, Vec<bool>, String)> = Vec::new();
+        let mut parts: Vec<(Vec<Schema>, Vec<bool>, Rx)> = Vec::new();
         if let Some(re) = self.value(item, &[])? {
             parts.push((vec![item.clone()], Vec::new(), re));
         }
@@ -416,13 +420,13 @@ impl Gen<'_, '_> {
         } else {
             self.value(&item, &[])?
         };
-        let Layout { inner, comma, .. } = self.lay.clone();
-        let empty = format!("\\[{inner}\\]");
-        let only_others = other.as_ref().map(|o| format!("{o}(?:{comma}{o})*"));
+        let Lay { inner, comma, .. } = self.lay.clone();
+        let empty = rx!["\\[", &inner, "\\]"];
+        let only_others = other.as_ref().map(|o| rx![o, "(?:", &comma, o, ")*"]);
         let Some(m) = m else {
             return Ok(if a == 0 {
                 Some(match only_others {
-                    Some(o) => format!("\\[{inner}(?:{o})?{inner}\\]"),
+                    Some(o) => rx!["\\[", &inner, "(?:", o, ")?", &inner, "\\]"],
                     None => empty,
                 })
             } else {
@@ -435,24 +439,31 @@ impl Gen<'_, '_> {
             None
         } else {
             let (pre, post) = match &other {
-                Some(o) => (format!("(?:{o}{comma})*"), format!("(?:{comma}{o})*")),
-                None => (String::new(), String::new()),
+                Some(o) => (rx!["(?:", o, &comma, ")*"], rx!["(?:", &comma, o, ")*"]),
+                None => (Rx::EMPTY, Rx::EMPTY),
             };
             let more = if hi == Some(1) {
-                String::new()
+                Rx::EMPTY
             } else {
-                format!("(?:{comma}{m}{post}){}", repeat(lo - 1, hi.map(|h| h - 1)))
+                rx![
+                    "(?:",
+                    &comma,
+                    &m,
+                    &post,
+                    ")",
+                    repeat(lo - 1, hi.map(|h| h - 1))
+                ]
             };
-            Some(format!("{pre}{m}{post}{more}"))
+            Some(rx![pre, &m, post, more])
         };
         let body = match (a, list, only_others) {
-            (0, Some(l), Some(o)) => format!("(?:{l}|{o})?"),
-            (0, Some(l), None) => format!("(?:{l})?"),
-            (0, None, Some(o)) => format!("(?:{o})?"),
-            (0, None, None) => String::new(),
+            (0, Some(l), Some(o)) => rx!["(?:", l, "|", o, ")?"],
+            (0, Some(l), None) => rx!["(?:", l, ")?"],
+            (0, None, Some(o)) => rx!["(?:", o, ")?"],
+            (0, None, None) => Rx::EMPTY,
             (_, Some(l), _) => l,
             (_, None, _) => return Ok(None),
         };
-        Ok(Some(format!("\\[{inner}{body}{inner}\\]")))
+        Ok(Some(rx!["\\[", &inner, body, &inner, "\\]"]))
     }
 }

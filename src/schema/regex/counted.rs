@@ -38,8 +38,8 @@ use super::*;
 pub(super) struct Members<'p> {
     pub props: &'p [Prop],
     /// One extra member (`key: value`), if extra keys are allowed.
-    pub extra: Option<&'p str>,
-    pub comma: &'p str,
+    pub extra: Option<&'p Rx>,
+    pub comma: &'p Rx,
     /// `minProperties` (0 when absent) and `maxProperties`.
     pub lo: u64,
     pub hi: Option<u64>,
@@ -51,7 +51,7 @@ pub(super) struct TooLong;
 impl Members<'_> {
     /// Extra members after `c` written ones (`started`: a member was
     /// written, so the next one takes a comma).
-    fn tail(&self, c: u64, started: bool) -> Option<String> {
+    fn tail(&self, c: u64, started: bool) -> Option<Rx> {
         let need = if c >= self.lo {
             0
         } else if c + 1 >= self.lo && self.extra.is_some() {
@@ -60,24 +60,24 @@ impl Members<'_> {
             return None;
         };
         let Some(x) = self.extra else {
-            return Some(String::new());
+            return Some(Rx::EMPTY);
         };
         let most = self.hi.map(|h| h - c);
         if most.is_some_and(|m| m < need) {
             return None;
         }
         if most == Some(0) {
-            return Some(String::new());
+            return Some(Rx::EMPTY);
         }
         let comma = self.comma;
         Some(if started {
-            format!("(?:{comma}{x}){}", repeat(need, most))
+            rx!["(?:", comma, x, ")", repeat(need, most)]
         } else {
-            let rest = format!("(?:{comma}{x}){}", repeat(0, most.map(|m| m - 1)));
+            let rest = rx!["(?:", comma, x, ")", repeat(0, most.map(|m| m - 1))];
             if need == 0 {
-                format!("(?:{x}{rest})?")
+                rx!["(?:", x, rest, ")?"]
             } else {
-                format!("{x}{rest}")
+                rx![x, rest]
             }
         })
     }
@@ -88,9 +88,9 @@ impl Members<'_> {
         i: usize,
         c: u64,
         started: bool,
-        memo: &mut HashMap<(usize, u64, bool), Option<String>>,
+        memo: &mut HashMap<(usize, u64, bool), Option<Rx>>,
         limit: usize,
-    ) -> Result<Option<String>, TooLong> {
+    ) -> Result<Option<Rx>, TooLong> {
         // Past the minimum and without a maximum, the count no longer
         // matters: cap it so the states stay few.
         let c = if self.hi.is_none() { c.min(self.lo) } else { c };
@@ -102,23 +102,23 @@ impl Members<'_> {
             self.tail(c, started)
         } else if started && c >= self.lo && self.hi.is_none() {
             // The plain chain.
-            let mut s = String::new();
+            let mut s = Vec::new();
             for p in &self.props[i..] {
                 if p.required {
-                    s.push_str(&format!("{comma}{}", p.kv));
+                    s.push(rx![comma, &p.kv]);
                 } else {
-                    s.push_str(&format!("(?:{comma}{})?", p.kv));
+                    s.push(rx!["(?:", comma, &p.kv, ")?"]);
                 }
             }
-            s.push_str(&self.tail(c, true).unwrap_or_default());
-            Some(s)
+            s.push(self.tail(c, true).unwrap_or(Rx::EMPTY));
+            Some(Rx::cat(s))
         } else {
             let p = &self.props[i];
-            let mut alts: Vec<String> = Vec::new();
+            let mut alts: Vec<Rx> = Vec::new();
             if self.hi.is_none_or(|h| c < h) {
                 if let Some(r) = self.ordered(i + 1, c + 1, true, memo, limit)? {
-                    let sep = if started { comma } else { "" };
-                    alts.push(format!("{sep}{}{r}", p.kv));
+                    let sep = if started { comma.clone() } else { Rx::EMPTY };
+                    alts.push(rx![sep, &p.kv, r]);
                 }
             }
             if !p.required {
@@ -137,10 +137,10 @@ impl Members<'_> {
 
     /// Members in any order, each declared key at most once (`used`: the
     /// declared keys written so far).
-    fn any_order(&self, used: u32, limit: usize) -> Result<Option<String>, TooLong> {
+    fn any_order(&self, used: u32, limit: usize) -> Result<Option<Rx>, TooLong> {
         let c = used.count_ones() as u64;
         let started = used != 0;
-        let mut alts: Vec<String> = Vec::new();
+        let mut alts: Vec<Rx> = Vec::new();
         let all_required = self
             .props
             .iter()
@@ -157,8 +157,12 @@ impl Members<'_> {
                     continue;
                 }
                 if let Some(r) = self.any_order(used | (1 << i), limit)? {
-                    let sep = if started { self.comma } else { "" };
-                    alts.push(format!("{sep}{}{r}", p.kv));
+                    let sep = if started {
+                        self.comma.clone()
+                    } else {
+                        Rx::EMPTY
+                    };
+                    alts.push(rx![sep, &p.kv, r]);
                 }
             }
         }
@@ -172,11 +176,7 @@ impl Members<'_> {
     /// The members, at least one written (`None`: no count in range can be
     /// written). The caller makes the object's braces and, when
     /// `minProperties` is 0 and nothing is required, allows `{}` besides.
-    pub(super) fn nonempty(
-        &self,
-        any_order: bool,
-        limit: usize,
-    ) -> Result<Option<String>, TooLong> {
+    pub(super) fn nonempty(&self, any_order: bool, limit: usize) -> Result<Option<Rx>, TooLong> {
         let m = Members {
             lo: self.lo.max(1),
             ..*self
@@ -189,10 +189,10 @@ impl Members<'_> {
     }
 }
 
-fn join(mut alts: Vec<String>) -> Option<String> {
+fn join(mut alts: Vec<Rx>) -> Option<Rx> {
     match alts.len() {
         0 => None,
         1 => alts.pop(),
-        _ => Some(format!("(?:{})", alts.join("|"))),
+        _ => Some(rx!["(?:", Rx::join(alts, &Rx::from("|")), ")"]),
     }
 }

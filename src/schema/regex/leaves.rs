@@ -83,7 +83,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             let (l, h) = numeric::integer_bounds(lo, hi);
             numeric::int_range(l.as_ref(), h.as_ref())
         } else if lo.is_none() && hi.is_none() {
-            return Ok(Some(multiples));
+            return Ok(Some(multiples.into()));
         } else {
             numeric::decimal_range(lo, hi)
         };
@@ -117,7 +117,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         let ex = &n.not_values;
         let mut base = n.clone();
         base.not_values.clear();
-        let mut parts: Vec<String> = Vec::new();
+        let mut parts: Vec<Rx> = Vec::new();
         let mut rest = types.0;
         let drop = |rest: &mut u8, t: Types| *rest &= !t.0;
         if ex.iter().any(Value::is_null) {
@@ -178,7 +178,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         if Types(rest).has(Types::STRING) && !strs.is_empty() {
             drop(&mut rest, Types::STRING);
             if !base.has_string_keywords() {
-                parts.push(extra_key(&strs, self.opts.allowed_escapes));
+                parts.push(extra_key(&strs, self.opts.allowed_escapes).into());
             } else {
                 let mut only = base.clone();
                 only.types = Some(Types::STRING);
@@ -406,7 +406,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                     .collect();
                 if let Some(k) = key {
                     key = self.combine(
-                        &k,
+                        &k.text(),
                         &extra_key(&taken, self.opts.allowed_escapes),
                         Op::And,
                         "propertyNames",
@@ -599,7 +599,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                     self.opts.max_product_states,
                     self.opts.max_product_len,
                 ) {
-                    Ok(Some(r)) if nest_depth(&r) > PRODUCT_NEST => {
+                    Ok(Some(r)) if nest_depth(&r.text()) > PRODUCT_NEST => {
                         self.product(a, b, op, states, len)
                     }
                     r => r,
@@ -661,11 +661,13 @@ impl<'d, 'a> Gen<'d, 'a> {
     fn product(&self, a: &str, b: &str, op: Op, states: usize, len: usize) -> Result<Lang, Failed> {
         let key = (a.to_owned(), b.to_owned(), op, states, len);
         self.products.get_or(self.memoise, &key, || {
-            algebra::combine(a, b, op, states, len).map_err(|e| match e {
-                AlgebraError::TooManyStates { limit } => Failed::States(limit),
-                AlgebraError::TooLong { limit } => Failed::Len(limit),
-                AlgebraError::Dfa(e) => Failed::Dfa(e.to_string()),
-            })
+            algebra::combine(a, b, op, states, len)
+                .map(text_lang)
+                .map_err(|e| match e {
+                    AlgebraError::TooManyStates { limit } => Failed::States(limit),
+                    AlgebraError::TooLong { limit } => Failed::Len(limit),
+                    AlgebraError::Dfa(e) => Failed::Dfa(e.to_string()),
+                })
         })
     }
 
@@ -683,7 +685,7 @@ impl<'d, 'a> Gen<'d, 'a> {
     /// pattern cannot be compiled exactly).
     pub(super) fn pattern_language(&self, p: &ir::Located<String>) -> Result<Lang, SchemaError> {
         match self.pattern_regex(&p.value, 0, None, false) {
-            Ok(c) if c.narrowed.is_none() => Ok(c.regex.map(|r| format!("\"{r}\""))),
+            Ok(c) if c.narrowed.is_none() => Ok(c.regex.map(|r| rx!["\"", r, "\""])),
             Ok(_) => Err(SchemaError::Pattern {
                 pointer: p.at.clone(),
                 detail: format!("{:?} is narrowed and cannot be intersected", p.value),
@@ -703,7 +705,7 @@ impl<'d, 'a> Gen<'d, 'a> {
     pub(super) fn string_algebra(&mut self, n: &Node) -> Result<Lang, SchemaError> {
         let mut first = n.clone();
         first.not_patterns.clear();
-        let mut rest: Vec<String> = Vec::new();
+        let mut rest: Vec<Rx> = Vec::new();
         let mut rest_at: Vec<Pointer> = Vec::new();
         if first.patterns.len() + first.formats.len() > 1 {
             let keep_format = !first.formats.is_empty();
@@ -717,7 +719,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             let extra_formats: Vec<_> = first.formats.drain(first.formats.len().min(1)..).collect();
             for f in extra_formats {
                 let re = formats::format_regex(&f.value).expect("supported format");
-                rest.push(format!("\"{re}\""));
+                rest.push(rx!["\"", re, "\""]);
                 rest_at.push(f.at);
             }
         }
@@ -725,7 +727,13 @@ impl<'d, 'a> Gen<'d, 'a> {
             return Ok(None);
         };
         for (l, at) in rest.iter().zip(&rest_at) {
-            match self.combine(&lang, l, Op::And, "several patterns/formats", at)? {
+            match self.combine(
+                &lang.text(),
+                &l.text(),
+                Op::And,
+                "several patterns/formats",
+                at,
+            )? {
                 Some(r) => lang = r,
                 None => return Ok(None),
             }
@@ -734,7 +742,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             // One spelling per string, so that subtracting spellings
             // subtracts strings.
             let at = &n.not_patterns[0].at;
-            match self.combine(&lang, CANONICAL_STRING, Op::And, "not: pattern", at)? {
+            match self.combine(&lang.text(), CANONICAL_STRING, Op::And, "not: pattern", at)? {
                 Some(r) => lang = r,
                 None => return Ok(None),
             }
@@ -742,7 +750,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 let Some(l) = self.pattern_language(p)? else {
                     continue;
                 };
-                match self.combine(&lang, &l, Op::AndNot, "not: pattern", &p.at)? {
+                match self.combine(&lang.text(), &l.text(), Op::AndNot, "not: pattern", &p.at)? {
                     Some(r) => lang = r,
                     None => return Ok(None),
                 }
@@ -877,23 +885,23 @@ impl<'d, 'a> Gen<'d, 'a> {
             let props: Vec<object::Prop> = values
                 .iter()
                 .map(|v| object::Prop {
-                    kv: self.literal(v),
+                    kv: self.literal(v).into(),
                     required: false,
                 })
                 .collect();
-            let Layout { inner, comma, .. } = self.lay.clone();
+            let Lay { inner, comma, .. } = self.lay.clone();
             if props.is_empty() {
-                return Ok((min == 0).then(|| format!("\\[{inner}\\]")));
+                return Ok((min == 0).then(|| rx!["\\[", &inner, "\\]"]));
             }
             let body = object::ordered_nonempty(&props, &comma);
             return Ok(Some(if min == 0 {
-                format!("\\[{inner}(?:{body})?{inner}\\]")
+                rx!["\\[", &inner, "(?:", body, ")?", &inner, "\\]"]
             } else {
-                format!("\\[{inner}{body}{inner}\\]")
+                rx!["\\[", &inner, body, &inner, "\\]"]
             }));
         }
         let lits: Vec<String> = values.iter().map(|v| self.literal(v)).collect();
-        let Layout { inner, comma, .. } = self.lay.clone();
+        let Layout { inner, comma, .. } = self.lay.text.clone();
         // Sequences of distinct values continuing after `used` (`depth`
         // items written).
         fn rest(
@@ -930,7 +938,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 )),
             }
         }
-        Ok(rest(&lits, 0, 0, min, max, &comma).map(|b| format!("\\[{inner}{b}{inner}\\]")))
+        Ok(rest(&lits, 0, 0, min, max, &comma).map(|b| format!("\\[{inner}{b}{inner}\\]").into()))
     }
 }
 

@@ -61,7 +61,7 @@ pub(super) fn other_units(
     children: &BTreeMap<Unit, TrieNode>,
     ascii_only: bool,
     escapes: super::super::Escapes,
-) -> Lang {
+) -> Option<String> {
     let mut plain = String::from(r#"[^"\\\x00-\x1F"#);
     if ascii_only {
         plain.push_str(r"\x{80}-\x{10FFFF}");
@@ -82,7 +82,7 @@ pub(super) fn other_units(
         let cls: String = escs.iter().map(|&c| class_escape(c)).collect();
         parts.push(format!("\\\\[{cls}]"));
     }
-    alt_all(parts)
+    alt_all_text(parts)
 }
 
 /// A trie-shaped regex: every path from `node` to a node where `here`
@@ -90,7 +90,10 @@ pub(super) fn other_units(
 /// Written into one buffer (a node's alternation is `(?:OFFER|U1 PATHS1|...)`
 /// as [`alt_all`] writes it): built bottom-up with `format!`, each unit of a
 /// deep key's path was copied once per level above it.
-pub(super) fn trie_paths(node: &TrieNode, here: &dyn Fn(&TrieNode) -> Lang) -> Lang {
+pub(super) fn trie_paths(
+    node: &TrieNode,
+    here: &dyn Fn(&TrieNode) -> Option<String>,
+) -> Option<String> {
     /// Per node in pre-order: its offer, its subtree's size (in nodes), and
     /// whether the subtree offers anything.
     struct Scan {
@@ -98,7 +101,7 @@ pub(super) fn trie_paths(node: &TrieNode, here: &dyn Fn(&TrieNode) -> Lang) -> L
         size: Vec<u32>,
         live: Vec<bool>,
     }
-    fn scan(n: &TrieNode, here: &dyn Fn(&TrieNode) -> Lang, sc: &mut Scan) -> bool {
+    fn scan(n: &TrieNode, here: &dyn Fn(&TrieNode) -> Option<String>, sc: &mut Scan) -> bool {
         let i = sc.offer.len();
         let offer = here(n);
         let mut live = offer.is_some();
@@ -158,7 +161,7 @@ pub(super) fn trie_paths(node: &TrieNode, here: &dyn Fn(&TrieNode) -> Lang) -> L
 
 /// The proper prefixes in the trie that are not names themselves (keys that
 /// stop early).
-pub(super) fn non_names(node: &TrieNode) -> Lang {
+pub(super) fn non_names(node: &TrieNode) -> Option<String> {
     trie_paths(node, &|n| (!n.terminal).then(String::new))
 }
 
@@ -167,7 +170,7 @@ pub(super) fn non_names(node: &TrieNode) -> Lang {
 /// the free tail instead of one per trie node keeps the DFA from holding a
 /// separate "rest of the key" for every prefix (measured: about a third
 /// fewer states on compliant-mode objects).
-pub(super) fn divergent(node: &TrieNode, escapes: super::super::Escapes) -> Lang {
+pub(super) fn divergent(node: &TrieNode, escapes: super::super::Escapes) -> Option<String> {
     trie_paths(node, &|n| {
         other_units(&n.children, !has_non_ascii_child(n), escapes)
     })
@@ -183,7 +186,7 @@ pub(super) fn has_non_ascii_child(node: &TrieNode) -> bool {
 /// at or above U+0080 leaves the trie. Offering that character once after
 /// this regex, rather than inside each node's class, lets the DFA share the
 /// states inside a multi-byte character across all nodes.
-pub(super) fn non_ascii_exits(node: &TrieNode) -> Lang {
+pub(super) fn non_ascii_exits(node: &TrieNode) -> Option<String> {
     trie_paths(node, &|n| (!has_non_ascii_child(n)).then(String::new))
 }
 
@@ -223,12 +226,12 @@ pub(super) fn extra_key(names: &[String], escapes: super::super::Escapes) -> Str
     .collect();
     let parts: Vec<String> = [
         non_names(&root),
-        alt_all(exits).map(|d| format!("{d}{unit}*")),
+        alt_all_text(exits).map(|d| format!("{d}{unit}*")),
     ]
     .into_iter()
     .flatten()
     .collect();
-    match alt_all(parts) {
+    match alt_all_text(parts) {
         Some(k) => format!("\"{k}\""),
         // Unreachable in practice: some unit always leaves the trie.
         None => "[^\\x00-\\x{10FFFF}]".into(),
@@ -237,7 +240,7 @@ pub(super) fn extra_key(names: &[String], escapes: super::super::Escapes) -> Str
 
 /// A declared key with its value.
 pub(super) struct Prop {
-    pub(super) kv: String,
+    pub(super) kv: Rx,
     pub(super) required: bool,
 }
 
@@ -264,10 +267,11 @@ impl Gen<'_, '_> {
         }
         // The key language of extra keys when `propertyNames` narrows it.
         let names_key = self.extra_key_lang.take();
-        let Layout {
+        let Lay {
             inner,
             comma,
             colon,
+            ..
         } = self.lay.clone();
         let mut extras_schema = self.extras_schema(n);
         let mut declared: Vec<(String, Schema)> = n.properties.clone();
@@ -396,7 +400,7 @@ impl Gen<'_, '_> {
             }
             match self.value(s, &[])? {
                 Some(v) => props.push(Prop {
-                    kv: format!("{}{colon}{v}", regex_syntax::escape(&py_string(k))),
+                    kv: rx![regex_syntax::escape(&py_string(k)), &colon, v],
                     required,
                 }),
                 None if required => return Ok(None),
@@ -424,7 +428,7 @@ impl Gen<'_, '_> {
                             }
                         };
                         match (key, self.value(ps, &[])?) {
-                            (Some(k), Some(v)) => Some(format!("\"{k}\"{colon}{v}")),
+                            (Some(k), Some(v)) => Some(rx!["\"", k, "\"", &colon, v]),
                             _ => None,
                         }
                     }
@@ -454,11 +458,11 @@ impl Gen<'_, '_> {
                     };
                     let v = self.free_form(depth);
                     let k = names_key.clone().unwrap_or_else(|| self.free_key(&names));
-                    Some(format!("{k}{colon}{v}"))
+                    Some(rx![k, &colon, v])
                 }
                 Some(s) => self.value(s, &[])?.map(|v| {
                     let k = names_key.clone().unwrap_or_else(|| self.free_key(&names));
-                    format!("{k}{colon}{v}")
+                    rx![k, &colon, v]
                 }),
             }
         };
@@ -478,8 +482,8 @@ impl Gen<'_, '_> {
         if max_p.is_some_and(|m| m < req) {
             return Ok(None);
         }
-        let empty = format!("\\{{{inner}\\}}");
-        let wrap = |m: String| format!("\\{{{inner}(?:{m}){inner}\\}}");
+        let empty = rx!["\\{", &inner, "\\}"];
+        let wrap = |m: Rx| rx!["\\{", &inner, "(?:", m, ")", &inner, "\\}"];
         if max_p == Some(0) {
             return Ok(Some(empty));
         }
@@ -516,9 +520,9 @@ impl Gen<'_, '_> {
                     knob: "max_repeat",
                 });
             }
-            let m = format!("{x}(?:{comma}{x}){}", repeat(a, b));
+            let m = rx![&x, "(?:", &comma, &x, ")", repeat(a, b)];
             return Ok(Some(if min_p == 0 {
-                format!("\\{{{inner}(?:{m})?{inner}\\}}")
+                rx!["\\{", &inner, "(?:", m, ")?", &inner, "\\}"]
             } else {
                 wrap(m)
             }));
@@ -565,7 +569,7 @@ impl Gen<'_, '_> {
             // The count matters: members counted exactly (`counted`).
             let members = counted::Members {
                 props: &props,
-                extra: extra.as_deref(),
+                extra: extra.as_ref(),
                 comma: &comma,
                 lo: min_p,
                 hi: max_p,
@@ -574,7 +578,9 @@ impl Gen<'_, '_> {
                 Ok(m) => {
                     let optional = min_p == 0 && req == 0;
                     return Ok(match m {
-                        Some(m) if optional => Some(format!("\\{{{inner}(?:{m})?{inner}\\}}")),
+                        Some(m) if optional => {
+                            Some(rx!["\\{", &inner, "(?:", m, ")?", &inner, "\\}"])
+                        }
                         Some(m) => Some(wrap(m)),
                         None if optional => Some(empty),
                         None => None,
@@ -595,12 +601,12 @@ impl Gen<'_, '_> {
         let nonempty = min_p > req;
         let extras_tail = extra
             .as_ref()
-            .map(|x| format!("(?:{comma}{x})*"))
-            .unwrap_or_default();
+            .map(|x| rx!["(?:", &comma, x, ")*"])
+            .unwrap_or(Rx::EMPTY);
         // The subset tree repeats every value about e·(n-1)! times: only when
         // that stays small (scalar-valued objects, typically).
         let tree = small_tree;
-        let members: String;
+        let members: Rx;
         let optional: bool;
         if set {
             // (Written out, for regex syntax and the pushdown engine's
@@ -610,47 +616,47 @@ impl Gen<'_, '_> {
                 required: props.iter().map(|p| p.required).collect(),
                 extra: extra.is_some(),
             };
-            let mut items: Vec<&str> = props.iter().map(|p| p.kv.as_str()).collect();
-            items.extend(extra.as_deref());
-            members = crate::dfa::ordered::write_set(&comma, &flags, &items);
+            let mut items: Vec<Rx> = props.iter().map(|p| p.kv.clone()).collect();
+            items.extend(extra.clone());
+            members = set_rx(&comma, &flags, items);
             optional = req == 0 && !nonempty;
         } else if let Some(known) = tree {
             if req > 0 {
-                members = format!("{known}{extras_tail}");
+                members = rx![known, extras_tail];
                 optional = false;
             } else {
                 members = match &extra {
-                    Some(x) => format!("(?:{known}|{x}){extras_tail}"),
+                    Some(x) => rx!["(?:", known, "|", x, ")", extras_tail],
                     None => known,
                 };
                 optional = !nonempty;
             }
         } else if let Some(r) = props.iter().position(|p| p.required) {
-            let mut s = String::new();
+            let mut s = Vec::new();
             for p in &props[..r] {
-                s.push_str(&format!("(?:{}{comma})?", p.kv));
+                s.push(rx!["(?:", &p.kv, &comma, ")?"]);
             }
-            s.push_str(&props[r].kv);
+            s.push(props[r].kv.clone());
             for p in &props[r + 1..] {
                 if p.required {
-                    s.push_str(&format!("{comma}{}", p.kv));
+                    s.push(rx![&comma, &p.kv]);
                 } else {
-                    s.push_str(&format!("(?:{comma}{})?", p.kv));
+                    s.push(rx!["(?:", &comma, &p.kv, ")?"]);
                 }
             }
-            s.push_str(&extras_tail);
-            members = s;
+            s.push(extras_tail);
+            members = Rx::cat(s);
             optional = false;
         } else {
             let a = ordered_nonempty(&props, &comma);
             members = match &extra {
-                Some(x) => format!("(?:{a}|{x}){extras_tail}"),
+                Some(x) => rx!["(?:", a, "|", x, ")", extras_tail],
                 None => a,
             };
             optional = !nonempty;
         }
         Ok(Some(if optional {
-            format!("\\{{{inner}(?:{members})?{inner}\\}}")
+            rx!["\\{", &inner, "(?:", members, ")?", &inner, "\\}"]
         } else {
             wrap(members)
         }))
@@ -661,9 +667,8 @@ impl Gen<'_, '_> {
 /// required): the ordered-members construct `(?&SEP|K1|...|Kn)`, which
 /// keeps one copy of each value ([`crate::dfa::ordered`]; any plain regex
 /// writes each twice, so nested optional objects grew like 2^depth).
-pub(super) fn ordered_nonempty(props: &[Prop], comma: &str) -> String {
-    let kvs: Vec<&str> = props.iter().map(|p| p.kv.as_str()).collect();
-    crate::dfa::ordered::write(comma, &kvs)
+pub(super) fn ordered_nonempty(props: &[Prop], comma: &Rx) -> Rx {
+    ordered_rx(comma, props.iter().map(|p| p.kv.clone()).collect())
 }
 
 /// Any order, each key at most once, required keys present. `skip_empty`:
@@ -672,23 +677,22 @@ pub(super) fn any_order_tree(
     props: &[Prop],
     used: u32,
     started: bool,
-    comma: &str,
+    comma: &Rx,
     skip_empty: bool,
-) -> String {
-    let mut out = String::new();
+) -> Rx {
+    let mut out = Vec::new();
     any_order_tree_into(props, used, started, comma, skip_empty, &mut out);
-    out
+    Rx::cat(out)
 }
 
-/// [`any_order_tree`], appended to `out` (one buffer: built bottom-up, each
-/// member's text was copied once per level of the tree above it).
+/// [`any_order_tree`], its pieces appended to `out`.
 fn any_order_tree_into(
     props: &[Prop],
     used: u32,
     started: bool,
-    comma: &str,
+    comma: &Rx,
     skip_empty: bool,
-    out: &mut String,
+    out: &mut Vec<Rx>,
 ) {
     let all_required = props
         .iter()
@@ -698,7 +702,7 @@ fn any_order_tree_into(
     let unused = (0..props.len()).filter(|&i| used & (1 << i) == 0).count();
     let count = unused + empty as usize;
     if count != 1 {
-        out.push_str("(?:");
+        out.push(Rx::from("(?:"));
     }
     // The empty alternative, when there is one, comes first.
     let mut first = !empty;
@@ -707,17 +711,17 @@ fn any_order_tree_into(
             continue;
         }
         if !first {
-            out.push('|');
+            out.push(Rx::from("|"));
         }
         first = false;
         if started {
-            out.push_str(comma);
+            out.push(comma.clone());
         }
-        out.push_str(&p.kv);
+        out.push(p.kv.clone());
         any_order_tree_into(props, used | (1 << i), true, comma, skip_empty, out);
     }
     if count != 1 {
-        out.push(')');
+        out.push(Rx::from(")"));
     }
 }
 
@@ -777,7 +781,7 @@ impl Gen<'_, '_> {
         n: &Node,
         rest: Option<&Schema>,
         names: &[String],
-        names_key: Option<String>,
+        names_key: Option<Rx>,
     ) -> Result<Lang, SchemaError> {
         let pats = &n.pattern_properties;
         let at = &pats[0].0.at;
@@ -795,7 +799,7 @@ impl Gen<'_, '_> {
         }
         let colon = self.lay.colon.clone();
         let base = names_key.unwrap_or_else(|| self.free_key(names));
-        let mut langs: Vec<Lang> = Vec::new();
+        let mut langs: Vec<Option<String>> = Vec::new();
         for (p, _) in pats {
             match self.pattern_regex(&p.value, 0, None, false) {
                 Ok(c) => langs.push(c.regex.map(|r| format!("\"{r}\""))),
@@ -811,11 +815,14 @@ impl Gen<'_, '_> {
         for mask in 0u32..(1 << pats.len()) {
             let mut key = Some(base.clone());
             for (i, l) in langs.iter().enumerate() {
-                let Some(k) = key.as_deref() else { break };
+                let Some(k) = key.as_ref().map(Rx::text) else {
+                    break;
+                };
+                let k = k.as_str();
                 let inside = mask & (1 << i) != 0;
                 key = match (inside, l) {
                     (true, None) => None,
-                    (false, None) => Some(k.to_string()),
+                    (false, None) => Some(Rx::owned(k)),
                     (true, Some(l)) => self.combine(k, l, Op::And, "patternProperties", at)?,
                     (false, Some(l)) => self.combine(k, l, Op::AndNot, "patternProperties", at)?,
                 };
@@ -839,7 +846,7 @@ impl Gen<'_, '_> {
                 self.value(&all_of(&n.at, hits), &[])?
             };
             if let Some(v) = value {
-                parts.push(format!("{key}{colon}{v}"));
+                parts.push(rx![key, &colon, v]);
             }
         }
         Ok(alt_all(parts))

@@ -368,6 +368,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 .iter()
                 .take(4)
                 .filter_map(|p| self.pattern_language(p).ok().flatten())
+                .map(|r| r.text())
                 .collect()
         };
         let (la, lb) = (langs(a), langs(b));

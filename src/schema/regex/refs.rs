@@ -58,7 +58,7 @@ impl Gen<'_, '_> {
     ) -> Result<Lang, SchemaError> {
         if self.calls.is_some() && forbid.is_empty() {
             if let Some(call) = self.call(target)? {
-                return Ok(Some(call));
+                return Ok(Some(call.into()));
             }
         }
         let count = self.active.get(target).copied().unwrap_or(0);

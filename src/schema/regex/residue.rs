@@ -74,7 +74,7 @@ impl Gen<'_, '_> {
             if let Some(r) =
                 ks.and_then(|ks| numeric::suffix_non_multiples(l.as_ref(), h.as_ref(), &ks))
             {
-                return Ok(r);
+                return Ok(text_lang(r));
             }
         }
         for m in &n.not_multiple_of {
@@ -108,14 +108,14 @@ impl Gen<'_, '_> {
             let next = if let Some((a, b)) = bounded {
                 match numeric::enumerate_multiples(a, b, k) {
                     Some(mult) => {
-                        self.combine(&lang, &mult, Op::AndNot, "not: multipleOf", &m.at)?
+                        self.combine(&lang.text(), &mult, Op::AndNot, "not: multipleOf", &m.at)?
                     }
                     None => Some(lang.clone()),
                 }
             } else if let Some(nm) = u64::try_from(k).ok().and_then(non_multiple_suffix) {
                 // `lang` already carries more than the range here (an own
                 // `multipleOf`, or an earlier divisor): the product keeps it.
-                self.combine(&lang, &nm, Op::And, "not: multipleOf", &m.at)?
+                self.combine(&lang.text(), &nm, Op::And, "not: multipleOf", &m.at)?
             } else if let Some(r) = self.narrowed_not_multiples(n, &l, &h) {
                 return Ok(r);
             } else {
@@ -231,7 +231,7 @@ impl Gen<'_, '_> {
                 ks.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ")
             ),
         );
-        Some(listed_integers(&values))
+        Some(text_lang(listed_integers(&values)))
     }
 }
 

@@ -11,7 +11,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             inner,
             comma,
             colon,
-        } = &self.lay;
+        } = &self.lay.text;
         match v {
             Value::Null => "null".into(),
             Value::Bool(b) => b.to_string(),
@@ -57,7 +57,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 return Ok(if integer_only {
                     r
                 } else {
-                    r.map(|r| format!("(?:{r})(?:\\.0+)?"))
+                    r.map(|r| rx!["(?:", r, ")(?:\\.0+)?"])
                 });
             }
             return self.decimal_multiple_of(n, integer_only);
@@ -72,7 +72,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                     });
                 }
             }
-            Ok(numeric::int_range(l.as_ref(), h.as_ref()))
+            Ok(text_lang(numeric::int_range(l.as_ref(), h.as_ref())))
         } else {
             if let (Some(a), Some(b)) = (lo, hi) {
                 if a.value > b.value {
@@ -82,7 +82,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                     });
                 }
             }
-            Ok(numeric::decimal_range(lo, hi))
+            Ok(text_lang(numeric::decimal_range(lo, hi)))
         }
     }
 
@@ -102,7 +102,7 @@ impl<'d, 'a> Gen<'d, 'a> {
         };
         let (l, h) = numeric::integer_bounds(lo, hi);
         if k == 1 {
-            return Ok(numeric::int_range(l.as_ref(), h.as_ref()));
+            return Ok(text_lang(numeric::int_range(l.as_ref(), h.as_ref())));
         }
         // The last-digit rule writes at most 15 digits; a range beyond that
         // with both bounds is listed instead.
@@ -116,7 +116,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             .filter(|_| !listed)
             .and_then(|k| numeric::suffix_multiples(l.as_ref(), h.as_ref(), k))
         {
-            return Ok(r);
+            return Ok(text_lang(r));
         }
         if let (Some(l), Some(h)) = (&l, &h) {
             let (Some(li), Some(hi_)) = (l.to_i128(), h.to_i128()) else {
@@ -135,7 +135,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                     knob: "max_enumerated_multiples",
                 });
             }
-            return Ok(numeric::enumerate_multiples(li, hi_, k));
+            return Ok(text_lang(numeric::enumerate_multiples(li, hi_, k)));
         }
         // No bounded range and no last-digit rule: narrowed to a window of
         // `max_enumerated_multiples` multiples (sound, with a warning; the
@@ -161,7 +161,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                 m.value
             ),
         );
-        Ok(numeric::enumerate_multiples(wa, wb, k))
+        Ok(text_lang(numeric::enumerate_multiples(wa, wb, k)))
     }
 
     pub(super) fn soft_number(&mut self, n: &Node, detail: &str) -> Result<Lang, SchemaError> {
@@ -178,7 +178,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             self.opts.lenient,
         )?;
         let (l, h) = numeric::integer_bounds(n.minimum.as_ref(), n.maximum.as_ref());
-        Ok(numeric::int_range(l.as_ref(), h.as_ref()))
+        Ok(text_lang(numeric::int_range(l.as_ref(), h.as_ref())))
     }
 
     #[inline(never)]
@@ -244,7 +244,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                     if let Some(w) = c.narrowed {
                         self.doc.warn(&f.at, format!("format \"{}\": {w}", f.value));
                     }
-                    Ok(c.regex.map(|r| format!("\"{r}\"")))
+                    Ok(c.regex.map(|r| rx!["\"", r, "\""]))
                 }
                 Err(e) => {
                     self.doc.soft(
@@ -255,7 +255,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                         },
                         lenient,
                     )?;
-                    Ok(Some(format!("\"{re}\"")))
+                    Ok(Some(rx!["\"", re, "\""]))
                 }
             };
         } else if let Some(p) = n.patterns.first() {
@@ -278,7 +278,7 @@ impl<'d, 'a> Gen<'d, 'a> {
                     if let Some(w) = c.narrowed {
                         self.doc.warn(&p.at, w);
                     }
-                    return Ok(c.regex.map(|r| format!("\"{r}\"")));
+                    return Ok(c.regex.map(|r| rx!["\"", r, "\""]));
                 }
                 Err(e) => {
                     self.doc.soft(
@@ -296,11 +296,12 @@ impl<'d, 'a> Gen<'d, 'a> {
         }
         // Counted: the short character form keeps each counted position small
         // (no `\u00XX` escapes: about 9 DFA states per position instead of 13).
-        Ok(Some(format!(
-            "\"{}{}\"",
+        Ok(Some(rx![
+            "\"",
             self.string_char(true),
-            repeat(min, max)
-        )))
+            repeat(min, max),
+            "\""
+        ]))
     }
 
     /// A quoted string language (a pattern or format) cut to `min..=max`

@@ -1,19 +1,21 @@
 //! # Regex text helpers
 //!
 //! The small pieces every generator module writes with: [`Lang`] (a
-//! sub-language as regex text, `None` the empty language), alternation of
+//! sub-language as regex text ([`Rx`]), `None` the empty language), alternation of
 //! parts, counted repetition suffixes, and the `json.dumps` spellings of
 //! floats, strings and number literals. No state, no schema types: the
 //! functions map values to text and nothing else.
 
-pub(crate) type Lang = Option<String>;
+use super::rx::{rx, Rx};
 
-pub(crate) fn alt_all(parts: Vec<String>) -> Lang {
+pub(crate) type Lang = Option<Rx>;
+
+/// [`alt_all`] over text (the extra-key tries, built as one `String`).
+pub(crate) fn alt_all_text(parts: Vec<String>) -> Option<String> {
     match parts.len() {
         0 => None,
         1 => parts.into_iter().next(),
         _ => {
-            // One copy of each part (`format!` over a `join` made two).
             let len = parts.iter().map(String::len).sum::<usize>() + parts.len() + 3;
             let mut out = String::with_capacity(len);
             out.push_str("(?:");
@@ -27,6 +29,63 @@ pub(crate) fn alt_all(parts: Vec<String>) -> Lang {
             Some(out)
         }
     }
+}
+
+/// Text made as a `String` (numeric ranges, patterns) as a [`Lang`].
+pub(crate) fn text_lang(s: Option<String>) -> Lang {
+    s.map(Rx::from)
+}
+
+/// `(?:P1|P2|...)`; one part as it is; no part: the empty language.
+pub(crate) fn alt_all(parts: Vec<Rx>) -> Lang {
+    match parts.len() {
+        0 => None,
+        1 => parts.into_iter().next(),
+        _ => Some(rx!["(?:", Rx::join(parts, &Rx::from("|")), ")"]),
+    }
+}
+
+/// [`crate::dfa::ordered::write_list`] over pieces: one or more `item`s
+/// joined by `sep`, with one copy of the item.
+pub(crate) fn list_rx(sep: &Rx, item: &Rx) -> Rx {
+    rx![crate::dfa::ordered::LIST_OPEN, sep, "|", item, ")"]
+}
+
+/// [`crate::dfa::ordered::write`] over pieces: the non-empty ordered
+/// subsequences of `items` (at least one) joined by `sep`.
+pub(crate) fn ordered_rx(sep: &Rx, items: Vec<Rx>) -> Rx {
+    debug_assert!(!items.is_empty());
+    if items.len() == 1 {
+        return items.into_iter().next().expect("one item");
+    }
+    let bar = Rx::from("|");
+    let mut parts = vec![Rx::from(crate::dfa::ordered::OPEN), sep.clone()];
+    for k in items {
+        parts.push(bar.clone());
+        parts.push(k);
+    }
+    parts.push(Rx::from(")"));
+    Rx::cat(parts)
+}
+
+/// [`crate::dfa::ordered::write_set`] over pieces: the member-set
+/// construct (the last of `items` the extra member when `flags.extra`).
+pub(crate) fn set_rx(sep: &Rx, flags: &crate::dfa::ordered::SetFlags, items: Vec<Rx>) -> Rx {
+    debug_assert_eq!(flags.required.len() + usize::from(flags.extra), items.len());
+    let mut head = String::from(crate::dfa::ordered::SET_OPEN);
+    head.extend(flags.required.iter().map(|&r| if r { 'R' } else { 'O' }));
+    if flags.extra {
+        head.push('X');
+    }
+    head.push('|');
+    let bar = Rx::from("|");
+    let mut parts = vec![Rx::from(head), sep.clone()];
+    for k in items {
+        parts.push(bar.clone());
+        parts.push(k);
+    }
+    parts.push(Rx::from(")"));
+    Rx::cat(parts)
 }
 
 pub(crate) fn repeat(n: u64, m: Option<u64>) -> String {
