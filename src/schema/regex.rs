@@ -207,7 +207,9 @@ pub(crate) struct Gen<'d, 'a> {
     /// While a `oneOf` proof runs: per `$ref` it enters, the most times it
     /// was entered within the proof ([`one_of`]).
     proof_depths: Option<HashMap<String, usize>>,
-    /// Whether `products`, `patterns`, `free_keys` and `proofs` are used
+    /// While a `oneOf` proof runs: the groups it merged ([`one_of`]).
+    expansions: Option<one_of::Expansions>,
+    /// Whether `products`, `patterns`, `free_keys`, `proofs` and `expansions` are used
     /// (off in the test that shows they change no output).
     memoise: bool,
 }
@@ -260,6 +262,7 @@ impl<'d, 'a> Gen<'d, 'a> {
             free_keys: Default::default(),
             proofs: HashMap::new(),
             proof_depths: None,
+            expansions: None,
             memoise: true,
         }
     }

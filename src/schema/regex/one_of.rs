@@ -32,6 +32,41 @@ pub(super) struct Verdict {
     coerced: bool,
 }
 
+/// The groups a proof has merged with their nodes' other keywords, each
+/// branch as it was first needed (`None` inside: the branch admits
+/// nothing). Kept for one proof only: the branches' `$ref`s are resolved
+/// against the references active while it runs, which it does not change.
+#[derive(Default)]
+pub(super) struct Expansions {
+    entries: Vec<Expansion>,
+}
+
+struct Expansion {
+    rest: Node,
+    group: Vec<Schema>,
+    merged: Vec<Option<Option<Rc<Node>>>>,
+}
+
+impl Expansions {
+    /// The entry of `rest` with `group` (compared by structure), made
+    /// when missing.
+    fn find(&mut self, rest: &Node, group: &[Schema]) -> usize {
+        if let Some(i) = self
+            .entries
+            .iter()
+            .position(|e| e.group.as_slice() == group && e.rest == *rest)
+        {
+            return i;
+        }
+        self.entries.push(Expansion {
+            rest: rest.clone(),
+            group: group.to_vec(),
+            merged: vec![None; group.len()],
+        });
+        self.entries.len() - 1
+    }
+}
+
 impl<'d, 'a> Gen<'d, 'a> {
     #[inline(never)]
     pub(super) fn one_of(
@@ -50,7 +85,9 @@ impl<'d, 'a> Gen<'d, 'a> {
             Some(p) => p,
             None => {
                 self.proof_depths = Some(HashMap::new());
+                self.expansions = self.memoise.then(Expansions::default);
                 let r = self.prove_one_of(&base, &group.value, forbid);
+                self.expansions = None;
                 let depths = self.proof_depths.take().expect("recording");
                 let r = r?;
                 self.remember_proof(&base, &group.value, forbid, depths, &r);
@@ -230,10 +267,10 @@ impl<'d, 'a> Gen<'d, 'a> {
         // (each merged with the rest of it); one that validates with groups
         // validates within that union too: excluded when every branch is.
         if let Some((rest, group)) = split_group(a) {
-            return self.excludes_each(&rest, &group, depth, |g, x| g.excludes(x, b, depth + 1));
+            return self.excludes_each(rest, group, depth, |g, x| g.excludes(x, b, depth + 1));
         }
         if let Some((rest, group)) = split_group(b) {
-            if self.excludes_each(&rest, &group, depth, |g, y| g.excludes(a, y, depth + 1))? {
+            if self.excludes_each(rest, group, depth, |g, y| g.excludes(a, y, depth + 1))? {
                 return Ok(true);
             }
         }
@@ -380,25 +417,47 @@ impl<'d, 'a> Gen<'d, 'a> {
     }
 
     /// Whether every branch of `group`, merged with `rest`, passes `test`.
+    ///
+    /// Within one proof the same group is merged again for every branch
+    /// it is compared with (each branch of one side against the other
+    /// side's group): the merged branches are kept for the proof
+    /// ([`Expansions`]).
     fn excludes_each(
         &mut self,
-        rest: &Node,
-        group: &[Schema],
+        rest: Node,
+        group: Vec<Schema>,
         depth: usize,
         mut test: impl FnMut(&mut Self, &Node) -> Result<bool, SchemaError>,
     ) -> Result<bool, SchemaError> {
         if depth > 2 || group.len() > 16 {
             return Ok(false);
         }
-        for x in group {
-            let mut entered = Vec::new();
-            let Some(xn) = self.schema_node(x, &mut entered)? else {
+        let e = self.expansions.as_mut().map(|x| x.find(&rest, &group));
+        for (i, x) in group.iter().enumerate() {
+            let known = match (&self.expansions, e) {
+                (Some(x), Some(e)) => x.entries[e].merged[i].clone(),
+                _ => None,
+            };
+            let merged = match known {
+                Some(m) => m,
+                None => {
+                    let mut entered = Vec::new();
+                    let m = match self.schema_node(x, &mut entered)? {
+                        Some(xn) => Some(Rc::new(ir::merge(&rest, &xn)?)),
+                        None => None,
+                    };
+                    if let (Some(x), Some(e)) = (self.expansions.as_mut(), e) {
+                        x.entries[e].merged[i] = Some(m.clone());
+                    }
+                    m
+                }
+            };
+            let Some(merged) = merged else {
                 if matches!(x, Schema::Bool(false)) {
                     continue;
                 }
                 return Ok(false);
             };
-            let merged = ir::merge(rest, &xn)?;
             if !test(self, &merged)? {
                 return Ok(false);
             }

@@ -104,6 +104,26 @@ fn memos_change_no_output() {
             "type": "object",
             "properties": {"a": {"$ref": "#/$defs/node"}, "b": {"type": "array", "items": {"$ref": "#/$defs/node"}}}
         }),
+        // Branches holding groups of their own: each side's group is
+        // merged again for every branch of the other side.
+        json!({
+            "$defs": {
+                "leaf": {"anyOf": [
+                    {"type": "object", "required": ["k"], "properties": {"k": {"const": "a"}}},
+                    {"type": "object", "required": ["k"], "properties": {"k": {"const": "b"}}}]},
+                "tree": {"oneOf": [
+                    {"$ref": "#/$defs/leaf"},
+                    {"anyOf": [
+                        {"type": "object", "required": ["k", "kids"], "properties": {
+                            "k": {"const": "c"},
+                            "kids": {"type": "array", "items": {"$ref": "#/$defs/tree"}}}},
+                        {"type": "object", "required": ["k"], "properties": {"k": {"const": "d"}}}]},
+                    {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+                    {"allOf": [{"$ref": "#/$defs/leaf"}, {"required": ["z"]}]}]}},
+            "type": "object",
+            "properties": {"t": {"$ref": "#/$defs/tree"},
+                "u": {"type": "array", "items": {"$ref": "#/$defs/tree"}}}
+        }),
         json!({
             "type": "object",
             "properties": {
