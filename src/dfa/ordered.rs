@@ -147,7 +147,8 @@ pub(crate) fn expand(text: &str, limit: usize) -> Result<Cow<'_, str>, TooLong> 
 }
 
 /// The length [`expand`] would return, without writing the text (the
-/// size check of a text that may never be written out).
+/// schema compiler knows it from its pieces: the tests check the two agree).
+#[cfg(test)]
 pub(crate) fn expanded_len(text: &str, limit: usize) -> Result<usize, TooLong> {
     if !has_construct(text) {
         return if text.len() > limit {
@@ -159,6 +160,36 @@ pub(crate) fn expanded_len(text: &str, limit: usize) -> Result<usize, TooLong> {
     let mut out = Count(0);
     expand_into(text, limit, &mut out)?;
     Ok(out.0)
+}
+
+/// The length of the ordered construct written out, from the lengths of
+/// its separator and items written out (as [`expanded_len`] counts it).
+pub(crate) fn ordered_plain_len(sep: usize, items: &[usize]) -> usize {
+    let (sep, items) = counts(sep, items);
+    let mut out = Count(0);
+    plain(&sep, &items.iter().collect::<Vec<_>>(), &mut out);
+    out.0
+}
+
+/// The length of the list construct written out, as
+/// [`ordered_plain_len`].
+pub(crate) fn list_plain_len(sep: usize, item: usize) -> usize {
+    "(?:(?:)*)"
+        .len()
+        .saturating_add(item.saturating_mul(2))
+        .saturating_add(sep)
+}
+
+/// The length of a member set written out, as [`ordered_plain_len`].
+pub(crate) fn set_plain_len(sep: usize, items: &[usize], flags: &SetFlags) -> usize {
+    let (sep, items) = counts(sep, items);
+    let mut out = Count(0);
+    plain_set(&sep, &items.iter().collect::<Vec<_>>(), flags, &mut out);
+    out.0
+}
+
+fn counts(sep: usize, items: &[usize]) -> (Count, Vec<Count>) {
+    (Count(sep), items.iter().map(|&k| Count(k)).collect())
 }
 
 /// Whether `text` may hold a construct.
@@ -207,10 +238,10 @@ struct Count(usize);
 
 impl Out for Count {
     fn push(&mut self, s: &str) {
-        self.0 += s.len();
+        self.0 = self.0.saturating_add(s.len());
     }
     fn part(&mut self, p: &Self) {
-        self.0 += p.0;
+        self.0 = self.0.saturating_add(p.0);
     }
     fn len(&self) -> usize {
         self.0

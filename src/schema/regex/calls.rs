@@ -303,50 +303,45 @@ pub(crate) fn compile_fragments_compact(
     // as before the compact construct: the same schemas take the shared
     // path. Where that path fails too, a single compact text (within the
     // limit as it stands) is kept: the direct NFA reads it as it is.
-    let plain_fits = |f: &SchemaFragments, limit: usize| {
-        let fits = |t: &String| crate::dfa::ordered::expanded_len(t, limit).is_ok();
-        match f {
-            SchemaFragments::Regex(c) => fits(&c.regex),
-            SchemaFragments::Fragments { bodies, .. } => bodies.iter().flatten().all(fits),
-        }
-    };
+    let plain_fits = |w: &Written, limit: usize| w.plain.iter().all(|&n| n <= limit);
     let mut free_calls = opts.free_form_calls;
     let mut written = fragments_with(schema, first, free_calls, false);
-    if let Ok((f, true)) = &written {
-        if opts.deep_free_form && !free_calls && plain_fits(f, first.max_regex_len) {
+    if let Ok(w) = &written {
+        if w.explicit && opts.deep_free_form && !free_calls && plain_fits(w, first.max_regex_len) {
             // An explicit free-form value: written again as calls, kept
             // when no object's members lose their any order there.
-            if let Ok((calls, _)) = fragments_with(schema, first, true, false) {
-                if !calls.has_member_set() {
+            if let Ok(calls) = fragments_with(schema, first, true, false) {
+                if !calls.fragments.has_member_set() {
                     free_calls = true;
-                    written = Ok((calls, true));
+                    written = Ok(calls);
                 }
             }
         }
     }
-    match written.map(|(f, _)| f) {
+    match written {
         Err(SchemaError::TooBig {
             knob: "max_regex_len",
             ..
-        }) => fragments_with(schema, opts, true, true).map(|(f, _)| f),
-        Ok(f) if !plain_fits(&f, first.max_regex_len) => {
-            match fragments_with(schema, opts, true, true).map(|(f, _)| f) {
-                Ok(s) if plain_fits(&s, opts.max_regex_len) => Ok(s),
-                _ if matches!(f, SchemaFragments::Regex(_)) => Ok(f),
-                shared => shared,
+        }) => fragments_with(schema, opts, true, true).map(|w| w.fragments),
+        Ok(w) if !plain_fits(&w, first.max_regex_len) => {
+            match fragments_with(schema, opts, true, true) {
+                Ok(s) if plain_fits(&s, opts.max_regex_len) => Ok(s.fragments),
+                _ if matches!(w.fragments, SchemaFragments::Regex(_)) => Ok(w.fragments),
+                shared => shared.map(|s| s.fragments),
             }
         }
-        Ok(f) if free_calls && f.text_len() > FREE_FORM_CHECK_LEN => {
+        Ok(w) if free_calls && w.fragments.text_len() > FREE_FORM_CHECK_LEN => {
+            let f = w.fragments;
             // A large text with calls: shared definitions may make it far
             // smaller (a Kubernetes schema: 14 MB with the definitions
             // copied, 0.6 MB shared, and seconds against milliseconds to
             // compile).
-            match fragments_with(schema, opts, true, true).map(|(f, _)| f) {
+            match fragments_with(schema, opts, true, true).map(|w| w.fragments) {
                 Ok(regular) if regular.text_len().saturating_mul(2) < f.text_len() => Ok(regular),
                 _ => Ok(f),
             }
         }
-        r => r,
+        r => r.map(|w| w.fragments),
     }
 }
 
@@ -384,12 +379,22 @@ impl SchemaFragments {
 /// [`compile_fragments`], free-form values as calls when `free_calls`,
 /// every bare `$ref` a call when `shared_refs`; with whether an explicit
 /// free-form value was met.
+/// What [`fragments_with`] wrote.
+struct Written {
+    fragments: SchemaFragments,
+    /// Whether an explicit free-form value was met.
+    explicit: bool,
+    /// Each text's length with its one-copy constructs written out (the
+    /// regex's, or each body's that admits a value).
+    plain: Vec<usize>,
+}
+
 fn fragments_with(
     schema: &Value,
     opts: &SchemaOptions,
     free_calls: bool,
     shared_refs: bool,
-) -> Result<(SchemaFragments, bool), SchemaError> {
+) -> Result<Written, SchemaError> {
     // `$ref`s to the meta-schemas resolve to the bundled copies.
     let schema = crate::schema::documents::bundle(schema, &Default::default());
     super::super::escapes::check(&schema, opts.allowed_escapes)?;
@@ -413,13 +418,14 @@ fn fragments_with(
                 ),
             });
         };
-        return Ok((
-            SchemaFragments::Regex(CompiledSchema {
+        return Ok(Written {
+            plain: vec![regex.plain_len()],
+            fragments: SchemaFragments::Regex(CompiledSchema {
                 regex: regex.text(),
                 warnings: doc.warnings.take(),
             }),
             explicit,
-        ));
+        });
     }
     let mut names = vec!["document".to_string()];
     let mut bodies = vec![top];
@@ -438,12 +444,69 @@ fn fragments_with(
         names.push(t);
         i += 1;
     }
-    Ok((
-        SchemaFragments::Fragments {
+    Ok(Written {
+        plain: bodies.iter().flatten().map(super::Rx::plain_len).collect(),
+        fragments: SchemaFragments::Fragments {
             names,
             bodies: bodies.into_iter().map(|b| b.map(|r| r.text())).collect(),
             warnings: doc.warnings.take(),
         },
         explicit,
-    ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::JsonMode;
+    use serde_json::json;
+
+    /// The lengths written out that the pieces carry are the ones a scan
+    /// of the text finds: optional members, arrays, member sets, nested in
+    /// each other, with and without calls.
+    #[test]
+    fn plain_lengths_agree_with_the_text() {
+        let item = json!({"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "array", "items": {"type": "string"}},
+            "c": {"type": "object", "properties": {"x": {"type": "boolean"}, "y": {"type": "null"}}}}});
+        let many: serde_json::Map<String, Value> = (0..45)
+            .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+            .collect();
+        let schemas = [
+            item.clone(),
+            json!({"type": "array", "items": item}),
+            json!({"type": "object", "properties": many}),
+            json!({"$defs": {"t": {"type": "object", "properties": {
+                "v": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/t"}}}}},
+                "$ref": "#/$defs/t"}),
+            json!({"type": "object", "required": ["a"], "properties": {
+                "a": {}, "b": {"type": "array"}, "c": {"type": "object"}}}),
+        ];
+        for schema in &schemas {
+            for mode in [JsonMode::Strict, JsonMode::Compliant] {
+                for (free, shared) in [(false, false), (true, false), (true, true)] {
+                    let opts = SchemaOptions {
+                        mode,
+                        ..Default::default()
+                    };
+                    let w = fragments_with(schema, &opts, free, shared).expect("compiles");
+                    let texts: Vec<&String> = match &w.fragments {
+                        SchemaFragments::Regex(c) => vec![&c.regex],
+                        SchemaFragments::Fragments { bodies, .. } => {
+                            bodies.iter().flatten().collect()
+                        }
+                    };
+                    assert_eq!(texts.len(), w.plain.len());
+                    for (t, &n) in texts.iter().zip(&w.plain) {
+                        let scanned = crate::dfa::ordered::expanded_len(t, usize::MAX).unwrap();
+                        assert_eq!(n, scanned, "{mode:?} {free} {shared}: {schema}");
+                    }
+                    let constructs = texts.iter().any(|t| t.contains(crate::dfa::ordered::OPEN));
+                    if mode == JsonMode::Strict && schema == &schemas[2] {
+                        assert!(constructs, "the test meets the ordered construct");
+                    }
+                }
+            }
+        }
+    }
 }

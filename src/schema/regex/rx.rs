@@ -30,6 +30,9 @@ pub(crate) enum Rx {
 
 pub(crate) struct Cat {
     len: usize,
+    /// The length with the one-copy constructs written out
+    /// ([`crate::dfa::ordered`]).
+    plain: usize,
     parts: Box<[Rx]>,
 }
 
@@ -60,6 +63,16 @@ impl Rx {
         }
     }
 
+    /// The length of the text with its one-copy constructs written out
+    /// ([`crate::dfa::ordered::expanded_len`], without reading the text):
+    /// a piece holds no construct; a construct knows its own.
+    pub(crate) fn plain_len(&self) -> usize {
+        match self {
+            Rx::Cat(c) => c.plain,
+            _ => self.len(),
+        }
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -73,9 +86,22 @@ impl Rx {
             1 => parts.into_iter().next().expect("one part"),
             _ => Rx::Cat(Rc::new(Cat {
                 len: parts.iter().map(Rx::len).sum(),
+                plain: parts
+                    .iter()
+                    .fold(0usize, |n, p| n.saturating_add(p.plain_len())),
                 parts: parts.into_boxed_slice(),
             })),
         }
+    }
+
+    /// A one-copy construct's text (`parts`), whose length written out is
+    /// `plain`.
+    pub(crate) fn construct(parts: Vec<Rx>, plain: usize) -> Rx {
+        Rx::Cat(Rc::new(Cat {
+            len: parts.iter().map(Rx::len).sum(),
+            plain,
+            parts: parts.into_boxed_slice(),
+        }))
     }
 
     /// `parts` with `sep` between each two.

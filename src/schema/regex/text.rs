@@ -48,7 +48,15 @@ pub(crate) fn alt_all(parts: Vec<Rx>) -> Lang {
 /// [`crate::dfa::ordered::write_list`] over pieces: one or more `item`s
 /// joined by `sep`, with one copy of the item.
 pub(crate) fn list_rx(sep: &Rx, item: &Rx) -> Rx {
-    rx![crate::dfa::ordered::LIST_OPEN, sep, "|", item, ")"]
+    let plain = crate::dfa::ordered::list_plain_len(sep.plain_len(), item.plain_len());
+    let parts = vec![
+        Rx::from(crate::dfa::ordered::LIST_OPEN),
+        sep.clone(),
+        Rx::from("|"),
+        item.clone(),
+        Rx::from(")"),
+    ];
+    Rx::construct(parts, plain)
 }
 
 /// [`crate::dfa::ordered::write`] over pieces: the non-empty ordered
@@ -58,6 +66,8 @@ pub(crate) fn ordered_rx(sep: &Rx, items: Vec<Rx>) -> Rx {
     if items.len() == 1 {
         return items.into_iter().next().expect("one item");
     }
+    let lens: Vec<usize> = items.iter().map(Rx::plain_len).collect();
+    let plain = crate::dfa::ordered::ordered_plain_len(sep.plain_len(), &lens);
     let bar = Rx::from("|");
     let mut parts = vec![Rx::from(crate::dfa::ordered::OPEN), sep.clone()];
     for k in items {
@@ -65,7 +75,7 @@ pub(crate) fn ordered_rx(sep: &Rx, items: Vec<Rx>) -> Rx {
         parts.push(k);
     }
     parts.push(Rx::from(")"));
-    Rx::cat(parts)
+    Rx::construct(parts, plain)
 }
 
 /// [`crate::dfa::ordered::write_set`] over pieces: the member-set
@@ -78,6 +88,8 @@ pub(crate) fn set_rx(sep: &Rx, flags: &crate::dfa::ordered::SetFlags, items: Vec
         head.push('X');
     }
     head.push('|');
+    let lens: Vec<usize> = items.iter().map(Rx::plain_len).collect();
+    let plain = crate::dfa::ordered::set_plain_len(sep.plain_len(), &lens, flags);
     let bar = Rx::from("|");
     let mut parts = vec![Rx::from(head), sep.clone()];
     for k in items {
@@ -85,7 +97,7 @@ pub(crate) fn set_rx(sep: &Rx, flags: &crate::dfa::ordered::SetFlags, items: Vec
         parts.push(k);
     }
     parts.push(Rx::from(")"));
-    Rx::cat(parts)
+    Rx::construct(parts, plain)
 }
 
 pub(crate) fn repeat(n: u64, m: Option<u64>) -> String {
