@@ -1,7 +1,7 @@
 //! # IR → regex
 //!
 //! `Gen` walks the `ir::Schema` tree and writes regex
-//! text, as a tree of shared pieces ([`rx`]: joining copies nothing, and
+//! text, as a tree of shared pieces (`rx`: joining copies nothing, and
 //! the text is written out once at the end). A sub-language is an
 //! `Option<Rx>`: `None` is the empty language
 //! (a `false` schema, a recursion cut, an unsatisfiable range), and it
@@ -12,7 +12,7 @@
 //!   most `max_depth + 1` times on the current path, past which it is `None`.
 //!   Results are memoised per target and per the recursion state of the refs
 //!   it can reach, so a definition used 500 times is generated once, and
-//!   held once: each use shares its [`Rx`] (the written-out text still
+//!   held once: each use shares its `Rx` (the written-out text still
 //!   repeats it, as a regex cannot share sub-expressions).
 //! - `allOf` (and `$ref` siblings): merged into one node by `ir::merge`.
 //! - `anyOf`: an alternation of the branches, each merged with the node's
