@@ -174,10 +174,9 @@ pub(crate) fn ordered_plain_len(sep: usize, items: &[usize]) -> usize {
 /// The length of the list construct written out, as
 /// [`ordered_plain_len`].
 pub(crate) fn list_plain_len(sep: usize, item: usize) -> usize {
-    "(?:(?:)*)"
-        .len()
-        .saturating_add(item.saturating_mul(2))
-        .saturating_add(sep)
+    let mut out = Count(0);
+    plain_list(&Count(sep), &Count(item), &mut out);
+    out.0
 }
 
 /// The length of a member set written out, as [`ordered_plain_len`].
@@ -305,13 +304,7 @@ impl Expander<'_> {
                         }
                         plain_set(&sep, &items, &f, out);
                     } else if list {
-                        let k = items[0];
-                        out.push("(?:");
-                        out.part(k);
-                        out.push("(?:");
-                        out.part(&sep);
-                        out.part(k);
-                        out.push(")*)");
+                        plain_list(&sep, items[0], out);
                     } else {
                         plain(&sep, &items, out);
                     }
@@ -416,6 +409,16 @@ fn plain_set<O: Out>(sep: &O, items: &[&O], flags: &SetFlags, out: &mut O) {
     if extra {
         group(out, &[sep, items[required.len()]], ")*");
     }
+}
+
+/// The list construct written out: `(?:ITEM(?:SEP ITEM)*)`.
+fn plain_list<O: Out>(sep: &O, item: &O, out: &mut O) {
+    out.push("(?:");
+    out.part(item);
+    out.push("(?:");
+    out.part(sep);
+    out.part(item);
+    out.push(")*)");
 }
 
 /// The plain regex of the construct: short runs nest linearly

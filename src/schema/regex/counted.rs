@@ -126,7 +126,7 @@ impl Members<'_> {
                     alts.push(r);
                 }
             }
-            join(alts)
+            alt_all(alts)
         };
         if r.as_ref().is_some_and(|s| s.len() > limit) {
             return Err(TooLong);
@@ -166,7 +166,7 @@ impl Members<'_> {
                 }
             }
         }
-        let r = join(alts);
+        let r = alt_all(alts);
         if r.as_ref().is_some_and(|s| s.len() > limit) {
             return Err(TooLong);
         }
@@ -186,13 +186,5 @@ impl Members<'_> {
         } else {
             m.ordered(0, 0, false, &mut HashMap::new(), limit)
         }
-    }
-}
-
-fn join(mut alts: Vec<Rx>) -> Option<Rx> {
-    match alts.len() {
-        0 => None,
-        1 => alts.pop(),
-        _ => Some(rx!["(?:", Rx::join(alts, &Rx::from("|")), ")"]),
     }
 }

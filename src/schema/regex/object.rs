@@ -815,16 +815,17 @@ impl Gen<'_, '_> {
         for mask in 0u32..(1 << pats.len()) {
             let mut key = Some(base.clone());
             for (i, l) in langs.iter().enumerate() {
-                let Some(k) = key.as_ref().map(Rx::text) else {
-                    break;
-                };
-                let k = k.as_str();
+                let Some(k) = key.take() else { break };
                 let inside = mask & (1 << i) != 0;
                 key = match (inside, l) {
                     (true, None) => None,
-                    (false, None) => Some(Rx::owned(k)),
-                    (true, Some(l)) => self.combine(k, l, Op::And, "patternProperties", at)?,
-                    (false, Some(l)) => self.combine(k, l, Op::AndNot, "patternProperties", at)?,
+                    (false, None) => Some(k),
+                    (true, Some(l)) => {
+                        self.combine(&k.text(), l, Op::And, "patternProperties", at)?
+                    }
+                    (false, Some(l)) => {
+                        self.combine(&k.text(), l, Op::AndNot, "patternProperties", at)?
+                    }
                 };
             }
             let Some(key) = key else { continue };

@@ -84,18 +84,17 @@ impl Rx {
         match parts.len() {
             0 => Rx::EMPTY,
             1 => parts.into_iter().next().expect("one part"),
-            _ => Rx::Cat(Rc::new(Cat {
-                len: parts.iter().map(Rx::len).sum(),
-                plain: parts
+            _ => {
+                let plain = parts
                     .iter()
-                    .fold(0usize, |n, p| n.saturating_add(p.plain_len())),
-                parts: parts.into_boxed_slice(),
-            })),
+                    .fold(0usize, |n, p| n.saturating_add(p.plain_len()));
+                Rx::construct(parts, plain)
+            }
         }
     }
 
-    /// A one-copy construct's text (`parts`), whose length written out is
-    /// `plain`.
+    /// `parts` one after the other, whose length with the one-copy
+    /// constructs written out is `plain` (for a construct, its own).
     pub(crate) fn construct(parts: Vec<Rx>, plain: usize) -> Rx {
         Rx::Cat(Rc::new(Cat {
             len: parts.iter().map(Rx::len).sum(),
@@ -126,7 +125,7 @@ impl Rx {
     }
 
     /// Appends the text to `out` (iteratively: a tree may be deep).
-    pub(crate) fn write_into(&self, out: &mut String) {
+    fn write_into(&self, out: &mut String) {
         let mut stack: Vec<&Rx> = vec![self];
         while let Some(x) = stack.pop() {
             match x {
@@ -172,14 +171,6 @@ impl From<&Rx> for Rx {
         s.clone()
     }
 }
-
-impl PartialEq for Rx {
-    fn eq(&self, other: &Rx) -> bool {
-        self.len() == other.len() && self.text() == other.text()
-    }
-}
-
-impl Eq for Rx {}
 
 impl fmt::Debug for Rx {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

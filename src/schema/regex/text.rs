@@ -45,21 +45,19 @@ pub(crate) fn alt_all(parts: Vec<Rx>) -> Lang {
     }
 }
 
-/// [`crate::dfa::ordered::write_list`] over pieces: one or more `item`s
-/// joined by `sep`, with one copy of the item.
+/// The list construct `(?*SEP|ITEM)` ([`crate::dfa::ordered`]): one or
+/// more `item`s joined by `sep`, with one copy of the item.
 pub(crate) fn list_rx(sep: &Rx, item: &Rx) -> Rx {
     let plain = crate::dfa::ordered::list_plain_len(sep.plain_len(), item.plain_len());
-    let parts = vec![
-        Rx::from(crate::dfa::ordered::LIST_OPEN),
-        sep.clone(),
-        Rx::from("|"),
-        item.clone(),
-        Rx::from(")"),
-    ];
-    Rx::construct(parts, plain)
+    construct(
+        crate::dfa::ordered::LIST_OPEN.into(),
+        sep,
+        vec![item.clone()],
+        plain,
+    )
 }
 
-/// [`crate::dfa::ordered::write`] over pieces: the non-empty ordered
+/// The ordered construct `(?&SEP|K1|...|Kn)`: the non-empty ordered
 /// subsequences of `items` (at least one) joined by `sep`.
 pub(crate) fn ordered_rx(sep: &Rx, items: Vec<Rx>) -> Rx {
     debug_assert!(!items.is_empty());
@@ -68,18 +66,11 @@ pub(crate) fn ordered_rx(sep: &Rx, items: Vec<Rx>) -> Rx {
     }
     let lens: Vec<usize> = items.iter().map(Rx::plain_len).collect();
     let plain = crate::dfa::ordered::ordered_plain_len(sep.plain_len(), &lens);
-    let bar = Rx::from("|");
-    let mut parts = vec![Rx::from(crate::dfa::ordered::OPEN), sep.clone()];
-    for k in items {
-        parts.push(bar.clone());
-        parts.push(k);
-    }
-    parts.push(Rx::from(")"));
-    Rx::construct(parts, plain)
+    construct(crate::dfa::ordered::OPEN.into(), sep, items, plain)
 }
 
-/// [`crate::dfa::ordered::write_set`] over pieces: the member-set
-/// construct (the last of `items` the extra member when `flags.extra`).
+/// The member-set construct `(?%FLAGS|SEP|K1|...|Kn)` (the last of
+/// `items` the extra member when `flags.extra`).
 pub(crate) fn set_rx(sep: &Rx, flags: &crate::dfa::ordered::SetFlags, items: Vec<Rx>) -> Rx {
     debug_assert_eq!(flags.required.len() + usize::from(flags.extra), items.len());
     let mut head = String::from(crate::dfa::ordered::SET_OPEN);
@@ -90,8 +81,13 @@ pub(crate) fn set_rx(sep: &Rx, flags: &crate::dfa::ordered::SetFlags, items: Vec
     head.push('|');
     let lens: Vec<usize> = items.iter().map(Rx::plain_len).collect();
     let plain = crate::dfa::ordered::set_plain_len(sep.plain_len(), &lens, flags);
+    construct(head.into(), sep, items, plain)
+}
+
+/// `HEAD SEP|K1|...|Kn)`, a construct whose length written out is `plain`.
+fn construct(head: Rx, sep: &Rx, items: Vec<Rx>, plain: usize) -> Rx {
     let bar = Rx::from("|");
-    let mut parts = vec![Rx::from(head), sep.clone()];
+    let mut parts = vec![head, sep.clone()];
     for k in items {
         parts.push(bar.clone());
         parts.push(k);
